@@ -1,0 +1,1 @@
+"""The overbrainer command line."""

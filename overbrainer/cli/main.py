@@ -1,0 +1,18 @@
+"""The `overbrainer` command group; each command module registers itself here."""
+
+from __future__ import annotations
+
+import click
+
+from overbrainer import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="overbrainer")
+def cli() -> None:
+    """Distil a large parent LLM into a small child model."""
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    cli()

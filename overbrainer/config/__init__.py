@@ -1,0 +1,1 @@
+"""overbrainer.toml, the environment and .env turned into frozen settings."""

@@ -1,0 +1,1 @@
+"""Dataset records, their IDs and crash-safe JSONL files."""

@@ -1,0 +1,1 @@
+"""LLM providers over HTTP: requests, completions, usage."""

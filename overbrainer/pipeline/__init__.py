@@ -1,0 +1,1 @@
+"""The dataset pipeline: subtopics, questions, answers, split."""

@@ -1,0 +1,1 @@
+"""Runpod pods for training."""

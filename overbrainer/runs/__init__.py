@@ -1,0 +1,1 @@
+"""Training runs and the jobs run for them."""

@@ -1,0 +1,34 @@
+"""Kinds of job run for a training run (export, compare)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class JobKind(enum.Enum):
+    """A job run for a run, kept in `runs/<run-id>/<dir>/<job-id>/`."""
+
+    EXPORT = "export"
+    COMPARE = "compare"
+
+    def dir_name(self) -> str:
+        """The directory of such jobs inside a run."""
+        return "exports" if self is JobKind.EXPORT else "compares"
+
+    def noun(self) -> str:
+        """The job's noun, also the progress subject."""
+        return self.value
+
+    def with_article(self) -> str:
+        """The noun with its indefinite article."""
+        return "an export" if self is JobKind.EXPORT else "a compare"
+
+    def retry(self, run: str) -> str:
+        """How the user runs such a job again."""
+        if self is JobKind.EXPORT:
+            return f"export again with `overbrainer export {run}`"
+        return f"compare again with `overbrainer compare --run {run}`"
+
+
+PROBE_EVERY = 10.0
+"""Seconds between two system samples of a followed job."""

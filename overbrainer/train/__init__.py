@@ -1,0 +1,1 @@
+"""Training: Axolotl config, metric lines, phases."""
