@@ -1,4 +1,4 @@
-"""The `overbrainer` command group; each command module registers itself here."""
+"""The `overbrainer` command group; command modules register themselves at the bottom."""
 
 from __future__ import annotations
 
@@ -16,3 +16,7 @@ def cli() -> None:
 def main() -> None:
     """Entry point of the console script."""
     cli()
+
+
+# Each command module adds its commands to `cli` when imported (one line per module).
+from overbrainer.cli import commands_registry  # noqa: E402, F401

@@ -1,0 +1,3 @@
+"""Imports every command module so that each adds its commands to the group."""
+
+# One import per command module, e.g. `from overbrainer.cli import init_command  # noqa: F401`.

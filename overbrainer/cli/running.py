@@ -1,0 +1,53 @@
+"""Run one command's Trio flow and turn its outcome into an exit code."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import NoReturn
+
+import click
+import trio
+
+from overbrainer.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
+
+log = logging.getLogger(__name__)
+
+
+def _single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
+    errors = [e for e in _leaves(group) if isinstance(e, OverbrainerError)]
+    return errors[0] if errors else None
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
+    """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
+    code = EXIT_OK
+    try:
+        result = trio.run(flow)
+        code = EXIT_OK if result is None else result
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    except OverbrainerError as error:
+        code = _report(error)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+            code = EXIT_INTERRUPTED
+        elif (error := _single_error(group)) is not None:
+            code = _report(error)
+        else:
+            raise
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def _report(error: OverbrainerError) -> int:
+    click.echo(f"error: {error.message}", err=True)
+    return error.exit_code
