@@ -1,0 +1,365 @@
+"""The frozen configuration classes: one per `overbrainer.toml` section, reference defaults."""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+import attrs
+
+from overbrainer.secrets import Secret
+
+
+class Protocol(enum.Enum):
+    """Wire protocol of a provider: OpenAI chat completions or the Anthropic Messages API."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+class Effort(enum.Enum):
+    """`reasoning_effort` of a role; `none` is the reference's newer, undocumented value."""
+
+    NONE = "none"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Adapter(enum.Enum):
+    """`[training] adapter`: LoRA, 4-bit QLoRA or full fine-tuning."""
+
+    LORA = "lora"
+    QLORA = "qlora"
+    FULL = "full"
+
+
+class Runtime(enum.Enum):
+    """How a local or SSH target runs Axolotl."""
+
+    NATIVE = "native"
+    DOCKER = "docker"
+
+
+class Engine(enum.Enum):
+    """Container engine of the `docker` runtime."""
+
+    DOCKER = "docker"
+    PODMAN = "podman"
+
+
+class SshClient(enum.Enum):
+    """SSH client of a target; `OVERBRAINER_SSH_CLIENT` overrides it where it is used."""
+
+    OPENSSH = "openssh"
+    BUILTIN = "builtin"
+
+
+DEFAULT_MAX_TOKENS = 16384
+DEFAULT_IMAGE = (
+    "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
+    "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
+)
+DEFAULT_RUNPOD_IMAGE = (
+    "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1"
+    "@sha256:f7b94da82913920a003e28e091d8528f57f76da7360fca87e95faf62fa32a680"
+)
+DEFAULT_RUNPOD_VENV = "/workspace/axolotl-venv"
+DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
+DEFAULT_HUB_BASE_URL = "https://huggingface.co"
+DEFAULT_WORKDIR = "overbrainer"
+DEFAULT_QUANTIZE = "Q4_K_M"
+QUANTIZE_TYPES = (
+    "Q4_K_M",
+    "Q4_K_S",
+    "Q5_K_M",
+    "Q5_K_S",
+    "Q6_K",
+    "Q8_0",
+    "Q3_K_M",
+    "Q2_K",
+    "F16",
+    "BF16",
+)
+
+
+@attrs.frozen
+class Project:
+    """`[project]`: the project's identity."""
+
+    name: str
+
+
+@attrs.frozen
+class Topic:
+    """One `[[topics]]` entry: what to generate questions about."""
+
+    name: str
+    subtopics: int
+    questions_per_subtopic: int
+    description: str | None = None
+
+
+@attrs.frozen
+class Provider:
+    """`[providers.<name>]`: an endpoint; `base_url` and `api_key` come only from the environment.
+
+    `api_key` is a `Secret` (literal or `vault:` reference), resolved with
+    `overbrainer.secrets.resolve_secret` only by the command that builds a client.
+    """
+
+    protocol: Protocol
+    base_url: str | None = None
+    api_key: Secret | None = None
+
+
+@attrs.frozen
+class Role:
+    """A role of `[roles]` (generator, parent, embedder, judge): which model, and how to ask it.
+
+    - `provider`: a key of `Settings.providers`; `model`: sent as-is.
+    - `reasoning`: ask for the model's reasoning. `reasoning_effort`: None means the protocol's
+      default (openai sends `medium` when reasoning is on). `thinking_budget`: anthropic only,
+      None means adaptive thinking.
+    - `max_tokens`: cap on generated tokens, reasoning included. `temperature`: None = provider's.
+    - `price_in` / `price_out` (ours): USD per million input / output tokens, used when the
+      provider's model listing has no price for `model`; both or neither.
+    """
+
+    provider: str
+    model: str
+    reasoning: bool = False
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float | None = None
+    reasoning_effort: Effort | None = None
+    thinking_budget: int | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+
+
+@attrs.frozen
+class Roles:
+    """`[roles]`: generator and parent are required; embedder and judge optional."""
+
+    generator: Role
+    parent: Role
+    embedder: Role | None = None
+    judge: Role | None = None
+
+    def all(self) -> list[tuple[str, Role]]:
+        """Every configured role with its name, in the order generator, parent, embedder, judge."""
+        named = [("generator", self.generator), ("parent", self.parent)]
+        named += [
+            (name, role)
+            for name, role in (("embedder", self.embedder), ("judge", self.judge))
+            if role
+        ]
+        return named
+
+
+@attrs.frozen
+class Pipeline:
+    """`[pipeline]`: the reference's tunables plus our `max_cost_usd` and `drain_secs`."""
+
+    concurrency: int = 8
+    max_retries: int = 5
+    dedup_threshold: float = 0.8
+    eval_ratio: float = 0.1
+    seed: int = 42
+    include_system_prompt: bool = False
+    embedding_threshold: float = 0.9
+    question_batch_size: int = 10
+    request_timeout_secs: int = 600
+    max_cost_usd: float | None = None
+    drain_secs: float = 30.0
+
+
+@attrs.frozen
+class Training:
+    """`[training]`: present means `run` trains after `split` (see reference-training.md §1.1)."""
+
+    target: str
+    base_model: str
+    adapter: Adapter
+    epochs: int = 3
+    learning_rate: float = 2e-4
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    sequence_len: int = 4096
+    micro_batch_size: int = 2
+    gradient_accumulation_steps: int = 4
+    optimizer: str = "adamw_torch_fused"
+    lr_scheduler: str = "cosine"
+    sample_packing: bool = True
+    evals_per_epoch: int = 4
+    saves_per_epoch: int = 1
+    merge: bool = False
+    hub_model_id: str | None = None
+    axolotl_extra: dict[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ListOrAuto:
+    """A list of strings, or `auto` (chosen when the run starts); the default is an empty list."""
+
+    auto: bool = False
+    items: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return "auto" if self.auto else ", ".join(self.items)
+
+
+@attrs.frozen
+class LocalTarget:
+    """`[targets.<n>] kind = "local"`: this machine, in the project's `runs/`."""
+
+    runtime: Runtime
+    engine: Engine | None = None
+    image: str | None = None
+    venv: str | None = None
+
+    kind: ClassVar[str] = "local"
+
+
+@attrs.frozen
+class SshTarget:
+    """`[targets.<n>] kind = "ssh"`: a machine over SSH; `host` only from the environment."""
+
+    runtime: Runtime
+    host: str | None = None
+    workdir: str | None = None
+    engine: Engine | None = None
+    image: str | None = None
+    venv: str | None = None
+    ssh_client: SshClient = SshClient.OPENSSH
+
+    kind: ClassVar[str] = "ssh"
+
+
+@attrs.frozen
+class RunpodTarget:
+    """`[targets.<n>] kind = "runpod"`: a Runpod pod made for the run (reference-training §1.2)."""
+
+    gpu_types: ListOrAuto
+    max_hours: float
+    min_vram_gb: int | None = None
+    max_price_per_hour: float | None = None
+    max_cost_usd: float | None = None
+    gpu_count: int = 1
+    image: str | None = None
+    venv: str | None = None
+    container_disk_gb: int = 50
+    boot_grace_minutes: int = 30
+    retrieve_grace_minutes: int = 60
+    data_center_ids: ListOrAuto = ListOrAuto()
+    network_volume_id: str | None = None
+    max_volume_gb: int | None = None
+    ssh_client: SshClient = SshClient.OPENSSH
+
+    kind: ClassVar[str] = "runpod"
+
+
+Target = LocalTarget | SshTarget | RunpodTarget
+
+
+@attrs.frozen
+class Runpod:
+    """`[runpod]`, env only: the API key (a Secret) and the REST base URL."""
+
+    api_key: Secret | None = None
+    base_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL to use: the configured one or the reference's default."""
+        return self.base_url or DEFAULT_RUNPOD_BASE_URL
+
+
+@attrs.frozen
+class Export:
+    """`[export]`: GGUF export with llama.cpp and an optional Ollama model."""
+
+    after_training: bool = False
+    quantize: str = DEFAULT_QUANTIZE
+    ollama_name: str | None = None
+
+
+@attrs.frozen
+class Hub:
+    """`[hub]`: push to the Hugging Face Hub; `base_url` only from the environment."""
+
+    repo: str | None = None
+    private: bool = True
+    after_training: bool = False
+    base_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The Hub base URL to use: the configured one or the reference's default."""
+        return self.base_url or DEFAULT_HUB_BASE_URL
+
+
+@attrs.frozen
+class Metrics:
+    """`[metrics]`: the Prometheus endpoint, off unless `listen = "IP:PORT"` is set.
+
+    `listen` is kept as written (validated: IP literal, IPv6 in brackets, port 0..65535);
+    `host` and `port` give its parts.
+    """
+
+    listen: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        """The IP part of `listen`, brackets removed, or None when off."""
+        if self.listen is None:
+            return None
+        return self.listen.rsplit(":", 1)[0].strip("[]")
+
+    @property
+    def port(self) -> int | None:
+        """The port part of `listen`, or None when off."""
+        return None if self.listen is None else int(self.listen.rsplit(":", 1)[1])
+
+
+@attrs.frozen
+class Compare:
+    """`[compare]`: the child-vs-parent comparison; prices in USD per million tokens / per hour."""
+
+    parent_price_in: float | None = None
+    parent_price_out: float | None = None
+    child_price_per_hour: float | None = None
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    server_start_secs: int = 300
+    image: str | None = None
+
+
+@attrs.frozen
+class Settings:
+    """The whole resolved configuration: file, environment and defaults.
+
+    `from_env` holds the dotted key paths whose value came from the environment
+    (e.g. `"pipeline.concurrency"`, `"providers.openrouter.api_key"`).
+    """
+
+    project: Project
+    roles: Roles
+    topics: tuple[Topic, ...] = ()
+    providers: dict[str, Provider] = attrs.field(factory=dict)
+    pipeline: Pipeline = Pipeline()
+    training: Training | None = None
+    targets: dict[str, Target] = attrs.field(factory=dict)
+    runpod: Runpod = Runpod()
+    export: Export = Export()
+    hub: Hub = Hub()
+    metrics: Metrics = Metrics()
+    compare: Compare = Compare()
+    hf_token: Secret | None = None
+    log: str | None = None
+    from_env: frozenset[str] = frozenset()
+
+    def provider_of(self, role: Role) -> Provider:
+        """The provider a role names (validation guarantees it exists)."""
+        return self.providers[role.provider]
