@@ -1,0 +1,107 @@
+"""`.env` loading and the `OVERBRAINER_<PATH>` overlay onto the file's tables."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+
+from dotenv.parser import parse_stream
+
+from overbrainer.config.errors import ConfigError
+
+PREFIX = "OVERBRAINER_"
+# Read elsewhere, so not config keys (OVERBRAINER_LOG maps onto the `log` key instead).
+EXEMPT = frozenset(
+    {"OVERBRAINER_NO_UPDATE_CHECK", "OVERBRAINER_TUI_COLOR", "OVERBRAINER_TUI_MOTION"}
+)
+EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
+SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
+
+
+class EnvStr(str):
+    """A value that came from the environment: numbers and bools may be parsed from it."""
+
+    __slots__ = ()
+
+
+def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[str]:
+    """Put `.env` entries into `environ` without overriding it; return the keys it added.
+
+    A leading BOM is ignored; a repeated key keeps its first entry. Errors never quote content.
+    """
+    path = project_dir / ".env"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise ConfigError(f"cannot read .env: {error.strerror} (os error {error.errno})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("cannot parse .env (syntax error)") from None
+    text = text.removeprefix("\ufeff")
+    entries: dict[str, str] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            raise ConfigError(f"cannot parse .env (syntax error at line {binding.original.line})")
+        if binding.key is None or binding.key in entries:
+            continue
+        entries[binding.key] = binding.value if binding.value is not None else ""
+    added = [key for key in entries if key not in environ]
+    for key in added:
+        environ[key] = entries[key]
+    return added
+
+
+def is_config_var(name: str) -> bool:
+    """Whether an environment variable is meant as a config key (`OVERBRAINER_*`, not exempt)."""
+    if not name.startswith(PREFIX) or name in EXEMPT or name == SSH_CLIENT_ENV:
+        return False
+    return not name.startswith(EXEMPT_PREFIXES)
+
+
+def env_paths(environ: Mapping[str, str]) -> dict[tuple[str, ...], EnvStr]:
+    """The config key paths the environment sets: `OVERBRAINER_A__B` -> (`a`, `b`)."""
+    paths: dict[tuple[str, ...], EnvStr] = {}
+    for name in sorted(environ):
+        if not is_config_var(name):
+            continue
+        path = tuple(name[len(PREFIX) :].lower().split("__"))
+        paths[path] = EnvStr(environ[name])
+    return paths
+
+
+def overlay(table: dict[str, object], paths: Mapping[tuple[str, ...], EnvStr]) -> None:
+    """Set each path's value into `table`, creating tables on the way (env wins)."""
+    for path, value in paths.items():
+        node = table
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = value
+
+
+def env_only_keys(table: Mapping[str, object]) -> list[str]:
+    """The env-only keys the file sets, each as its dotted path, in the reference's order."""
+    found: list[str] = []
+
+    def names(section: str) -> list[tuple[str, Mapping[str, object]]]:
+        value = table.get(section)
+        if not isinstance(value, dict):
+            return []
+        return [(n, v) for n, v in value.items() if isinstance(v, dict)]
+
+    for name, provider in names("providers"):
+        found += [f"providers.{name}.{key}" for key in ("base_url", "api_key") if key in provider]
+    found += [f"targets.{name}.host" for name, target in names("targets") if "host" in target]
+    for section, keys in (("runpod", ("api_key", "base_url")), ("hub", ("base_url",))):
+        value = table.get(section)
+        if isinstance(value, dict):
+            found += [f"{section}.{key}" for key in keys if key in value]
+    found += [key for key in ("hf_token", "log") if key in table]
+    return found

@@ -1,0 +1,187 @@
+"""`load_settings`: overbrainer.toml + `.env` + `OVERBRAINER_*` -> frozen Settings (draft)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import cattrs
+
+from overbrainer.config import settings as s
+from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
+from overbrainer.config.errors import ConfigError
+from overbrainer.secrets import Secret
+
+CONFIG_FILE = "overbrainer.toml"
+
+
+class _WrongType(Exception):
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def _int(value: object, _: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, EnvStr) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    raise _WrongType("an integer")
+
+
+def _float(value: object, _: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, EnvStr):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _WrongType("a number")
+
+
+def _bool(value: object, _: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, EnvStr) and value.strip() in ("true", "false"):
+        return value.strip() == "true"
+    raise _WrongType("a boolean")
+
+
+def _str(value: object, _: object) -> str:
+    if isinstance(value, str):
+        return str(value)
+    raise _WrongType("a string")
+
+
+def _secret(value: object, _: object) -> Secret:
+    return Secret(_str(value, None))
+
+
+def _list_or_auto(value: object, _: object) -> s.ListOrAuto:
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "auto":
+            return s.ListOrAuto(auto=True)
+        return s.ListOrAuto(items=tuple(i.strip() for i in text.split(",")) if text else ())
+    if isinstance(value, list) and all(isinstance(i, str) for i in value):
+        return s.ListOrAuto(items=tuple(i.strip() for i in value))
+    raise _WrongType('"auto", a list of strings or a comma-separated string')
+
+
+def _extra(value: object) -> object:
+    if isinstance(value, EnvStr):
+        text = str(value)
+        if text in ("true", "false"):
+            return text == "true"
+        if re.fullmatch(r"-?(0|[1-9]\d*)", text) and abs(int(text)) < 2**63:
+            return int(text)
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if isinstance(value, dict):
+        return {k: _extra(v) for k, v in value.items()}
+    return value
+
+
+_KINDS: dict[str, type[Any]] = {
+    "local": s.LocalTarget,
+    "ssh": s.SshTarget,
+    "runpod": s.RunpodTarget,
+}
+
+
+def _converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(int, _int)
+    conv.register_structure_hook(float, _float)
+    conv.register_structure_hook(bool, _bool)
+    conv.register_structure_hook(str, _str)
+    conv.register_structure_hook(Secret, _secret)
+    conv.register_structure_hook(s.ListOrAuto, _list_or_auto)
+    conv.register_structure_hook_func(
+        lambda t: t == dict[str, object], lambda v, _: {k: _extra(x) for k, x in v.items()}
+    )
+
+    def target(value: object, _: object) -> s.Target:
+        if not isinstance(value, dict):
+            raise _WrongType("a table")
+        body = dict(value)
+        kind = body.pop("kind", None)
+        if kind not in _KINDS:
+            raise _WrongType("kind local, ssh or runpod")
+        result: s.Target = conv.structure(body, _KINDS[str(kind)])
+        return result
+
+    conv.register_structure_hook_func(lambda t: t == s.Target, target)
+    return conv
+
+
+_CONVERTER = _converter()
+
+
+def _problems(error: BaseException, path: str) -> list[str]:
+    if isinstance(error, cattrs.errors.ForbiddenExtraKeysError):
+        return [
+            f"unknown field `{path + '.' if path else ''}{k}`" for k in sorted(error.extra_fields)
+        ]
+    if isinstance(error, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
+        found: list[str] = []
+        with_notes, without = error.group_exceptions()
+        for inner, note in with_notes:
+            name = getattr(note, "name", None)
+            name = name if name is not None else getattr(note, "index", "?")
+            found += _problems(inner, f"{path}.{name}" if path else str(name))
+        for inner in without:
+            found += _problems(inner, path)
+        return found
+    if isinstance(error, KeyError):
+        return [f"missing field `{path}`"]
+    if isinstance(error, _WrongType):
+        return [f"`{path}` has the wrong type, expected {error.expected}"]
+    if isinstance(error, ValueError):
+        return [f"`{path}`: unknown variant"]
+    return [f"`{path}`: invalid value"]
+
+
+def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = None) -> s.Settings:
+    """Load and validate the project's configuration; raises ConfigError (exit code 2)."""
+    env = os.environ if environ is None else environ
+    load_dotenv(project_dir, env)
+    path = project_dir / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(
+            f"cannot read {project_dir}/{CONFIG_FILE}: {error.strerror} (os error {error.errno})"
+        ) from None
+    try:
+        table: dict[str, object] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        where = re.search(r"line (\d+), column (\d+)", str(error))
+        at = f" at line {where[1]}, column {where[2]}" if where else ""
+        raise ConfigError(
+            f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
+        ) from None
+    env_only = [
+        f"{k}: must be set through env, not in overbrainer.toml" for k in env_only_keys(table)
+    ]
+    paths = env_paths(env)
+    overlay(table, paths)
+    try:
+        loaded = _CONVERTER.structure(table, s.Settings)
+    except Exception as error:  # cattrs wraps every problem; each is named by its key path
+        raise ConfigError.parse(_problems(error, "")) from None
+    from overbrainer.config.validate import check
+
+    problems = env_only + check(loaded)
+    if problems:
+        raise ConfigError.invalid(problems)
+    import attrs
+
+    return attrs.evolve(loaded, from_env=frozenset(".".join(p) for p in paths))

@@ -1,0 +1,95 @@
+"""Semantic checks, in the reference's order; each problem names its key, never its value."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from overbrainer.config import settings as s
+
+_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+def check(cfg: s.Settings) -> list[str]:
+    """Every problem of `cfg`, one message each, in the reference's order."""
+    out: list[str] = []
+    for table, names in (("providers", cfg.providers), ("targets", cfg.targets)):
+        out += [f"{table}.{n}: name must match ^[a-z0-9_]+$" for n in names if not _NAME.match(n)]
+    roles = cfg.roles.all()
+    for name, role in roles:
+        if role.provider not in cfg.providers:
+            out.append(f"roles.{name}: unknown provider `{role.provider}`")
+    emb = cfg.roles.embedder
+    if emb and (p := cfg.providers.get(emb.provider)) and p.protocol is s.Protocol.ANTHROPIC:
+        out.append(
+            "roles.embedder: the anthropic protocol has no embeddings, use an openai provider"
+        )
+    for name, role in roles:
+        if role.max_tokens < 1:
+            out.append(f"roles.{name}.max_tokens: must be at least 1")
+        if role.temperature is not None and not 0 <= role.temperature <= 2:
+            out.append(f"roles.{name}.temperature: must be in [0, 2]")
+        if role.reasoning_effort is not None and not role.reasoning:
+            out.append(f"roles.{name}.reasoning_effort: requires reasoning = true")
+    for name, role in roles:
+        p = cfg.providers.get(role.provider)
+        anthropic = p is not None and p.protocol is s.Protocol.ANTHROPIC
+        if anthropic and role.reasoning and role.temperature is not None:
+            out.append(
+                f"roles.{name}.temperature: the anthropic protocol does not accept a "
+                "temperature with reasoning = true"
+            )
+    for name, role in roles:
+        if role.thinking_budget is None:
+            continue
+        p = cfg.providers.get(role.provider)
+        key = f"roles.{name}.thinking_budget"
+        if not role.reasoning:
+            out.append(f"{key}: requires reasoning = true")
+        if role.reasoning_effort is not None:
+            out.append(f"{key}: cannot be combined with reasoning_effort")
+        if p is not None and p.protocol is not s.Protocol.ANTHROPIC:
+            out.append(f"{key}: only valid on the anthropic protocol")
+        if role.thinking_budget < 1024:
+            out.append(f"{key}: must be at least 1024")
+        if role.thinking_budget >= role.max_tokens:
+            out.append(f"{key}: must be less than max_tokens")
+    seen: set[str] = set()
+    for topic in cfg.topics:
+        if topic.name in seen:
+            out.append(f"topics: duplicate name `{topic.name}`")
+        seen.add(topic.name)
+        if topic.subtopics < 1:
+            out.append(f"topics.{topic.name}.subtopics: must be at least 1")
+        if topic.questions_per_subtopic < 1:
+            out.append(f"topics.{topic.name}.questions_per_subtopic: must be at least 1")
+    pl = cfg.pipeline
+    if pl.concurrency < 1:
+        out.append("pipeline.concurrency: must be at least 1")
+    if pl.concurrency > 1024:
+        out.append("pipeline.concurrency: must be at most 1024")
+    if not 0 < pl.eval_ratio < 1:
+        out.append("pipeline.eval_ratio: must be in (0, 1)")
+    if not 0 < pl.dedup_threshold <= 1:
+        out.append("pipeline.dedup_threshold: must be in (0, 1]")
+    if not 0 < pl.embedding_threshold <= 1:
+        out.append("pipeline.embedding_threshold: must be in (0, 1]")
+    if pl.question_batch_size < 1:
+        out.append("pipeline.question_batch_size: must be at least 1")
+    if pl.request_timeout_secs < 1:
+        out.append("pipeline.request_timeout_secs: must be at least 1")
+    if pl.max_cost_usd is not None and not pl.max_cost_usd >= 0:
+        out.append("pipeline.max_cost_usd: must be at least 0")
+    if not pl.drain_secs >= 0:
+        out.append("pipeline.drain_secs: must be at least 0")
+    if cfg.training is not None and cfg.training.target not in cfg.targets:
+        out.append(f"training.target: unknown target `{cfg.training.target}`")
+    for name, target in cfg.targets.items():
+        if isinstance(target, s.RunpodTarget):
+            if math.isnan(target.max_hours) or target.max_hours <= 0:
+                out.append(f"targets.{name}.max_hours: must be greater than 0")
+            elif target.max_hours > 720:
+                out.append(f"targets.{name}.max_hours: must be at most 720")
+            if target.gpu_count < 1:
+                out.append(f"targets.{name}.gpu_count: must be at least 1")
+    return out
