@@ -1,0 +1,59 @@
+"""Prompt templates: defaults, project overrides and strict rendering errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from overbrainer.templates import TEMPLATE_FILES, TemplateError, default_text, load_template
+
+
+def test_defaults_hold_the_fragments_the_reference_checks(tmp_path: Path) -> None:
+    subtopics = load_template(tmp_path, "subtopics.txt")
+    text = subtopics.render(topic="Rust", description=None, count=4)
+    assert '"Rust"' in text
+    assert "JSON array of 4 strings" in text
+    assert "Topic description" not in text
+    with_description = subtopics.render(topic="Rust", description="borrowing", count=4)
+    assert "Topic description: borrowing" in with_description
+
+    questions = load_template(tmp_path, "questions.txt")
+    text = questions.render(
+        topic="Rust", description=None, subtopic="Lifetimes", count=2, accepted=["Why 'a?"]
+    )
+    assert "- Why 'a?" in text
+    assert text.rstrip().endswith("Reply with a JSON array of 2 strings and nothing else.")
+    system = load_template(tmp_path, "answer_system.txt").render(topic="Rust", description=None)
+    assert system.startswith("You are an expert in Rust.")
+    assert {name: bool(default_text(name)) for name in TEMPLATE_FILES} == dict.fromkeys(
+        TEMPLATE_FILES, True
+    )
+
+
+def test_output_is_never_html_escaped(tmp_path: Path) -> None:
+    text = load_template(tmp_path, "answer_system.txt").render(topic="<C++ & co>", description="")
+    assert "<C++ & co>" in text
+
+
+def test_project_override_wins(tmp_path: Path) -> None:
+    (tmp_path / "answer_system.txt").write_text("Only {{ topic }}.\n")
+    assert load_template(tmp_path, "answer_system.txt").render(topic="X") == "Only X."
+
+
+def test_undefined_variable_is_a_render_error(tmp_path: Path) -> None:
+    (tmp_path / "subtopics.txt").write_text("{{ nope }}")
+    with pytest.raises(TemplateError, match="^cannot render template subtopics.txt$"):
+        load_template(tmp_path, "subtopics.txt").render(topic="t", count=1)
+
+
+def test_syntax_error_names_the_template(tmp_path: Path) -> None:
+    (tmp_path / "questions.txt").write_text("{% if %}")
+    with pytest.raises(TemplateError, match="^invalid template questions.txt$"):
+        load_template(tmp_path, "questions.txt")
+
+
+def test_unreadable_override_names_the_path(tmp_path: Path) -> None:
+    (tmp_path / "judge.txt").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(TemplateError, match="cannot read .*judge.txt"):
+        load_template(tmp_path, "judge.txt")
