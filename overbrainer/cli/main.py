@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from overbrainer import __version__
+from overbrainer.cli.context import PROJECT_DIR_KEY
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="overbrainer")
-def cli() -> None:
+@click.option(
+    "-C",
+    "--project-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The project directory.",
+)
+@click.pass_context
+def cli(ctx: click.Context, project_dir: Path) -> None:
     """Distil a large parent LLM into a small child model."""
+    ctx.meta[PROJECT_DIR_KEY] = project_dir
 
 
 def main() -> None:
