@@ -1,0 +1,37 @@
+"""Pure formatting of the progress lines, pinned with the reference's literal examples."""
+
+from overbrainer.progress import Progress, duration_words, metric_line, rust_exp, size_words
+from overbrainer.train.metric import TrainMetric
+
+
+def tenths(total: int) -> list[int]:
+    p = Progress(total=total)
+    return [c for _ in range(total + 2) if (c := p.advance()) is not None]
+
+
+def test_tenths() -> None:
+    assert tenths(20) == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20]
+    assert tenths(3) == [1, 2, 3]
+    assert tenths(0) == []
+
+
+def test_metric_throttle() -> None:
+    p = Progress()
+    seq = [(0, None), (5, None), (6, 1.0), (15, None), (17, None)]
+    shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
+    assert shown == [True, False, True, False, True]
+
+
+def test_formats() -> None:
+    assert rust_exp(2e-4) == "2.00e-4" and rust_exp(1.5e3) == "1.50e3"
+    m = TrainMetric(time=0, step=12, max_steps=40, epoch=0.5, loss=1.23456, learning_rate=2e-4)
+    assert metric_line(m) == "step 12/40 (30%), epoch 0.50, loss 1.2346, lr 2.00e-4"
+    assert metric_line(TrainMetric(time=0, step=3, eval_loss=1.0)) == "step 3, eval_loss 1.0000"
+    assert [duration_words(s) for s in (45, 60, 3599, 10920, 4320)] == [
+        "45s",
+        "1m00s",
+        "59m59s",
+        "3h02m",
+        "1h12m",
+    ]
+    assert f"{size_words(412_345_678)}/{size_words(1_234_567_890)}" == "412.3 MB/1.2 GB"
