@@ -1,0 +1,38 @@
+"""`overbrainer config check [--resolve]`: show the resolved configuration, or its problems."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from overbrainer.cli.context import project_dir
+from overbrainer.cli.main import cli
+from overbrainer.cli.running import run_flow
+from overbrainer.config import load_settings
+from overbrainer.config.report import report_lines, secrets_of
+from overbrainer.project import open_project
+from overbrainer.secrets import resolve_secret
+
+
+@cli.group()
+def config() -> None:
+    """Inspect the project's configuration."""
+
+
+@config.command()
+@click.option("--resolve", is_flag=True, help="Resolve every secret to prove it works (masked).")
+def check(resolve: bool) -> None:
+    """Load and validate the configuration; print one fact per line (no lock is taken)."""
+
+    async def flow() -> None:
+        project = open_project(project_dir())
+        settings = load_settings(project.root)
+        for line in report_lines(settings):
+            click.echo(line)
+        if resolve:
+            for key, secret in secrets_of(settings):
+                await resolve_secret(secret, key, os.environ)
+                click.echo(f"{key}: resolved")
+
+    run_flow(flow)

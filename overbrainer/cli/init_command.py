@@ -1,0 +1,34 @@
+"""`overbrainer init [DIR]`: write a new project."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from overbrainer.cli.context import project_dir
+from overbrainer.cli.main import cli
+from overbrainer.errors import OverbrainerError
+from overbrainer.init_project import init_project
+
+log = logging.getLogger(__name__)
+
+
+@cli.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def init(directory: Path | None) -> None:
+    """Write a new project in DIR (default: the -C directory)."""
+    root = directory if directory is not None else project_dir()
+    try:
+        written = init_project(root)
+    except OverbrainerError as error:
+        click.echo(f"error: {error.message}", err=True)
+        raise SystemExit(error.exit_code) from None
+    for path in written:
+        click.echo(f"created {path}")
+    where = "" if directory is None else f"cd {root} && "
+    click.echo(
+        "next: copy .env.example to .env and fill in the provider's URL and key, "
+        f"then check it with `{where}overbrainer config check`"
+    )

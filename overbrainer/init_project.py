@@ -1,0 +1,68 @@
+"""Write a new project: config, env example, prompt templates, .gitignore, format version."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from overbrainer.errors import UsageError
+from overbrainer.project import CONFIG_FILE, FORMAT_VERSION, Project
+from overbrainer.templates import TEMPLATE_FILES, default_text
+
+GITIGNORE_ENTRIES = (".env", "/data/", "/runs/", "/.overbrainer/")
+
+
+def _packaged(name: str) -> str:
+    return (resources.files("overbrainer") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _write_new(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(tmp, path)
+
+
+def _gitignore_text(existing: str | None) -> str | None:
+    if existing is None:
+        return "".join(f"{entry}\n" for entry in GITIGNORE_ENTRIES)
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [entry for entry in GITIGNORE_ENTRIES if entry not in present]
+    if not missing:
+        return None
+    prefix = existing if existing == "" or existing.endswith("\n") else existing + "\n"
+    return prefix + "".join(f"{entry}\n" for entry in missing)
+
+
+def init_project(root: Path) -> list[Path]:
+    """Create the project files in `root` (made if missing); refuses, writing nothing, over one."""
+    project = Project(root)
+    planned: list[tuple[Path, str]] = [
+        (project.config, _packaged(CONFIG_FILE)),
+        (root / ".env.example", _packaged("env.example")),
+    ]
+    planned += [(project.prompts / name, default_text(name)) for name in TEMPLATE_FILES]
+    for path, _ in planned:
+        if path.exists():
+            raise UsageError(f"{path} already exists")
+    gitignore = root / ".gitignore"
+    try:
+        existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else None
+        root.mkdir(parents=True, exist_ok=True)
+        project.prompts.mkdir(exist_ok=True)
+        project.state.mkdir(exist_ok=True)
+        written: list[Path] = []
+        for path, text in planned:
+            _write_new(path, text)
+            written.append(path)
+        if (text := _gitignore_text(existing)) is not None:
+            _write_new(gitignore, text)
+            written.append(gitignore)
+        _write_new(project.version_file, f"{FORMAT_VERSION}\n")
+        written.append(project.version_file)
+    except OSError as error:
+        raise UsageError(f"cannot write the project in {root}: {error.strerror}") from None
+    return written

@@ -1,0 +1,140 @@
+"""`overbrainer init` and `overbrainer config check` through the real command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+VAULT = r"""
+import http.server, json, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/v1/secret/data/overbrainer" and self.headers["X-Vault-Token"] == "tok"
+        body = json.dumps({"data": {"data": {"openrouter_api_key": "sk-vault-SECRET"}}}).encode()
+        self.send_response(200 if ok else 403)
+        self.send_header("Content-Length", str(len(body) if ok else 0))
+        self.end_headers()
+        if ok:
+            self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def overbrainer(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "VAULT_"))}
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "overbrainer", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None:
+    result = overbrainer("init", "demo", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    demo = tmp_path / "demo"
+    names = sorted(str(p.relative_to(demo)) for p in demo.rglob("*") if p.is_file())
+    assert names == [
+        ".env.example",
+        ".gitignore",
+        ".overbrainer/version",
+        "overbrainer.toml",
+        "prompts/answer_system.txt",
+        "prompts/judge.txt",
+        "prompts/questions.txt",
+        "prompts/subtopics.txt",
+    ]
+    assert (demo / ".overbrainer/version").read_text() == "1\n"
+    assert (demo / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
+    assert f"created {Path('demo') / 'overbrainer.toml'}" in result.stdout
+    assert "overbrainer config check" in result.stdout
+
+    check = overbrainer("config", "check", cwd=demo)
+    assert check.returncode == 0, check.stderr
+    lines = check.stdout.splitlines()
+    assert lines[0] == "project.name = my_project"
+    assert "topics.ownership = 10 subtopics x 30 questions" in lines
+    assert "providers.openrouter.api_key = (unset)" in lines
+    assert "training = Qwen/Qwen3-4B on local (Qlora)" in lines
+
+
+def test_init_refuses_an_existing_project_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "judge.txt").write_text("mine")
+    result = overbrainer("-C", str(tmp_path), "init", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {tmp_path / 'prompts' / 'judge.txt'} already exists"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["judge.txt", "prompts"]
+
+
+def test_init_adds_only_missing_gitignore_entries(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("target\n/data/")
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".gitignore").read_text() == "target\n/data/\n.env\n/runs/\n/.overbrainer/\n"
+
+
+def test_config_check_marks_env_values_and_masks_secrets(tmp_path: Path) -> None:
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    (tmp_path / ".env").write_text(
+        "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL=http://127.0.0.1:1/v1\n"
+        "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=sk-literal-SECRET\n"
+    )
+    result = overbrainer(
+        "config", "check", cwd=tmp_path, env={"OVERBRAINER_PIPELINE__CONCURRENCY": "16"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert "providers.openrouter.api_key = ***  (env)" in result.stdout.splitlines()
+    assert "concurrency: 16" in result.stdout
+    assert "SECRET" not in result.stdout + result.stderr
+
+
+def test_config_check_reports_problems_with_exit_2(tmp_path: Path) -> None:
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    result = overbrainer(
+        "config",
+        "check",
+        cwd=tmp_path,
+        env={"OVERBRAINER_PIPELINE__CONCURRENCY": "0", "OVERBRAINER_PIPELINE__EVAL_RATIO": "1"},
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: invalid configuration:\n")
+    assert "pipeline.concurrency" in result.stderr
+    assert "pipeline.eval_ratio" in result.stderr
+
+
+def test_config_check_resolve_reads_vault_and_never_prints_the_secret(tmp_path: Path) -> None:
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    (tmp_path / ".env").write_text(
+        "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=vault:secret/overbrainer#openrouter_api_key\n"
+    )
+    vault = subprocess.Popen([sys.executable, "-c", VAULT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert vault.stdout is not None
+        port = int(vault.stdout.readline())
+        env = {"VAULT_ADDR": f"http://127.0.0.1:{port}", "VAULT_TOKEN": "tok"}
+        ok = overbrainer("config", "check", "--resolve", cwd=tmp_path, env=env)
+        assert ok.returncode == 0, ok.stderr
+        assert ok.stdout.splitlines()[-1] == "providers.openrouter.api_key: resolved"
+        assert "SECRET" not in ok.stdout + ok.stderr
+        bad = overbrainer(
+            "config", "check", "--resolve", cwd=tmp_path, env={**env, "VAULT_TOKEN": "wrong"}
+        )
+        assert bad.returncode != 0
+        assert "cannot resolve providers.openrouter.api_key" in bad.stderr
+        assert "SECRET" not in bad.stdout + bad.stderr
+    finally:
+        vault.kill()
+        vault.wait()
