@@ -12,6 +12,7 @@ from typing import Protocol
 
 import attrs
 import trio
+import trio.lowlevel
 
 from overbrainer.llm.usage import Price, Usage
 from overbrainer.runpod.status import PodStatus
@@ -52,7 +53,7 @@ class StageStats:
     skipped: int = 0
     failed: int = 0
     excluded: int = 0
-    usage: Usage = Usage()
+    usage: Usage = attrs.field(factory=Usage)
     cost: float | None = None
 
     def add_usage(self, usage: Usage, price: Price | None = None) -> StageStats:
@@ -373,6 +374,11 @@ class EventBus:
         else:
             self._subscribers.append(_Subscriber(send, receive.clone(), self._next_seq))
         return Subscription(receive, self._next_seq)
+
+    async def delivered(self) -> None:
+        """Return once every event published so far is in its subscribers' buffers."""
+        while self._pending and not self._closing:
+            await trio.lowlevel.checkpoint()
 
     def _deliver_pending(self) -> None:
         while self._pending:

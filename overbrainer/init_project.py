@@ -58,8 +58,8 @@ def init_project(root: Path) -> list[Path]:
         for path, text in planned:
             _write_new(path, text)
             written.append(path)
-        if (text := _gitignore_text(existing)) is not None:
-            _write_new(gitignore, text)
+        if (ignore_text := _gitignore_text(existing)) is not None:
+            _write_new(gitignore, ignore_text)
             written.append(gitignore)
         _write_new(project.version_file, f"{FORMAT_VERSION}\n")
         written.append(project.version_file)

@@ -178,12 +178,17 @@ class Progress:
             return None
         return p if fresh else None
 
+    def _reset(self, total: int) -> None:
+        fresh = Progress(total=total)
+        for field in attrs.fields(Progress):
+            setattr(self, field.name, getattr(fresh, field.name))
+
     def log(self, event: Event, now: float | None = None) -> None:
         """Log the lines of one event."""
         at = trio.current_time() if now is None else now
         match event:
             case StageStarted(stage=stage, total=total):
-                self.__attrs_init__(total=total)  # type: ignore[attr-defined]
+                self._reset(total)
                 log.info("%s: %d to process", stage, total)
             case ItemDone(stage=stage, id=item):
                 log.debug("%s: %s done", stage, item)

@@ -136,7 +136,9 @@ def project_lock(project: Project) -> Iterator[None]:
     _refuse_links(project.lock_file)
     try:
         project.state.mkdir(exist_ok=True)
-        fd = os.open(project.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(
+            project.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
     except OSError:
         raise ProjectError(f"cannot lock {project.lock_file}") from None
     try:

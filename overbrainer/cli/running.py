@@ -40,8 +40,8 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
         leaves = _leaves(group)
         if any(isinstance(e, KeyboardInterrupt) for e in leaves):
             code = EXIT_INTERRUPTED
-        elif (error := _single_error(group)) is not None:
-            code = _report(error)
+        elif (found := _single_error(group)) is not None:
+            code = _report(found)
         else:
             raise
     sys.stdout.flush()

@@ -44,7 +44,9 @@ def report_lines(settings: Settings) -> list[str]:
     for name, provider in settings.providers.items():
         prefix = f"providers.{name}"
         lines.append(
-            mark(f"{prefix}.protocol = {provider.protocol.value.capitalize()}", f"{prefix}.protocol")
+            mark(
+                f"{prefix}.protocol = {provider.protocol.value.capitalize()}", f"{prefix}.protocol"
+            )
         )
         lines.append(
             mark(f"{prefix}.base_url = {provider.base_url or '(unset)'}", f"{prefix}.base_url")
