@@ -8,6 +8,7 @@ import click
 
 from overbrainer import __version__
 from overbrainer.cli.context import PROJECT_DIR_KEY
+from overbrainer.cli.options import EVENTS_FILE_KEY
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,10 +21,17 @@ from overbrainer.cli.context import PROJECT_DIR_KEY
     show_default=True,
     help="The project directory.",
 )
+@click.option(
+    "--events",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write every progress event to FILE, one JSON line each, flushed as it happens.",
+)
 @click.pass_context
-def cli(ctx: click.Context, project_dir: Path) -> None:
+def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
     """Distil a large parent LLM into a small child model."""
     ctx.meta[PROJECT_DIR_KEY] = project_dir
+    ctx.meta[EVENTS_FILE_KEY] = events
 
 
 def main() -> None:

@@ -1,0 +1,42 @@
+"""The global `--events FILE` flag's front end: every event as a flushed JSON line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trio
+
+from overbrainer.cli.options import cli_frontend
+from overbrainer.errors import UsageError
+from overbrainer.events import ItemDone, Stage, StageStarted
+from overbrainer.llm.usage import Usage
+
+
+async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "events.jsonl"
+    with trio.fail_after(5), cli_frontend(path) as front:
+        async with front.open_bus() as bus:
+            bus.publish(StageStarted(Stage.ANSWERS, 2))
+            bus.publish(ItemDone(Stage.ANSWERS, "q1", Usage(3, 4), 0.5, False))
+            lines = path.read_text(encoding="utf-8").splitlines()
+            assert [json.loads(line)["event"] for line in lines] == ["stage_started", "item_done"]
+    assert json.loads(lines[1]) == {
+        "event": "item_done",
+        "stage": "answers",
+        "id": "q1",
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+        "cost": 0.5,
+        "excluded": False,
+    }
+
+
+def test_no_events_file_means_no_observer() -> None:
+    with cli_frontend(None) as front:
+        assert front.observer is None
+
+
+def test_an_events_file_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot open the events file"), cli_frontend(tmp_path):
+        pass
