@@ -1,6 +1,6 @@
 """Imports every command module so that each adds its commands to the group."""
 
-# One import per command module, e.g. `from overbrainer.cli import init_command  # noqa: F401`.
+# One import per command module; each import adds its commands to the group.
 from overbrainer.cli import (
     config_command,  # noqa: F401
     init_command,  # noqa: F401
