@@ -1,0 +1,147 @@
+"""`ProtocolClient`: one role's model on one provider connection, with retries."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import AsyncIterator, Mapping
+from typing import Protocol as TypingProtocol
+
+from overbrainer.llm import anthropic, openai
+from overbrainer.llm.errors import Unsupported
+from overbrainer.llm.http import CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpClient, open_http
+from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
+from overbrainer.retry import DEFAULT_MAX_RETRIES, OnRetry, RetryPolicy, with_retry
+
+MODELS_PATH = "models?detailed=true"
+
+
+class LlmClient(TypingProtocol):
+    """What the pipeline needs of a model: completions and embeddings."""
+
+    async def complete(
+        self, request: CompletionRequest, on_retry: OnRetry | None = None
+    ) -> Completion:
+        """One answer, retried by the client's policy."""
+        ...
+
+    async def embed(self, inputs: list[str], on_retry: OnRetry | None = None) -> list[list[float]]:
+        """One vector per input, in input order."""
+        ...
+
+
+@contextlib.asynccontextmanager
+async def open_provider(
+    protocol: Protocol,
+    base_url: str,
+    api_key: str | None = None,
+    *,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    headers: Mapping[str, str] | None = None,
+    max_connections: int | None = None,
+) -> AsyncIterator[HttpClient]:
+    """One pooled connection to a provider, with its protocol's headers and key."""
+    if protocol is Protocol.ANTHROPIC:
+        plain = {**anthropic.plain_headers(), **(headers or {})}
+        secret = anthropic.auth_headers(api_key)
+    else:
+        plain = dict(headers or {})
+        secret = openai.auth_headers(api_key)
+    async with open_http(
+        base_url,
+        headers=plain,
+        secret_headers=secret,
+        request_timeout=request_timeout,
+        connect_timeout=connect_timeout,
+        max_connections=max_connections,
+    ) as http:
+        yield http
+
+
+class ProtocolClient:
+    """`model` on a provider connection, speaking `protocol`; requests retry by `retry`."""
+
+    def __init__(
+        self,
+        http: HttpClient,
+        protocol: Protocol,
+        model: str,
+        *,
+        retry: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.http = http
+        self.protocol = protocol
+        self.model = model
+        self.retry = retry or RetryPolicy()
+        self._rng = rng
+
+    def __repr__(self) -> str:
+        return (
+            f"ProtocolClient(protocol={self.protocol.value!r}, model={self.model!r}, "
+            f"base_url={self.http.base_url!r})"
+        )
+
+    async def complete(
+        self, request: CompletionRequest, on_retry: OnRetry | None = None
+    ) -> Completion:
+        """One answer to `request`, retried on 408, 429, 5xx and transport errors."""
+        return await with_retry(
+            self.retry, lambda: self.complete_once(request), on_retry, rng=self._rng
+        )
+
+    async def complete_once(self, request: CompletionRequest) -> Completion:
+        """One attempt at `request`, without retries."""
+        if self.protocol is Protocol.ANTHROPIC:
+            answer = await self.http.post(
+                anthropic.MESSAGES_PATH, anthropic.messages_body(self.model, request)
+            )
+            return anthropic.parse_message(answer)
+        answer = await self.http.post(openai.CHAT_PATH, openai.chat_body(self.model, request))
+        return openai.parse_chat(answer)
+
+    async def embed(self, inputs: list[str], on_retry: OnRetry | None = None) -> list[list[float]]:
+        """One vector per input in input order; `[]` for no inputs, without a request."""
+        if self.protocol is Protocol.ANTHROPIC:
+            raise Unsupported("embeddings")
+        if not inputs:
+            return []
+
+        async def once() -> list[list[float]]:
+            answer = await self.http.post(
+                openai.EMBEDDINGS_PATH, openai.embeddings_body(self.model, inputs)
+            )
+            return openai.parse_embeddings(answer, len(inputs))
+
+        return await with_retry(self.retry, once, on_retry, rng=self._rng)
+
+    async def models(self) -> Json:
+        """The provider's raw model listing (`GET {base}/models?detailed=true`), one attempt."""
+        return await self.http.get(MODELS_PATH)
+
+
+@contextlib.asynccontextmanager
+async def open_client(
+    protocol: Protocol,
+    base_url: str,
+    model: str,
+    api_key: str | None = None,
+    *,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    headers: Mapping[str, str] | None = None,
+    max_connections: int | None = None,
+) -> AsyncIterator[ProtocolClient]:
+    """A provider connection and one client for `model` on it, closed on exit."""
+    async with open_provider(
+        protocol,
+        base_url,
+        api_key,
+        request_timeout=request_timeout,
+        connect_timeout=connect_timeout,
+        headers=headers,
+        max_connections=max_connections,
+    ) as http:
+        yield ProtocolClient(http, protocol, model, retry=RetryPolicy(max_retries=max_retries))

@@ -1,0 +1,130 @@
+"""`LlmError` and its variants, with the reference's display texts and retry classification."""
+
+from __future__ import annotations
+
+import json
+
+from overbrainer.errors import OverbrainerError
+
+MESSAGE_LIMIT = 300
+"""Characters of provider text kept in a status error."""
+
+AUTH_FAILED = "authentication failed, check the provider API key"
+PERMISSION_DENIED = "permission denied by the provider"
+
+
+class LlmError(OverbrainerError):
+    """A provider request failed; the message never holds an API key."""
+
+    @property
+    def retryable(self) -> bool:
+        """Whether another attempt may succeed (408, 429, 5xx, transport)."""
+        return False
+
+    @property
+    def stops_stage(self) -> bool:
+        """Whether the stage stops at this error instead of failing one item."""
+        return False
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the server asked us to wait, if it said."""
+        return None
+
+
+class StatusError(LlmError):
+    """A non-2xx answer: `HTTP {status}: {message}`."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.detail = message
+        self._retry_after = retry_after
+
+    @classmethod
+    def from_body(cls, status: int, body: str, retry_after: float | None = None) -> StatusError:
+        """The error for `status`, keeping provider text only where it cannot quote the key."""
+        return cls(status, status_message(status, body), retry_after)
+
+    @property
+    def retryable(self) -> bool:
+        return self.status in (408, 429) or self.status >= 500
+
+    @property
+    def stops_stage(self) -> bool:
+        return 401 <= self.status <= 404
+
+    @property
+    def retry_after(self) -> float | None:
+        return self._retry_after
+
+
+class TransportError(LlmError):
+    """Connecting, sending or receiving failed, or the request timed out."""
+
+    def __init__(self) -> None:
+        super().__init__("request failed")
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
+class InvalidResponse(LlmError):
+    """The provider answered 2xx with something we cannot read."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid response: {detail}")
+        self.detail = detail
+
+
+class Unsupported(LlmError):
+    """The protocol has no such operation (embeddings on anthropic)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} are not supported by this protocol")
+
+    @property
+    def stops_stage(self) -> bool:
+        return True
+
+
+class InvalidApiKey(LlmError):
+    """The key cannot be sent as a header value."""
+
+    def __init__(self) -> None:
+        super().__init__("the API key is not a valid HTTP header value")
+
+    @property
+    def stops_stage(self) -> bool:
+        return True
+
+
+class ClientBuildError(LlmError):
+    """The HTTP client could not be built."""
+
+    def __init__(self) -> None:
+        super().__init__("cannot build the HTTP client")
+
+    @property
+    def stops_stage(self) -> bool:
+        return True
+
+
+def status_message(status: int, body: str) -> str:
+    """The message of a status error: fixed for 401/403, else `error.message` or the body."""
+    if status == 401:
+        return AUTH_FAILED
+    if status == 403:
+        return PERMISSION_DENIED
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        decoded = None
+    message: object = None
+    if isinstance(decoded, dict):
+        inner = decoded.get("error")
+        if isinstance(inner, dict):
+            message = inner.get("message")
+    text = message if isinstance(message, str) else body
+    return text[:MESSAGE_LIMIT]

@@ -1,0 +1,122 @@
+"""One HTTP connection per provider: default headers, timeouts, status and JSON decoding."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+from collections.abc import AsyncIterator, Mapping
+
+import httpx2
+import trio
+
+from overbrainer.llm.errors import (
+    ClientBuildError,
+    InvalidApiKey,
+    InvalidResponse,
+    StatusError,
+    TransportError,
+)
+from overbrainer.llm.types import Json
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 30.0
+DEFAULT_REQUEST_TIMEOUT = 600.0
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a `Retry-After` header; the date form and negative values are ignored."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return seconds
+
+
+def valid_header_value(value: str) -> bool:
+    """Whether `value` can be sent as a header (visible ASCII, space and tab)."""
+    return all(ch == "\t" or " " <= ch <= "~" for ch in value)
+
+
+def join_url(base_url: str, path: str) -> str:
+    """`base_url` without trailing slashes, then `/`, then `path`."""
+    return base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+class HttpClient:
+    """A provider's connection pool; requests return decoded JSON or raise `LlmError`."""
+
+    def __init__(self, client: httpx2.AsyncClient, base_url: str, request_timeout: float) -> None:
+        self._client = client
+        self.base_url = base_url.rstrip("/")
+        self.request_timeout = request_timeout
+
+    def __repr__(self) -> str:
+        return f"HttpClient(base_url={self.base_url!r})"
+
+    async def get(self, path: str) -> Json:
+        """`GET {base}/{path}` decoded as JSON."""
+        return await self._send("GET", path, None)
+
+    async def post(self, path: str, body: Json) -> Json:
+        """`POST {base}/{path}` with a JSON body, the answer decoded as JSON."""
+        return await self._send("POST", path, json.dumps(body).encode())
+
+    async def _send(self, method: str, path: str, content: bytes | None) -> Json:
+        url = join_url(self.base_url, path)
+        response: httpx2.Response | None = None
+        with trio.move_on_after(self.request_timeout):
+            try:
+                response = await self._client.request(method, url, content=content)
+            except httpx2.HTTPError as error:
+                log.debug("%s %s failed: %s", method, path, type(error).__name__)
+                raise TransportError() from error
+        if response is None:
+            log.debug("%s %s timed out after %ss", method, path, self.request_timeout)
+            raise TransportError() from TimeoutError(f"no answer within {self.request_timeout}s")
+        status = response.status_code
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        if not 200 <= status < 300:
+            raise StatusError.from_body(status, response.text, retry_after)
+        try:
+            decoded: Json = json.loads(response.content)
+        except ValueError as error:
+            raise InvalidResponse(str(error)) from None
+        return decoded
+
+
+@contextlib.asynccontextmanager
+async def open_http(
+    base_url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    secret_headers: Mapping[str, str] | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    max_connections: int | None = None,
+) -> AsyncIterator[HttpClient]:
+    """Open one pooled client for a provider; `secret_headers` are never logged or shown."""
+    all_headers = {"content-type": "application/json", **(headers or {})}
+    for name, value in (secret_headers or {}).items():
+        if not valid_header_value(value):
+            raise InvalidApiKey()
+        all_headers[name] = value
+    try:
+        client = httpx2.AsyncClient(
+            headers=all_headers,
+            timeout=httpx2.Timeout(request_timeout, connect=connect_timeout),
+            limits=httpx2.Limits(
+                max_connections=max_connections,
+                max_keepalive_connections=max_connections or 1024,
+            ),
+        )
+    except Exception as error:  # any failure to build is reported the same way
+        raise ClientBuildError() from error
+    async with client:
+        yield HttpClient(client, base_url, request_timeout)

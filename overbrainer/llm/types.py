@@ -1,0 +1,87 @@
+"""Values of the LLM layer: requests, completions, reasoning and finish reasons."""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias
+
+import attrs
+
+from overbrainer.llm.usage import Usage
+
+Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
+"""A decoded JSON value."""
+
+DEFAULT_MAX_TOKENS = 16384
+
+
+class Protocol(enum.Enum):
+    """The wire protocol a provider speaks."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+class Effort(enum.Enum):
+    """Reasoning effort; `none` turns thinking off on the openai protocol."""
+
+    NONE = "none"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class ReasoningKind(enum.Enum):
+    """How much of the model's thinking a provider returned; only `raw` trains."""
+
+    RAW = "raw"
+    SUMMARY = "summary"
+    REDACTED = "redacted"
+    NONE = "none"
+
+
+class FinishReason(enum.Enum):
+    """Why the model stopped."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    OTHER = "other"
+
+
+@attrs.frozen
+class CompletionRequest:
+    """One chat request: optional system prompt, one user prompt, and the role's knobs."""
+
+    prompt: str
+    system: str | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float | None = None
+    reasoning: bool = False
+    effort: Effort | None = None
+    thinking_budget: int | None = None
+    json_list: bool = False
+
+
+@attrs.frozen
+class Reasoning:
+    """The thinking that came with an answer, and what kind of trace it is."""
+
+    text: str | None = None
+    kind: ReasoningKind = ReasoningKind.NONE
+
+    @classmethod
+    def none(cls) -> Reasoning:
+        """No reasoning at all."""
+        return cls(None, ReasoningKind.NONE)
+
+
+@attrs.frozen
+class Completion:
+    """An answer with its reasoning removed from the content, its usage and finish reason."""
+
+    content: str
+    reasoning: Reasoning = attrs.field(factory=Reasoning.none)
+    usage: Usage = attrs.field(factory=Usage)
+    finish: FinishReason = FinishReason.STOP

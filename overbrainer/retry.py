@@ -1,0 +1,86 @@
+"""Retries with exponential backoff and jitter, or the server's `Retry-After`."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar, runtime_checkable
+
+import attrs
+import trio
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RETRY_AFTER_CAP = 600.0
+"""The longest `Retry-After` we honour, in seconds."""
+
+DEFAULT_MAX_RETRIES = 5
+
+
+@runtime_checkable
+class Retryable(Protocol):
+    """An error that says whether another attempt may succeed."""
+
+    @property
+    def retryable(self) -> bool:
+        """Whether to try again."""
+        ...
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the server asked for, if any."""
+        ...
+
+
+OnRetry = Callable[[int, Exception, float], None]
+"""Called before each wait with the retry's 1-based number, the error and the wait in s."""
+
+
+@attrs.frozen
+class RetryPolicy:
+    """At most `max_retries` retries; waits `base` doubling to `cap`, jittered."""
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    base: float = 1.0
+    cap: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None, jitter: float) -> float:
+        """The wait before retry `attempt` (0 for the first) in seconds."""
+        if retry_after is not None:
+            return min(retry_after, RETRY_AFTER_CAP)
+        backoff = min(self.base * 2.0 ** min(attempt, 64), self.cap)
+        return backoff * (0.5 + 0.5 * min(max(jitter, 0.0), 1.0))
+
+
+def retry_message(error: Exception, delay: float) -> str:
+    """The text of a retryable `ItemFailed`: `{error}; retrying in {secs:.1}s`."""
+    return f"{error}; retrying in {delay:.1f}s"
+
+
+async def with_retry(
+    policy: RetryPolicy,
+    op: Callable[[], Awaitable[T]],
+    on_retry: OnRetry | None = None,
+    *,
+    rng: random.Random | None = None,
+) -> T:
+    """Run `op`, retrying retryable errors by `policy`; the last error is raised."""
+    attempt = 0
+    while True:
+        try:
+            return await op()
+        except Exception as error:
+            if not (isinstance(error, Retryable) and error.retryable):
+                raise
+            if attempt >= policy.max_retries:
+                raise
+            jitter = (rng or random).random()
+            wait = policy.delay(attempt, error.retry_after, jitter)
+            attempt += 1
+            if on_retry is not None:
+                on_retry(attempt, error, wait)
+            log.debug("retry %d in %.1fs after: %s", attempt, wait, error)
+        await trio.sleep(wait)
