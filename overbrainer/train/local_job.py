@@ -1,0 +1,239 @@
+"""Detached jobs on this machine: start, status, cancel, and tailing of their files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.errors import WorkFailed
+from overbrainer.train.job_script import CANCEL_GRACE_S, JOB_FILES, Engine, wrap
+from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
+
+log = logging.getLogger(__name__)
+
+REAP_EVERY_S = 0.15
+"""How often status and cancel reap exited children, so a zombie leader never looks alive."""
+READ_LIMIT = 1 << 20
+"""Bytes a tail reads per poll."""
+DROPPED_ENV_PREFIXES = ("OVERBRAINER_", "VAULT_")
+
+# Jobs this process started, kept so their exits are reaped (and Popen never warns).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class JobError(WorkFailed):
+    """A job could not be started, read or cancelled; the message says why."""
+
+
+@attrs.frozen
+class LocalJob:
+    """A started job: its run directory and the PID that leads its process group."""
+
+    dir: Path
+    pid: int
+
+
+def job_environment(
+    secrets: Mapping[str, str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """This process's environment without OVERBRAINER_*/VAULT_* variables, plus `secrets`."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith(DROPPED_ENV_PREFIXES)}
+    env.update(secrets)
+    return env
+
+
+def _start(run_dir: Path, commands: str, env: dict[str, str]) -> LocalJob:
+    for name in JOB_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    with open(run_dir / "job.log", "wb") as output, open(os.devnull, "rb") as stdin:
+        process = subprocess.Popen(  # noqa: S603 - the script is ours
+            ["sh", "-c", wrap(commands)],  # noqa: S607 - POSIX sh from PATH, as the reference
+            cwd=run_dir,
+            stdin=stdin,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    _children[process.pid] = process
+    if process.pid <= 1:
+        raise JobError(f"refusing job PID {process.pid}")
+    return LocalJob(run_dir, process.pid)
+
+
+async def start_job(
+    run_dir: Path, commands: str, secrets: Mapping[str, str] | None = None
+) -> LocalJob:
+    """Start `commands` in the §4.2 wrapper with `sh`, detached in its own process group."""
+    env = job_environment(secrets or {})
+    try:
+        return await trio.to_thread.run_sync(_start, run_dir, commands, env)
+    except OSError as error:
+        raise JobError(f"cannot start the job in {run_dir}: {error.strerror or error}") from None
+
+
+def _reap() -> None:
+    for pid, process in list(_children.items()):
+        if process.poll() is not None:
+            del _children[pid]
+
+
+def group_alive(pid: int) -> bool:
+    """Whether any process of group `pid` is alive (after reaping our own exited children)."""
+    _reap()
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def job_status(job: LocalJob) -> JobStatus:
+    """The job's status from its group and marker files, as §4.3's script decides."""
+    if job.pid <= 1:
+        raise JobError(f"refusing job PID {job.pid}")
+    if not job.dir.is_dir():
+        return Lost()
+    alive = group_alive(job.pid)
+    if (job.dir / "cancelled").exists():
+        return Cancelled()
+    if (job.dir / "cancelling").exists():
+        return Running() if alive else Cancelled()
+    try:
+        text = (job.dir / "exit_code").read_text().strip()
+    except FileNotFoundError:
+        return Running() if alive else Lost()
+    except OSError:
+        return Lost()
+    try:
+        return Exited(int(text))
+    except ValueError:
+        return Lost()
+
+
+async def status(job: LocalJob) -> JobStatus:
+    """The job's status (blocking file checks run off the Trio thread)."""
+    return await trio.to_thread.run_sync(job_status, job)
+
+
+def _touch_atomic(path: Path) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    with open(temp, "wb") as file:
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temp, path)
+
+
+async def _wait_gone(pid: int, seconds: float) -> bool:
+    with trio.move_on_after(seconds):
+        while group_alive(pid):
+            await trio.sleep(REAP_EVERY_S)
+        return True
+    return not group_alive(pid)
+
+
+async def cancel(job: LocalJob, container: tuple[Engine, str] | None = None) -> None:
+    """Stop the job's group: TERM, KILL after 10 s, then mark it `cancelled` (§4.4)."""
+    if job.pid <= 1:
+        raise JobError(f"refusing job PID {job.pid}")
+    if not job.dir.is_dir():
+        raise JobError(f"{job.dir} does not exist")
+    if (job.dir / "exit_code").exists() or (job.dir / "cancelled").exists():
+        return
+    await trio.to_thread.run_sync(_touch_atomic, job.dir / "cancelling")
+    if container is not None:
+        engine, name = container
+        with trio.move_on_after(40):
+            await trio.run_process(
+                [engine.value, "stop", "-t", "30", name],
+                check=False,
+                capture_stdout=True,
+                capture_stderr=True,
+            )
+    _signal(job.pid, signal.SIGTERM)
+    if not await _wait_gone(job.pid, CANCEL_GRACE_S):
+        _signal(job.pid, signal.SIGKILL)
+        if not await _wait_gone(job.pid, CANCEL_GRACE_S):
+            raise JobError(
+                f"process group {job.pid} is still present after SIGKILL (its leader may be "
+                "waiting for its parent process to reap it); the job stays marked cancelling, "
+                "retry the cancel"
+            )
+    await trio.to_thread.run_sync(_touch_atomic, job.dir / "cancelled")
+
+
+def _signal(pid: int, number: signal.Signals) -> None:
+    try:
+        os.killpg(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def read_from(path: Path, offset: int, limit: int = READ_LIMIT) -> bytes:
+    """Up to `limit` bytes of `path` from `offset`; a missing file reads as empty."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            return file.read(limit)
+    except FileNotFoundError:
+        return b""
+
+
+def split_lines(data: bytes, limit: int = READ_LIMIT) -> tuple[list[str], int]:
+    """Complete lines of `data` (split on \\n or \\r, empty ones dropped) and the bytes used.
+
+    A trailing fragment is left for the next read, unless a full read of `limit` bytes has no
+    terminator at all: then it is one line, cut at its last complete UTF-8 character.
+    """
+    end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+    if end == 0:
+        if len(data) < limit:
+            return [], 0
+        cut = _utf8_boundary(data)
+        return [data[:cut].decode("utf-8", "replace")], cut
+    text = data[:end].replace(b"\r", b"\n")
+    lines = [part.decode("utf-8", "replace") for part in text.split(b"\n") if part]
+    return lines, end
+
+
+def _utf8_boundary(data: bytes) -> int:
+    cut = len(data)
+    back = 0
+    while back < 4 and cut - back - 1 >= 0 and data[cut - back - 1] & 0xC0 == 0x80:
+        back += 1
+    lead_at = cut - back - 1
+    if lead_at < 0:
+        return cut
+    lead = data[lead_at]
+    need = 1 if lead < 0x80 else 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4
+    if lead >= 0x80 and back + 1 < need:
+        return lead_at or cut
+    return cut
+
+
+@attrs.define
+class LineTail:
+    """Follows one growing file by offset, handing out only complete lines."""
+
+    path: Path
+    offset: int = 0
+    limit: int = READ_LIMIT
+
+    def poll_sync(self, read: Callable[[Path, int, int], bytes] = read_from) -> list[str]:
+        """The lines completed since the last poll (one read of at most `limit` bytes)."""
+        data = read(self.path, self.offset, self.limit)
+        lines, used = split_lines(data, self.limit)
+        self.offset += used
+        return lines
+
+    async def poll(self) -> list[str]:
+        """`poll_sync` off the Trio thread."""
+        return await trio.to_thread.run_sync(self.poll_sync)
