@@ -28,6 +28,5 @@ class Price:
     def cost(self, usage: Usage) -> float:
         """What `usage` costs at this price, in USD."""
         return (
-            usage.input_tokens * self.input_per_token
-            + usage.output_tokens * self.output_per_token
+            usage.input_tokens * self.input_per_token + usage.output_tokens * self.output_per_token
         )

@@ -42,7 +42,7 @@ def wrap(commands: str) -> str:
 def stage_line(stage: JobStage, metrics: str = "metrics.jsonl") -> str:
     """The shell step that appends a `stage` line before a command; it never fails the chain."""
     return (
-        "{ printf '{\"event\":\"stage\",\"name\":\"%s\",\"time\":%s}\\n' "
+        '{ printf \'{"event":"stage","name":"%s","time":%s}\\n\' '
         f'{stage.value} "$(date +%s)" >> {quote(metrics)} || :; }}'
     )
 
@@ -196,7 +196,7 @@ def cancel_script(run_dir: str, pid: int, container: tuple[Engine, str] | None =
         f"{stop}"
         f"kill -s TERM -- {group} 2>/dev/null || :\n"
         "n=0\n"
-        f"while kill -s 0 -- {group} 2>/dev/null && [ \"$n\" -lt {CANCEL_GRACE_S * 10} ]; do\n"
+        f'while kill -s 0 -- {group} 2>/dev/null && [ "$n" -lt {CANCEL_GRACE_S * 10} ]; do\n'
         "  sleep 0.1; n=$((n + 1))\n"
         "done\n"
         f"kill -s KILL -- {group} 2>/dev/null || :\n"

@@ -128,7 +128,7 @@ def _metric(record: dict[str, object]) -> TrainMetric:
 
 
 def parse_line(text: str | bytes) -> MetricLine:
-    """One line of `metrics.jsonl`; raises MetricLineError for anything this version does not know."""
+    """One line of `metrics.jsonl`; MetricLineError for anything this version does not know."""
     try:
         record = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:

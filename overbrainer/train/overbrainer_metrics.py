@@ -15,7 +15,7 @@ from typing import Any
 
 try:  # Axolotl wants its own base class; without Axolotl the callbacks still work.
     from axolotl.integrations.base import BasePlugin as _PluginBase
-except Exception:  # noqa: BLE001 - any import failure means "no Axolotl"
+except Exception:
 
     class _PluginBase:  # type: ignore[no-redef]
         """Stand-in base when Axolotl is not importable."""
@@ -23,7 +23,7 @@ except Exception:  # noqa: BLE001 - any import failure means "no Axolotl"
 
 try:
     from transformers import TrainerCallback as _CallbackBase
-except Exception:  # noqa: BLE001
+except Exception:
 
     class _CallbackBase:  # type: ignore[no-redef]
         """Stand-in base when transformers is not importable."""
@@ -60,7 +60,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-class MetricsCallback(_CallbackBase):  # type: ignore[misc]
+class MetricsCallback(_CallbackBase):  # type: ignore[misc,unused-ignore]
     """Appends one JSON line per begin, log, evaluation progress and end to the metrics file."""
 
     def __init__(self, path: str, clock: Any = time.time) -> None:
@@ -79,7 +79,7 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc]
             with open(self.path, "a", encoding="utf-8") as file:
                 file.write(json.dumps(record) + "\n")
                 file.flush()
-        except Exception:  # noqa: BLE001,S110 - metrics must never stop a training
+        except Exception:
             pass
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -90,13 +90,11 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc]
                 "time": self._clock(),
                 "max_steps": _int_or_none(getattr(state, "max_steps", None)),
             }
-        except Exception:  # noqa: BLE001
+        except Exception:
             return
         self._write(state, record)
 
-    def on_log(
-        self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
-    ) -> None:
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         """One training or evaluation log."""
         try:
             if not logs:
@@ -111,7 +109,7 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc]
             for key in LOGGED_KEYS:
                 if key in logs:
                     record[key] = _num(logs[key])
-        except Exception:  # noqa: BLE001
+        except Exception:
             return
         self._write(state, record)
 
@@ -127,7 +125,7 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc]
             total = _length(kwargs.get("eval_dataloader"))
             if total is not None:
                 record["total"] = total
-        except Exception:  # noqa: BLE001
+        except Exception:
             return
         self._write(state, record)
 
@@ -143,7 +141,7 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc]
                 "time": self._clock(),
                 "step": int(getattr(state, "global_step", 0) or 0),
             }
-        except Exception:  # noqa: BLE001
+        except Exception:
             return
         self._write(state, record)
 
@@ -152,8 +150,8 @@ def _length(loader: Any) -> int | None:
     if loader is None:
         return None
     try:
-        return int(len(loader))
-    except Exception:  # noqa: BLE001 - iterable loaders have no length
+        return len(loader)
+    except Exception:
         return None
 
 
@@ -177,7 +175,7 @@ def _broadcast(flag: bool) -> bool:
         return flag
 
 
-class SnapshotCallback(_CallbackBase):  # type: ignore[misc]
+class SnapshotCallback(_CallbackBase):  # type: ignore[misc,unused-ignore]
     """Saves a checkpoint and stops when the request file appears, then writes its proof."""
 
     def __init__(self, request: str, clock: Any = time.time) -> None:
@@ -190,7 +188,7 @@ class SnapshotCallback(_CallbackBase):  # type: ignore[misc]
         if _is_zero(state):
             try:
                 found = os.path.exists(self.request)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 found = False
         return _broadcast(found)
 
@@ -235,7 +233,7 @@ class SnapshotCallback(_CallbackBase):  # type: ignore[misc]
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temp, proof)
-        except Exception:  # noqa: BLE001,S110 - a failed proof leaves the run cancellable
+        except Exception:
             pass
 
 
