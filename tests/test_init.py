@@ -58,7 +58,7 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     ]
     assert (demo / ".overbrainer/version").read_text() == "1\n"
     assert (demo / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
-    assert f"created {Path('demo') / 'overbrainer.toml'}" in result.stdout
+    assert f"INFO created {Path('demo') / 'overbrainer.toml'}" in result.stderr
     assert "overbrainer config check" in result.stdout
 
     check = overbrainer("config", "check", cwd=demo)

@@ -26,7 +26,7 @@ def init(directory: Path | None) -> None:
         click.echo(f"error: {error.message}", err=True)
         raise SystemExit(error.exit_code) from None
     for path in written:
-        click.echo(f"created {path}")
+        log.info("created %s", path)
     where = "" if directory is None else f"cd {root} && "
     click.echo(
         "next: copy .env.example to .env and fill in the provider's URL and key, "

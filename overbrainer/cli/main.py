@@ -9,6 +9,7 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.context import PROJECT_DIR_KEY
 from overbrainer.cli.options import EVENTS_FILE_KEY
+from overbrainer.logs import init_logging
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,6 +31,7 @@ from overbrainer.cli.options import EVENTS_FILE_KEY
 @click.pass_context
 def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
     """Distil a large parent LLM into a small child model."""
+    init_logging()
     ctx.meta[PROJECT_DIR_KEY] = project_dir
     ctx.meta[EVENTS_FILE_KEY] = events
 
