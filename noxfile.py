@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["lint", "typecheck", "tests"]
@@ -34,7 +36,7 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: each prints its figures (record them in bench/README.md)."""
     session.install("-e", ".[test]")
-    for script in sorted(__import__("pathlib").Path("bench").glob("*.py")):
+    for script in sorted(Path("bench").glob("*.py")):
         session.run("python", str(script))
 
 
