@@ -100,7 +100,7 @@ def test_item_lines_retries_and_failures(caplog: pytest.LogCaptureFixture) -> No
 
 def test_phases_and_job_status_are_told_on_change(caplog: pytest.LogCaptureFixture) -> None:
     def metric(step: int, **extra: float) -> Metric:
-        return Metric(TrainMetric(time=0, step=step, max_steps=10, **extra))  # type: ignore[arg-type]
+        return Metric(TrainMetric(time=0, step=step, max_steps=10, **extra))
 
     got = lines(
         [
