@@ -4,4 +4,5 @@
 from overbrainer.cli import (
     config_command,  # noqa: F401
     init_command,  # noqa: F401
+    system_command,  # noqa: F401
 )

@@ -1,0 +1,50 @@
+"""`overbrainer system [--watch] [--json]`: this machine's disks, CPU, memory and GPUs."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import trio
+
+from overbrainer.cli.context import project_dir
+from overbrainer.cli.main import cli
+from overbrainer.cli.running import run_flow
+from overbrainer.errors import EXIT_INTERRUPTED
+from overbrainer.event_json import converter
+from overbrainer.front import CliFrontend
+from overbrainer.runs.kind import PROBE_EVERY
+from overbrainer.system import LocalSampler
+from overbrainer.system_rows import system_rows
+
+
+@cli.command()
+@click.option("--watch", is_flag=True, help="Print a new sample every 10 s until Ctrl-C.")
+@click.option("--json", "as_json", is_flag=True, help="Print each sample as one JSON line.")
+def system(watch: bool, as_json: bool) -> None:
+    """Show this machine (disks of the project directory and /, CPU, memory, GPUs)."""
+
+    async def flow() -> int:
+        sampler = LocalSampler(project_dir().resolve())
+        await sampler.sample()  # the first sample has no CPU usage yet: take a short baseline
+        await trio.sleep(0.2)
+
+        async def show_forever() -> None:
+            while True:
+                sample = await sampler.sample()
+                if as_json:
+                    click.echo(json.dumps(converter.unstructure(sample), separators=(",", ":")))
+                else:
+                    click.echo("\n".join(system_rows(sample)))
+                if not watch:
+                    return
+                await trio.sleep(PROBE_EVERY)
+                if not as_json:
+                    click.echo()
+
+        async with CliFrontend().interrupt() as interrupt:
+            if await interrupt.race(show_forever) is None and interrupt.caught:
+                return EXIT_INTERRUPTED
+        return 0
+
+    run_flow(flow)
