@@ -29,7 +29,7 @@ def system(watch: bool, as_json: bool) -> None:
         await sampler.sample()  # the first sample has no CPU usage yet: take a short baseline
         await trio.sleep(0.2)
 
-        async def show_forever() -> None:
+        async def show_forever() -> bool:
             while True:
                 sample = await sampler.sample()
                 if as_json:
@@ -37,13 +37,13 @@ def system(watch: bool, as_json: bool) -> None:
                 else:
                     click.echo("\n".join(system_rows(sample)))
                 if not watch:
-                    return
+                    return True
                 await trio.sleep(PROBE_EVERY)
                 if not as_json:
                     click.echo()
 
         async with CliFrontend().interrupt() as interrupt:
-            if await interrupt.race(show_forever) is None and interrupt.caught:
+            if await interrupt.race(show_forever) is None:
                 return EXIT_INTERRUPTED
         return 0
 
