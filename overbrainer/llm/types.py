@@ -7,28 +7,23 @@ from typing import TypeAlias
 
 import attrs
 
+from overbrainer.config.settings import DEFAULT_MAX_TOKENS, Effort, Protocol
 from overbrainer.llm.usage import Usage
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
 """A decoded JSON value."""
 
-DEFAULT_MAX_TOKENS = 16384
-
-
-class Protocol(enum.Enum):
-    """The wire protocol a provider speaks."""
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-
-
-class Effort(enum.Enum):
-    """Reasoning effort; `none` turns thinking off on the openai protocol."""
-
-    NONE = "none"
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "Completion",
+    "CompletionRequest",
+    "Effort",
+    "FinishReason",
+    "Json",
+    "Protocol",
+    "Reasoning",
+    "ReasoningKind",
+]
 
 
 class ReasoningKind(enum.Enum):
