@@ -17,16 +17,9 @@ from overbrainer.events import Stage, StageStats
 
 log = logging.getLogger(__name__)
 
-STATE_DIR = ".overbrainer"
-HISTORY_FILE = "history.jsonl"
 EMPTY_HISTORY = "no stage has run yet"
 
 _T = TypeVar("_T")
-
-
-def history_path(project_dir: Path) -> Path:
-    """Where the history of `project_dir` lives."""
-    return project_dir / STATE_DIR / HISTORY_FILE
 
 
 def utc_now() -> str:

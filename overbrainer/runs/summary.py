@@ -91,33 +91,3 @@ class MetricsSummary:
         if self.eval_loss is not None:
             parts.append(f"eval_loss {self.eval_loss:.4f}")
         return ", ".join(parts)
-
-
-@attrs.define
-class Pace:
-    """Steps per second between the first and the latest log with a loss, for an ETA."""
-
-    first: tuple[float, int] | None = None
-    latest: tuple[float, int] | None = None
-    max_steps: int | None = None
-
-    def add(self, metric: TrainMetric) -> None:
-        """Take one log line."""
-        if metric.max_steps is not None:
-            self.max_steps = metric.max_steps
-        if metric.loss is None:
-            return
-        point = (metric.time, metric.step)
-        if self.first is None:
-            self.first = point
-        self.latest = point
-
-    def eta(self) -> float | None:
-        """Seconds left, or None until two logs differ in step and time and max_steps is known."""
-        if self.first is None or self.latest is None or not self.max_steps:
-            return None
-        seconds = self.latest[0] - self.first[0]
-        steps = self.latest[1] - self.first[1]
-        if seconds <= 0 or steps <= 0:
-            return None
-        return max(0, self.max_steps - self.latest[1]) / (steps / seconds)
