@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 
+from overbrainer.atomic import write_atomic
 from overbrainer.errors import UsageError
 from overbrainer.project import CONFIG_FILE, FORMAT_VERSION, Project
 from overbrainer.templates import TEMPLATE_FILES, default_text
@@ -15,15 +15,6 @@ GITIGNORE_ENTRIES = (".env", "/data/", "/runs/", "/.overbrainer/")
 
 def _packaged(name: str) -> str:
     return (resources.files("overbrainer") / "templates" / name).read_text(encoding="utf-8")
-
-
-def _write_new(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
 
 
 def _gitignore_text(existing: str | None) -> str | None:
@@ -56,12 +47,12 @@ def init_project(root: Path) -> list[Path]:
         project.state.mkdir(exist_ok=True)
         written: list[Path] = []
         for path, text in planned:
-            _write_new(path, text)
+            write_atomic(path, text)
             written.append(path)
         if (ignore_text := _gitignore_text(existing)) is not None:
-            _write_new(gitignore, ignore_text)
+            write_atomic(gitignore, ignore_text)
             written.append(gitignore)
-        _write_new(project.version_file, f"{FORMAT_VERSION}\n")
+        write_atomic(project.version_file, f"{FORMAT_VERSION}\n")
         written.append(project.version_file)
     except OSError as error:
         raise UsageError(f"cannot write the project in {root}: {error.strerror}") from None

@@ -13,6 +13,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from overbrainer.atomic import write_atomic
 from overbrainer.errors import WorkFailed
 from overbrainer.train.job_script import CANCEL_GRACE_S, JOB_FILES, Engine, wrap
 from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
@@ -125,14 +126,6 @@ async def status(job: LocalJob) -> JobStatus:
     return await trio.to_thread.run_sync(job_status, job)
 
 
-def _touch_atomic(path: Path) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    with open(temp, "wb") as file:
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temp, path)
-
-
 async def _wait_gone(pid: int, seconds: float) -> bool:
     with trio.move_on_after(seconds):
         while group_alive(pid):  # noqa: ASYNC110 - a process group has no event to wait on
@@ -149,7 +142,7 @@ async def cancel(job: LocalJob, container: tuple[Engine, str] | None = None) -> 
         raise JobError(f"{job.dir} does not exist")
     if (job.dir / "exit_code").exists() or (job.dir / "cancelled").exists():
         return
-    await trio.to_thread.run_sync(_touch_atomic, job.dir / "cancelling")
+    await trio.to_thread.run_sync(write_atomic, job.dir / "cancelling")
     if container is not None:
         engine, name = container
         with trio.move_on_after(40):
@@ -168,7 +161,7 @@ async def cancel(job: LocalJob, container: tuple[Engine, str] | None = None) -> 
                 "waiting for its parent process to reap it); the job stays marked cancelling, "
                 "retry the cancel"
             )
-    await trio.to_thread.run_sync(_touch_atomic, job.dir / "cancelled")
+    await trio.to_thread.run_sync(write_atomic, job.dir / "cancelled")
 
 
 def _signal(pid: int, number: signal.Signals) -> None:
