@@ -125,22 +125,19 @@ async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], N
 @contextlib.asynccontextmanager
 async def _on_sigint(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
     """Call `on_signal` for each SIGINT while inside; yields False when it cannot be caught."""
-    try:
-        catcher = trio.open_signal_receiver(signal.SIGINT)
-        receiver = catcher.__enter__()
-    except (RuntimeError, ValueError) as error:
-        log.warning("cannot catch Ctrl-C: %s", error)
-        yield False
-        return
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            receiver = stack.enter_context(trio.open_signal_receiver(signal.SIGINT))
+        except (RuntimeError, ValueError) as error:
+            log.warning("cannot catch Ctrl-C: %s", error)
+            yield False
+            return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, receiver, on_signal)
             try:
                 yield True
             finally:
                 nursery.cancel_scope.cancel()
-    finally:
-        catcher.__exit__(None, None, None)
 
 
 class CliFrontend:
