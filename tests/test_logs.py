@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +55,45 @@ def test_not_a_tty_has_no_colour_and_forced_colour_has() -> None:
     out = capture({}, colour=True)
     logging.getLogger("overbrainer").error("red")
     assert "\x1b[31mERROR\x1b[0m red" in out.getvalue()
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, so only NO_COLOR can turn colour off."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_color_turns_colour_off_on_a_terminal() -> None:
+    on_terminal = Terminal()
+    init_logging(environ={}, stream=on_terminal, force=True)
+    logging.getLogger("overbrainer").warning("coloured")
+    assert "\x1b[33m WARN\x1b[0m coloured" in on_terminal.getvalue()
+    plain = Terminal()
+    init_logging(environ={"NO_COLOR": ""}, stream=plain, force=True)
+    logging.getLogger("overbrainer").warning("plain")
+    assert plain.getvalue().endswith(" WARN plain\n")
+    assert "\x1b[" not in plain.getvalue()
+
+
+def test_the_command_line_logs_to_stderr_in_this_format(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "overbrainer", "-C", str(tmp_path), "init"],
+        capture_output=True,
+        text=True,
+        env={**env, "NO_COLOR": "1"},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 8
+    matches = [LINE.match(x) for x in lines]
+    assert all(matches), lines
+    assert matches[0] is not None
+    assert matches[0].groups() == (" INFO", f"created {tmp_path / 'overbrainer.toml'}")
+    assert "\x1b[" not in result.stderr
+    assert result.stdout.startswith("next: ")
 
 
 def test_second_init_does_nothing() -> None:
