@@ -39,21 +39,23 @@ def init_project(root: Path) -> list[Path]:
     for path, _ in planned:
         if path.exists():
             raise UsageError(f"{path} already exists")
+    planned.append((project.version_file, f"{FORMAT_VERSION}\n"))
     gitignore = root / ".gitignore"
+    written: list[Path] = []
     try:
         existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else None
         root.mkdir(parents=True, exist_ok=True)
         project.prompts.mkdir(exist_ok=True)
         project.state.mkdir(exist_ok=True)
-        written: list[Path] = []
         for path, text in planned:
             write_atomic(path, text)
             written.append(path)
         if (ignore_text := _gitignore_text(existing)) is not None:
             write_atomic(gitignore, ignore_text)
-            written.append(gitignore)
-        write_atomic(project.version_file, f"{FORMAT_VERSION}\n")
-        written.append(project.version_file)
+            written.insert(-1, gitignore)
     except OSError as error:
+        # A half-written project would make the next `init` refuse; take back what was written.
+        for path in written:
+            path.unlink(missing_ok=True)
         raise UsageError(f"cannot write the project in {root}: {error.strerror}") from None
     return written

@@ -138,3 +138,14 @@ def test_config_check_resolve_reads_vault_and_never_prints_the_secret(tmp_path: 
     finally:
         vault.kill()
         vault.wait()
+
+
+def test_init_that_fails_midway_takes_back_what_it_wrote(tmp_path: Path) -> None:
+    (tmp_path / ".overbrainer" / "version").mkdir(parents=True)
+    result = overbrainer("init", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"error: cannot write the project in {Path('.')}")
+    assert not (tmp_path / "overbrainer.toml").exists()
+    assert not (tmp_path / "prompts" / "judge.txt").exists()
+    (tmp_path / ".overbrainer" / "version").rmdir()
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
