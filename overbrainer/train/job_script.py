@@ -73,9 +73,19 @@ def chain(commands: Sequence[Command], venv: str | None = None) -> str:
     return f"{first} && {{ [ -f 'snapshot.json' ] || {{ {' && '.join(rest)}; }}; }}"
 
 
+PREPENDED = frozenset({"PYTHONPATH"})
+"""Variables whose value is put before the inherited one rather than replacing it."""
+
+
 def exports(env: Mapping[str, str]) -> str:
-    """`export K='V'` steps joined by `&&`, or "" for no variables."""
-    return " && ".join(f"export {name}={quote(value)}" for name, value in env.items())
+    """`export K='V'` steps joined by `&&` (PYTHONPATH keeps the inherited value after it)."""
+
+    def step(name: str, value: str) -> str:
+        if name in PREPENDED:
+            return f'export {name}={quote(value)}"${{{name}:+:${name}}}"'
+        return f"export {name}={quote(value)}"
+
+    return " && ".join(step(name, value) for name, value in env.items())
 
 
 def native_commands(

@@ -229,3 +229,27 @@ class LineTail:
     async def poll(self) -> list[str]:
         """`poll_sync` off the Trio thread."""
         return await trio.to_thread.run_sync(self.poll_sync)
+
+
+@attrs.frozen
+class LocalRunJob:
+    """A local job as the follow loop sees it: its files, status and cancel, off the event loop."""
+
+    job: LocalJob
+    container: tuple[Engine, str] | None = None
+
+    async def read_from(self, name: str, offset: int, limit: int) -> bytes:
+        """Bytes of run file `name` from `offset`; empty when it does not exist."""
+        return await trio.to_thread.run_sync(read_from, self.job.dir / name, offset, limit)
+
+    async def status(self) -> JobStatus:
+        """The job's status now."""
+        return await status(self.job)
+
+    async def exists(self, name: str) -> bool:
+        """Whether run file `name` exists."""
+        return await trio.to_thread.run_sync((self.job.dir / name).exists)
+
+    async def cancel(self) -> None:
+        """TERM the group, KILL it after 10 s, mark it cancelled."""
+        await cancel(self.job, self.container)

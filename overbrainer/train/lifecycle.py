@@ -1,0 +1,300 @@
+"""A training run on a local target (§6): create, shielded start, raced follow, finish."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.config.settings import LocalTarget, Settings, Target, Training
+from overbrainer.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.events import EventBus
+from overbrainer.front import Interrupt
+from overbrainer.project import Project
+from overbrainer.runs.store import (
+    Container,
+    Job,
+    RunRecord,
+    Runs,
+    RunState,
+    claim_dir,
+    new_owner,
+)
+from overbrainer.runs.summary import MetricsSummary
+from overbrainer.secrets import resolve_secret
+from overbrainer.system import LocalSampler
+from overbrainer.train import axolotl_setup, prepare
+from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_stop
+from overbrainer.train.job_script import Engine
+from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
+from overbrainer.train.outcome import Outcome, conclude, local_summary
+from overbrainer.train.runtime import SECRET_NAMES, expand_venv, plan_job, training_commands
+
+log = logging.getLogger(__name__)
+
+START_BOUND = 300.0
+"""Seconds the shielded start may take (copying the data, linking a checkpoint, spawning)."""
+
+
+class Detached(OverbrainerError):
+    """Ctrl-C while following: the job keeps running; the message says how to follow it again."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def detached(run_id: str, target: str) -> Detached:
+    """The error a follow ends with when the user stops following."""
+    return Detached(
+        f"interrupted: run {run_id} keeps running on target `{target}`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+
+
+@attrs.frozen
+class Session:
+    """What a training command works with: settings, paths, its bus, interrupt and stdout."""
+
+    settings: Settings
+    project: Project
+    bus: EventBus
+    interrupt: Interrupt
+    line: Callable[[str], None]
+    times: FollowTimes = attrs.field(factory=FollowTimes.from_env)
+
+    @property
+    def runs(self) -> Runs:
+        """The project's `runs/`."""
+        return Runs(self.project.runs)
+
+    def training(self, what: str = "") -> Training:
+        """`[training]`, or the spec's refusal."""
+        if self.settings.training is None:
+            raise UsageError(f"{what}no [training] section in overbrainer.toml")
+        return self.settings.training
+
+
+def local_target(settings: Settings, name: str) -> LocalTarget:
+    """The `[targets.<name>]` a training run uses; only `local` ones run in this version."""
+    target: Target | None = settings.targets.get(name)
+    if target is None:
+        raise UsageError(f"unknown target `{name}`")
+    if not isinstance(target, LocalTarget):
+        raise UsageError(
+            f"target `{name}` is of kind `{target.kind}`: this overbrainer trains on `local` "
+            "targets only"
+        )
+    return target
+
+
+def _job_handle(record: RunRecord) -> LocalRunJob:
+    assert record.job is not None
+    container = record.job.container
+    box = None if container is None else (Engine(container.engine), container.name)
+    return LocalRunJob(LocalJob(Path(record.job.dir), record.job.pid), box)
+
+
+async def _hf_token(settings: Settings) -> dict[str, str]:
+    if settings.hf_token is None:
+        return {}
+    return {"HF_TOKEN": await resolve_secret(settings.hf_token, "hf_token")}
+
+
+async def start_run(
+    session: Session,
+    *,
+    target_name: str | None = None,
+    resume_from: str | None = None,
+) -> RunRecord:
+    """Create and start a run (§6.1 steps 1-5); Detached when Ctrl-C came meanwhile."""
+    training = session.training()
+    name = target_name or training.target
+    target = local_target(session.settings, name)
+    runs = session.runs
+    resume = axolotl_setup.resume_source(runs, resume_from, training) if resume_from else None
+    axolotl_setup.warn_chat_template(training)
+    if training.hub_model_id is not None and session.settings.hf_token is None:
+        log.warning(
+            "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
+        )
+    data = session.project.data if resume is None else runs.dir_of(resume.run_id) / "data"
+    prepare.check_train_file(
+        data / prepare.TRAIN_FILE,
+        "data/train.jsonl" if resume is None else f"runs/{resume.run_id}/data/train.jsonl",
+    )
+    secrets = await session.interrupt.race(lambda: _hf_token(session.settings))
+    if secrets is None:
+        raise Detached("interrupted before the run started")
+    owner = new_owner()
+    record = runs.create(
+        session.settings.project.name,
+        name,
+        lambda run_id: str((runs.root / run_id).resolve()),
+        accept=lambda _, path: claim_dir(path, owner),
+        resumed_from=None if resume is None else resume.run_id,
+    )
+    log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
+    if resume is not None:
+        log.info(
+            "train: run %s resumes from the snapshot of run %s (%s)",
+            record.id,
+            resume.run_id,
+            resume.snapshot.checkpoint,
+        )
+    started: RunRecord | None = None
+    with trio.move_on_after(START_BOUND, shield=True):
+        started = await _start(session, record, target, training, data, resume, secrets)
+    if started is None:
+        failed = attrs.evolve(record, state=RunState.FAILED, message="the job did not start in time")
+        runs.save(failed)
+        raise WorkFailed(f"run {record.id} failed: the job did not start in time")
+    if session.interrupt.caught:
+        raise detached(record.id, name)
+    return started
+
+
+async def _start(
+    session: Session,
+    record: RunRecord,
+    target: LocalTarget,
+    training: Training,
+    data: Path,
+    resume: axolotl_setup.ResumeSource | None,
+    secrets: dict[str, str],
+) -> RunRecord:
+    runs = session.runs
+    run_dir = Path(record.remote_dir)
+    try:
+        has_eval = await trio.to_thread.run_sync(prepare.copy_data, run_dir, data)
+        await trio.to_thread.run_sync(prepare.write_plugin, run_dir)
+        checkpoint = None
+        if resume is not None:
+            source = runs.dir_of(resume.run_id) / resume.snapshot.checkpoint
+            checkpoint = await trio.to_thread.run_sync(prepare.copy_checkpoint, run_dir, source)
+        plan = plan_job(
+            target,
+            run_id=record.id,
+            run_dir=str(run_dir),
+            cache=str((runs.root / ".hf-cache").resolve()),
+            commands=training_commands(training.merge),
+            secrets=[name for name in SECRET_NAMES if name in secrets],
+            venv=expand_venv(target.venv),
+        )
+        axolotl_setup.write_config(run_dir, training, target, has_eval, checkpoint)
+        job = await start_job(run_dir, plan.commands, secrets)
+    except (OSError, OverbrainerError) as error:
+        message = error.message if isinstance(error, OverbrainerError) else str(error)
+        runs.save(attrs.evolve(record, state=RunState.FAILED, message=message))
+        raise WorkFailed(f"run {record.id} failed to start: {message}") from None
+    container = None if plan.container is None else Container(*_container(plan.container))
+    running = attrs.evolve(
+        record,
+        state=RunState.RUNNING,
+        job=Job(str(run_dir), job.pid, container),
+        snapshots=True,
+    )
+    try:
+        runs.save(running)
+    except OverbrainerError:
+        with trio.move_on_after(30):
+            await LocalRunJob(job, plan.container).cancel()
+        raise
+    return running
+
+
+def _container(box: tuple[Engine, str]) -> tuple[str, str]:
+    return box[0].value, box[1]
+
+
+async def watch(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:
+    """Follow a running run to its end and save how it ended; ended runs are summarized."""
+    run_dir = session.runs.dir_of(record.id)
+    if record.state is not RunState.RUNNING or record.job is None:
+        summary = await trio.to_thread.run_sync(local_summary, run_dir)
+        retrieved = (run_dir / "job.log").exists() and (
+            record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
+        )
+        return Outcome(record, summary, retrieved)
+    job = _job_handle(record)
+    tail = MetricsTail(MetricsSummary())
+    sampler = LocalSampler(run_dir)
+    async with trio.open_nursery() as nursery:
+        if record.snapshots:
+            nursery.start_soon(
+                lambda: guard_stop(job, times=session.times, requested=requested)
+            )
+        status = await follow(
+            job, session.bus, tail, run_id=record.id, times=session.times, sampler=sampler
+        )
+        nursery.cancel_scope.cancel()
+    ended = await trio.to_thread.run_sync(conclude, record, status, tail.summary, run_dir)
+    session.runs.save(ended)
+    return Outcome(ended, tail.summary, True)
+
+
+async def follow_to_end(
+    session: Session, record: RunRecord, *, requested: bool = False
+) -> Outcome:
+    """`watch` raced against Ctrl-C: Detached when the user stops following."""
+    outcome = await session.interrupt.race(lambda: watch(session, record, requested=requested))
+    if outcome is None:
+        raise detached(record.id, record.target)
+    return outcome
+
+
+def _model_word(run_dir: Path) -> str:
+    try:
+        text = (run_dir / "axolotl.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return "adapter"
+    for line in text.splitlines():
+        if line.startswith("adapter:"):
+            return "adapter"
+    return "model"
+
+
+def finish(session: Session, outcome: Outcome) -> None:
+    """Print the run's end (§6.6) on stdout; raise for a failed or cancelled run."""
+    record = outcome.record
+    run_id = record.id
+    head = f"train: run {run_id} {record.state.value}; {outcome.summary.describe()}"
+    match record.state:
+        case RunState.SUCCEEDED:
+            run_dir = session.runs.dir_of(run_id)
+            session.line(f"{head}; output in runs/{run_id}/output")
+            session.line(f"train: {_model_word(run_dir)} in runs/{run_id}/output")
+            if (run_dir / "output" / "merged").is_dir():
+                session.line(f"train: merged model in runs/{run_id}/output/merged")
+        case RunState.STOPPED:
+            snap = record.snapshot
+            assert snap is not None
+            session.line(
+                f"train: run {run_id} stopped at step {snap.step} ({snap.reason}): snapshot in "
+                f"runs/{run_id}/{snap.checkpoint}; resume with "
+                f"`overbrainer train --resume-from {run_id}`"
+            )
+            session.line(
+                f"train: runs/{run_id}/output also holds the partial model at step {snap.step}, "
+                "not a finished one"
+            )
+        case RunState.CANCELLED:
+            session.line(head)
+            raise WorkFailed(f"run {run_id} was cancelled")
+        case RunState.FAILED:
+            session.line(head)
+            raise WorkFailed(record.message or f"run {run_id} failed")
+        case RunState.PREPARING | RunState.RUNNING:
+            raise WorkFailed(f"run {run_id} has no job")
+
+
+async def train(
+    session: Session, *, target_name: str | None = None, resume_from: str | None = None
+) -> RunRecord:
+    """Start a run, follow it and finish it: what `overbrainer train` and `run` do."""
+    record = await start_run(session, target_name=target_name, resume_from=resume_from)
+    outcome = await follow_to_end(session, record)
+    finish(session, outcome)
+    return outcome.record
+
