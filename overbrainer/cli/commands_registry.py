@@ -4,5 +4,7 @@
 from overbrainer.cli import (
     config_command,  # noqa: F401
     init_command,  # noqa: F401
+    runs_command,  # noqa: F401
     system_command,  # noqa: F401
+    train_command,  # noqa: F401
 )

@@ -89,7 +89,7 @@ def local_target(settings: Settings, name: str) -> LocalTarget:
     return target
 
 
-def _job_handle(record: RunRecord) -> LocalRunJob:
+def job_handle(record: RunRecord) -> LocalRunJob:
     assert record.job is not None
     container = record.job.container
     box = None if container is None else (Engine(container.engine), container.name)
@@ -147,7 +147,9 @@ async def start_run(
     with trio.move_on_after(START_BOUND, shield=True):
         started = await _start(session, record, target, training, data, resume, secrets)
     if started is None:
-        failed = attrs.evolve(record, state=RunState.FAILED, message="the job did not start in time")
+        failed = attrs.evolve(
+            record, state=RunState.FAILED, message="the job did not start in time"
+        )
         runs.save(failed)
         raise WorkFailed(f"run {record.id} failed: the job did not start in time")
     if session.interrupt.caught:
@@ -217,14 +219,12 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
             record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
         )
         return Outcome(record, summary, retrieved)
-    job = _job_handle(record)
+    job = job_handle(record)
     tail = MetricsTail(MetricsSummary())
     sampler = LocalSampler(run_dir)
     async with trio.open_nursery() as nursery:
         if record.snapshots:
-            nursery.start_soon(
-                lambda: guard_stop(job, times=session.times, requested=requested)
-            )
+            nursery.start_soon(lambda: guard_stop(job, times=session.times, requested=requested))
         status = await follow(
             job, session.bus, tail, run_id=record.id, times=session.times, sampler=sampler
         )
@@ -234,9 +234,7 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
     return Outcome(ended, tail.summary, True)
 
 
-async def follow_to_end(
-    session: Session, record: RunRecord, *, requested: bool = False
-) -> Outcome:
+async def follow_to_end(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:
     """`watch` raced against Ctrl-C: Detached when the user stops following."""
     outcome = await session.interrupt.race(lambda: watch(session, record, requested=requested))
     if outcome is None:
@@ -298,3 +296,20 @@ async def train(
     finish(session, outcome)
     return outcome.record
 
+
+async def train_after_split(
+    settings: Settings,
+    project: Project,
+    bus: EventBus,
+    interrupt: Interrupt,
+    line: Callable[[str], None],
+) -> RunRecord | None:
+    """What `overbrainer run` does after `split`: train when `[training]` exists (§1.1).
+
+    Call it inside the command's bus, interrupt and project lock; it prints the finish lines
+    through `line` and raises like `overbrainer train` (Detached, exit 130, on Ctrl-C).
+    """
+    if settings.training is None:
+        log.info("no [training] section in overbrainer.toml: run stops after split")
+        return None
+    return await train(Session(settings, project, bus, interrupt, line))

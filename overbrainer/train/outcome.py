@@ -27,7 +27,9 @@ class Outcome:
     retrieved: bool
 
 
-def ended_state(status: JobStatus, summary: MetricsSummary, run_id: str) -> tuple[RunState, str | None]:
+def ended_state(
+    status: JobStatus, summary: MetricsSummary, run_id: str
+) -> tuple[RunState, str | None]:
     """The state and message a finished job gives its run, before any snapshot is read."""
     log_hint = f"(see runs/{run_id}/job.log)"
     match status:
@@ -86,7 +88,9 @@ def _has_output(output: Path) -> bool:
     if not output.is_dir():
         return False
     for path in output.rglob("*"):
-        if path.is_file() and not any(p.startswith("checkpoint-") for p in path.relative_to(output).parts):
+        if path.is_file() and not any(
+            p.startswith("checkpoint-") for p in path.relative_to(output).parts
+        ):
             return True
     return False
 
@@ -111,9 +115,12 @@ def conclude(
         state, message = RunState.FAILED, f"the job succeeded but left no output {log_hint}"
     if state is RunState.STOPPED and snapshot is not None:
         if not _has_file(run_dir / snapshot.checkpoint):
-            state, message = RunState.FAILED, (
-                f"the job stopped with a snapshot but left no file in {snapshot.checkpoint} "
-                f"{log_hint}"
+            state, message = (
+                RunState.FAILED,
+                (
+                    f"the job stopped with a snapshot but left no file in {snapshot.checkpoint} "
+                    f"{log_hint}"
+                ),
             )
     return attrs.evolve(record, state=state, message=message, snapshot=snapshot)
 

@@ -1,0 +1,108 @@
+"""`overbrainer runs ls` and `runs logs RUN_ID [--tail N]`: read-only views of `runs/`."""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import sys
+
+import click
+
+from overbrainer.cli.context import project_dir
+from overbrainer.cli.main import cli
+from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.project import open_project
+from overbrainer.runs.store import RunRecord, Runs
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SECRETS = (
+    (re.compile(r"hf_[A-Za-z0-9]{16,}"), "hf_***"),
+    (re.compile(r"sk-[A-Za-z0-9_-]{16,}"), "sk-***"),
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1***"),
+)
+
+
+def ls_line(record: RunRecord, width: int) -> str:
+    """One `runs ls` line: ID, state, target, creation time, and a stopped run's snapshot."""
+    line = f"{record.id:<{width}}  {record.state.value:<9}  {record.target}  {record.created}"
+    if record.snapshot is not None:
+        snap = record.snapshot
+        line += f"  step {snap.step} ({snap.reason}): partial model in output/"
+    return line
+
+
+def redact(line: str, secrets: tuple[str, ...] = ()) -> str:
+    """A log line as a printable one-liner with token-like secrets (and `secrets`) masked."""
+    line = _CONTROL.sub("", line.replace("\t", " "))
+    for secret in secrets:
+        if len(secret) >= 8:
+            line = line.replace(secret, "***")
+    for pattern, replacement in _SECRETS:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def _known_secrets() -> tuple[str, ...]:
+    value = os.environ.get("OVERBRAINER_HF_TOKEN", "")
+    return (value,) if value and not value.startswith("vault:") else ()
+
+
+def _fail(error: OverbrainerError) -> None:
+    click.echo(f"error: {error.message}", err=True)
+    sys.exit(error.exit_code)
+
+
+@cli.group()
+def runs() -> None:
+    """List training runs and print their job logs."""
+
+
+@runs.command("ls")
+def runs_ls() -> None:
+    """List the runs, oldest first: ID, state, target, creation time, snapshot."""
+    try:
+        records = Runs(open_project(project_dir()).runs).list()
+    except OverbrainerError as error:
+        _fail(error)
+        return
+    width = max((len(record.id) for record in records), default=0)
+    for record in records:
+        click.echo(ls_line(record, width))
+
+
+@runs.command("logs")
+@click.argument("run_id")
+@click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N lines.")
+def runs_logs(run_id: str, tail: int | None) -> None:
+    """Print the job.log of a run, one printable line per log line, secrets masked."""
+    try:
+        runs = Runs(open_project(project_dir()).runs)
+        runs.load(run_id)
+        path = runs.dir_of(run_id) / "job.log"
+        if path.is_symlink():
+            raise UsageError(f"refusing to read runs/{run_id}/job.log: it is a symbolic link")
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            click.echo(f"runs: no job.log for run {run_id} yet")
+            return
+        except OSError as error:
+            raise UsageError(f"cannot read runs/{run_id}/job.log: {error.strerror}") from None
+    except OverbrainerError as error:
+        _fail(error)
+        return
+    text = raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    lines: collections.deque[str] | list[str] = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if tail is not None:
+        lines = collections.deque(lines, maxlen=tail)
+    secrets = _known_secrets()
+    try:
+        for line in lines:
+            sys.stdout.write(redact(line, secrets) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
