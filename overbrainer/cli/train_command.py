@@ -16,7 +16,8 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.project import ProjectLocked, open_project, project_lock
 from overbrainer.runs.store import Runs
 from overbrainer.train import run_commands
-from overbrainer.train.lifecycle import Session, train as train_run
+from overbrainer.train.lifecycle import Session
+from overbrainer.train.lifecycle import train as train_run
 
 
 async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool = True) -> None:

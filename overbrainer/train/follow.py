@@ -203,7 +203,7 @@ async def guard_stop(job: FollowedJob, *, times: FollowTimes, requested: bool) -
         await trio.sleep(times.request_watch)
         requested = await _exists(job, "snapshot.request")
     with trio.move_on_after(times.no_proof):
-        while not await _exists(job, "snapshot.json"):
+        while not await _exists(job, "snapshot.json"):  # noqa: ASYNC110 - a file has no event
             await trio.sleep(times.poll)
     if not await _exists(job, "snapshot.json"):
         if await _running(job):

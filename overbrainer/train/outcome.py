@@ -8,7 +8,7 @@ from pathlib import Path
 
 import attrs
 
-from overbrainer.runs.store import RunRecord, RunState, Snapshot, SNAPSHOT_REASONS
+from overbrainer.runs.store import SNAPSHOT_REASONS, RunRecord, RunState, Snapshot
 from overbrainer.runs.summary import MetricsSummary
 from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
 from overbrainer.train.local_job import LineTail
@@ -113,15 +113,11 @@ def conclude(
             state, message, snapshot = RunState.STOPPED, None, proof
     if state is RunState.SUCCEEDED and not _has_output(run_dir / "output"):
         state, message = RunState.FAILED, f"the job succeeded but left no output {log_hint}"
-    if state is RunState.STOPPED and snapshot is not None:
-        if not _has_file(run_dir / snapshot.checkpoint):
-            state, message = (
-                RunState.FAILED,
-                (
-                    f"the job stopped with a snapshot but left no file in {snapshot.checkpoint} "
-                    f"{log_hint}"
-                ),
-            )
+    stopped = state is RunState.STOPPED and snapshot is not None
+    if stopped and snapshot is not None and not _has_file(run_dir / snapshot.checkpoint):
+        checkpoint = snapshot.checkpoint
+        state = RunState.FAILED
+        message = f"the job stopped with a snapshot but left no file in {checkpoint} {log_hint}"
     return attrs.evolve(record, state=state, message=message, snapshot=snapshot)
 
 

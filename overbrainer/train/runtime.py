@@ -1,4 +1,4 @@
-"""What a training job runs on a local or SSH target: its commands for the native or container runtime."""
+"""What a training job runs on a local or SSH target: native or container commands."""
 
 from __future__ import annotations
 
