@@ -1,0 +1,302 @@
+"""`overbrainer train` and friends end to end on the local target, with a stand-in `axolotl`."""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.train_helpers import (
+    group_alive,
+    kill_jobs,
+    make_project,
+    overbrainer,
+    record,
+    run_ids,
+    standin_env,
+    start,
+    steps_logged,
+    wait_for,
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> collections.abc.Iterator[Path]:
+    root = make_project(tmp_path / "p")
+    yield root
+    kill_jobs(root)
+
+
+@pytest.fixture
+def bin_dir(tmp_path: Path) -> Path:
+    return tmp_path / "bin"
+
+
+def only_run(project: Path) -> str:
+    ids = run_ids(project)
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def metric_lines(stderr: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
+
+
+def test_a_run_that_succeeds_is_recorded_and_summarized(project: Path, bin_dir: Path) -> None:
+    env = standin_env(bin_dir)
+    result = overbrainer(project, env, "train")
+    assert result.returncode == 0, result.stderr
+    run_id = only_run(project)
+    assert re.fullmatch(r"my_project_\d{8}-\d{6}", run_id)
+    assert result.stdout.splitlines() == [
+        f"train: run {run_id} succeeded; step 20/20, epoch 1.00, loss 1.0000, eval_loss 0.0476; "
+        f"output in runs/{run_id}/output",
+        f"train: adapter in runs/{run_id}/output",
+    ]
+    saved = record(project, run_id)
+    assert saved["state"] == "succeeded"
+    assert saved["message"] is None
+    assert saved["snapshots"] is True
+    assert saved["job"]["pid"] > 1
+    assert saved["remote_dir"] == str((project / "runs" / run_id).resolve())
+    # Training lines are throttled to one per 10 s; evaluations always show.
+    assert metric_lines(result.stderr) == [
+        "step 1/20 (5%), epoch 0.05, loss 1.9500, lr 2.00e-4, grad_norm 0.5000",
+        "step 5/20 (25%), epoch 0.25, eval_loss 0.1667",
+        "step 10/20 (50%), epoch 0.50, eval_loss 0.0909",
+        "step 15/20 (75%), epoch 0.75, eval_loss 0.0625",
+        "step 20/20 (100%), epoch 1.00, eval_loss 0.0476",
+    ]
+    assert f"INFO train: run {run_id} on target `local`, in " in result.stderr
+    assert "INFO train: job running" in result.stderr
+    assert "INFO train: job exited with code 0" in result.stderr
+    assert result.stderr.rstrip().endswith("INFO train: retrieving results")
+    run_dir = project / "runs" / run_id
+    assert (run_dir / "output" / "adapter_model.safetensors").is_file()
+    assert (run_dir / "exit_code").read_text().strip() == "0"
+    assert (run_dir / "plugin" / "overbrainer_metrics.py").is_file()
+    stages = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert stages[0]["event"] == "stage" and stages[0]["name"] == "train"
+    assert stages[-1] == {"event": "end", "time": stages[-1]["time"], "step": 20}
+
+
+def test_merge_runs_merge_lora_and_reports_the_merged_model(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "calls.jsonl"
+    env = standin_env(bin_dir, STANDIN_LOG=str(trace), OVERBRAINER_TRAINING__MERGE="true")
+    env["OVERBRAINER_TRAINING__ADAPTER"] = "lora"
+    result = overbrainer(project, env, "train")
+    assert result.returncode == 0, result.stderr
+    run_id = only_run(project)
+    assert result.stdout.splitlines()[-1] == f"train: merged model in runs/{run_id}/output/merged"
+    calls = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert calls == [["train", "axolotl.yaml"], ["merge-lora", "axolotl.yaml"]]
+    assert "INFO train: merging adapter" in result.stderr
+
+
+def test_a_job_exiting_3_fails_the_run(project: Path, bin_dir: Path) -> None:
+    result = overbrainer(project, standin_env(bin_dir, STANDIN_EXIT="3"), "train")
+    run_id = only_run(project)
+    message = f"the job exited with code 3 (see runs/{run_id}/job.log)"
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == f"error: {message}"
+    assert result.stdout.startswith(f"train: run {run_id} failed; step 20/20")
+    assert record(project, run_id)["state"] == "failed"
+    assert record(project, run_id)["message"] == message
+    assert "INFO train: job exited with code 3" in result.stderr
+
+
+def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) -> None:
+    result = overbrainer(project, standin_env(bin_dir, STANDIN_NO_PLUGIN="1"), "train")
+    run_id = only_run(project)
+    message = (
+        "the job wrote no metrics: the overbrainer metrics plugin was not loaded "
+        f"(see runs/{run_id}/job.log)"
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == f"error: {message}"
+    assert result.stdout == f"train: run {run_id} failed; step 0\n"
+    assert record(project, run_id)["message"] == message
+
+
+def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
+    """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
+    train = start(project, env, err, "train")
+    try:
+        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        train.send_signal(signal.SIGINT)
+        out, _ = train.communicate(timeout=10)
+    finally:
+        train.kill()
+    run_id = only_run(project)
+    assert train.returncode == 130
+    assert out == ""
+    assert err.read_text().splitlines()[-1] == (
+        f"error: interrupted: run {run_id} keeps running on target `local`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+    return run_id
+
+
+def test_ctrl_c_detaches_and_attach_collects_the_end(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    run_id = start_and_detach(project, env, tmp_path / "train.err")
+    pid = record(project, run_id)["job"]["pid"]
+    assert group_alive(pid)
+    assert record(project, run_id)["state"] == "running"
+    result = overbrainer(project, env, "train", "attach", run_id)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        f"train: run {run_id} succeeded; step 30/30, epoch 1.00, loss 1.0000, eval_loss 0.0323; "
+        f"output in runs/{run_id}/output"
+    )
+    assert record(project, run_id)["state"] == "succeeded"
+    wait_for(lambda: not group_alive(pid), 5)  # the wrapper exits right after `exit_code`
+
+
+def test_stop_saves_a_snapshot_and_resume_continues_from_it(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    run_id = start_and_detach(project, env, tmp_path / "train.err")
+    stop = overbrainer(project, env, "train", "stop", run_id)
+    assert stop.returncode == 0, stop.stderr
+    saved = record(project, run_id)
+    assert saved["state"] == "stopped"
+    step = saved["snapshot"]["step"]
+    assert saved["snapshot"] == {
+        "checkpoint": f"output/checkpoint-{step}",
+        "step": step,
+        "reason": "requested",
+    }
+    assert stop.stdout.splitlines() == [
+        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+        "its current step, then stops",
+        f"train: run {run_id} stopped at step {step} (requested): snapshot in "
+        f"runs/{run_id}/output/checkpoint-{step}; resume with "
+        f"`overbrainer train --resume-from {run_id}`",
+        f"train: runs/{run_id}/output also holds the partial model at step {step}, "
+        "not a finished one",
+    ]
+    listed = overbrainer(project, env, "runs", "ls")
+    assert listed.stdout.splitlines() == [
+        f"{run_id}  stopped    local  {saved['created']}  step {step} (requested): "
+        "partial model in output/"
+    ]
+
+    resumed = overbrainer(project, env | {"STANDIN_PACE": "0.01"}, "train", "--resume-from", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    new_id = [i for i in run_ids(project) if i != run_id][0]
+    assert record(project, new_id)["resumed_from"] == run_id
+    assert (
+        f"INFO train: run {new_id} resumes from the snapshot of run {run_id} "
+        f"(output/checkpoint-{step})" in resumed.stderr
+    )
+    new_dir = project / "runs" / new_id
+    copied = new_dir / "resume" / f"checkpoint-{step}" / "trainer_state.json"
+    original = project / "runs" / run_id / "output" / f"checkpoint-{step}" / "trainer_state.json"
+    assert copied.stat().st_ino == original.stat().st_ino  # hard-linked, not copied
+    config = (new_dir / "axolotl.yaml").read_text()
+    assert f"resume_from_checkpoint: {new_dir.resolve()}/resume/checkpoint-{step}" in config.replace(
+        '"', ""
+    )
+    assert (new_dir / "output" / "resumed_from.txt").is_file()
+    assert resumed.stdout.startswith(f"train: run {new_id} succeeded; step 40/40")
+
+
+def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    train = start(project, env, tmp_path / "train.err", "train")
+    try:
+        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        run_id = only_run(project)
+        stop = overbrainer(project, env, "train", "stop", run_id)
+        out, _ = train.communicate(timeout=15)
+    finally:
+        train.kill()
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout == (
+        f"train: overbrainer (pid {train.pid}) is using this project: if it follows run "
+        f"{run_id}, it collects the snapshot; if not, collect it with "
+        f"`overbrainer train attach {run_id}`\n"
+    )
+    assert train.returncode == 0
+    assert f"train: run {run_id} stopped at step" in out
+    assert record(project, run_id)["state"] == "stopped"
+
+
+def test_cancel_stops_the_group_and_records_it(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    run_id = start_and_detach(project, env, tmp_path / "train.err")
+    pid = record(project, run_id)["job"]["pid"]
+    result = overbrainer(project, env, "train", "cancel", run_id)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"train: run {run_id} cancelled\n"
+    assert not group_alive(pid)
+    assert (project / "runs" / run_id / "cancelled").exists()
+    assert record(project, run_id)["state"] == "cancelled"
+    again = overbrainer(project, env, "train", "cancel", run_id)
+    assert again.returncode == 1
+    assert again.stderr.splitlines()[-1] == f"error: run {run_id} already ended: cancelled"
+
+
+def test_a_job_killed_outside_overbrainer_is_lost(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    err = tmp_path / "train.err"
+    train = start(project, env, err, "train")
+    try:
+        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        run_id = only_run(project)
+        os.killpg(record(project, run_id)["job"]["pid"], signal.SIGKILL)
+        train.communicate(timeout=10)
+    finally:
+        train.kill()
+    message = f"the job stopped without an exit code (see runs/{run_id}/job.log)"
+    assert train.returncode == 1
+    lines = err.read_text().splitlines()
+    assert lines[-1] == f"error: {message}"
+    assert any(line.endswith("INFO train: job lost (stopped without an exit code)") for line in lines)
+    assert record(project, run_id)["state"] == "failed"
+    assert record(project, run_id)["message"] == message
+
+
+def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: Path) -> None:
+    env = standin_env(bin_dir)
+    assert overbrainer(project, env, "train").returncode == 0
+    run_id = only_run(project)
+    log = project / "runs" / run_id / "job.log"
+    log.write_text("one\ttab\r\ntoken hf_abcdefghijklmnopqrstuvwx\n\x1b[31mred\x1b[0m\nlast\n")
+    result = overbrainer(project, env, "runs", "logs", run_id)
+    assert result.stdout == "one tab\ntoken hf_***\nred\nlast\n"
+    tail = overbrainer(project, env, "runs", "logs", run_id, "--tail", "2")
+    assert tail.stdout == "red\nlast\n"
+    log.unlink()
+    missing = overbrainer(project, env, "runs", "logs", run_id)
+    assert missing.stdout == f"runs: no job.log for run {run_id} yet\n"
+    unknown = overbrainer(project, env, "runs", "logs", "nope")
+    assert unknown.returncode == 2
+    assert unknown.stderr.splitlines()[-1] == "error: no run nope in runs/"
+
+
+def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None:
+    (project / "data" / "train.jsonl").write_text("")
+    result = overbrainer(project, standin_env(bin_dir), "train")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: data/train.jsonl has no example: run `overbrainer split` first"
+    )
+    assert run_ids(project) == []

@@ -1,0 +1,115 @@
+"""A project with training data, a stand-in `axolotl` on PATH, and the `overbrainer` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from overbrainer.init_project import init_project
+
+STANDIN = Path(__file__).parent / "standin" / "axolotl_standin.py"
+EXAMPLE = '{"id":"q1","topic":"t","subtopic":"s","messages":[],"meta":{}}\n'
+
+
+def make_project(root: Path, *, eval_lines: int = 1) -> Path:
+    """A new project at `root` with one train example and `eval_lines` eval examples."""
+    init_project(root)
+    (root / "data").mkdir()
+    (root / "data" / "train.jsonl").write_text(EXAMPLE)
+    (root / "data" / "eval.jsonl").write_text(EXAMPLE * eval_lines)
+    return root
+
+
+def standin_env(bin_dir: Path, **knobs: str) -> dict[str, str]:
+    """This environment without OVERBRAINER_* and with the stand-in first on PATH."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "axolotl"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
+    script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["OVERBRAINER_TEST_POLL_S"] = "0.05"
+    env["STANDIN_PACE"] = "0.02"
+    env["STANDIN_EVAL_EVERY"] = "5"
+    env.update(knobs)
+    return env
+
+
+def command(project: Path, *args: str) -> list[str]:
+    """The `overbrainer` command line on `project`."""
+    return [sys.executable, "-m", "overbrainer", "-C", str(project), *args]
+
+
+def overbrainer(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    """Run `overbrainer` to its end."""
+    return subprocess.run(
+        command(project, *args), env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def start(project: Path, env: dict[str, str], err: Path, *args: str) -> subprocess.Popen[str]:
+    """Start `overbrainer` in the background, its stderr to `err`."""
+    with open(err, "w") as stderr:
+        return subprocess.Popen(
+            command(project, *args), env=env, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll `check` until true; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.02)
+
+
+def run_ids(project: Path) -> list[str]:
+    """The run directories, sorted."""
+    runs = project / "runs"
+    if not runs.is_dir():
+        return []
+    return sorted(p.name for p in runs.iterdir() if (p / "run.json").is_file())
+
+
+def record(project: Path, run_id: str) -> dict[str, Any]:
+    """A run's `run.json`."""
+    value = json.loads((project / "runs" / run_id / "run.json").read_text())
+    assert isinstance(value, dict)
+    return value
+
+
+def steps_logged(project: Path, run_id: str) -> int:
+    """The highest step in the run's metrics file so far."""
+    path = project / "runs" / run_id / "metrics.jsonl"
+    if not path.exists():
+        return 0
+    steps = [json.loads(line).get("step", 0) for line in path.read_text().splitlines() if line]
+    return max(steps, default=0)
+
+
+def group_alive(pid: int) -> bool:
+    """Whether process group `pid` still has a live member."""
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill_jobs(project: Path) -> None:
+    """Leave no stand-in job behind after a test."""
+    for pid_file in (project / "runs").glob("*/job.pid"):
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+        except (ValueError, ProcessLookupError, PermissionError):
+            pass
