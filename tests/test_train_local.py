@@ -21,6 +21,7 @@ from tests.train_helpers import (
     standin_env,
     start,
     steps_logged,
+    wait_for_steps,
     wait_for,
 )
 
@@ -129,7 +130,7 @@ def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
     """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
     train = start(project, env, err, "train")
     try:
-        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        wait_for_steps(project, 2)
         train.send_signal(signal.SIGINT)
         out, _ = train.communicate(timeout=10)
     finally:
@@ -194,7 +195,7 @@ def test_stop_saves_a_snapshot_and_resume_continues_from_it(
 
     resumed = overbrainer(project, env | {"STANDIN_PACE": "0.01"}, "train", "--resume-from", run_id)
     assert resumed.returncode == 0, resumed.stderr
-    new_id = [i for i in run_ids(project) if i != run_id][0]
+    new_id = next(i for i in run_ids(project) if i != run_id)
     assert record(project, new_id)["resumed_from"] == run_id
     assert (
         f"INFO train: run {new_id} resumes from the snapshot of run {run_id} "
@@ -204,10 +205,8 @@ def test_stop_saves_a_snapshot_and_resume_continues_from_it(
     copied = new_dir / "resume" / f"checkpoint-{step}" / "trainer_state.json"
     original = project / "runs" / run_id / "output" / f"checkpoint-{step}" / "trainer_state.json"
     assert copied.stat().st_ino == original.stat().st_ino  # hard-linked, not copied
-    config = (new_dir / "axolotl.yaml").read_text()
-    assert f"resume_from_checkpoint: {new_dir.resolve()}/resume/checkpoint-{step}" in config.replace(
-        '"', ""
-    )
+    config = (new_dir / "axolotl.yaml").read_text().replace('"', "")
+    assert f"resume_from_checkpoint: {new_dir.resolve()}/resume/checkpoint-{step}" in config
     assert (new_dir / "output" / "resumed_from.txt").is_file()
     assert resumed.stdout.startswith(f"train: run {new_id} succeeded; step 40/40")
 
@@ -218,7 +217,7 @@ def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
     env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
     train = start(project, env, tmp_path / "train.err", "train")
     try:
-        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        wait_for_steps(project, 2)
         run_id = only_run(project)
         stop = overbrainer(project, env, "train", "stop", run_id)
         out, _ = train.communicate(timeout=15)
@@ -259,7 +258,7 @@ def test_a_job_killed_outside_overbrainer_is_lost(
     err = tmp_path / "train.err"
     train = start(project, env, err, "train")
     try:
-        wait_for(lambda: len(run_ids(project)) == 1 and steps_logged(project, run_ids(project)[0]) >= 2)
+        wait_for_steps(project, 2)
         run_id = only_run(project)
         os.killpg(record(project, run_id)["job"]["pid"], signal.SIGKILL)
         train.communicate(timeout=10)
@@ -269,7 +268,8 @@ def test_a_job_killed_outside_overbrainer_is_lost(
     assert train.returncode == 1
     lines = err.read_text().splitlines()
     assert lines[-1] == f"error: {message}"
-    assert any(line.endswith("INFO train: job lost (stopped without an exit code)") for line in lines)
+    lost = "INFO train: job lost (stopped without an exit code)"
+    assert any(line.endswith(lost) for line in lines)
     assert record(project, run_id)["state"] == "failed"
     assert record(project, run_id)["message"] == message
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -97,6 +98,16 @@ def steps_logged(project: Path, run_id: str) -> int:
     return max(steps, default=0)
 
 
+def wait_for_steps(project: Path, steps: int) -> None:
+    """Wait until the only run's job has logged `steps` steps."""
+
+    def logged() -> bool:
+        ids = run_ids(project)
+        return len(ids) == 1 and steps_logged(project, ids[0]) >= steps
+
+    wait_for(logged)
+
+
 def group_alive(pid: int) -> bool:
     """Whether process group `pid` still has a live member."""
     try:
@@ -109,7 +120,5 @@ def group_alive(pid: int) -> bool:
 def kill_jobs(project: Path) -> None:
     """Leave no stand-in job behind after a test."""
     for pid_file in (project / "runs").glob("*/job.pid"):
-        try:
+        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-        except (ValueError, ProcessLookupError, PermissionError):
-            pass
