@@ -20,9 +20,8 @@ from tests.train_helpers import (
     run_ids,
     standin_env,
     start,
-    steps_logged,
-    wait_for_steps,
     wait_for,
+    wait_for_steps,
 )
 
 

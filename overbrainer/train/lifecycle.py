@@ -26,12 +26,13 @@ from overbrainer.runs.store import (
 from overbrainer.runs.summary import MetricsSummary
 from overbrainer.secrets import resolve_secret
 from overbrainer.system import LocalSampler
-from overbrainer.train import axolotl_setup, prepare
+from overbrainer.train import prepare
+from overbrainer.train.axolotl_config import CONFIG_FILE, template_warning
 from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_stop
 from overbrainer.train.job_script import Engine
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 from overbrainer.train.outcome import Outcome, conclude, local_summary
-from overbrainer.train.runtime import SECRET_NAMES, expand_venv, plan_job, training_commands
+from overbrainer.train.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,13 @@ class Session:
         return self.settings.training
 
 
+def _has_examples(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def local_target(settings: Settings, name: str) -> LocalTarget:
     """The `[targets.<name>]` a training run uses; only `local` ones run in this version."""
     target: Target | None = settings.targets.get(name)
@@ -113,17 +121,18 @@ async def start_run(
     name = target_name or training.target
     target = local_target(session.settings, name)
     runs = session.runs
-    resume = axolotl_setup.resume_source(runs, resume_from, training) if resume_from else None
-    axolotl_setup.warn_chat_template(training)
+    resume = prepare.resume_source(runs, resume_from, training) if resume_from else None
+    warning = template_warning(training)
+    if warning is not None:
+        log.warning("%s", warning)
     if training.hub_model_id is not None and session.settings.hf_token is None:
         log.warning(
             "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
         )
-    data = session.project.data if resume is None else runs.dir_of(resume.run_id) / "data"
-    prepare.check_train_file(
-        data / prepare.TRAIN_FILE,
-        "data/train.jsonl" if resume is None else f"runs/{resume.run_id}/data/train.jsonl",
-    )
+    data = session.project.data if resume is None else resume.run_dir / "data"
+    if not _has_examples(data / "train.jsonl"):
+        shown = "data/train.jsonl" if resume is None else f"runs/{resume_from}/data/train.jsonl"
+        raise prepare.NoTrainingData(f"{shown} has no example: run `overbrainer split` first")
     secrets = await session.interrupt.race(lambda: _hf_token(session.settings))
     if secrets is None:
         raise Detached("interrupted before the run started")
@@ -133,15 +142,15 @@ async def start_run(
         name,
         lambda run_id: str((runs.root / run_id).resolve()),
         accept=lambda _, path: claim_dir(path, owner),
-        resumed_from=None if resume is None else resume.run_id,
+        resumed_from=resume_from if resume is not None else None,
     )
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
     if resume is not None:
         log.info(
-            "train: run %s resumes from the snapshot of run %s (%s)",
+            "train: run %s resumes from the snapshot of run %s (output/%s)",
             record.id,
-            resume.run_id,
-            resume.snapshot.checkpoint,
+            resume_from,
+            resume.checkpoint,
         )
     started: RunRecord | None = None
     with trio.move_on_after(START_BOUND, shield=True):
@@ -163,28 +172,31 @@ async def _start(
     target: LocalTarget,
     training: Training,
     data: Path,
-    resume: axolotl_setup.ResumeSource | None,
+    resume: prepare.ResumeSource | None,
     secrets: dict[str, str],
 ) -> RunRecord:
     runs = session.runs
     run_dir = Path(record.remote_dir)
     try:
-        has_eval = await trio.to_thread.run_sync(prepare.copy_data, run_dir, data)
-        await trio.to_thread.run_sync(prepare.write_plugin, run_dir)
-        checkpoint = None
-        if resume is not None:
-            source = runs.dir_of(resume.run_id) / resume.snapshot.checkpoint
-            checkpoint = await trio.to_thread.run_sync(prepare.copy_checkpoint, run_dir, source)
+        await trio.to_thread.run_sync(
+            lambda: prepare.prepare_run(
+                run_dir,
+                training,
+                job_root(target, str(run_dir)),
+                data / "train.jsonl",
+                data / "eval.jsonl",
+                resume,
+            )
+        )
         plan = plan_job(
             target,
             run_id=record.id,
             run_dir=str(run_dir),
             cache=str((runs.root / ".hf-cache").resolve()),
-            commands=training_commands(training.merge),
+            commands=prepare.job_commands(training),
             secrets=[name for name in SECRET_NAMES if name in secrets],
             venv=expand_venv(target.venv),
         )
-        axolotl_setup.write_config(run_dir, training, target, has_eval, checkpoint)
         job = await start_job(run_dir, plan.commands, secrets)
     except (OSError, OverbrainerError) as error:
         message = error.message if isinstance(error, OverbrainerError) else str(error)
@@ -244,7 +256,7 @@ async def follow_to_end(session: Session, record: RunRecord, *, requested: bool 
 
 def _model_word(run_dir: Path) -> str:
     try:
-        text = (run_dir / "axolotl.yaml").read_text(encoding="utf-8")
+        text = (run_dir / CONFIG_FILE).read_text(encoding="utf-8")
     except OSError:
         return "adapter"
     for line in text.splitlines():

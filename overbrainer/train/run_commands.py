@@ -20,7 +20,7 @@ from overbrainer.train.lifecycle import (
     local_target,
 )
 from overbrainer.train.outcome import local_summary
-from overbrainer.train.runtime import REQUEST_FILE
+from overbrainer.train.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 
 log = logging.getLogger(__name__)
 

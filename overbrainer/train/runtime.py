@@ -16,16 +16,10 @@ from overbrainer.train.job_script import (
     container_name,
     native_commands,
 )
-from overbrainer.train.metric import JobStage
+from overbrainer.train.prepare import job_env
 
 CONTAINER_ROOT = "/workspace/run"
 """The run directory as a container job sees it."""
-AXOLOTL = "axolotl"
-CONFIG_FILE = "axolotl.yaml"
-METRICS_FILE = "metrics.jsonl"
-REQUEST_FILE = "snapshot.request"
-PROOF_FILE = "snapshot.json"
-PLUGIN_DIR = "plugin"
 SECRET_NAMES = ("HF_TOKEN",)
 """The only secret a training job gets."""
 
@@ -36,25 +30,6 @@ class JobPlan:
 
     commands: str
     container: tuple[Engine, str] | None = None
-
-
-def training_commands(merge: bool) -> list[Command]:
-    """`axolotl train`, then `axolotl merge-lora` when the adapter is merged."""
-    commands = [Command(JobStage.TRAIN, AXOLOTL, ("train", CONFIG_FILE))]
-    if merge:
-        commands.append(Command(JobStage.MERGE, AXOLOTL, ("merge-lora", CONFIG_FILE)))
-    return commands
-
-
-def job_env(root: str) -> dict[str, str]:
-    """The job's non-secret variables, with paths under `root` (the run dir as the job sees it)."""
-    root = root.rstrip("/")
-    return {
-        "AXOLOTL_DO_NOT_TRACK": "1",
-        "PYTHONPATH": f"{root}/{PLUGIN_DIR}",
-        "OVERBRAINER_METRICS": f"{root}/{METRICS_FILE}",
-        "OVERBRAINER_SNAPSHOT": f"{root}/{REQUEST_FILE}",
-    }
 
 
 def job_root(target: LocalTarget | SshTarget, run_dir: str) -> str:
