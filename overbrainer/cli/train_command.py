@@ -35,8 +35,24 @@ async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool =
                 await body(session)
             except OverbrainerError as error:
                 failure = error  # raised once the bus has printed every queued line
+            except BaseExceptionGroup as group:
+                failure = single_error(group)
+                if failure is None:
+                    raise
         if failure is not None:
             raise failure
+
+
+def single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
+    """The one OverbrainerError a group holds when that is all it holds, else None."""
+    matched, rest = group.split(OverbrainerError)
+    if rest is not None or matched is None:
+        return None
+    leaves: list[BaseException] = [matched]
+    while leaves and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions)
+    first = leaves[0] if leaves else None
+    return first if isinstance(first, OverbrainerError) else None
 
 
 @cli.group(invoke_without_command=True)

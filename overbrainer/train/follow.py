@@ -141,14 +141,38 @@ class _Budget:
     run_id: str
     failures: int = 0
 
-    def failed(self, error: Exception) -> None:
+    def failed(self, error: Exception) -> FollowError | None:
+        """Count a failed poll: None to retry it, or the error that gives up."""
         self.failures += 1
         if self.failures > MAX_FAILURES:
-            raise FollowError(
+            return FollowError(
                 f"cannot reach the job of run {self.run_id}: {_chain(error)}; follow it again "
                 f"with `overbrainer train attach {self.run_id}`"
-            ) from None
+            )
         log.warning("cannot reach the job (%d/%d): %s", self.failures, MAX_FAILURES, _chain(error))
+        return None
+
+
+async def _poll_until_finished(
+    job: FollowedJob, bus: EventBus, tail: MetricsTail, budget: _Budget, times: FollowTimes
+) -> JobStatus:
+    last: JobStatus | None = None
+    while True:
+        try:
+            await tail.poll(job, bus)
+            status = await job.status()
+        except OSError as error:
+            if (give_up := budget.failed(error)) is not None:
+                raise give_up from None
+            await trio.sleep(times.poll)
+            continue
+        budget.failures = 0
+        if status != last:
+            bus.publish(JobStatusChanged(status))
+            last = status
+        if is_finished(status):
+            return status
+        await trio.sleep(times.poll)
 
 
 async def follow(
@@ -160,37 +184,31 @@ async def follow(
     times: FollowTimes,
     sampler: Sampler | None = None,
 ) -> JobStatus:
-    """Follow the job until it ends, then drain its metrics file; its final status."""
+    """Follow the job until it ends, then drain its metrics file; its final status.
+
+    Raises FollowError (not grouped) after six failed polls in a row.
+    """
     bus.publish(RunWatched(run_id))
     budget = _Budget(run_id)
-    last: JobStatus | None = None
+    status: JobStatus | FollowError
     async with trio.open_nursery() as nursery:
         if sampler is not None:
             nursery.start_soon(sample_forever, sampler, bus, times.probe)
-        while True:
-            try:
-                await tail.poll(job, bus)
-                status = await job.status()
-            except OSError as error:
-                budget.failed(error)
-                await trio.sleep(times.poll)
-                continue
-            budget.failures = 0
-            if status != last:
-                bus.publish(JobStatusChanged(status))
-                last = status
-            if is_finished(status):
-                break
-            await trio.sleep(times.poll)
+        try:
+            status = await _poll_until_finished(job, bus, tail, budget, times)
+        except FollowError as error:
+            status = error
         nursery.cancel_scope.cancel()
+    if isinstance(status, FollowError):
+        raise status
     while True:
         try:
             if await tail.poll(job, bus) == 0:
-                break
+                return status
         except OSError as error:
-            budget.failed(error)
+            if (give_up := budget.failed(error)) is not None:
+                raise give_up from None
             await trio.sleep(times.poll)
-    return status
 
 
 async def guard_stop(job: FollowedJob, *, times: FollowTimes, requested: bool) -> None:

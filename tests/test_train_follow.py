@@ -1,0 +1,266 @@
+"""The follow loop (§6.2, §E.4), the stop fallbacks (§6.4) and line tailing (§4.6), on fake jobs."""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from overbrainer.events import (
+    Event,
+    JobStatusChanged,
+    MarkEvent,
+    Metric,
+    RunWatched,
+    System,
+    open_event_bus,
+)
+from overbrainer.runs.summary import MetricsSummary
+from overbrainer.system_sample import SystemSample
+from overbrainer.train.follow import (
+    FollowError,
+    FollowTimes,
+    MetricsTail,
+    follow,
+    guard_stop,
+)
+from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
+from overbrainer.train.local_job import READ_LIMIT, split_lines
+from overbrainer.train.metric import EndMark, JobStage, StageMark
+
+STAGE = b'{"event":"stage","name":"train","time":1}\n'
+BEGIN = b'{"event":"begin","time":1.0,"max_steps":4}\n'
+
+
+def log_line(step: int, **extra: float) -> bytes:
+    fields = "".join(f',"{k}":{v}' for k, v in extra.items())
+    return b'{"event":"log","time":%d.0,"step":%d,"max_steps":4%s}\n' % (
+        step,
+        step,
+        fields.encode(),
+    )
+
+
+@attrs.define
+class Collected:
+    events: list[Event] = attrs.Factory(list)
+
+    def event(self, bus: int, event: Event) -> None:
+        self.events.append(event)
+
+    def closed(self, bus: int) -> None:
+        pass
+
+
+@attrs.define
+class FakeJob:
+    """A job whose files and status answers the test scripts; errors are raised when listed."""
+
+    files: dict[str, bytes] = attrs.Factory(dict)
+    statuses: list[JobStatus | OSError] = attrs.Factory(lambda: [Running()])
+    reads_fail: int = 0
+    cancels: int = 0
+    status_calls: int = 0
+
+    async def read_from(self, name: str, offset: int, limit: int) -> bytes:
+        await trio.lowlevel.checkpoint()
+        if self.reads_fail:
+            self.reads_fail -= 1
+            raise OSError("connection reset")
+        return self.files.get(name, b"")[offset : offset + limit]
+
+    async def status(self) -> JobStatus:
+        await trio.lowlevel.checkpoint()
+        self.status_calls += 1
+        item = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        if isinstance(item, OSError):
+            raise item
+        return item
+
+    async def exists(self, name: str) -> bool:
+        await trio.lowlevel.checkpoint()
+        return name in self.files
+
+    async def cancel(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self.cancels += 1
+        self.statuses = [Cancelled()]
+
+
+@attrs.define
+class CountingSampler:
+    times: list[float] = attrs.Factory(list)
+
+    async def sample(self) -> SystemSample:
+        self.times.append(trio.current_time())
+        await trio.lowlevel.checkpoint()
+        return SystemSample(at=0.0, disks=(), cpu=None, memory=None, gpus=())
+
+
+async def run_follow(
+    job: FakeJob, sampler: CountingSampler | None = None
+) -> tuple[JobStatus, list[Event], MetricsSummary]:
+    seen = Collected()
+    tail = MetricsTail(MetricsSummary())
+    status: JobStatus | FollowError
+    async with open_event_bus(observer=seen) as bus:
+        try:
+            status = await follow(job, bus, tail, run_id="r1", times=FollowTimes(), sampler=sampler)
+        except FollowError as error:
+            status = error
+    if isinstance(status, FollowError):
+        raise status
+    return status, seen.events, tail.summary
+
+
+async def test_follow_publishes_lines_then_status_changes_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    job = FakeJob(
+        files={"metrics.jsonl": STAGE + BEGIN + log_line(1, loss=2.0)},
+        statuses=[Running(), Running(), Exited(0)],
+    )
+    status, events, summary = await run_follow(job)
+    assert status == Exited(0)
+    assert events[0] == RunWatched("r1")
+    assert events[1] == MarkEvent(StageMark(JobStage.TRAIN))
+    assert isinstance(events[2], Metric) and events[2].metric.loss == 2.0
+    assert [e for e in events if isinstance(e, JobStatusChanged)] == [
+        JobStatusChanged(Running()),
+        JobStatusChanged(Exited(0)),
+    ]
+    assert summary.lines == 2 and summary.begun
+    assert job.status_calls == 3
+
+
+async def test_follow_drains_the_file_after_the_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # More than one read's worth of lines is left when the job ends: all of them are read.
+    many = b"".join(log_line(2, loss=1.0) for _ in range(READ_LIMIT // 40 + 10))
+    job = FakeJob(files={"metrics.jsonl": many + b'{"event":"end","time":9.0,"step":4}\n'})
+    job.statuses = [Exited(0)]
+    _, events, summary = await run_follow(job)
+    assert summary.lines == many.count(b"\n") + 1
+    assert events[-1] == MarkEvent(EndMark(4))
+
+
+async def test_follow_retries_five_failures_then_gives_up(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers: list[JobStatus | OSError] = [OSError("timed out")] * 5
+    recovered = FakeJob(statuses=[*answers, Exited(0)])
+    with caplog.at_level(logging.WARNING):
+        status, _, _ = await run_follow(recovered)
+    assert status == Exited(0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"cannot reach the job ({n}/5): timed out" for n in range(1, 6)]
+
+    broken = FakeJob(reads_fail=6)
+    with pytest.raises(FollowError) as caught:
+        await run_follow(broken)
+    assert caught.value.message == (
+        "cannot reach the job of run r1: connection reset; follow it again with "
+        "`overbrainer train attach r1`"
+    )
+
+
+async def test_follow_samples_the_machine_every_10_s(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    running: list[JobStatus | OSError] = [Running()] * 16
+    job = FakeJob(statuses=[*running, Lost()])  # 16 polls of 2 s: 32 s
+    sampler = CountingSampler()
+    start = trio.current_time()
+    status, events, _ = await run_follow(job, sampler)
+    assert status == Lost()
+    assert [round(t - start) for t in sampler.times] == [0, 10, 20, 30]
+    assert sum(isinstance(e, System) for e in events) == 4
+
+
+def times() -> FollowTimes:
+    return FollowTimes()
+
+
+async def test_no_snapshot_30_min_after_the_request_cancels(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = FakeJob()
+    start = trio.current_time()
+    with caplog.at_level(logging.WARNING):
+        await guard_stop(job, times=times(), requested=True)
+    assert job.cancels == 1
+    assert 1800 <= trio.current_time() - start < 1803
+    assert caplog.records[-1].getMessage() == (
+        "no snapshot 30 min after it was asked for: the job was cancelled"
+    )
+
+
+async def test_a_snapshot_without_an_end_is_cancelled_10_min_later(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = FakeJob()
+    start = trio.current_time()
+
+    async def prove_later() -> None:
+        await trio.sleep(60)
+        job.files["snapshot.json"] = b"{}"
+
+    with caplog.at_level(logging.WARNING):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(prove_later)
+            await guard_stop(job, times=times(), requested=True)
+    assert job.cancels == 1
+    assert 660 <= trio.current_time() - start < 663
+    assert caplog.records[-1].getMessage() == (
+        "the job saved its snapshot but did not end: it was cancelled"
+    )
+
+
+async def test_a_follower_that_did_not_ask_sees_the_request_within_30_s(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    job = FakeJob()
+    start = trio.current_time()
+
+    async def request_later() -> None:
+        await trio.sleep(45)
+        job.files["snapshot.request"] = b"requested"
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(request_later)
+        await guard_stop(job, times=times(), requested=False)
+    # Seen at the 60 s look, then 30 min without a proof.
+    assert trio.current_time() - start == pytest.approx(60 + 1800, abs=3)
+    assert job.cancels == 1
+
+
+async def test_a_job_that_ends_in_time_is_left_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    job = FakeJob(files={"snapshot.json": b"{}"}, statuses=[Exited(0)])
+    await guard_stop(job, times=times(), requested=True)
+    assert job.cancels == 0
+
+
+def test_times_come_from_the_test_hooks() -> None:
+    env = {"OVERBRAINER_TEST_POLL_S": "0.05", "OVERBRAINER_TEST_STOP_LIMITS_S": "3,1"}
+    assert FollowTimes.from_env(env) == FollowTimes(
+        poll=0.05, request_watch=0.05, no_proof=3.0, after_proof=1.0
+    )
+    assert FollowTimes.from_env({"OVERBRAINER_TEST_POLL_S": "nan"}) == FollowTimes()
+
+
+def test_lines_split_on_newline_or_return_and_drop_empty_ones() -> None:
+    assert split_lines(b"a\r\nb\rc\n\n") == (["a", "b", "c"], 8)
+    assert split_lines(b"a\npartial") == (["a"], 2)
+    assert split_lines(b"partial") == ([], 0)
+
+
+def test_a_full_read_without_a_terminator_is_one_line_cut_at_a_character() -> None:
+    data = b"x" * 7 + "é".encode()  # 9 bytes; a read of 8 cuts the two-byte character
+    assert split_lines(data[:8], limit=8) == (["x" * 7], 7)
+    assert split_lines(data[:9], limit=9) == (["x" * 7 + "é"], 9)
