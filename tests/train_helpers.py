@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.init_project import init_project
+from overbrainer.train import local_job
 
 STANDIN = Path(__file__).parent / "standin" / "axolotl_standin.py"
 EXAMPLE = '{"id":"q1","topic":"t","subtopic":"s","messages":[],"meta":{}}\n'
@@ -109,12 +110,8 @@ def wait_for_steps(project: Path, steps: int) -> None:
 
 
 def group_alive(pid: int) -> bool:
-    """Whether process group `pid` still has a live member."""
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """Whether process group `pid` still has a live (not zombie) member."""
+    return local_job.group_alive(pid)
 
 
 def kill_jobs(project: Path) -> None:

@@ -32,7 +32,7 @@ from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_sto
 from overbrainer.train.job_script import Engine
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 from overbrainer.train.outcome import Outcome, conclude, local_summary
-from overbrainer.train.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
+from overbrainer.train.runtime import SECRET_NAMES, job_root, plan_job
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,6 @@ async def _start(
             cache=str((runs.root / ".hf-cache").resolve()),
             commands=prepare.job_commands(training),
             secrets=[name for name in SECRET_NAMES if name in secrets],
-            venv=expand_venv(target.venv),
         )
         job = await start_job(run_dir, plan.commands, secrets)
     except (OSError, OverbrainerError) as error:

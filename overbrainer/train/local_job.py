@@ -89,13 +89,39 @@ def _reap() -> None:
 
 
 def group_alive(pid: int) -> bool:
-    """Whether any process of group `pid` is alive (after reaping our own exited children)."""
+    """Whether any process of group `pid` is alive (after reaping our own exited children).
+
+    Zombies do not count: where PID 1 does not reap orphans (some containers), a killed job
+    leaves zombie members that `kill -0` still finds.
+    """
     _reap()
     try:
         os.killpg(pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return True
+    members = _group_states(pid)
+    return members is None or any(state != "Z" for state in members)
+
+
+def _group_states(pgid: int) -> list[str] | None:
+    """The states of group `pgid`'s processes from /proc; None where /proc cannot tell."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    states = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        fields = stat.rpartition(b")")[2].split()
+        if len(fields) >= 3 and fields[2] == str(pgid).encode():
+            states.append(fields[0].decode("ascii", "replace"))
+    return states or None
 
 
 def job_status(job: LocalJob) -> JobStatus:
@@ -134,8 +160,10 @@ async def _wait_gone(pid: int, seconds: float) -> bool:
     return not group_alive(pid)
 
 
-async def cancel(job: LocalJob, container: tuple[Engine, str] | None = None) -> None:
-    """Stop the job's group: TERM, KILL after 10 s, then mark it `cancelled` (§4.4)."""
+async def cancel(
+    job: LocalJob, container: tuple[Engine, str] | None = None, grace: float = CANCEL_GRACE_S
+) -> None:
+    """Stop the job's group: TERM, KILL after `grace` (10) s, then mark it `cancelled` (§4.4)."""
     if job.pid <= 1:
         raise JobError(f"refusing job PID {job.pid}")
     if not job.dir.is_dir():
@@ -153,9 +181,9 @@ async def cancel(job: LocalJob, container: tuple[Engine, str] | None = None) -> 
                 capture_stderr=True,
             )
     _signal(job.pid, signal.SIGTERM)
-    if not await _wait_gone(job.pid, CANCEL_GRACE_S):
+    if not await _wait_gone(job.pid, grace):
         _signal(job.pid, signal.SIGKILL)
-        if not await _wait_gone(job.pid, CANCEL_GRACE_S):
+        if not await _wait_gone(job.pid, grace):
             raise JobError(
                 f"process group {job.pid} is still present after SIGKILL (its leader may be "
                 "waiting for its parent process to reap it); the job stays marked cancelling, "

@@ -50,12 +50,11 @@ def plan_job(
     cache: str,
     commands: Sequence[Command],
     secrets: Sequence[str] = (),
-    venv: str | None = None,
 ) -> JobPlan:
     """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only."""
     env = job_env(job_root(target, run_dir))
     if target.runtime is Runtime.NATIVE:
-        return JobPlan(native_commands(commands, env, venv=venv))
+        return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv)))
     engine = Engine((target.engine or ConfigEngine.DOCKER).value)
     text = container_commands(
         engine,
