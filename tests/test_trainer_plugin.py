@@ -6,6 +6,7 @@ Run with `pytest -m trainer` (nox session `trainer`); skipped when torch is not 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -25,11 +26,13 @@ from overbrainer.runs.summary import MetricsSummary  # noqa: E402
 from overbrainer.train.metric_lines import Begin, End, Eval, Log, parse_line  # noqa: E402
 from overbrainer.train.prepare import plugin_source  # noqa: E402
 
+Callback: Any = transformers.TrainerCallback
+DatasetBase: Any = torch.utils.data.Dataset
 MAX_STEPS = 20
 EVAL_BATCHES = 10
 
 
-class Tokens(torch.utils.data.Dataset):  # type: ignore[misc]
+class Tokens(DatasetBase):  # type: ignore[misc]
     """Random token sequences: a tokenizer-free causal LM dataset."""
 
     def __init__(self, count: int, seed: int) -> None:
@@ -128,7 +131,7 @@ def test_plugin_writes_begin_log_eval_end_lines(
     # Each evaluation starts with prediction step 1, written at once, before its eval_loss log.
     starts = [i for i, line in evals if line.step == 1]
     assert [around(lines, i) for i in starts] == [(10, 10, True), (20, 20, True)]
-    for (_, before), (_, after) in zip(evals, evals[1:], strict=False):
+    for (_, before), (_, after) in itertools.pairwise(evals):
         if after.step > 1:  # a later step of the same evaluation: at least 2 s after the last
             assert after.step > before.step and after.time - before.time >= 2.0
     assert all(line.total == EVAL_BATCHES for _, line in evals)
@@ -190,7 +193,7 @@ def test_a_snapshot_request_saves_a_checkpoint_stops_and_writes_its_proof(
     monkeypatch.setenv("OVERBRAINER_METRICS", str(run / "metrics.jsonl"))
     monkeypatch.setenv("OVERBRAINER_SNAPSHOT", str(request))
 
-    class Asker(transformers.TrainerCallback):  # type: ignore[misc]
+    class Asker(Callback):  # type: ignore[misc]
         """Plays `train stop`: writes the request file at the end of step 7."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -234,8 +237,7 @@ def test_a_request_at_the_last_step_changes_nothing(
     run = tmp_path / "run"
     request = run / "snapshot.request"
 
-
-    class Asker(transformers.TrainerCallback):  # type: ignore[misc]
+    class Asker(Callback):  # type: ignore[misc]
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step == MAX_STEPS:
                 request.write_text("requested")
