@@ -51,6 +51,18 @@ class MetricsSummary:
 
     def add_line(self, line: MetricLine) -> LineEvent | None:
         """Take one parsed line; returns the event to publish, if any."""
+        if type(line) is Log:  # nearly every line: skip the pattern matching below
+            metric = line.metric
+            self.lines += 1
+            if metric.step > self.step:
+                self.step = metric.step
+            if metric.max_steps is not None:
+                self.max_steps = metric.max_steps
+            if metric.eval_loss is not None:
+                self.eval_loss = metric.eval_loss
+            if metric.loss is not None:
+                self.last_train = metric
+            return Metric(metric)
         match line:
             case Begin(max_steps=max_steps):
                 self.begun = True

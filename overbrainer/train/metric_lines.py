@@ -110,27 +110,54 @@ def _step(record: dict[str, object]) -> int:
     return value
 
 
-def _metric(record: dict[str, object]) -> TrainMetric:
-    def number(key: str) -> float | None:
-        value = _float(record, key, required=False)
-        return value if value is None or math.isfinite(value) else None
+def _number(record: dict[str, object], key: str) -> float | None:
+    """An optional figure: a float, None when absent, null or not finite."""
+    value = record.get(key)
+    if type(value) is float:  # the common case first: this runs for every figure of every line
+        return value if _isfinite(value) else None
+    if value is None:
+        return None
+    number = _float(record, key, required=False)
+    return number if number is not None and _isfinite(number) else None
 
+
+def _metric(record: dict[str, object]) -> TrainMetric:
+    get = record.get
+    time, step, max_steps = get("time"), get("step"), get("max_steps")
+    epoch, loss, eval_loss = get("epoch"), get("loss"), get("eval_loss")
+    lr, grad_norm = get("learning_rate"), get("grad_norm")
+    if (  # the common shape, checked inline: this runs for every line of a long training
+        type(time) is float
+        and type(step) is int
+        and step >= 0
+        and (max_steps is None or (type(max_steps) is int and max_steps >= 0))
+        and (epoch is None or (type(epoch) is float and _isfinite(epoch)))
+        and (loss is None or (type(loss) is float and _isfinite(loss)))
+        and (eval_loss is None or (type(eval_loss) is float and _isfinite(eval_loss)))
+        and (lr is None or (type(lr) is float and _isfinite(lr)))
+        and (grad_norm is None or (type(grad_norm) is float and _isfinite(grad_norm)))
+    ):
+        return TrainMetric(time, step, epoch, max_steps, loss, eval_loss, lr, grad_norm)
     return TrainMetric(
-        time=_time(record),
-        step=_step(record),
-        epoch=number("epoch"),
-        max_steps=_count(record, "max_steps", required=False),
-        loss=number("loss"),
-        eval_loss=number("eval_loss"),
-        learning_rate=number("learning_rate"),
-        grad_norm=number("grad_norm"),
+        _time(record),
+        _step(record),
+        _number(record, "epoch"),
+        _count(record, "max_steps", required=False),
+        _number(record, "loss"),
+        _number(record, "eval_loss"),
+        _number(record, "learning_rate"),
+        _number(record, "grad_norm"),
     )
+
+
+_decode = json.JSONDecoder().decode
+_isfinite = math.isfinite
 
 
 def parse_line(text: str | bytes) -> MetricLine:
     """One line of `metrics.jsonl`; MetricLineError for anything this version does not know."""
     try:
-        record = json.loads(text)
+        record = _decode(text) if isinstance(text, str) else json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise MetricLineError(f"not JSON: {error}") from None
     if not isinstance(record, dict):
