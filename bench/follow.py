@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -126,8 +127,7 @@ async def cpu_share(run_dir: Path) -> tuple[float, int]:
 
 
 async def main() -> None:
-    with open("/proc/loadavg") as file:
-        print(f"load average before: {file.read().split()[0]}")
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as folder:
         runs = [await parse_rate(Path(folder)) for _ in range(RUNS)]
     rate, bare = max(r[0] for r in runs), max(r[1] for r in runs)
