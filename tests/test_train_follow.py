@@ -264,3 +264,30 @@ def test_a_full_read_without_a_terminator_is_one_line_cut_at_a_character() -> No
     data = b"x" * 7 + "é".encode()  # 9 bytes; a read of 8 cuts the two-byte character
     assert split_lines(data[:8], limit=8) == (["x" * 7], 7)
     assert split_lines(data[:9], limit=9) == (["x" * 7 + "é"], 9)
+
+
+def test_metric_lines_fast_and_slow_shapes_parse_alike() -> None:
+    from overbrainer.train.metric import TrainMetric
+    from overbrainer.train.metric_lines import Log, MetricLineError, parse_line
+
+    fast = parse_line(
+        '{"event":"log","time":1.5,"step":3,"epoch":0.5,"max_steps":9,"loss":2.0,'
+        '"learning_rate":0.0002,"grad_norm":0.5,"extra":"ignored"}'
+    )
+    assert fast == Log(TrainMetric(1.5, 3, 0.5, 9, 2.0, None, 0.0002, 0.5))
+    slow = parse_line('{"event":"log","time":1,"step":3,"epoch":1,"loss":NaN,"grad_norm":null}')
+    assert slow == Log(TrainMetric(1.0, 3, 1.0, None, None, None, None, None))
+    for bad, why in [
+        ('{"event":"log","time":1.0,"step":true}', "field `step` is not a non-negative integer"),
+        ('{"event":"log","time":1.0,"step":-1}', "field `step` is not a non-negative integer"),
+        ('{"event":"log","step":1}', "missing field `time`"),
+        ('{"event":"log","time":1.0,"step":1,"loss":"x"}', "field `loss` is not a number"),
+        (
+            '{"event":"log","time":1.0,"step":1,"max_steps":1.5}',
+            "field `max_steps` is not a non-negative integer",
+        ),
+        ('{"event":"later","time":1.0}', "unknown event `later`"),
+    ]:
+        with pytest.raises(MetricLineError) as caught:
+            parse_line(bad)
+        assert str(caught.value) == why
