@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from overbrainer.runs.store import Job, RunRecord, Runs, RunState
 from tests.train_helpers import (
     group_alive,
     kill_jobs,
@@ -299,3 +300,56 @@ def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None
         "error: data/train.jsonl has no example: run `overbrainer split` first"
     )
     assert run_ids(project) == []
+
+
+def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
+    runs = Runs(project / "runs")
+    done = RunRecord(
+        id="done_1",
+        target="local",
+        created="2026-01-01T00:00:00Z",
+        remote_dir=str(project / "runs" / "done_1"),
+        job=Job(str(project / "runs" / "done_1"), 4242),
+        state=RunState.SUCCEEDED,
+        snapshots=True,
+    )
+    runs.save(done)
+    env = standin_env(bin_dir)
+    cases = [
+        (("train", "--target", "nope"), 2, "unknown target `nope`"),
+        (("train", "--keep-pod"), 2, "--keep-pod only applies to a runpod target"),
+        (
+            ("train", "--resume-from", "done_1"),
+            2,
+            "cannot resume from run done_1: it is succeeded, not stopped with a snapshot "
+            "(see `overbrainer train stop`)",
+        ),
+    ]
+    for args, code, message in cases:
+        result = overbrainer(project, env, *args)
+        assert (result.returncode, result.stderr.splitlines()[-1]) == (code, f"error: {message}")
+    assert run_ids(project) == ["done_1"]
+
+
+def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) -> None:
+    runs = Runs(project / "runs")
+    runs.save(
+        RunRecord(
+            id="done_1",
+            target="local",
+            created="2026-01-01T00:00:00Z",
+            remote_dir=str(project / "runs" / "done_1"),
+            job=Job(str(project / "runs" / "done_1"), 4242),
+            state=RunState.SUCCEEDED,
+        )
+    )
+    env = standin_env(bin_dir)
+    cases = [
+        (("train", "stop", "done_1"), 2, "run done_1 already ended: succeeded"),
+        (("train", "attach", "nope"), 2, "no run nope in runs/"),
+    ]
+    for args, code, message in cases:
+        result = overbrainer(project, env, *args)
+        assert (result.returncode, result.stderr.splitlines()[-1]) == (code, f"error: {message}")
+    listed = overbrainer(project, env, "runs", "ls")
+    assert listed.stdout == "done_1  succeeded  local  2026-01-01T00:00:00Z\n"

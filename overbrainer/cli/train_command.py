@@ -58,16 +58,21 @@ def single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError |
 @cli.group(invoke_without_command=True)
 @click.option("--target", "target_name", metavar="NAME", help="Train on this [targets] entry.")
 @click.option("--resume-from", metavar="RUN_ID", help="Resume from the snapshot of a stopped run.")
+@click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after the run.")
 @click.pass_context
-def train(ctx: click.Context, target_name: str | None, resume_from: str | None) -> None:
+def train(
+    ctx: click.Context, target_name: str | None, resume_from: str | None, keep_pod: bool
+) -> None:
     """Fine-tune the child on data/train.jsonl with Axolotl and follow the run to its end."""
     if ctx.invoked_subcommand is not None:
-        if target_name is not None or resume_from is not None:
-            raise click.UsageError("--target and --resume-from go without a subcommand")
+        if target_name is not None or resume_from is not None or keep_pod:
+            raise click.UsageError("--target, --resume-from and --keep-pod go without a subcommand")
         return
 
     async def body(session: Session) -> None:
-        await train_run(session, target_name=target_name, resume_from=resume_from)
+        await train_run(
+            session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod
+        )
 
     run_flow(lambda: in_session(body))
 

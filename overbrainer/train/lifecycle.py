@@ -84,11 +84,13 @@ def _has_examples(path: Path) -> bool:
         return False
 
 
-def local_target(settings: Settings, name: str) -> LocalTarget:
+def local_target(settings: Settings, name: str, *, keep_pod: bool = False) -> LocalTarget:
     """The `[targets.<name>]` a training run uses; only `local` ones run in this version."""
     target: Target | None = settings.targets.get(name)
     if target is None:
         raise UsageError(f"unknown target `{name}`")
+    if keep_pod and target.kind != "runpod":
+        raise UsageError("--keep-pod only applies to a runpod target")
     if not isinstance(target, LocalTarget):
         raise UsageError(
             f"target `{name}` is of kind `{target.kind}`: this overbrainer trains on `local` "
@@ -115,11 +117,12 @@ async def start_run(
     *,
     target_name: str | None = None,
     resume_from: str | None = None,
+    keep_pod: bool = False,
 ) -> RunRecord:
     """Create and start a run (§6.1 steps 1-5); Detached when Ctrl-C came meanwhile."""
     training = session.training()
     name = target_name or training.target
-    target = local_target(session.settings, name)
+    target = local_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
     resume = prepare.resume_source(runs, resume_from, training) if resume_from else None
     warning = template_warning(training)
@@ -299,10 +302,16 @@ def finish(session: Session, outcome: Outcome) -> None:
 
 
 async def train(
-    session: Session, *, target_name: str | None = None, resume_from: str | None = None
+    session: Session,
+    *,
+    target_name: str | None = None,
+    resume_from: str | None = None,
+    keep_pod: bool = False,
 ) -> RunRecord:
     """Start a run, follow it and finish it: what `overbrainer train` and `run` do."""
-    record = await start_run(session, target_name=target_name, resume_from=resume_from)
+    record = await start_run(
+        session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod
+    )
     outcome = await follow_to_end(session, record)
     finish(session, outcome)
     return outcome.record
