@@ -253,3 +253,39 @@ def test_resume_of_a_garbled_config_is_refused() -> None:
     assert caught.value.message == (
         "cannot resume from run r1: its axolotl.yaml is not a valid Axolotl config"
     )
+
+
+def test_extra_values_from_the_environment_are_typed_in_yaml(tmp_path: Path) -> None:
+    from importlib import resources
+
+    from overbrainer.config.load import load_settings
+
+    template = resources.files("overbrainer") / "templates" / "overbrainer.toml"
+    (tmp_path / "overbrainer.toml").write_text(template.read_text(encoding="utf-8"))
+    prefix = "OVERBRAINER_TRAINING__AXOLOTL_EXTRA__"
+    environ = {
+        f"{prefix}WARMUP_STEPS": "10",
+        f"{prefix}BF16": "true",
+        f"{prefix}WEIGHT_DECAY": "0.01",
+        f"{prefix}CHAT_TEMPLATE": "qwen3",
+        f"{prefix}SEED": "007",
+        f"{prefix}PLUS": "+5",
+        f"{prefix}BIG": "9223372036854775808",
+        f"{prefix}MIN": "-9223372036854775808",
+        f"{prefix}EXP": "1e3",
+        f"{prefix}NAN": "nan",
+        f"{prefix}UNDERSCORE": "1_000",
+        f"{prefix}SPECIAL_TOKENS__PAD_TOKEN": "<pad>",
+        "OVERBRAINER_TRAINING__EPOCHS": "1",
+    }
+    training = load_settings(tmp_path, environ).training
+    assert training is not None
+    text = render(build_config(training, "/workspace/run", False))
+    loaded = yaml.safe_load(text)
+    assert (loaded["warmup_steps"], loaded["bf16"], loaded["weight_decay"]) == (10, True, 0.01)
+    assert (loaded["chat_template"], loaded["seed"]) == ("qwen3", "007")
+    assert (loaded["plus"], loaded["big"], loaded["min"]) == ("+5", "9223372036854775808", -(2**63))
+    assert (loaded["exp"], loaded["nan"], loaded["underscore"]) == (1000.0, "nan", "1_000")
+    assert loaded["special_tokens"] == {"pad_token": "<pad>"}
+    assert loaded["num_epochs"] == 1
+    assert 'seed: "007"\n' in text and "bf16: true\n" in text

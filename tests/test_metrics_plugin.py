@@ -184,3 +184,25 @@ def test_plugin_adds_the_callbacks_its_environment_asks_for(
     monkeypatch.setenv("OVERBRAINER_SNAPSHOT", str(tmp_path / "snapshot.request"))
     found = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer({}, None)
     assert [type(c).__name__ for c in found] == ["SnapshotCallback"]
+
+
+def test_plugin_subclasses_axolotls_base_when_it_can_be_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = ModuleType("axolotl.integrations.base")
+
+    class BasePlugin:
+        """Axolotl's plugin base, as far as the plugin needs it."""
+
+    base.BasePlugin = BasePlugin  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "axolotl", ModuleType("axolotl"))
+    monkeypatch.setitem(sys.modules, "axolotl.integrations", ModuleType("axolotl.integrations"))
+    monkeypatch.setitem(sys.modules, "axolotl.integrations.base", base)
+    monkeypatch.setitem(sys.modules, "transformers", None)  # a slow import, not needed here
+    path = tmp_path / "overbrainer_metrics.py"
+    path.write_text(plugin_source())
+    spec = importlib.util.spec_from_file_location("overbrainer_metrics_in_axolotl", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert issubclass(module.OverbrainerMetricsPlugin, BasePlugin)

@@ -20,6 +20,7 @@ from overbrainer.train.prepare import (
     plugin_source,
     prepare_run,
     resume_source,
+    start_warnings,
 )
 
 NOW = dt.datetime(2026, 9, 22, 14, 30, 5, tzinfo=dt.UTC)
@@ -153,3 +154,16 @@ def test_job_env_commands_and_outputs() -> None:
         ("merged model", "runs/r/output/merged"),
     ]
     assert outputs(attrs.evolve(QWEN, adapter=Adapter.FULL), "r") == [("model", "runs/r/output")]
+
+
+def test_start_warnings() -> None:
+    assert start_warnings(QWEN, {}) == []
+    pushed = attrs.evolve(QWEN, base_model="llama", hub_model_id="me/x")
+    assert start_warnings(pushed, {"OVERBRAINER_HF_TOKEN": "t"}) == [
+        "the chat template of llama may drop reasoning_content, leaving the parent's reasoning "
+        "out of training; set training.axolotl_extra.chat_template if the model uses one of the "
+        "templates known to render it: qwen3, qwen3_5, exaone4, gemma4, gemma4_unified"
+    ]
+    assert start_warnings(attrs.evolve(QWEN, hub_model_id="me/x"), {}) == [
+        "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
+    ]

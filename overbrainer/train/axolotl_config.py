@@ -94,6 +94,11 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if type(value) in (bool, str, int, float):
+        return value
+    for kind in (bool, str, int, float):  # a subclass (e.g. text from the environment) as its base
+        if isinstance(value, kind):
+            return kind(value)
     return value
 
 

@@ -6,6 +6,7 @@
   files (a resumed run copies the stopped run's), the metrics plugin, the checkpoint
   (hard-linked, copied across file systems) and writes `axolotl.yaml`; returns `Prepared`.
 - `job_env(root)`: the job's non-secret variables; `job_commands(training)`: what it runs.
+- `start_warnings(training, environ)`: the warnings a run start logs (chat template, hub token).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import errno
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from overbrainer.train.axolotl_config import (
     ResumeRefused,
     build_config,
     check_resume,
+    template_warning,
     write_config,
 )
 from overbrainer.train.job_script import Command
@@ -200,3 +203,19 @@ def outputs(training: Training, run_id: str) -> list[tuple[str, str]]:
     if training.merge and training.adapter is not Adapter.FULL:
         paths.append(("merged model", f"{output}/{MERGED_DIR}"))
     return paths
+
+
+HF_TOKEN_ENV = "OVERBRAINER_HF_TOKEN"
+
+
+def start_warnings(training: Training, environ: Mapping[str, str]) -> list[str]:
+    """The warnings of a run start: a template that may drop reasoning, a push without token."""
+    warnings = []
+    template = template_warning(training)
+    if template is not None:
+        warnings.append(template)
+    if training.hub_model_id is not None and not environ.get(HF_TOKEN_ENV):
+        warnings.append(
+            f"training.hub_model_id is set but {HF_TOKEN_ENV} is not: the push will fail"
+        )
+    return warnings
