@@ -46,6 +46,8 @@ class RoutedStub(StubProvider):
         super().__init__()
         self.targets: list[str] = []
         self.embeddings_answer: Callable[[list[str]], Json] | None = None
+        self.models_delay = 0.0
+        self.models_status = 200
 
     async def handle(self, request: Request) -> Response:
         self.targets.append(request.target)
@@ -53,6 +55,11 @@ class RoutedStub(StubProvider):
             body = json.loads(request.body)
             answer = self.embeddings_answer(body["input"])
             return Response(200, json.dumps(answer).encode(), JSON_HEADERS)
+        if request.path.endswith("/models"):
+            await trio.sleep(self.models_delay)
+            if self.models_status != 200:
+                body = json.dumps({"error": {"message": "listing broke"}}).encode()
+                return Response(self.models_status, body, JSON_HEADERS)
         return await super().handle(request)
 
 
