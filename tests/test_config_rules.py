@@ -378,6 +378,50 @@ OURS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "container-targets",
+        HEAD
+        + ROLES
+        + '[targets.a]\nkind = "local"\nruntime = "native"\nengine = "podman"\nimage = "x y"\n'
+        + '[targets.b]\nkind = "ssh"\nruntime = "docker"\nvenv = "/opt/venv"\n',
+        [
+            'targets.a.engine: only valid with runtime = "docker"',
+            'targets.a.image: only valid with runtime = "docker"',
+            "targets.a.image: must be a container image reference",
+            'targets.b.venv: only valid with runtime = "native"',
+        ],
+    ),
+    (
+        "runpod-target",
+        HEAD
+        + ROLES
+        + '[targets.pod]\nkind = "runpod"\ngpu_types = ["auto"]\nmax_hours = 1.0\n'
+        + "min_vram_gb = 0\nmax_cost_usd = 0.0\ncontainer_disk_gb = 10\nboot_grace_minutes = 4\n"
+        + 'venv = "venv"\nnetwork_volume_id = "v"\ndata_center_ids = ["A", "B"]\n',
+        [
+            'targets.pod: write "auto" as a string, not inside a list',
+            'targets.pod.min_vram_gb: only valid with gpu_types = "auto"',
+            "targets.pod.min_vram_gb: must be at least 1",
+            "targets.pod.max_cost_usd: must be greater than 0",
+            "targets.pod.container_disk_gb: must be at least 20",
+            "targets.pod.boot_grace_minutes: must be at least 5",
+            "targets.pod.venv: must be an absolute path",
+            "targets.pod.network_volume_id: needs exactly one data_center_ids entry",
+        ],
+    ),
+    (
+        "runpod-volume",
+        HEAD
+        + ROLES
+        + '[targets.pod]\nkind = "runpod"\ngpu_types = []\nmax_hours = 721.0\nmax_volume_gb = 0\n'
+        + 'data_center_ids = "auto"\n',
+        [
+            "targets.pod.max_hours: must be at most 720",
+            'targets.pod.gpu_types: must list at least one GPU type, or be "auto"',
+            "targets.pod.max_volume_gb: only valid with network_volume_id",
+            "targets.pod.max_volume_gb: must be at least 1",
+        ],
+    ),
+    (
         "export",
         HEAD + ROLES + '[export]\nquantize = "Q4_0"\nollama_name = "bad name"\n',
         [
