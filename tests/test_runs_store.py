@@ -307,3 +307,14 @@ def test_records_round_trip(
         snapshots=snapshots,
     )
     assert RunRecord.from_json(record.to_json()) == record
+
+
+def test_an_unwritable_runs_directory_is_a_one_line_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file, not a directory")
+    with pytest.raises(RunsError) as caught:
+        Runs(blocker).claim("p", NOW)
+    assert caught.value.message == f"cannot create {blocker}: File exists"
+    with pytest.raises(RunsError) as caught:
+        claim_dir(blocker / "r", "0123456789abcdef")
+    assert caught.value.message == f"cannot claim {blocker / 'r'}: Not a directory"

@@ -156,9 +156,9 @@ def claim_dir(path: Path, owner: str) -> bool:
     True when this call created the claim or it already holds `owner`; False when another
     owner holds it. The directory is created if missing.
     """
-    path.mkdir(parents=True, exist_ok=True)
     claim = path / CLAIM_FILE
     try:
+        path.mkdir(parents=True, exist_ok=True)
         fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
         try:
@@ -166,6 +166,8 @@ def claim_dir(path: Path, owner: str) -> bool:
         except OSError as error:
             raise RunsError(f"cannot read {claim}: {error.strerror}") from None
         return held == owner
+    except OSError as error:
+        raise RunsError(f"cannot claim {path}: {error.strerror}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         file.write(owner + "\n")
         file.flush()
@@ -198,7 +200,10 @@ class Runs:
     ) -> str:
         """Create `runs/<id>` exclusively for a new run of `project_name` and return the ID."""
         base = base_run_id(project_slug(project_name), now)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RunsError(f"cannot create {self.root}: {error.strerror}") from None
         for run_id in run_ids(base):
             path = self.root / run_id
             try:
