@@ -353,3 +353,37 @@ def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) 
         assert (result.returncode, result.stderr.splitlines()[-1]) == (code, f"error: {message}")
     listed = overbrainer(project, env, "runs", "ls")
     assert listed.stdout == "done_1  succeeded  local  2026-01-01T00:00:00Z\n"
+
+
+def test_attach_adopts_a_job_started_but_not_recorded(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    run_id = start_and_detach(project, env, tmp_path / "train.err")
+    # As if overbrainer was killed -9 between spawning the job and saving the record.
+    path = project / "runs" / run_id / "run.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps(saved | {"state": "preparing", "job": None}))
+    result = overbrainer(project, env, "train", "attach", run_id)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
+    assert (
+        f" WARN train: run {run_id} was left preparing, but its job had started (process group "
+        f"{saved['job']['pid']}): recording it as running" in result.stderr
+    )
+    assert record(project, run_id)["job"]["pid"] == saved["job"]["pid"]
+
+
+def test_a_missing_axolotl_is_warned_about_and_fails_the_run(project: Path, tmp_path: Path) -> None:
+    env = standin_env(tmp_path / "bin")
+    env["PATH"] = "/usr/bin:/bin"
+    result = overbrainer(project, env, "train")
+    run_id = only_run(project)
+    assert result.returncode == 1
+    assert (
+        " WARN axolotl is not on PATH: the job of target `local` will fail; install Axolotl "
+        "or set targets.local.venv" in result.stderr
+    )
+    assert result.stderr.splitlines()[-1] == (
+        f"error: the job exited with code 127 (see runs/{run_id}/job.log)"
+    )

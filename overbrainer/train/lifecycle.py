@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import trio
 
-from overbrainer.config.settings import LocalTarget, Settings, Target, Training
+from overbrainer.config.settings import Engine as ConfigEngine
+from overbrainer.config.settings import LocalTarget, Runtime, Settings, Target, Training
 from overbrainer.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.events import EventBus
 from overbrainer.front import Interrupt
@@ -32,7 +35,7 @@ from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_sto
 from overbrainer.train.job_script import Engine
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 from overbrainer.train.outcome import Outcome, conclude, local_summary
-from overbrainer.train.runtime import SECRET_NAMES, job_root, plan_job
+from overbrainer.train.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +102,34 @@ def local_target(settings: Settings, name: str, *, keep_pod: bool = False) -> Lo
     return target
 
 
-def job_handle(record: RunRecord) -> LocalRunJob:
+def job_handle(record: RunRecord, run_dir: Path) -> LocalRunJob:
+    """The recorded job of a local run, found in `run_dir` (R is L on this machine)."""
     assert record.job is not None
     container = record.job.container
     box = None if container is None else (Engine(container.engine), container.name)
-    return LocalRunJob(LocalJob(Path(record.job.dir), record.job.pid), box)
+    return LocalRunJob(LocalJob(run_dir, record.job.pid), box)
+
+
+def _warn_missing_axolotl(name: str, target: LocalTarget) -> None:
+    """Say early when the job cannot find its program (it would fail with exit code 127)."""
+    if target.runtime is Runtime.DOCKER:
+        engine = (target.engine or ConfigEngine.DOCKER).value
+        if shutil.which(engine) is None:
+            log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
+        return
+    venv = expand_venv(target.venv)
+    if venv is not None:
+        if not os.access(Path(venv) / "bin" / "axolotl", os.X_OK):
+            log.warning(
+                "%s/bin/axolotl is not an executable: the job of target `%s` will fail", venv, name
+            )
+    elif shutil.which("axolotl") is None:
+        log.warning(
+            "axolotl is not on PATH: the job of target `%s` will fail; install Axolotl or set "
+            "targets.%s.venv",
+            name,
+            name,
+        )
 
 
 async def _hf_token(settings: Settings) -> dict[str, str]:
@@ -125,6 +151,7 @@ async def start_run(
     target = local_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
     resume = prepare.resume_source(runs, resume_from, training) if resume_from else None
+    _warn_missing_axolotl(name, target)
     warning = template_warning(training)
     if warning is not None:
         log.warning("%s", warning)
@@ -233,7 +260,7 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
             record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
         )
         return Outcome(record, summary, retrieved)
-    job = job_handle(record)
+    job = job_handle(record, run_dir)
     tail = MetricsTail(MetricsSummary())
     sampler = LocalSampler(run_dir)
     async with trio.open_nursery() as nursery:

@@ -8,9 +8,11 @@ import attrs
 import trio
 
 from overbrainer.atomic import write_atomic
+from overbrainer.config.settings import Engine, Runtime
 from overbrainer.errors import UsageError, WorkFailed
 from overbrainer.project import Project
-from overbrainer.runs.store import RunRecord, Runs, RunState
+from overbrainer.runs.store import Container, Job, RunRecord, Runs, RunState
+from overbrainer.train.job_script import container_name
 from overbrainer.train.job_status import Cancelled, status_name
 from overbrainer.train.lifecycle import (
     Session,
@@ -36,11 +38,47 @@ def _check_target(session: Session, record: RunRecord) -> None:
     local_target(session.settings, record.target)
 
 
+def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
+    """A `preparing` run whose job did start (its `job.pid` exists) recorded as running.
+
+    Only a process killed outright (kill -9, power loss) between spawning the job and saving
+    the record leaves this; the job's own `job.pid` names its process group.
+    """
+    if record.job is not None or record.state is not RunState.PREPARING:
+        return record
+    run_dir = session.runs.dir_of(record.id)
+    try:
+        pid = int((run_dir / "job.pid").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return record
+    if pid <= 1:
+        return record
+    target = local_target(session.settings, record.target)
+    container = None
+    if target.runtime is Runtime.DOCKER:
+        container = Container((target.engine or Engine.DOCKER).value, container_name(record.id))
+    log.warning(
+        "train: run %s was left preparing, but its job had started (process group %d): "
+        "recording it as running",
+        record.id,
+        pid,
+    )
+    adopted = attrs.evolve(
+        record,
+        state=RunState.RUNNING,
+        job=Job(str(run_dir), pid, container),
+        snapshots=True,
+    )
+    session.runs.save(adopted)
+    return adopted
+
+
 async def attach(session: Session, run_id: str) -> None:
     """Follow a run again (or summarize an ended one), then finish it."""
     session.training()
     record = session.runs.load(run_id)
     _check_target(session, record)
+    record = adopt_unrecorded_job(session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     finish(session, await follow_to_end(session, record))
@@ -93,6 +131,8 @@ async def cancel(session: Session, run_id: str) -> None:
     """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
     runs = session.runs
     record = runs.load(run_id)
+    if record.target in session.settings.targets:
+        record = adopt_unrecorded_job(session, record)
     if record.state is RunState.CANCELLED:
         raise WorkFailed(f"run {run_id} already ended: cancelled")
     if record.job is None:
@@ -105,7 +145,7 @@ async def cancel(session: Session, run_id: str) -> None:
         )
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
     _check_target(session, record)
-    job = job_handle(record)
+    job = job_handle(record, runs.dir_of(run_id))
     status = None
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         await job.cancel()
