@@ -387,3 +387,22 @@ def test_a_missing_axolotl_is_warned_about_and_fails_the_run(project: Path, tmp_
     assert result.stderr.splitlines()[-1] == (
         f"error: the job exited with code 127 (see runs/{run_id}/job.log)"
     )
+
+
+def test_kill_9_of_the_follower_leaves_the_job_training(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    train = start(project, env, tmp_path / "train.err", "train")
+    try:
+        wait_for_steps(project, 2)
+        train.kill()
+        train.wait(timeout=10)
+    finally:
+        train.kill()
+    run_id = only_run(project)
+    assert record(project, run_id)["state"] == "running"
+    assert group_alive(record(project, run_id)["job"]["pid"])
+    result = overbrainer(project, env, "train", "attach", run_id)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
