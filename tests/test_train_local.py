@@ -406,3 +406,21 @@ def test_kill_9_of_the_follower_leaves_the_job_training(
     result = overbrainer(project, env, "train", "attach", run_id)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
+
+
+def test_stop_cancels_a_job_that_never_saves_its_snapshot(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    env |= {"STANDIN_IGNORE_SNAPSHOT": "1", "OVERBRAINER_TEST_STOP_LIMITS_S": "1,1"}
+    run_id = start_and_detach(project, env, tmp_path / "train.err")
+    result = overbrainer(project, env, "train", "stop", run_id)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[-1] == f"error: run {run_id} was cancelled"
+    assert any(
+        line.endswith(" WARN no snapshot 30 min after it was asked for: the job was cancelled")
+        for line in lines
+    )
+    assert record(project, run_id)["state"] == "cancelled"
+    assert not group_alive(record(project, run_id)["job"]["pid"])

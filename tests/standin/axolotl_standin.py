@@ -5,8 +5,9 @@ plugins it names from PYTHONPATH (as Axolotl does), and calls their Trainer call
 training loop at a configurable pace. Knobs (plain environment variables, since a job never
 gets OVERBRAINER_* ones): STANDIN_STEPS (20), STANDIN_PACE (seconds per step, 0.02),
 STANDIN_EVAL_EVERY (steps between evaluations, 0 = none), STANDIN_EVAL_BATCHES (4),
-STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_STALL (1 = hang
-after training, ignoring TERM), STANDIN_LOG (a file where each call appends its argv).
+STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_IGNORE_SNAPSHOT
+(1 = drop the plugin's snapshot callback), STANDIN_STALL (1 = hang after training, ignoring
+TERM), STANDIN_LOG (a file where each call appends its argv).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def load_callbacks(config: dict[str, Any]) -> list[Any]:
         module_name, _, class_name = dotted.rpartition(".")
         plugin = getattr(importlib.import_module(module_name), class_name)()
         callbacks.extend(plugin.add_callbacks_pre_trainer(config, None))
+    if os.environ.get("STANDIN_IGNORE_SNAPSHOT") == "1":  # an old plugin: no snapshot callback
+        callbacks = [c for c in callbacks if type(c).__name__ != "SnapshotCallback"]
     return callbacks
 
 
