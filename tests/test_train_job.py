@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from pathlib import Path
@@ -248,3 +249,26 @@ def test_conclude_turns_a_proof_into_stopped_and_requires_output(tmp_path: Path)
     )
     still_cancelled = conclude(record_of(RunState.RUNNING), Cancelled(), summary, tmp_path)
     assert still_cancelled.state is RunState.CANCELLED
+
+
+async def test_run_stops_after_split_without_training(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    text = config.read_text()
+    start, end = text.index("[training]"), text.index("[targets.local]")
+    config.write_text(text[:start] + text[end:])
+    settings = load_settings(root, environ={})
+    lines: list[str] = []
+    with caplog.at_level(logging.INFO), trio.fail_after(10):
+        async with open_event_bus() as bus:
+            result = await lifecycle.train_after_split(
+                settings, Project(root), bus, Interrupt(), lines.append
+            )
+    assert result is None
+    assert lines == []
+    assert caplog.records[-1].getMessage() == (
+        "no [training] section in overbrainer.toml: run stops after split"
+    )
+    assert not (root / "runs").exists()

@@ -30,7 +30,9 @@ async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool =
         front = stack.enter_context(cli_frontend(events_file()))
         failure: OverbrainerError | None = None
         async with front.open_bus() as bus, front.interrupt() as interrupt:
-            session = Session(settings, project, bus, interrupt, front.line)
+            session = Session(
+                settings, project, bus, interrupt, front.line, created=front.run_created
+            )
             try:
                 await body(session)
             except OverbrainerError as error:

@@ -67,6 +67,8 @@ class Session:
     interrupt: Interrupt
     line: Callable[[str], None]
     times: FollowTimes = attrs.field(factory=FollowTimes.from_env)
+    created: Callable[[str], None] = attrs.field(default=lambda run_id: None)
+    """Told each new run ID (the TUI follows it; the CLI does nothing)."""
 
     @property
     def runs(self) -> Runs:
@@ -175,6 +177,7 @@ async def start_run(
         resumed_from=resume_from if resume is not None else None,
     )
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
+    session.created(record.id)
     if resume is not None:
         log.info(
             "train: run %s resumes from the snapshot of run %s (output/%s)",
@@ -350,13 +353,18 @@ async def train_after_split(
     bus: EventBus,
     interrupt: Interrupt,
     line: Callable[[str], None],
+    created: Callable[[str], None] | None = None,
 ) -> RunRecord | None:
     """What `overbrainer run` does after `split`: train when `[training]` exists (§1.1).
 
     Call it inside the command's bus, interrupt and project lock; it prints the finish lines
-    through `line` and raises like `overbrainer train` (Detached, exit 130, on Ctrl-C).
+    through `line` (the front end's `line`), tells `created` (the front end's `run_created`)
+    the new run's ID, and raises like `overbrainer train` (Detached, exit 130, on Ctrl-C).
     """
     if settings.training is None:
         log.info("no [training] section in overbrainer.toml: run stops after split")
         return None
-    return await train(Session(settings, project, bus, interrupt, line))
+    session = Session(settings, project, bus, interrupt, line)
+    if created is not None:
+        session = attrs.evolve(session, created=created)
+    return await train(session)
