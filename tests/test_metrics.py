@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import trio
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from overbrainer.events import (
     ItemDone,
@@ -35,24 +34,19 @@ from overbrainer.runpod.status import PodCreating
 from overbrainer.system_sample import Cpu, Disk, Gpu, Memory, SystemSample
 from overbrainer.train.job_status import Exited, Running
 from overbrainer.train.metric import EvalMark, JobStage, StageMark, TrainMetric
-
-Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
+from tests.scrape import Scrape, Series, families, samples
 
 
 def scrape(observer: MetricsObserver) -> Scrape:
     """Every sample of the exposition, parsed back: sample name → labels → value."""
-    samples: Scrape = {}
-    for family in text_string_to_metric_families(observer.encode().decode()):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sample.labels.items())] = sample.value
-    return samples
+    return samples(observer.encode().decode())
 
 
-def series(*rows: tuple[dict[str, str], float]) -> dict[tuple[tuple[str, str], ...], float]:
+def series(*rows: tuple[dict[str, str], float]) -> Series:
     return {tuple(labels.items()): value for labels, value in rows}
 
 
-def running(subtopics: int = 0, questions: int = 0, answers: int = 0, split: int = 0) -> object:
+def running(subtopics: int = 0, questions: int = 0, answers: int = 0, split: int = 0) -> Series:
     return series(
         ({"stage": "subtopics"}, subtopics),
         ({"stage": "questions"}, questions),
@@ -395,7 +389,7 @@ def test_every_family_of_the_reference_is_exposed_with_its_type_and_labels() -> 
     }
     assert {spec.name: (spec.kind, spec.labels) for spec in FAMILIES} == expected
     text = MetricsObserver().encode().decode()
-    exposed = {f.name: f.type for f in text_string_to_metric_families(text)}
+    exposed = {f.name: f.type for f in families(text)}
     assert exposed == {name: kind for name, (kind, _) in expected.items()}
 
 
