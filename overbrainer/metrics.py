@@ -126,7 +126,7 @@ class MetricsObserver(Collector):
         try:
             history: Sequence[HistoryRecord] = read_history(project.history)
         except OSError as error:
-            log.warning("cannot read %s: %s; metrics start from zero", project.history, error)
+            log.warning("cannot read the stage history, the metrics start from zero: %s", error)
             history = ()
         return cls(history, spend=lambda: pod_spends(project.runs))
 
