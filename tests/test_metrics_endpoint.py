@@ -72,7 +72,7 @@ async def test_get_metrics_serves_the_observed_counts(
             lines = reply.text.splitlines()
             assert (
                 'overbrainer_tokens_total{stage="answers",model="parent",direction="in"} 400'
-                in (lines)
+                in lines
             )
             assert 'overbrainer_stage_running{stage="answers"} 1' in lines
             assert "sk-metrics-test" not in reply.text
@@ -186,7 +186,7 @@ async def test_a_taken_port_warns_and_the_block_runs_without_metrics(
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        address = "127.0.0.1:{}".format(taken.getsockname()[1])
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
         ran = False
         with trio.fail_after(10):
             async with open_metrics(settings(tmp_path, address), Project(tmp_path)) as metrics:
