@@ -105,6 +105,12 @@ class MetricsObserver(Collector):
         version: str = __version__,
     ) -> None:
         self._families = {spec.name: Family(spec) for spec in FAMILIES}
+        # The families every item event touches, kept at hand: publish runs this per event.
+        self._items = self._family(STAGE_ITEMS)
+        self._tokens = self._family(TOKENS)
+        self._cost = self._family(COST)
+        self._retries = self._family(ITEM_RETRIES)
+        self._running = self._family(STAGE_RUNNING)
         self._spend = spend
         self._buses: dict[int, _Followed] = {}
         # Trio runs publishers and scrapes on one thread; the lock keeps a scrape from another
@@ -150,9 +156,8 @@ class MetricsObserver(Collector):
                 self._family(COST).inc((stage, record.model), record.cost)
 
     def _spent(self, stage: str, model: str, tokens_in: int, tokens_out: int) -> None:
-        tokens = self._family(TOKENS)
-        tokens.inc((stage, model, "in"), tokens_in)
-        tokens.inc((stage, model, "out"), tokens_out)
+        self._tokens.inc((stage, model, "in"), tokens_in)
+        self._tokens.inc((stage, model, "out"), tokens_out)
 
     def event(self, bus: int, event: Event) -> None:
         """Count one event of bus `bus`."""
@@ -178,17 +183,19 @@ class MetricsObserver(Collector):
     def _follow(self, followed: _Followed, event: Event) -> None:
         result = item_result(event)
         if result is not None:
-            self._family(STAGE_ITEMS).inc((result[0].value, result[1].value))
+            # `_value_` rather than `.value`: the enum property costs a descriptor call per use.
+            self._items.inc((result[0]._value_, result[1]._value_))
         match event:
             case ItemDone(stage=stage, usage=usage, cost=cost) if usage is not None:
+                name = stage._value_
                 model = followed.models.get(stage, UNKNOWN_MODEL)
-                self._spent(stage.value, model, usage.input_tokens, usage.output_tokens)
+                self._spent(name, model, usage.input_tokens, usage.output_tokens)
                 if cost is not None:
-                    self._family(COST).inc((stage.value, model), cost)
+                    self._cost.inc((name, model), cost)
             case ItemFailed(stage=stage, retryable=True):
-                self._family(ITEM_RETRIES).inc((stage.value,))
+                self._retries.inc((stage._value_,))
             case StageStarted(stage=stage):
-                self._family(STAGE_RUNNING).inc((stage.value,))
+                self._running.inc((stage._value_,))
                 followed.running.append(stage)
             case StageModel(stage=stage, model=model):
                 followed.models[stage] = model
