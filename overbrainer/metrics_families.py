@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
@@ -213,9 +214,13 @@ def _label_value(value: str) -> str:
 
 
 def _value(value: float, integer: bool) -> str:
-    if integer and float(value).is_integer():
-        return str(int(value))
-    return str(floatToGoString(value))  # type: ignore[no-untyped-call]
+    number = float(value)
+    if not math.isfinite(number):
+        return str(floatToGoString(number))  # type: ignore[no-untyped-call]
+    if integer and number.is_integer():
+        return str(int(number))
+    # Python's shortest round-trip form: `26346164224.0` rather than Go's `2.6346164224e+10`.
+    return repr(number)
 
 
 def _lines(metrics: Iterable[Metric], integer: frozenset[str]) -> Iterator[str]:
