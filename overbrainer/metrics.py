@@ -92,6 +92,7 @@ class _Followed:
     system: list[tuple[Family, Labels]] = attrs.field(factory=list)
     phases: Phases = attrs.field(factory=Phases)
     exited: bool = False
+    phase: str | None = None  # the phase whose series holds 1 now; None before any series
 
 
 class MetricsObserver(Collector):
@@ -111,6 +112,11 @@ class MetricsObserver(Collector):
         self._cost = self._family(COST)
         self._retries = self._family(ITEM_RETRIES)
         self._running = self._family(STAGE_RUNNING)
+        self._phase = self._family(TRAIN_PHASE)
+        self._train_gauges = tuple(
+            self._family(spec) for spec in (TRAIN_MAX_STEPS, TRAIN_LOSS, EVAL_LOSS, LEARNING_RATE)
+        )
+        self._step = self._family(TRAIN_STEP)
         self._spend = spend
         self._buses: dict[int, _Followed] = {}
         # Trio runs publishers and scrapes on one thread; the lock keeps a scrape from another
@@ -178,7 +184,7 @@ class MetricsObserver(Collector):
                 # A stage that failed or was interrupted never finished.
                 running.inc((stage.value,), -1)
             self._clear_system(followed)
-            self._clear_phase(followed.run_id)
+            self._clear_phase(followed)
 
     def _follow(self, followed: _Followed, event: Event) -> None:
         result = item_result(event)
@@ -203,8 +209,7 @@ class MetricsObserver(Collector):
                 self._finished(followed, stage, stats.excluded)
             case RunWatched(run_id=run_id):
                 self._clear_system(followed)
-                if followed.run_id is not None:
-                    self._clear_phase(followed.run_id)
+                self._clear_phase(followed)
                 followed.run_id = run_id
                 followed.phases = Phases()
                 followed.exited = False
@@ -236,30 +241,34 @@ class MetricsObserver(Collector):
 
     def _train(self, run_id: str, metric: TrainMetric) -> None:
         labels = (run_id,)
-        self._family(TRAIN_STEP).set(labels, metric.step)
-        for spec, value in (
-            (TRAIN_MAX_STEPS, metric.max_steps),
-            (TRAIN_LOSS, metric.loss),
-            (EVAL_LOSS, metric.eval_loss),
-            (LEARNING_RATE, metric.learning_rate),
-        ):
+        self._step.set(labels, metric.step)
+        values = (metric.max_steps, metric.loss, metric.eval_loss, metric.learning_rate)
+        for family, value in zip(self._train_gauges, values, strict=True):
             if value is not None:
-                self._family(spec).set(labels, value)
+                family.set(labels, value)
 
     def _set_phase(self, followed: _Followed) -> None:
-        if followed.run_id is None:
-            return
-        current = followed.phases.phase(followed.exited).name()
-        phase = self._family(TRAIN_PHASE)
-        for name in PHASE_NAMES:
-            phase.set((followed.run_id, name), 1 if name == current else 0)
-
-    def _clear_phase(self, run_id: str | None) -> None:
+        run_id = followed.run_id
         if run_id is None:
             return
-        phase = self._family(TRAIN_PHASE)
+        current = followed.phases.phase(followed.exited).name()
+        previous = followed.phase
+        if current == previous:
+            return  # the series already say so; this runs for every metric line
+        followed.phase = current
+        if previous is None:
+            for name in PHASE_NAMES:
+                self._phase.set((run_id, name), 1 if name == current else 0)
+        else:
+            self._phase.set((run_id, previous), 0)
+            self._phase.set((run_id, current), 1)
+
+    def _clear_phase(self, followed: _Followed) -> None:
+        followed.phase = None
+        if followed.run_id is None:
+            return
         for name in PHASE_NAMES:
-            phase.remove((run_id, name))
+            self._phase.remove((followed.run_id, name))
 
     def _clear_system(self, followed: _Followed) -> None:
         for family, labels in followed.system:
