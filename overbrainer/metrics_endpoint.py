@@ -63,6 +63,44 @@ def metrics_handler(observer: MetricsObserver) -> Handler:
     return handle
 
 
+class _Started:
+    """Passes `started` on to the nursery, remembering that the server got that far."""
+
+    def __init__(self, outer: trio.TaskStatus[tuple[str, int]]) -> None:
+        self.outer = outer
+        self.serving = False
+
+    def started(self, value: tuple[str, int]) -> None:
+        """The server is bound and accepting."""
+        self.serving = True
+        self.outer.started(value)
+
+
+async def _serve_until_it_fails(
+    handler: Handler,
+    host: str,
+    port: int,
+    header_timeout: float,
+    *,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve; a bind error reaches `nursery.start`, a later failure only stops the metrics."""
+    status = _Started(task_status)
+    try:
+        await serve_http(
+            handler,
+            host,
+            port,
+            max_connections=MAX_CONNECTIONS,
+            header_timeout=header_timeout,
+            task_status=status,  # type: ignore[arg-type]
+        )
+    except Exception as error:  # out of file descriptors, say: never the command's failure
+        if not status.serving:
+            raise
+        log.warning("the metrics endpoint stopped: %s", error)
+
+
 def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -97,12 +135,11 @@ async def open_metrics(
     observer = observer if observer is not None else MetricsObserver.for_project(project)
     async with trio.open_nursery() as nursery:
         serve = functools.partial(
-            serve_http,
+            _serve_until_it_fails,
             metrics_handler(observer),
             listen.host,
             listen.port,
-            max_connections=MAX_CONNECTIONS,
-            header_timeout=header_timeout,
+            header_timeout,
         )
         try:
             host, port = await nursery.start(serve)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from pathlib import Path
@@ -10,6 +11,7 @@ import httpx2
 import pytest
 import trio
 
+from overbrainer import metrics_endpoint
 from overbrainer.config.load import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.events import ItemDone, Stage, StageModel, StageStarted, open_event_bus
@@ -217,3 +219,22 @@ async def test_without_listen_nothing_is_served(
     async with open_metrics(settings(tmp_path, None), Project(tmp_path), observer) as metrics:
         assert metrics.observer is None and metrics.address is None
     assert caplog.messages == []
+
+
+async def test_a_server_failure_after_start_stops_the_metrics_not_the_command(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def serve_then_fail(
+        *args: object, task_status: trio.TaskStatus[tuple[str, int]], **kwargs: object
+    ) -> None:
+        task_status.started(("127.0.0.1", 9))
+        await trio.sleep(0.01)
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(metrics_endpoint, "serve_http", serve_then_fail)
+    with trio.fail_after(10):
+        async with open_metrics(settings(tmp_path, "127.0.0.1:0"), Project(tmp_path)) as metrics:
+            assert metrics.address == "127.0.0.1:9"
+            await trio.sleep(0.1)  # the command goes on working meanwhile
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["the metrics endpoint stopped: [Errno 24] Too many open files"]
