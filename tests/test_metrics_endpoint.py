@@ -238,3 +238,27 @@ async def test_a_server_failure_after_start_stops_the_metrics_not_the_command(
             await trio.sleep(0.1)  # the command goes on working meanwhile
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == ["the metrics endpoint stopped: [Errno 24] Too many open files"]
+
+
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_ipv6_is_served_and_logged_in_brackets(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with trio.fail_after(10):
+        async with open_metrics(settings(tmp_path, "[::1]:0"), Project(tmp_path)) as metrics:
+            assert metrics.address is not None and metrics.address.startswith("[::1]:")
+            async with httpx2.AsyncClient() as client:
+                reply = await client.get(f"{metrics.url}")
+            assert reply.status_code == 200
+    assert f"metrics at http://{metrics.address}/metrics" in caplog.messages
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
