@@ -126,9 +126,8 @@ class MetricsObserver(Collector):
         """A registry of its own holding these families only."""
         self.registry.register(self)
         self._family(BUILD_INFO).set((version,), 1)
-        running = self._family(STAGE_RUNNING)
         for stage in Stage:
-            running.set((stage.value,), 0)
+            self._running.set((stage.value,), 0)
         for record in history:
             self._seed(record)
 
@@ -147,7 +146,6 @@ class MetricsObserver(Collector):
 
     def _seed(self, record: HistoryRecord) -> None:
         stage = record.stage.value
-        items = self._family(STAGE_ITEMS)
         for result, count in (
             ("done", record.done),
             ("skipped", record.skipped),
@@ -155,11 +153,11 @@ class MetricsObserver(Collector):
             ("excluded", record.excluded),
         ):
             if count > 0:
-                items.inc((stage, result), count)
+                self._items.inc((stage, result), count)
         if record.model is not None:
             self._spent(stage, record.model, record.input_tokens, record.output_tokens)
             if record.cost is not None:
-                self._family(COST).inc((stage, record.model), record.cost)
+                self._cost.inc((stage, record.model), record.cost)
 
     def _spent(self, stage: str, model: str, tokens_in: int, tokens_out: int) -> None:
         self._tokens.inc((stage, model, "in"), tokens_in)
@@ -179,10 +177,9 @@ class MetricsObserver(Collector):
             followed = self._buses.pop(bus, None)
             if followed is None:
                 return
-            running = self._family(STAGE_RUNNING)
             for stage in followed.running:
                 # A stage that failed or was interrupted never finished.
-                running.inc((stage.value,), -1)
+                self._running.inc((stage.value,), -1)
             self._clear_system(followed)
             self._clear_phase(followed)
 
@@ -234,10 +231,10 @@ class MetricsObserver(Collector):
         # Split publishes no item events: its exclusions come with its end, as its history
         # line has them. The other stages count them per item.
         if stage is Stage.SPLIT and excluded > 0:
-            self._family(STAGE_ITEMS).inc((stage.value, "excluded"), excluded)
+            self._items.inc((stage.value, "excluded"), excluded)
         if stage in followed.running:
             followed.running.remove(stage)
-            self._family(STAGE_RUNNING).inc((stage.value,), -1)
+            self._running.inc((stage.value,), -1)
 
     def _train(self, run_id: str, metric: TrainMetric) -> None:
         labels = (run_id,)

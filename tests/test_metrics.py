@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from overbrainer.events import (
     ItemDone,
@@ -431,3 +433,39 @@ def test_runpod_spend_is_read_from_pod_records_at_each_scrape(tmp_path: Path) ->
     (runs / "run-gone" / "pod.json").unlink()
     spend = scrape(observer)["overbrainer_runpod_spend_usd"]
     assert set(spend) == {(("run_id", r),) for r in ("run-live", "cmp-1")}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3),
+            st.sampled_from(["start", "finish", "close"]),
+            st.sampled_from(list(Stage)),
+        ),
+        max_size=40,
+    )
+)
+def test_running_stages_never_go_negative_and_end_at_zero(
+    steps: list[tuple[int, str, Stage]],
+) -> None:
+    observer = MetricsObserver()
+    open_stages: dict[int, list[Stage]] = {}
+    for bus, action, stage in steps:
+        if action == "start":
+            observer.event(bus, StageStarted(stage, 1))
+            open_stages.setdefault(bus, []).append(stage)
+        elif action == "finish":
+            observer.event(bus, StageFinished(stage, StageStats()))
+            if stage in open_stages.get(bus, []):
+                open_stages[bus].remove(stage)
+        else:
+            observer.closed(bus)
+            open_stages.pop(bus, None)
+        expected = {s: sum(stages.count(s) for stages in open_stages.values()) for s in Stage}
+        assert scrape(observer)["overbrainer_stage_running"] == running(
+            *(expected[s] for s in Stage)
+        )
+    for bus in (1, 2, 3):
+        observer.closed(bus)
+    assert scrape(observer)["overbrainer_stage_running"] == running()
