@@ -302,27 +302,37 @@ class MetricsObserver(Collector):
             put(GPU_POWER_LIMIT, labels, gpu.power_limit_watts)
             put(GPU_INFO, (*labels, gpu.name), 1)
 
-    def _refill_spend(self) -> None:
+    def read_spends(self) -> list[tuple[str, float]] | None:
+        """The Runpod spend of each run now; None without a source or when it cannot be read.
+
+        Blocking (it reads pod records): the endpoint calls it through `trio.to_thread`.
+        """
         if self._spend is None:
-            return
+            return None
         try:
-            spends = list(self._spend())
+            return list(self._spend())
         except Exception as error:  # a scrape must never fail on the spend
             log.debug("metrics: cannot read the Runpod spend: %s", error)
-            return
-        family = self._family(RUNPOD_SPEND)
-        # A run removed since the last scrape leaves no series behind.
-        family.series.clear()
-        for run_id, spend in spends:
-            family.set((run_id,), spend)
+            return None
+
+    def _collect(self, spends: list[tuple[str, float]] | None) -> list[Metric]:
+        with self._lock:
+            if spends is not None:
+                family = self._family(RUNPOD_SPEND)
+                # A run removed since the last scrape leaves no series behind.
+                family.series.clear()
+                for run_id, spend in spends:
+                    family.set((run_id,), spend)
+            return [family.metric() for family in self._families.values()]
 
     def collect(self) -> Iterator[Metric]:
         """Every family as it is now, the Runpod spend read again (the registry's hook)."""
-        with self._lock:
-            self._refill_spend()
-            metrics = [family.metric() for family in self._families.values()]
-        return iter(metrics)
+        return iter(self._collect(self.read_spends()))
 
     def encode(self) -> bytes:
-        """The OpenMetrics text of every family, one consistent snapshot."""
-        return encode(self.registry.collect())
+        """The OpenMetrics text of every family, one consistent snapshot (reads the spend)."""
+        return self.encode_with(self.read_spends())
+
+    def encode_with(self, spends: list[tuple[str, float]] | None) -> bytes:
+        """The OpenMetrics text, the spend as `read_spends()` gave it (None: left as it was)."""
+        return encode(self._collect(spends))

@@ -53,8 +53,9 @@ def metrics_handler(observer: MetricsObserver) -> Handler:
             return Response(404)  # a HEAD answer carries no body
         if request.method != "GET" or request.path != "/metrics":
             return Response(404, b"not found\n", _TEXT)
+        spends = await trio.to_thread.run_sync(observer.read_spends)
         try:
-            body = observer.encode()
+            body = observer.encode_with(spends)
         except Exception:
             log.exception("cannot encode the metrics")
             return Response(500, b"cannot encode the metrics\n", _TEXT)
@@ -132,7 +133,8 @@ async def open_metrics(
         return
     if not _is_loopback(listen.host):
         log.warning("metrics on %s have no authentication", listen.listen)
-    observer = observer if observer is not None else MetricsObserver.for_project(project)
+    if observer is None:
+        observer = await trio.to_thread.run_sync(MetricsObserver.for_project, project)
     async with trio.open_nursery() as nursery:
         serve = functools.partial(
             _serve_until_it_fails,

@@ -172,8 +172,11 @@ async def test_a_slow_client_is_cut_at_the_configured_header_timeout(tmp_path: P
 async def test_the_default_header_timeout_is_10_s(
     tmp_path: Path, autojump_clock: trio.abc.Clock
 ) -> None:
+    listen = settings(tmp_path, "127.0.0.1:0")
+    # An observer of our own: reading the history goes through a worker thread, which the
+    # autojump clock would take for idleness and jump past the deadline.
     with trio.fail_after(60):
-        async with open_metrics(settings(tmp_path, "127.0.0.1:0"), Project(tmp_path)) as metrics:
+        async with open_metrics(listen, Project(tmp_path), MetricsObserver()) as metrics:
             assert metrics.address is not None
             host, port = metrics.address.rsplit(":", 1)
             start = trio.current_time()
@@ -262,3 +265,19 @@ async def test_ipv6_is_served_and_logged_in_brackets(
             assert reply.status_code == 200
     assert f"metrics at http://{metrics.address}/metrics" in caplog.messages
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_the_runpod_spend_is_read_at_each_scrape(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    pod = project.runs / "20260101-000000-abcd" / "pod.json"
+    with trio.fail_after(10):
+        async with (
+            open_metrics(settings(tmp_path, "127.0.0.1:0"), project) as metrics,
+            httpx2.AsyncClient() as client,
+        ):
+            url = f"{metrics.url}"
+            assert "overbrainer_runpod_spend_usd{" not in (await client.get(url)).text
+            await trio.Path(pod.parent).mkdir(parents=True)
+            await trio.Path(pod).write_text('{"state":"deleted","estimated_spend":0.64}')
+            lines = (await client.get(url)).text.splitlines()
+            assert 'overbrainer_runpod_spend_usd{run_id="20260101-000000-abcd"} 0.64' in lines
