@@ -130,7 +130,11 @@ async def _serve_connection(
                 response = Response(500, b"internal error")
             if response.drop:
                 return
-            await _send(stream, conn, response)
+            try:
+                await _send(stream, conn, response)
+            except h11.LocalProtocolError:
+                log.exception("the HTTP handler returned a response h11 cannot send")
+                return
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
             conn.start_next_cycle()
