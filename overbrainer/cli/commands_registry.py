@@ -6,3 +6,4 @@ from overbrainer.cli import (
     init_command,  # noqa: F401
     system_command,  # noqa: F401
 )
+from overbrainer.cli import stage_commands  # noqa: E402, F401
