@@ -4,6 +4,6 @@
 from overbrainer.cli import (
     config_command,  # noqa: F401
     init_command,  # noqa: F401
+    stage_commands,  # noqa: F401
     system_command,  # noqa: F401
 )
-from overbrainer.cli import stage_commands  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""The flow behind the stage commands and `run`: lock, config, topics, templates, clients, stages."""
+"""The flow of the stage commands and `run`: lock, config, topics, templates, clients, stages."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from overbrainer.pipeline.engine import (
     stage_role_name,
 )
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
-from overbrainer.pipeline.split_stage import split_stage
 from overbrainer.pricing import PriceBook
 from overbrainer.project import Project, open_project, project_lock
 
@@ -40,17 +39,21 @@ NO_TRAINING = "no [training] section: run stops after split"
 TRAINING_LATER = "training is not available yet: run stops after split"
 
 
-def _bodies() -> dict[Stage, Body]:
-    # The generator stages come from their own modules (written beside this engine).
-    from overbrainer.pipeline.questions import questions_stage
-    from overbrainer.pipeline.subtopics import subtopics_stage
+def _body(stage: Stage) -> Body:
+    """The body of `stage` (imported on use: each stage lives in its own module)."""
+    if stage is Stage.SUBTOPICS:
+        from overbrainer.pipeline.subtopics import subtopics_stage
 
-    return {
-        Stage.SUBTOPICS: subtopics_stage,
-        Stage.QUESTIONS: questions_stage,
-        Stage.ANSWERS: answers_stage,
-        Stage.SPLIT: split_stage,
-    }
+        return subtopics_stage
+    if stage is Stage.QUESTIONS:
+        from overbrainer.pipeline.questions import questions_stage
+
+        return questions_stage
+    if stage is Stage.SPLIT:
+        from overbrainer.pipeline.split_stage import split_stage
+
+        return split_stage
+    return answers_stage
 
 
 def _file_stamp(path: Path) -> tuple[int, int] | None:
@@ -178,6 +181,6 @@ async def pipeline_flow(
                         roles=roles,
                         spend=spend,
                     )
-                    await run_stage(ctx, stage, _bodies()[stage])
+                    await run_stage(ctx, stage, _body(stage))
             if whole_run:
                 log.info(TRAINING_LATER if config.settings.training else NO_TRAINING)

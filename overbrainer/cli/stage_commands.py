@@ -44,7 +44,9 @@ def _max_cost_option(command: F) -> F:
     )(command)
 
 
-def _stage_command(stage: Stage, topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+def _stage_command(
+    stage: Stage, topics: tuple[str, ...], force: bool, max_cost: float | None
+) -> None:
     run_flow(lambda: pipeline_flow([stage], topics, force=force, max_cost=max_cost))
 
 
