@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -150,13 +151,13 @@ async def start(
     out = (root / "stdout.txt").open("wb")
     err = (root / "stderr.txt").open("wb")
     process: trio.Process = await nursery.start(
-        lambda task_status: trio.run_process(
+        functools.partial(
+            trio.run_process,
             command(root, *args),
             env=command_env(url, env),
             stdout=out,
             stderr=err,
             check=False,
-            task_status=task_status,
         )
     )
     return process
@@ -166,7 +167,8 @@ async def wait_until(predicate: object, limit: float = 10, every: float = 0.01) 
     """Poll `predicate()` until it is true (bounded)."""
     assert callable(predicate)
     with trio.fail_after(limit):
-        while not predicate():
+        # Files and another process's state have no event to wait on: poll them.
+        while not predicate():  # noqa: ASYNC110
             await trio.sleep(every)
 
 
