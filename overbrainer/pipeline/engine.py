@@ -394,7 +394,7 @@ def _meaningful(group: BaseExceptionGroup[BaseException]) -> BaseException | Non
 
 
 async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
-    """First Ctrl-C: a grace for the requests in flight; a second one: cancel them now."""
+    """First Ctrl-C: a grace for the requests in flight; a second one, or its end: cancel."""
     interrupt = run.ctx.interrupt
     await interrupt.wait_caught()
     drain = run.ctx.settings.pipeline.drain_secs
@@ -407,13 +407,15 @@ async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
                 drain,
                 run.in_flight,
             )
-        scope.deadline = min(scope.deadline, trio.current_time() + drain)
-        await interrupt.wait()
+        with trio.move_on_after(drain):
+            await interrupt.wait()
+    if run.in_flight:
+        log.warning("%s: %d request(s) in flight cancelled", run.stage, run.in_flight)
     scope.cancel()
 
 
-async def _drive(ctx: StageContext, run: StageRun, body: Body) -> bool:
-    """Run the body; True when it was cancelled (second Ctrl-C or the end of the grace)."""
+async def _drive(ctx: StageContext, run: StageRun, body: Body) -> None:
+    """Run the body until it returns, or until the interruption's watcher cancels it."""
     with trio.CancelScope() as scope:
         try:
             async with trio.open_nursery() as nursery:
@@ -426,9 +428,6 @@ async def _drive(ctx: StageContext, run: StageRun, body: Body) -> bool:
             if found is None:
                 raise
             raise found from None
-    if scope.cancelled_caught and run.in_flight:
-        log.warning("%s: %d request(s) in flight cancelled", run.stage, run.in_flight)
-    return scope.cancelled_caught
 
 
 async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageStats:
