@@ -78,10 +78,10 @@ def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> Non
 
 
 @cli.command()
-@_topic_option
-def split(topics: tuple[str, ...]) -> None:
+@click.option("--topic", metavar="NAME", default=None, help="Count only this topic's answers.")
+def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
-    run_flow(lambda: pipeline_flow([Stage.SPLIT], topics))
+    run_flow(lambda: pipeline_flow([Stage.SPLIT], () if topic is None else (topic,)))
 
 
 @cli.command(name="run")
