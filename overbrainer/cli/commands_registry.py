@@ -3,6 +3,8 @@
 # One import per command module; each import adds its commands to the group.
 from overbrainer.cli import (
     config_command,  # noqa: F401
+    history_command,  # noqa: F401
     init_command,  # noqa: F401
+    stage_commands,  # noqa: F401
     system_command,  # noqa: F401
 )

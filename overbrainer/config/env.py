@@ -44,11 +44,12 @@ def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[st
     text = text.removeprefix("\ufeff")
     entries: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
-        if binding.error:
+        # A line without `=` is refused too: it is most often a pasted secret.
+        if binding.error or (binding.key is not None and binding.value is None):
             raise ConfigError(f"cannot parse .env (syntax error at line {binding.original.line})")
-        if binding.key is None or binding.key in entries:
+        if binding.key is None or binding.key in entries or binding.value is None:
             continue
-        entries[binding.key] = binding.value if binding.value is not None else ""
+        entries[binding.key] = binding.value
     added = [key for key in entries if key not in environ]
     for key in added:
         environ[key] = entries[key]

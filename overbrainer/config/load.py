@@ -7,9 +7,12 @@ import re
 import tomllib
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
+import attrs
 import cattrs
+from cattrs.cols import homogenous_tuple_structure_factory, mapping_structure_factory
+from cattrs.gen import make_dict_structure_fn
 
 from overbrainer.config import settings as s
 from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
@@ -96,8 +99,34 @@ _KINDS: dict[str, type[Any]] = {
 }
 
 
+def _origin(t: Any) -> object:
+    return get_origin(t)
+
+
+def _shaped(kind: type, expected: str, inner: Any) -> Any:
+    """`inner`, refusing a value that is not a `kind` with a wrong-type problem."""
+
+    def hook(value: object, target: object) -> object:
+        if not isinstance(value, kind):
+            raise _WrongType(expected)
+        return inner(value, target)
+
+    return hook
+
+
 def _converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook_factory(
+        attrs.has, lambda cls: _shaped(dict, "a table", make_dict_structure_fn(cls, conv))
+    )
+    conv.register_structure_hook_factory(
+        lambda t: _origin(t) is dict and t != dict[str, object],
+        lambda t: _shaped(dict, "a table", mapping_structure_factory(t, conv)),
+    )
+    conv.register_structure_hook_factory(
+        lambda t: _origin(t) is tuple,
+        lambda t: _shaped(list, "an array of tables", homogenous_tuple_structure_factory(t, conv)),
+    )
     conv.register_structure_hook(int, _int)
     conv.register_structure_hook(float, _float)
     conv.register_structure_hook(bool, _bool)
@@ -105,7 +134,8 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook(Secret, _secret)
     conv.register_structure_hook(s.ListOrAuto, _list_or_auto)
     conv.register_structure_hook_func(
-        lambda t: t == dict[str, object], lambda v, _: {k: _extra(x) for k, x in v.items()}
+        lambda t: t == dict[str, object],
+        _shaped(dict, "a table", lambda v, _: {k: _extra(x) for k, x in v.items()}),
     )
 
     def target(value: object, _: object) -> s.Target:
@@ -182,6 +212,4 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     problems = env_only + check(loaded)
     if problems:
         raise ConfigError.invalid(problems)
-    import attrs
-
     return attrs.evolve(loaded, from_env=frozenset(".".join(p) for p in paths))

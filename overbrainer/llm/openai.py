@@ -105,7 +105,8 @@ def parse_chat(answer: Json) -> Completion:
     return Completion(content, reasoning, usage, finish)
 
 
-def _from_details(details: list[Json]) -> Reasoning:
+def _from_details(details: list[Json]) -> Reasoning | None:
+    """What typed `reasoning_details` say; None when no entry is of a known type."""
     texts: list[str] = []
     summaries: list[str] = []
     known = False
@@ -130,7 +131,7 @@ def _from_details(details: list[Json]) -> Reasoning:
         return Reasoning("\n".join(summaries), ReasoningKind.SUMMARY)
     if known:
         return Reasoning(None, ReasoningKind.REDACTED)
-    return Reasoning.none()
+    return None
 
 
 def split_message(message: dict[str, Json]) -> tuple[str, Reasoning]:
@@ -138,9 +139,7 @@ def split_message(message: dict[str, Json]) -> tuple[str, Reasoning]:
     raw_content = message.get("content")
     content = raw_content if isinstance(raw_content, str) else ""
     details_value = message.get("reasoning_details")
-    details = (
-        _from_details(details_value) if isinstance(details_value, list) and details_value else None
-    )
+    details = _from_details(details_value) if isinstance(details_value, list) else None
     direct = _nonblank(message.get("reasoning")) or _nonblank(message.get("reasoning_content"))
     if direct is not None:
         kind = details.kind if details is not None else ReasoningKind.RAW

@@ -1,0 +1,257 @@
+"""Checks of the sections past the pipeline's: prices, training, export, compare, metrics, URLs.
+
+They run after the reference's ordered checks (`validate.check`); each message names its key
+and never quotes its value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+
+import httpx2
+
+from overbrainer.config import settings as s
+
+U64_LIMIT = 2**64
+
+
+def parse_listen(text: str) -> tuple[str, int] | None:
+    """`IP:PORT` (IPv6 in brackets) as host and port, or None when it is not such a literal."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        return None
+    try:
+        if host.startswith("[") and host.endswith("]"):
+            return str(ipaddress.IPv6Address(host[1:-1])), int(port)
+        return str(ipaddress.IPv4Address(host)), int(port)
+    except ValueError:
+        return None
+
+
+_OLLAMA_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def _ollama_part(text: str, kind: str) -> bool:
+    limit = 350 if kind == "host" else 80
+    if not 1 <= len(text) <= limit or not _OLLAMA_WORD.match(text[0]):
+        return False
+    extra = "-" + ("" if kind == "namespace" else ".") + (":" if kind == "host" else "")
+    return all(_OLLAMA_WORD.match(c) or c in extra for c in text)
+
+
+def is_ollama_name(name: str) -> bool:
+    """Whether `name` is `[host/][namespace/]model[:tag]` as Ollama accepts it."""
+    rest, tag = name, None
+    colon, slash = name.rfind(":"), name.rfind("/")
+    if colon >= 0 and colon > slash:
+        rest, tag = name[:colon], name[colon + 1 :]
+    parts = rest.rsplit("/", 2) if rest.count("/") >= 2 else rest.split("/")
+    if len(parts) == 3:
+        host, namespace, model = parts
+        host = host.split("://", 1)[1] if "://" in host else host
+    elif len(parts) == 2:
+        host, (namespace, model) = None, parts
+    else:
+        host, namespace, model = None, None, parts[0]
+    return (
+        _ollama_part(model, "model")
+        and (tag is None or _ollama_part(tag, "tag"))
+        and (namespace is None or _ollama_part(namespace, "namespace"))
+        and (host is None or _ollama_part(host, "host"))
+    )
+
+
+def _secure_url(url: str) -> bool:
+    """https, or http on a loopback host (a local stub)."""
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, ValueError):
+        return False
+    if parsed.scheme == "https" and parsed.host:
+        return True
+    if parsed.scheme != "http":
+        return False
+    if parsed.host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(parsed.host).is_loopback
+    except ValueError:
+        return False
+
+
+def _at_least(value: float, low: float) -> bool:
+    return not math.isnan(value) and value >= low
+
+
+def _roles(cfg: s.Settings) -> list[str]:
+    out: list[str] = []
+    for name, role in cfg.roles.all():
+        for key in ("price_in", "price_out"):
+            value = getattr(role, key)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                out.append(f"roles.{name}.{key}: must be at least 0")
+        if (role.price_in is None) != (role.price_out is None):
+            out.append(f"roles.{name}: price_in and price_out must be set together")
+    return out
+
+
+def _pipeline(cfg: s.Settings) -> list[str]:
+    out: list[str] = []
+    if cfg.pipeline.max_retries < 0:
+        out.append("pipeline.max_retries: must be at least 0")
+    if not 0 <= cfg.pipeline.seed < U64_LIMIT:
+        out.append("pipeline.seed: must be in [0, 2^64)")
+    return out
+
+
+def _training(cfg: s.Settings) -> list[str]:
+    t = cfg.training
+    if t is None:
+        return []
+    out = [
+        f"training.{key}: must be at least 1"
+        for key in (
+            "epochs",
+            "lora_r",
+            "lora_alpha",
+            "sequence_len",
+            "micro_batch_size",
+            "gradient_accumulation_steps",
+            "evals_per_epoch",
+            "saves_per_epoch",
+        )
+        if getattr(t, key) < 1
+    ]
+    if not (math.isfinite(t.learning_rate) and t.learning_rate > 0):
+        out.append("training.learning_rate: must be greater than 0")
+    if not 0 <= t.lora_dropout < 1:
+        out.append("training.lora_dropout: must be in [0, 1)")
+    if t.merge and t.adapter is s.Adapter.FULL:
+        out.append('training.merge: only valid with adapter = "lora" or "qlora"')
+    return out
+
+
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+
+
+def _container(name: str, target: s.LocalTarget | s.SshTarget) -> list[str]:
+    key = f"targets.{name}"
+    out: list[str] = []
+    docker = target.runtime is s.Runtime.DOCKER
+    if target.engine is not None and not docker:
+        out.append(f'{key}.engine: only valid with runtime = "docker"')
+    if target.image is not None and not docker:
+        out.append(f'{key}.image: only valid with runtime = "docker"')
+    if target.image is not None and not _IMAGE.fullmatch(target.image):
+        out.append(f"{key}.image: must be a container image reference")
+    if target.venv is not None and docker:
+        out.append(f'{key}.venv: only valid with runtime = "native"')
+    return out
+
+
+def _runpod(name: str, pod: s.RunpodTarget) -> list[str]:
+    key = f"targets.{name}"
+    out: list[str] = []
+    if not pod.gpu_types.auto and not pod.gpu_types.items:
+        out.append(f'{key}.gpu_types: must list at least one GPU type, or be "auto"')
+    if "auto" in pod.gpu_types.items or "auto" in pod.data_center_ids.items:
+        out.append(f'{key}: write "auto" as a string, not inside a list')
+    for field, value in (
+        ("min_vram_gb", pod.min_vram_gb),
+        ("max_price_per_hour", pod.max_price_per_hour),
+    ):
+        if value is not None and not pod.gpu_types.auto:
+            out.append(f'{key}.{field}: only valid with gpu_types = "auto"')
+    if pod.min_vram_gb is not None and pod.min_vram_gb < 1:
+        out.append(f"{key}.min_vram_gb: must be at least 1")
+    for field, value in (
+        ("max_price_per_hour", pod.max_price_per_hour),
+        ("max_cost_usd", pod.max_cost_usd),
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            out.append(f"{key}.{field}: must be greater than 0")
+    for field, low in (
+        ("container_disk_gb", 20),
+        ("boot_grace_minutes", 5),
+        ("retrieve_grace_minutes", 1),
+    ):
+        if getattr(pod, field) < low:
+            out.append(f"{key}.{field}: must be at least {low}")
+    if pod.venv is not None and not pod.venv.startswith("/"):
+        out.append(f"{key}.venv: must be an absolute path")
+    if pod.network_volume_id is not None:
+        if pod.data_center_ids.auto:
+            out.append(f'{key}.data_center_ids: cannot be "auto" with network_volume_id')
+        elif len(pod.data_center_ids.items) != 1:
+            out.append(f"{key}.network_volume_id: needs exactly one data_center_ids entry")
+    if pod.max_volume_gb is not None:
+        if pod.network_volume_id is None:
+            out.append(f"{key}.max_volume_gb: only valid with network_volume_id")
+        if pod.max_volume_gb < 1:
+            out.append(f"{key}.max_volume_gb: must be at least 1")
+    return out
+
+
+def _targets(cfg: s.Settings) -> list[str]:
+    out: list[str] = []
+    for name, target in cfg.targets.items():
+        if isinstance(target, s.RunpodTarget):
+            out += _runpod(name, target)
+        else:
+            out += _container(name, target)
+    return out
+
+
+def _export(cfg: s.Settings) -> list[str]:
+    out: list[str] = []
+    if cfg.export.quantize not in s.QUANTIZE_TYPES:
+        out.append(f"export.quantize: must be one of {', '.join(s.QUANTIZE_TYPES)}")
+    name = cfg.export.ollama_name
+    if name is not None and not is_ollama_name(name):
+        out.append(
+            "export.ollama_name: must be an Ollama model name ([host/][namespace/]model[:tag])"
+        )
+    return out
+
+
+def _compare(cfg: s.Settings) -> list[str]:
+    c = cfg.compare
+    out = [
+        f"compare.{key}: must be at least 0"
+        for key in ("parent_price_in", "parent_price_out", "child_price_per_hour")
+        if (value := getattr(c, key)) is not None and not (math.isfinite(value) and value >= 0)
+    ]
+    if c.max_tokens < 1:
+        out.append("compare.max_tokens: must be at least 1")
+    if not 0 <= c.temperature <= 2:
+        out.append("compare.temperature: must be in [0, 2]")
+    if c.server_start_secs < 1:
+        out.append("compare.server_start_secs: must be at least 1")
+    return out
+
+
+def _endpoints(cfg: s.Settings) -> list[str]:
+    out: list[str] = []
+    if cfg.metrics.listen is not None and parse_listen(cfg.metrics.listen) is None:
+        out.append(
+            "metrics.listen: must be an IP address and port, such as 127.0.0.1:9464 or [::1]:9464"
+        )
+    for key, url in (("runpod.base_url", cfg.runpod.base_url), ("hub.base_url", cfg.hub.base_url)):
+        if url is not None and not _secure_url(url):
+            out.append(f"{key}: must be https, or http on a loopback host")
+    return out
+
+
+def check_sections(cfg: s.Settings) -> list[str]:
+    """Problems of the role prices and of every section after `[pipeline]`, in file order."""
+    return (
+        _roles(cfg)
+        + _pipeline(cfg)
+        + _training(cfg)
+        + _targets(cfg)
+        + _export(cfg)
+        + _compare(cfg)
+        + _endpoints(cfg)
+    )

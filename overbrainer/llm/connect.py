@@ -1,0 +1,144 @@
+"""`connect_roles`: the configured roles' clients, one HTTP connection per provider."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+import attrs
+import trio
+
+from overbrainer.config.settings import Provider, Role, Settings
+from overbrainer.errors import EXIT_USAGE, OverbrainerError
+from overbrainer.llm.client import ProtocolClient, open_provider
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
+from overbrainer.llm.usage import Price
+from overbrainer.pricing import PriceBook
+from overbrainer.retry import RetryPolicy
+from overbrainer.secrets import SecretError, resolve_secret
+
+EMBEDDER = "embedder"
+ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge")
+
+
+class SetupError(OverbrainerError):
+    """A role's client cannot be set up from the configuration (exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+@attrs.frozen
+class RoleClient:
+    """One role's model on its provider's shared connection, with the model's price if known."""
+
+    name: str
+    role: Role
+    provider: str
+    client: ProtocolClient
+    price: Price | None = None
+
+
+def _role(settings: Settings, name: str) -> Role | None:
+    if name not in ROLE_NAMES:
+        raise ValueError(f"no role named {name!r}")
+    role: Role | None = getattr(settings.roles, name)
+    return role
+
+
+def _provider(settings: Settings, role: Role) -> Provider:
+    """The role's provider with a base URL, or the reference's setup error."""
+    name = role.provider
+    provider = settings.providers.get(name)
+    if provider is None:
+        raise SetupError(f"unknown provider `{name}`")
+    if provider.base_url is None:
+        raise SetupError(
+            f"providers.{name}.base_url is not set "
+            f"(set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
+        )
+    return provider
+
+
+def _wrap(role_name: str, error: OverbrainerError) -> SetupError:
+    if role_name == EMBEDDER:
+        return SetupError(f"cannot set up the embedder: {error.message}")
+    return error if isinstance(error, SetupError) else SetupError(error.message)
+
+
+async def _open(
+    stack: contextlib.AsyncExitStack,
+    settings: Settings,
+    name: str,
+    provider: Provider,
+    env: Mapping[str, str],
+) -> HttpClient:
+    """Resolve the provider's key (only now, lazily) and open its connection."""
+    api_key = None
+    if provider.api_key is not None:
+        try:
+            api_key = await resolve_secret(provider.api_key, f"providers.{name}.api_key", env)
+        except SecretError as error:
+            raise SetupError(error.message) from None
+    assert provider.base_url is not None
+    try:
+        return await stack.enter_async_context(
+            open_provider(
+                provider.protocol,
+                provider.base_url,
+                api_key,
+                request_timeout=float(settings.pipeline.request_timeout_secs),
+                connect_timeout=CONNECT_TIMEOUT,
+            )
+        )
+    except LlmError as error:
+        raise SetupError(f"cannot build the client for provider `{name}`: {error}") from None
+
+
+@contextlib.asynccontextmanager
+async def connect_roles(
+    settings: Settings,
+    names: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    prices: PriceBook | None = None,
+) -> AsyncIterator[dict[str, RoleClient]]:
+    """Connect each named, configured role; providers' connections close on exit.
+
+    An unset optional role (embedder, judge) is left out. Each provider gets one pooled
+    connection shared by its roles; its key is resolved here, not before. Every role but the
+    embedder has its price looked up in `prices` (one listing per provider).
+    """
+    environ = os.environ if env is None else env
+    retry = RetryPolicy(max_retries=settings.pipeline.max_retries)
+    async with contextlib.AsyncExitStack() as stack:
+        connections: dict[str, HttpClient] = {}
+        clients: dict[str, tuple[Role, ProtocolClient]] = {}
+        for name in names:
+            role = _role(settings, name)
+            if role is None:
+                continue
+            try:
+                provider = _provider(settings, role)
+                if role.provider not in connections:
+                    connections[role.provider] = await _open(
+                        stack, settings, role.provider, provider, environ
+                    )
+            except OverbrainerError as error:
+                raise _wrap(name, error) from None
+            http = connections[role.provider]
+            clients[name] = (role, ProtocolClient(http, provider.protocol, role.model, retry=retry))
+        found: dict[str, Price | None] = {}
+        if prices is not None:
+
+            async def look_up(name: str, role: Role, client: ProtocolClient) -> None:
+                found[name] = await prices.price_for(role.provider, client, role)
+
+            async with trio.open_nursery() as nursery:
+                for name, (role, client) in clients.items():
+                    if name != EMBEDDER:
+                        nursery.start_soon(look_up, name, role, client)
+        yield {
+            name: RoleClient(name, role, role.provider, client, found.get(name))
+            for name, (role, client) in clients.items()
+        }

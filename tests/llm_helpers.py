@@ -1,0 +1,75 @@
+"""Shared helpers of the LLM client tests: a client on a stub, and a stub with custom routes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+
+import trio
+
+from overbrainer.http_server import Request, Response
+from overbrainer.llm.client import ProtocolClient, open_client
+from overbrainer.llm.types import Json, Protocol
+from overbrainer.stub_provider import JSON_HEADERS, StubProvider
+
+KEY = "sk-or-v1-SECRET-0123456789abcdef"
+"""An API key that must never show up in errors, reprs or logs."""
+
+
+@contextlib.asynccontextmanager
+async def client_on(
+    stub: StubProvider,
+    protocol: Protocol = Protocol.OPENAI,
+    model: str = "m",
+    key: str | None = KEY,
+    *,
+    max_retries: int = 5,
+    request_timeout: float = 600.0,
+) -> AsyncIterator[ProtocolClient]:
+    """A `ProtocolClient` for `model` on the stub's base URL."""
+    async with open_client(
+        protocol,
+        stub.url,
+        model,
+        key,
+        max_retries=max_retries,
+        request_timeout=request_timeout,
+    ) as client:
+        yield client
+
+
+class RoutedStub(StubProvider):
+    """A stub whose `/embeddings` answer and extra routes the test decides; targets recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[str] = []
+        self.embeddings_answer: Callable[[list[str]], Json] | None = None
+        self.models_delay = 0.0
+        self.models_status = 200
+
+    async def handle(self, request: Request) -> Response:
+        self.targets.append(request.target)
+        if self.embeddings_answer is not None and request.path.endswith("/embeddings"):
+            body = json.loads(request.body)
+            answer = self.embeddings_answer(body["input"])
+            return Response(200, json.dumps(answer).encode(), JSON_HEADERS)
+        if request.path.endswith("/models"):
+            await trio.sleep(self.models_delay)
+            if self.models_status != 200:
+                body = json.dumps({"error": {"message": "listing broke"}}).encode()
+                return Response(self.models_status, body, JSON_HEADERS)
+        return await super().handle(request)
+
+
+@contextlib.asynccontextmanager
+async def open_routed() -> AsyncIterator[RoutedStub]:
+    """A `RoutedStub` serving on 127.0.0.1 for the block."""
+    stub = RoutedStub()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(stub.serve)
+        try:
+            yield stub
+        finally:
+            nursery.cancel_scope.cancel()

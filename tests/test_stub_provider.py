@@ -1,0 +1,136 @@
+"""The stub provider: routes, scripted replies, recording, defaults and its command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import httpx2
+import pytest
+import trio
+
+from overbrainer.stub_provider import Reply, default_embedding, open_stub
+
+
+async def post(url: str, body: object) -> httpx2.Response:
+    async with httpx2.AsyncClient(timeout=None) as client:
+        return await client.post(url, json=body, headers={"authorization": "Bearer k"})
+
+
+async def test_default_list_reply_has_the_asked_count_and_is_deterministic() -> None:
+    prompt = 'subtopic "Borrowing". Reply with a JSON array of 4 strings and nothing else.'
+    body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            first = (await post(f"{stub.url}/chat/completions", body)).json()
+            second = (await post(f"{stub.url}/chat/completions", body)).json()
+    items = json.loads(first["choices"][0]["message"]["content"])
+    assert len(items) == 4 and len(set(items)) == 4
+    assert all("Borrowing" in item for item in items)
+    assert first["choices"][0]["message"]["content"] == second["choices"][0]["message"]["content"]
+    assert stub.requests[0].prompt == prompt
+    assert stub.requests[0].headers["authorization"] == "Bearer k"
+
+
+async def test_default_answer_carries_raw_reasoning_and_usage() -> None:
+    body = {
+        "model": "p",
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "What is a borrow?"},
+        ],
+    }
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            answer = (await post(f"{stub.url}/chat/completions", body)).json()
+    message = answer["choices"][0]["message"]
+    assert message["content"] == "Here is a careful answer to: What is a borrow?"
+    assert "What is a borrow?" in message["reasoning"]
+    assert answer["usage"]["completion_tokens"] == 60
+    assert stub.requests[0].system == "sys"
+
+
+async def test_queued_replies_come_first_in_order_then_the_responder() -> None:
+    with trio.fail_after(10):
+        async with open_stub(lambda r: Reply(content="from responder")) as stub:
+            stub.queue(
+                Reply(status=429, content="slow down", headers={"retry-after": "2"}),
+                Reply(body=b"{not json"),
+                Reply(content="c", refusal="no", finish_reason="stop", usage=(3, 4)),
+            )
+            url = f"{stub.url}/chat/completions"
+            limited = await post(url, {"model": "m"})
+            malformed = await post(url, {"model": "m"})
+            refused = (await post(url, {"model": "m"})).json()
+            later = (await post(url, {"model": "m"})).json()
+    assert limited.status_code == 429
+    assert limited.headers["retry-after"] == "2"
+    assert limited.json() == {"error": {"message": "slow down"}}
+    assert malformed.content == b"{not json"
+    assert refused["choices"][0]["message"]["refusal"] == "no"
+    assert refused["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    assert later["choices"][0]["message"]["content"] == "from responder"
+    assert len(stub.completions) == 4
+
+
+async def test_anthropic_messages_shape() -> None:
+    body = {"model": "claude", "system": "s", "messages": [{"role": "user", "content": "q"}]}
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            stub.queue(Reply(content="a", thinking="t", finish_reason="length", usage=(5, 6)))
+            answer = (await post(f"{stub.url}/messages", body)).json()
+    assert answer["content"] == [
+        {"type": "thinking", "thinking": "t", "signature": "stub"},
+        {"type": "text", "text": "a"},
+    ]
+    assert answer["stop_reason"] == "max_tokens"
+    assert answer["usage"] == {"input_tokens": 5, "output_tokens": 6}
+    assert stub.requests[0].system == "s"
+
+
+async def test_models_embeddings_drop_and_unknown_routes() -> None:
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            stub.models = {"data": [{"id": "m", "pricing": {"prompt": "0.000001"}}]}
+            async with httpx2.AsyncClient() as client:
+                listing = await client.get(f"{stub.url}/models?detailed=true")
+                unknown = await client.get(f"{stub.url}/nothing")
+            vectors = (await post(f"{stub.url}/embeddings", {"input": ["a b", "c"]})).json()
+            stub.queue(Reply(drop=True))
+            with pytest.raises(httpx2.HTTPError):
+                await post(f"{stub.url}/chat/completions", {"model": "m"})
+    assert listing.json()["data"][0]["id"] == "m"
+    assert stub.requests[0].path == "/v1/models"
+    assert unknown.status_code == 404
+    assert [d["index"] for d in vectors["data"]] == [0, 1]
+    assert vectors["data"][0]["embedding"] == default_embedding("a b")
+
+
+async def test_a_delay_holds_the_reply(autojump_clock: trio.abc.Clock) -> None:
+    with trio.fail_after(100):
+        async with open_stub(delay=30) as stub:
+            start = trio.current_time()
+            await post(f"{stub.url}/chat/completions", {"model": "m"})
+            assert trio.current_time() - start >= 30
+
+
+def test_command_line_prints_its_url_and_stops_on_sigint() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "overbrainer.stub_provider", "--delay", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        answer = httpx2.post(f"{url}/chat/completions", json={"model": "m", "messages": []})
+        assert answer.status_code == 200
+        os.kill(process.pid, signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        process.kill()
+        process.wait()
