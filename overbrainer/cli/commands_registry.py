@@ -5,5 +5,6 @@ from overbrainer.cli import (
     config_command,  # noqa: F401
     history_command,  # noqa: F401
     init_command,  # noqa: F401
+    stage_commands,  # noqa: F401
     system_command,  # noqa: F401
 )
