@@ -35,6 +35,11 @@ async def test_serves_requests_over_one_kept_alive_connection() -> None:
             assert (first.status_code, first.text) == (200, "POST /a b=1 100000")
             assert first.headers["x-seen"] == "t"
             assert second.text == "GET /c  0"
+            assert second.reason_phrase == "OK"
+            async with httpx2.AsyncClient() as client:
+                head = await client.head(f"http://{host}:{port}/h")
+            assert (head.status_code, head.content) == (200, b"")
+            assert head.headers["content-length"] == str(len("HEAD /h  0"))
             nursery.cancel_scope.cancel()
 
 

@@ -49,5 +49,8 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
 
 
 def _report(error: OverbrainerError) -> int:
-    click.echo(f"error: {error.message}", err=True)
+    # An interruption is not an error: its line (e.g. «interrupted: the stage resumes on its
+    # next run») is printed as is.
+    prefix = "" if error.exit_code == EXIT_INTERRUPTED else "error: "
+    click.echo(f"{prefix}{error.message}", err=True)
     return error.exit_code

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from typing import TypeAlias
 
 import attrs
 
 from overbrainer.config.settings import DEFAULT_MAX_TOKENS, Effort, Protocol
+from overbrainer.llm.finish import FinishReason, ReasoningKind
 from overbrainer.llm.usage import Usage
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
@@ -24,25 +24,6 @@ __all__ = [
     "Reasoning",
     "ReasoningKind",
 ]
-
-
-class ReasoningKind(enum.Enum):
-    """How much of the model's thinking a provider returned; only `raw` trains."""
-
-    RAW = "raw"
-    SUMMARY = "summary"
-    REDACTED = "redacted"
-    NONE = "none"
-
-
-class FinishReason(enum.Enum):
-    """Why the model stopped."""
-
-    STOP = "stop"
-    LENGTH = "length"
-    CONTENT_FILTER = "content_filter"
-    REFUSAL = "refusal"
-    OTHER = "other"
 
 
 @attrs.frozen

@@ -1,0 +1,250 @@
+"""Benchmark `overbrainer answers` against the stub provider in another process.
+
+1. 2,000 answers at 200 ms per reply and concurrency 64, beside a bare httpx2 loop sending the
+   same 2,000 requests: wall time as a ratio of the ideal ceil(2000/64) x 200 ms, process CPU
+   per answer, peak RSS (whole processes, start-up included, measured with `os.wait4`).
+2. Resume cost: `answers` again on a finished project of 100,000 answers (zero requests).
+3. `split` on those 100,000 answers.
+
+Run: `python bench/pipeline.py [--answers 2000] [--concurrency 64] [--delay 0.2]
+[--resume 100000]`. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+import httpx2
+import trio
+
+from overbrainer.dataset.ids import question_id, subtopic_id
+from overbrainer.dataset.records import Example, Message, Meta, Question, Subtopic
+from overbrainer.llm.finish import FinishReason, ReasoningKind
+
+CONFIG = """\
+[project]
+name = "bench"
+
+[[topics]]
+name = "ownership"
+subtopics = {subtopics}
+questions_per_subtopic = {per_subtopic}
+
+[providers.stub]
+protocol = "openai"
+
+[roles.generator]
+provider = "stub"
+model = "gen-model"
+
+[roles.parent]
+provider = "stub"
+model = "parent-model"
+reasoning = true
+
+[pipeline]
+concurrency = {concurrency}
+"""
+
+
+@attrs.frozen
+class Measured:
+    """One finished process: wall seconds, CPU seconds (user + system), peak RSS in MiB."""
+
+    wall: float
+    cpu: float
+    rss_mib: float
+    stdout: str
+
+
+def measure(args: list[str], env: dict[str, str] | None = None) -> Measured:
+    """Run a command to its end and read its own resource usage."""
+    begun = time.perf_counter()
+    process = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert process.stdout is not None
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - begun
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{args} exited with {process.returncode}")
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out)
+
+
+def start_stub(delay: float) -> tuple[subprocess.Popen[str], str]:
+    """`python -m overbrainer.stub_provider --delay D` and its base URL."""
+    stub = subprocess.Popen(
+        [sys.executable, "-m", "overbrainer.stub_provider", "--delay", str(delay)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert stub.stdout is not None
+    return stub, stub.stdout.readline().strip()
+
+
+def make_project(root: Path, count: int, concurrency: int) -> list[Question]:
+    """A one-topic project with `count` questions (100 per subtopic)."""
+    per_subtopic = 100
+    subtopics = [
+        Subtopic(subtopic_id("ownership", f"Part {n}"), "ownership", f"Part {n}")
+        for n in range(math.ceil(count / per_subtopic))
+    ]
+    questions = []
+    for n in range(count):
+        sub = subtopics[n // per_subtopic]
+        text = f"Question number {n}: how does {sub.name} work?"
+        questions.append(Question(question_id(sub.id, text), "ownership", sub.id, sub.name, text))
+    root.mkdir(parents=True)
+    (root / "overbrainer.toml").write_text(
+        CONFIG.format(subtopics=len(subtopics), per_subtopic=per_subtopic, concurrency=concurrency)
+    )
+    (root / ".overbrainer").mkdir()
+    (root / ".overbrainer" / "version").write_text("1\n")
+    (root / "data").mkdir()
+    (root / "data" / "subtopics.jsonl").write_text("".join(s.to_json() + "\n" for s in subtopics))
+    (root / "data" / "questions.jsonl").write_text("".join(q.to_json() + "\n" for q in questions))
+    return questions
+
+
+def write_answers(root: Path, questions: list[Question]) -> None:
+    """A stored answer for every question, as `answers` would have written it."""
+    lines = []
+    for q in questions:
+        messages = (
+            Message("user", q.text),
+            Message(
+                "assistant",
+                f"Here is a careful answer to: {q.text} " * 4,
+                f"The user asks: {q.text} Let me reason about it step by step. " * 8,
+            ),
+        )
+        meta = Meta("parent-model", 40, 600, FinishReason.STOP, ReasoningKind.RAW, None)
+        lines.append(Example(q.id, q.topic, q.subtopic, messages, meta).to_json() + "\n")
+    (root / "data" / "answers.jsonl").write_text("".join(lines))
+
+
+def overbrainer_env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    env["OVERBRAINER_PROVIDERS__STUB__BASE_URL"] = url
+    env["OVERBRAINER_LOG"] = "warn"
+    return env
+
+
+async def bare_loop(url: str, texts: list[str], concurrency: int) -> None:
+    """The floor: the same chat requests with a bare httpx2 client, `concurrency` at once."""
+    slots = trio.Semaphore(concurrency)
+    async with httpx2.AsyncClient(
+        timeout=600, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=1024)
+    ) as client:
+
+        async def one(text: str) -> None:
+            try:
+                body = {
+                    "model": "parent-model",
+                    "messages": [
+                        {"role": "system", "content": "You are an expert in ownership."},
+                        {"role": "user", "content": text},
+                    ],
+                    "max_tokens": 16384,
+                    "reasoning": {"effort": "medium"},
+                }
+                response = await client.post(f"{url}/chat/completions", json=body)
+                json.loads(response.content)
+            finally:
+                slots.release()
+
+        async with trio.open_nursery() as nursery:
+            for text in texts:
+                await slots.acquire()
+                nursery.start_soon(one, text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--resume", type=int, default=100_000)
+    parser.add_argument("--bare", nargs=3, metavar=("URL", "QUESTIONS", "CONCURRENCY"))
+    parser.add_argument("--make-finished", nargs=2, metavar=("DIR", "COUNT"))
+    args = parser.parse_args()
+    if args.make_finished:
+        root, count = Path(args.make_finished[0]), int(args.make_finished[1])
+        write_answers(root, make_project(root, count, 64))
+        return
+    if args.bare:
+        url, path, concurrency = args.bare
+        texts = [Question.from_json(line).text for line in Path(path).read_text().splitlines()]
+        trio.run(bare_loop, url, texts, int(concurrency))
+        return
+
+    stub, url = start_stub(args.delay)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_answers(Path(tmp), url, args)
+    finally:
+        stub.terminate()
+        stub.wait()
+
+    quiet, quiet_url = start_stub(0.0)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_resume(Path(tmp), quiet_url, args.resume)
+    finally:
+        quiet.terminate()
+        quiet.wait()
+
+
+def run_answers(tmp: Path, url: str, args: argparse.Namespace) -> None:
+    n, c, delay = args.answers, args.concurrency, args.delay
+    ideal = math.ceil(n / c) * delay
+    root = tmp / "answers"
+    make_project(root, n, c)
+    questions_file = str(root / "data" / "questions.jsonl")
+    bare = measure([sys.executable, __file__, "--bare", url, questions_file, str(c)])
+    ours = measure(
+        [sys.executable, "-m", "overbrainer", "-C", str(root), "answers"], overbrainer_env(url)
+    )
+    print(f"answers: {n} at concurrency {c}, {delay * 1000:.0f} ms per reply; ideal {ideal:.2f}s")
+    print(f"  overbrainer says: {ours.stdout.strip()}")
+    for name, m in (("bare httpx2 loop", bare), ("overbrainer answers", ours)):
+        print(
+            f"  {name:<20} wall {m.wall:6.2f}s  ideal/wall {ideal / m.wall:.2f}  "
+            f"CPU {m.cpu:6.2f}s = {m.cpu / n * 1000:.2f} ms/answer  peak RSS {m.rss_mib:.0f} MiB"
+        )
+    print(
+        f"  ratio of ratios {(ideal / ours.wall) / (ideal / bare.wall):.2f}; "
+        f"CPU beyond the bare loop {(ours.cpu - bare.cpu) / n * 1000:.2f} ms/answer"
+    )
+
+
+def run_resume(tmp: Path, url: str, count: int) -> None:
+    root = tmp / "resume"
+    # Made by another process: a child forked from a big parent would report its memory.
+    subprocess.run([sys.executable, __file__, "--make-finished", str(root), str(count)], check=True)
+    size = (root / "data" / "answers.jsonl").stat().st_size
+    command = functools.partial(measure, env=overbrainer_env(url))
+    resume = command([sys.executable, "-m", "overbrainer", "-C", str(root), "answers"])
+    print(f"resume: answers on a finished project of {count} answers ({size / 1e6:.0f} MB)")
+    print(f"  overbrainer says: {resume.stdout.strip()}")
+    print(f"  wall {resume.wall:.2f}s  CPU {resume.cpu:.2f}s  peak RSS {resume.rss_mib:.0f} MiB")
+    split = command([sys.executable, "-m", "overbrainer", "-C", str(root), "split"])
+    print(f"split: {count} answers")
+    print(f"  overbrainer says: {split.stdout.strip()}")
+    print(f"  wall {split.wall:.2f}s  CPU {split.cpu:.2f}s  peak RSS {split.rss_mib:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The flow of the stage commands and `run`: lock, config, topics, templates, clients, stages."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from overbrainer.cli.context import project_dir
+from overbrainer.cli.options import cli_frontend, events_file
+from overbrainer.config import load_settings
+from overbrainer.config.settings import Settings
+from overbrainer.dataset.jsonl import read_records
+from overbrainer.dataset.records import Subtopic
+from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.events import Stage
+from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
+from overbrainer.pipeline.answers import answers_stage
+from overbrainer.pipeline.engine import (
+    Body,
+    StageContext,
+    StageInterrupted,
+    load_templates,
+    run_stage,
+    select_topics,
+    stage_role_name,
+)
+from overbrainer.pipeline.spend import SpendCap, UnknownPrices
+from overbrainer.pricing import PriceBook
+from overbrainer.project import Project, open_project, project_lock
+
+log = logging.getLogger(__name__)
+
+Stamp = tuple[tuple[int, int] | None, tuple[int, int] | None]
+
+NO_TRAINING = "no [training] section: run stops after split"
+TRAINING_LATER = "training is not available yet: run stops after split"
+
+
+def _body(stage: Stage) -> Body:
+    """The body of `stage` (imported on use: each stage lives in its own module)."""
+    if stage is Stage.SUBTOPICS:
+        from overbrainer.pipeline.subtopics import subtopics_stage
+
+        return subtopics_stage
+    if stage is Stage.QUESTIONS:
+        from overbrainer.pipeline.questions import questions_stage
+
+        return questions_stage
+    if stage is Stage.SPLIT:
+        from overbrainer.pipeline.split_stage import split_stage
+
+        return split_stage
+    return answers_stage
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+class ConfigState:
+    """The settings a command runs with, and what `run` needs to reload them between stages."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        # The shell's environment, before `.env` added to it: a reload starts from it again.
+        self.shell_env = dict(os.environ)
+        self.stamp = self._stamp()
+        self.env = os.environ
+        self.settings: Settings = load_settings(project.root, self.env)
+
+    def _stamp(self) -> Stamp:
+        return _file_stamp(self.project.config), _file_stamp(self.project.env_file)
+
+    def reload_if_changed(self) -> bool:
+        """Re-read `overbrainer.toml` and `.env` when either changed; True when it did."""
+        stamp = self._stamp()
+        if stamp == self.stamp:
+            return False
+        env = dict(self.shell_env)
+        try:
+            settings = load_settings(self.project.root, env)
+        except OverbrainerError as error:
+            raise UsageError(
+                f"the configuration changed and cannot be used; the run stops: {error.message}"
+            ) from None
+        for key in set(os.environ) - set(env):
+            del os.environ[key]
+        os.environ.update(env)
+        self.stamp, self.settings = stamp, settings
+        log.info("config reloaded")
+        return True
+
+
+def _role_names(stages: Sequence[Stage]) -> list[str]:
+    names: list[str] = []
+    for stage in stages:
+        name = stage_role_name(stage)
+        if name is not None and name not in names:
+            names.append(name)
+    if Stage.QUESTIONS in stages:
+        names.append(EMBEDDER)
+    return names
+
+
+def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
+    if spend.limit is None:
+        return
+    if any(client.price is None for name, client in roles.items() if name != EMBEDDER):
+        raise UnknownPrices()
+
+
+def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
+    stored = read_records(project.data_file("subtopics"), Subtopic.from_json)
+    have = {subtopic.topic for subtopic in stored}
+    return any(name not in have for name in names)
+
+
+async def pipeline_flow(
+    stages: Sequence[Stage],
+    topic_names: Sequence[str] = (),
+    *,
+    force: bool = False,
+    max_cost: float | None = None,
+    whole_run: bool = False,
+) -> None:
+    """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`."""
+    project = open_project(project_dir())
+    with cli_frontend(events_file()) as front, project_lock(project):
+        async with front.interrupt() as interrupt, front.open_bus() as bus:
+            config = ConfigState(project)
+            topics = select_topics(config.settings, topic_names)
+            stages = list(stages)
+            if stages == [Stage.QUESTIONS] and _topics_without_subtopics(
+                project, frozenset(t.name for t in topics)
+            ):
+                stages = [Stage.SUBTOPICS, Stage.QUESTIONS]
+            asks = any(stage is not Stage.SPLIT for stage in stages)
+            templates = load_templates(project) if asks else {}
+            cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
+            spend = SpendCap(cap)
+            prices = PriceBook()
+            names = _role_names(stages)
+            async with contextlib.AsyncExitStack() as connection:
+                roles: dict[str, RoleClient] = {}
+                if names:
+                    roles = await connection.enter_async_context(
+                        connect_roles(config.settings, names, config.env, prices)
+                    )
+                    _check_prices(roles, spend)
+                for index, stage in enumerate(stages):
+                    if index > 0 and whole_run:
+                        if interrupt.caught:
+                            raise StageInterrupted()
+                        if config.reload_if_changed():
+                            await connection.aclose()
+                            topics = select_topics(config.settings, ())
+                            if stage is not Stage.SPLIT:
+                                roles = await connection.enter_async_context(
+                                    connect_roles(config.settings, names, config.env, prices)
+                                )
+                                _check_prices(roles, spend)
+                        if stage is not Stage.SPLIT:
+                            templates = load_templates(project)
+                    ctx = StageContext(
+                        project=project,
+                        settings=config.settings,
+                        topics=topics,
+                        bus=bus,
+                        frontend=front,
+                        interrupt=interrupt,
+                        force=force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
+                        topic_filter=tuple(topic_names) or None,
+                        templates=templates,
+                        roles=roles,
+                        spend=spend,
+                    )
+                    await run_stage(ctx, stage, _body(stage))
+            if whole_run:
+                log.info(TRAINING_LATER if config.settings.training else NO_TRAINING)

@@ -1,0 +1,91 @@
+"""The pipeline commands: `subtopics`, `questions`, `answers`, `split` and `run`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+
+from overbrainer.cli.main import cli
+from overbrainer.cli.pipeline_flow import pipeline_flow
+from overbrainer.cli.running import run_flow
+from overbrainer.events import Stage
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _topic_option(command: F) -> F:
+    return click.option(
+        "--topic",
+        "topics",
+        multiple=True,
+        metavar="NAME",
+        help="Only this topic (repeatable); all configured topics when unset.",
+    )(command)
+
+
+def _force_option(command: F) -> F:
+    return click.option(
+        "--force",
+        is_flag=True,
+        help="Throw away this stage's output for the selected topics and make it again.",
+    )(command)
+
+
+def _max_cost_option(command: F) -> F:
+    return click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0.0),
+        default=None,
+        metavar="USD",
+        help="Start no new request once this command's known spend reaches USD "
+        "(default: [pipeline] max_cost_usd).",
+    )(command)
+
+
+def _stage_command(
+    stage: Stage, topics: tuple[str, ...], force: bool, max_cost: float | None
+) -> None:
+    run_flow(lambda: pipeline_flow([stage], topics, force=force, max_cost=max_cost))
+
+
+@cli.command()
+@_topic_option
+@_force_option
+@_max_cost_option
+def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+    """Ask the generator for each topic's missing subtopics."""
+    _stage_command(Stage.SUBTOPICS, topics, force, max_cost)
+
+
+@cli.command()
+@_topic_option
+@_force_option
+@_max_cost_option
+def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+    """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
+    _stage_command(Stage.QUESTIONS, topics, force, max_cost)
+
+
+@cli.command()
+@_topic_option
+@_force_option
+@_max_cost_option
+def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+    """Ask the parent to answer every question not answered yet."""
+    _stage_command(Stage.ANSWERS, topics, force, max_cost)
+
+
+@cli.command()
+@click.option("--topic", metavar="NAME", default=None, help="Count only this topic's answers.")
+def split(topic: str | None) -> None:
+    """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
+    run_flow(lambda: pipeline_flow([Stage.SPLIT], () if topic is None else (topic,)))
+
+
+@cli.command(name="run")
+@_max_cost_option
+def run_command(max_cost: float | None) -> None:
+    """Run every stage in order (subtopics, questions, answers, split); stop at a failure."""
+    run_flow(lambda: pipeline_flow(list(Stage), max_cost=max_cost, whole_run=True))

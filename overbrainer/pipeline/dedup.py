@@ -1,0 +1,165 @@
+"""Near-duplicate filtering of generated questions: word bigrams first, then embeddings.
+
+A topic's deduplicator holds every question accepted (or rejected by the user) so far.
+Candidates are compared lexically (Jaccard of word-bigram sets) against all of them and
+against the batch's earlier novel candidates; only the survivors are embedded, when an
+embedder is configured, and compared by cosine. Similarity at or above a threshold is a
+duplicate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import re
+from collections.abc import Awaitable, Callable, Sequence
+
+from overbrainer.llm.errors import InvalidResponse
+
+Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
+"""Embeds texts, one vector per text, in order (retries are its own business)."""
+
+EMBED_CHUNK = 256
+"""Texts per embedding request."""
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+# Lowercase char by char as the reference does: only the first char of İ's mapping, and
+# no final-sigma rule (which `str.lower` applies to whole words).
+_CHAR_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+
+
+def shingles(text: str) -> frozenset[str]:
+    """The word bigrams of `text` (lowercased, non-alphanumerics as spaces); the word if fewer."""
+    words = _NOT_ALNUM.sub(" ", text).translate(_CHAR_LOWER).lower().split()
+    if len(words) < 2:
+        return frozenset(words)
+    return frozenset([f"{first} {second}" for first, second in itertools.pairwise(words)])
+
+
+def jaccard(first: frozenset[str], second: frozenset[str]) -> float:
+    """|A∩B| / |A∪B|, and 1.0 when both sets are empty."""
+    if not first and not second:
+        return 1.0
+    common = len(first & second)
+    return common / (len(first) + len(second) - common)
+
+
+def cosine(first: Sequence[float], second: Sequence[float]) -> float:
+    """Cosine similarity in float64; 0.0 when either vector is all zeros."""
+    dot = sum(map(operator.mul, first, second))
+    norms = _norm(first) * _norm(second)
+    return 0.0 if norms == 0.0 else dot / norms
+
+
+def _norm(vector: Sequence[float]) -> float:
+    return math.sqrt(sum(map(operator.mul, vector, vector)))
+
+
+class _Lexical:
+    """Accepted bigram sets, indexed by bigram so a candidate meets only sets it overlaps."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self._sets: list[frozenset[str]] = []
+        self._by_shingle: dict[str, list[int]] = {}
+        self._empty = 0
+
+    def insert(self, shingled: frozenset[str]) -> None:
+        index = len(self._sets)
+        self._sets.append(shingled)
+        if not shingled:
+            self._empty += 1
+        for shingle in shingled:
+            self._by_shingle.setdefault(shingle, []).append(index)
+
+    def is_duplicate(self, shingled: frozenset[str]) -> bool:
+        if self.threshold <= 0.0:
+            # Every similarity (0 included) reaches the threshold.
+            return bool(self._sets)
+        if not shingled:
+            return self._empty > 0 and self.threshold <= 1.0
+        # A set sharing no bigram with the candidate has similarity 0 < threshold.
+        seen: set[int] = set()
+        for shingle in shingled:
+            for index in self._by_shingle.get(shingle, ()):
+                if index not in seen:
+                    seen.add(index)
+                    if jaccard(shingled, self._sets[index]) >= self.threshold:
+                        return True
+        return False
+
+
+class _Vectors:
+    """Accepted embedding vectors with their norms, compared by cosine."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self._vectors: list[tuple[list[float], float]] = []
+
+    def add(self, vector: list[float]) -> None:
+        self._vectors.append((vector, _norm(vector)))
+
+    def is_duplicate(self, vector: list[float]) -> bool:
+        norm = _norm(vector)
+        for other, other_norm in self._vectors:
+            norms = norm * other_norm
+            similarity = 0.0 if norms == 0.0 else sum(map(operator.mul, vector, other)) / norms
+            if similarity >= self.threshold:
+                return True
+        return False
+
+
+class Deduplicator:
+    """One topic's memory of accepted questions; admits only candidates new to it."""
+
+    def __init__(
+        self, dedup_threshold: float, embedding_threshold: float, embed: Embed | None = None
+    ) -> None:
+        self._lexical = _Lexical(dedup_threshold)
+        self._vectors = _Vectors(embedding_threshold)
+        self._embed = embed
+
+    async def _embed_all(self, texts: list[str]) -> list[list[float]]:
+        assert self._embed is not None
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[start : start + EMBED_CHUNK]
+            got = await self._embed(chunk)
+            if len(got) != len(chunk):
+                raise InvalidResponse(f"{len(got)} embeddings for {len(chunk)} texts")
+            vectors.extend([float(x) for x in vector] for vector in got)
+        return vectors
+
+    async def admit(self, candidates: list[str]) -> list[str]:
+        """The candidates that duplicate nothing accepted nor an earlier one, now accepted.
+
+        On an embedding error nothing is accepted and the error propagates.
+        """
+        batch = _Lexical(self._lexical.threshold)
+        novel: list[tuple[str, frozenset[str]]] = []
+        for candidate in candidates:
+            shingled = shingles(candidate)
+            if self._lexical.is_duplicate(shingled) or batch.is_duplicate(shingled):
+                continue
+            batch.insert(shingled)
+            novel.append((candidate, shingled))
+        if self._embed is not None and novel:
+            vectors = await self._embed_all([candidate for candidate, _ in novel])
+            kept = []
+            for item, vector in zip(novel, vectors, strict=True):
+                if not self._vectors.is_duplicate(vector):
+                    self._vectors.add(vector)
+                    kept.append(item)
+            novel = kept
+        for _, shingled in novel:
+            self._lexical.insert(shingled)
+        return [candidate for candidate, _ in novel]
+
+    async def record(self, texts: Sequence[str]) -> None:
+        """Remember texts accepted earlier (stored or rejected questions) without filtering."""
+        for text in texts:
+            self._lexical.insert(shingles(text))
+        if self._embed is not None and texts:
+            for vector in await self._embed_all(list(texts)):
+                self._vectors.add(vector)

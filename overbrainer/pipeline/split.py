@@ -1,0 +1,197 @@
+"""The train/eval split: the reference's stratified, seeded, order-independent algorithm.
+
+Pure functions over records; the stage that reads and writes the files lives elsewhere.
+The eval set takes `round(n·ratio)` (half away from zero, at least 1 and at most n−1) of the
+`n` usable examples. That total is spread over topics, then over each topic's subtopics, in
+proportion to their sizes by largest remainder (ties broken by a seeded hash of the name,
+then the name). Within a subtopic the examples are ordered by a seeded hash of their ID and
+the first ones go to eval. The same examples, ratio and seed always give the same split.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+
+import attrs
+import xxhash
+
+from overbrainer.dataset.records import Example, Exclusion
+from overbrainer.events import StageStats
+from overbrainer.history import SplitCounts
+
+ORPHANED_WARNING = (
+    "all {n} usable answers are orphaned (topic no longer configured or question no longer"
+    " in data/questions.jsonl): train and eval will be empty"
+)
+
+
+def _round_half_up(value: float) -> int:
+    """Round half away from zero for value >= 0, exactly (`floor(x + 0.5)` can round up
+    0.49999999999999994, whose sum with 0.5 is inexact)."""
+    whole = math.floor(value)
+    return whole + 1 if value - whole >= 0.5 else whole
+
+
+def eval_count(n: int, ratio: float) -> int:
+    """How many of `n` usable examples go to eval: 0 below 2, else round(n·ratio) in [1, n−1]."""
+    if n < 2:
+        return 0
+    return min(max(_round_half_up(n * ratio), 1), n - 1)
+
+
+def _hash(text: str, seed: int) -> int:
+    return int(xxhash.xxh3_64_intdigest(text.encode("utf-8"), seed=seed))
+
+
+def allocate(groups: Sequence[tuple[str, int]], total: int, seed: int) -> list[int]:
+    """Spread `total` over `(name, size)` groups in proportion to size, by largest remainder.
+
+    Each group gets `floor(size·total/S)`; the units left go one each to the groups with the
+    largest remainder `size·total mod S`, ties to the lower `xxh3_64(name, seed)`, then name.
+    """
+    whole = sum(size for _, size in groups)
+    if whole == 0:
+        return [0] * len(groups)
+    quotas = [size * total // whole for _, size in groups]
+    left = total - sum(quotas)
+    if left > 0:
+        order = sorted(
+            range(len(groups)),
+            key=lambda i: (
+                -(groups[i][1] * total % whole),
+                _hash(groups[i][0], seed),
+                groups[i][0],
+            ),
+        )
+        for index in order[:left]:
+            quotas[index] += 1
+    return quotas
+
+
+def stratify(
+    examples: Iterable[Example], ratio: float, seed: int
+) -> tuple[list[Example], list[Example]]:
+    """Split `examples` into `(train, eval)`, stratified by topic then subtopic name."""
+    by_topic: dict[str, dict[str, list[Example]]] = {}
+    n = 0
+    for example in examples:
+        by_topic.setdefault(example.topic, {}).setdefault(example.subtopic, []).append(example)
+        n += 1
+    topics = sorted(by_topic)
+    topic_quotas = allocate(
+        [(topic, sum(map(len, by_topic[topic].values()))) for topic in topics],
+        eval_count(n, ratio),
+        seed,
+    )
+    train: list[Example] = []
+    evaluation: list[Example] = []
+    for topic, topic_quota in zip(topics, topic_quotas, strict=True):
+        subtopics = by_topic[topic]
+        names = sorted(subtopics)
+        quotas = allocate([(name, len(subtopics[name])) for name in names], topic_quota, seed)
+        for name, quota in zip(names, quotas, strict=True):
+            ordered = sorted(subtopics[name], key=lambda e: (_hash(e.id, seed), e.id))
+            evaluation.extend(ordered[:quota])
+            train.extend(ordered[quota:])
+    return train, evaluation
+
+
+@attrs.frozen
+class SplitReport:
+    """What `split` reports for the counted topic(s): train, eval, exclusions, orphans."""
+
+    train: int = 0
+    eval: int = 0
+    excluded: tuple[tuple[Exclusion, int], ...] = ()
+    """Non-zero counts by reason, in the fixed order of `Exclusion`."""
+    orphaned: int = 0
+
+    @property
+    def excluded_total(self) -> int:
+        """Every excluded answer counted, whatever its reason."""
+        return sum(count for _, count in self.excluded)
+
+    def line(self) -> str:
+        """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 3),
+        2 orphaned`."""
+        reasons = ", ".join(f"{reason.value} {count}" for reason, count in self.excluded)
+        detail = f" ({reasons})" if reasons else ""
+        return (
+            f"split: {self.train} train, {self.eval} eval, "
+            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned"
+        )
+
+    def stats(self) -> StageStats:
+        """The stage's stats: done = train + eval, skipped = orphaned, excluded = all reasons."""
+        return StageStats(
+            done=self.train + self.eval, skipped=self.orphaned, excluded=self.excluded_total
+        )
+
+    def counts(self) -> SplitCounts:
+        """What the history records of this split."""
+        return SplitCounts(self.train, self.eval, self.orphaned)
+
+
+@attrs.frozen
+class SplitPlan:
+    """The files to write (every topic's usable examples) and the report (counted ones)."""
+
+    train: list[Example]
+    eval: list[Example]
+    report: SplitReport
+    orphaned_usable: int
+    """Usable answers left out as orphans, whatever their topic."""
+    counted: int = 0
+    """Answers of the counted topic(s): the stage's total."""
+
+    def orphan_warning(self) -> str | None:
+        """The warning to log when every usable answer is orphaned, else None."""
+        if self.orphaned_usable > 0 and not self.train and not self.eval:
+            return ORPHANED_WARNING.format(n=self.orphaned_usable)
+        return None
+
+
+def plan_split(
+    answers: Iterable[Example],
+    question_ids: Collection[str],
+    configured_topics: Collection[str],
+    topic: str | None,
+    ratio: float,
+    seed: int,
+) -> SplitPlan:
+    """Classify each answer (orphaned, excluded, usable), split the usable ones, and report.
+
+    An answer is orphaned when its topic is not configured (any topic, not only the selected
+    one) or its question is gone; it stays in answers.jsonl but joins no split. Only answers
+    of `topic` (all when None) are counted in the report; every topic's usable ones are split.
+    """
+    usable: list[Example] = []
+    excluded: Counter[Exclusion] = Counter()
+    orphaned = orphaned_usable = counted_total = 0
+    for answer in answers:
+        counted = topic is None or answer.topic == topic
+        counted_total += counted
+        reason = answer.meta.excluded
+        if answer.topic not in configured_topics or answer.id not in question_ids:
+            orphaned += counted
+            orphaned_usable += reason is None
+        elif reason is not None:
+            if counted:
+                excluded[reason] += 1
+        else:
+            usable.append(answer)
+    train, evaluation = stratify(usable, ratio, seed)
+    if topic is None:
+        in_train, in_eval = len(train), len(evaluation)
+    else:
+        in_train = sum(answer.topic == topic for answer in train)
+        in_eval = sum(answer.topic == topic for answer in evaluation)
+    report = SplitReport(
+        train=in_train,
+        eval=in_eval,
+        excluded=tuple((reason, excluded[reason]) for reason in Exclusion if excluded[reason]),
+        orphaned=orphaned,
+    )
+    return SplitPlan(train, evaluation, report, orphaned_usable, counted_total)

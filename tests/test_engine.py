@@ -1,0 +1,287 @@
+"""The stage engine in process: outcomes, summary lines, history, Ctrl-C drain, the cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from overbrainer.config.settings import Pipeline, Role, Roles, Settings
+from overbrainer.config.settings import Project as ProjectSection
+from overbrainer.errors import EXIT_INTERRUPTED
+from overbrainer.events import (
+    Event,
+    ItemDone,
+    ItemFailed,
+    Stage,
+    StageFinished,
+    StageModel,
+    StageStarted,
+    StageStats,
+    open_event_bus,
+)
+from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
+from overbrainer.history import HistoryStatus, read_history
+from overbrainer.llm.client import LlmClient
+from overbrainer.llm.errors import StatusError
+from overbrainer.llm.usage import Price, Usage
+from overbrainer.pipeline.engine import (
+    Body,
+    StageContext,
+    StageInterrupted,
+    StageItemsFailed,
+    StageRun,
+    StageStopped,
+    run_stage,
+    select_topics,
+    summary_line,
+)
+from overbrainer.pipeline.spend import SpendCap, SpendCapReached
+from overbrainer.project import Project
+
+ROLE = Role(provider="stub", model="parent-model")
+
+
+@attrs.frozen
+class FakeRole:
+    name: str
+    role: Role
+    provider: str
+    client: LlmClient
+    price: Price | None
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def event(self, bus: int, event: Event) -> None:
+        self.events.append(event)
+
+    def closed(self, bus: int) -> None:
+        pass
+
+
+@attrs.define
+class Harness:
+    root: Path
+    lines: list[str] = attrs.Factory(list)
+    recorder: Recorder = attrs.Factory(Recorder)
+    interrupt: Interrupt = attrs.Factory(Interrupt)
+    spend: SpendCap = attrs.Factory(SpendCap)
+    price: Price | None = attrs.Factory(lambda: Price(0.001, 0.002))
+    drain: float = 30.0
+
+    async def run(self, body: Body) -> StageStats:
+        try:
+            return await self._run(body)
+        except BaseExceptionGroup as group:  # the bus's nursery wraps what the stage raised
+            [inner] = group.exceptions
+            raise inner from None
+
+    async def _run(self, body: Body) -> StageStats:
+        settings = Settings(
+            project=ProjectSection("demo"),
+            roles=Roles(generator=ROLE, parent=ROLE),
+            pipeline=Pipeline(concurrency=2, drain_secs=self.drain),
+        )
+
+        def report(item: Report) -> None:
+            assert isinstance(item, Line)
+            self.lines.append(item.text)
+
+        async with open_event_bus(observer=self.recorder) as bus:
+            front = TuiFrontend(bus, trio.Event(), Flag(), report)
+            role = FakeRole("parent", ROLE, "stub", None, self.price)  # type: ignore[arg-type]
+            ctx = StageContext(
+                project=Project(self.root),
+                settings=settings,
+                topics=(),
+                bus=bus,
+                frontend=front,
+                interrupt=self.interrupt,
+                roles={"parent": role},
+                spend=self.spend,
+            )
+            return await run_stage(ctx, Stage.ANSWERS, body)
+
+    def history(self) -> list[tuple[HistoryStatus, int, int, int, int]]:
+        path = self.root / ".overbrainer" / "history.jsonl"
+        return [(h.status, h.done, h.skipped, h.failed, h.excluded) for h in read_history(path)]
+
+
+USAGE = Usage(100, 50)
+
+
+async def finish_items(run: StageRun, ids: list[str], pause: float = 0.0) -> None:
+    async def one(item: str) -> None:
+        await trio.sleep(pause)
+        cost = run.add_usage(USAGE)
+        run.done(item, USAGE, cost, excluded=item.startswith("x"))
+
+    await run.each(ids, one)
+
+
+async def test_a_clean_stage_prints_its_line_and_records_ok(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.skipped(count=3)
+        run.start(3)
+        await finish_items(run, ["a", "b", "x1"])
+
+    stats = await h.run(body)
+    assert (stats.done, stats.skipped, stats.excluded) == (2, 3, 1)
+    assert h.lines == [
+        "answers: 2 done, 3 skipped, 0 failed, 1 excluded; tokens 300 in, 150 out; cost $0.6000"
+    ]
+    assert h.history() == [(HistoryStatus.OK, 2, 3, 0, 1)]
+    kinds = [type(e) for e in h.recorder.events]
+    assert kinds[:2] == [StageStarted, StageModel]
+    assert kinds[-1] is StageFinished
+    assert sorted(e.id for e in h.recorder.events if isinstance(e, ItemDone)) == ["a", "b", "x1"]
+
+
+def test_the_summary_line_without_a_price() -> None:
+    assert summary_line(Stage.SUBTOPICS, StageStats(done=1)) == (
+        "subtopics: 1 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+    )
+
+
+async def test_failed_items_fail_the_stage_after_its_line(tmp_path: Path) -> None:
+    h = Harness(tmp_path, price=None)
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(2)
+        await finish_items(run, ["a"])
+        run.failed("b", StatusError(500, "boom"))
+
+    with pytest.raises(StageItemsFailed) as caught:
+        await h.run(body)
+    assert caught.value.message == "1 answers item(s) failed; run the command again to retry them"
+    assert caught.value.exit_code == 1
+    assert h.lines == [
+        "answers: 1 done, 0 skipped, 1 failed, 0 excluded; tokens 100 in, 50 out; cost unknown"
+    ]
+    assert h.history() == [(HistoryStatus.FAILED, 1, 0, 1, 0)]
+    [failed] = [e for e in h.recorder.events if isinstance(e, ItemFailed)]
+    assert failed == ItemFailed(Stage.ANSWERS, "b", "HTTP 500: boom", retryable=False)
+
+
+async def test_a_fatal_error_stops_the_stage_and_cancels_the_others(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    cancelled: list[str] = []
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(3)
+
+        async def one(item: str) -> None:
+            if item == "bad":
+                await trio.sleep(0.1)
+                run.failed(item, StatusError(403, "permission denied by the provider"))
+            try:
+                await trio.sleep(10)
+            except trio.Cancelled:
+                cancelled.append(item)
+                raise
+
+        await run.each(["slow", "bad"], one)
+
+    with pytest.raises(StageStopped) as caught:
+        await h.run(body)
+    assert caught.value.message == ("answers stopped: HTTP 403: permission denied by the provider")
+    assert cancelled == ["slow"]
+    assert h.lines == [
+        "answers: 0 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+    ]
+    assert h.history() == [(HistoryStatus.FAILED, 0, 0, 0, 0)]
+
+
+async def test_first_interrupt_lets_the_items_in_flight_finish(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(tmp_path)
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(6)
+
+        async def later() -> None:
+            await trio.sleep(1.5)
+            ctx.interrupt.fire()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later)
+            await finish_items(run, ["a", "b", "c", "d", "e", "f"], pause=1.0)
+
+    with pytest.raises(StageInterrupted) as caught:
+        await h.run(body)
+    assert caught.value.exit_code == EXIT_INTERRUPTED
+    assert caught.value.message == "interrupted: the stage resumes on its next run"
+    # Two at a time: a and b by t=1, c and d (in flight at t=1.5) by t=2, nothing after.
+    assert h.lines[0].startswith("answers: 4 done, 0 skipped")
+    assert h.history() == [(HistoryStatus.INTERRUPTED, 4, 0, 0, 0)]
+
+
+async def test_the_grace_ends_and_a_second_interrupt_cancels_at_once(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    for second, limit in ((False, 5.0), (True, 0.5)):
+        h = Harness(tmp_path / str(second), drain=5.0)
+
+        async def body(ctx: StageContext, run: StageRun, second: bool = second) -> None:
+            run.start(2)
+
+            async def press() -> None:
+                await trio.sleep(0.5)
+                ctx.interrupt.fire()
+                if second:
+                    await trio.sleep(0.5)
+                    ctx.interrupt.fire()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(press)
+                await finish_items(run, ["a", "b"], pause=100.0)
+
+        begun = trio.current_time()
+        with pytest.raises(StageInterrupted):
+            await h.run(body)
+        assert trio.current_time() - begun == pytest.approx(0.5 + limit)
+        assert h.lines[0].startswith("answers: 0 done")
+        assert h.history() == [(HistoryStatus.INTERRUPTED, 0, 0, 0, 0)]
+
+
+async def test_the_spend_cap_stops_admission_and_fails_the_command(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(tmp_path, spend=SpendCap(0.5))
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(10)
+        await finish_items(run, [str(n) for n in range(10)], pause=1.0)
+
+    with pytest.raises(SpendCapReached) as caught:
+        await h.run(body)
+    # Two at a time, $0.20 each: 0.4 spent at t=1 admits two more, 0.8 at t=2 admits none.
+    assert h.spend.spent == pytest.approx(0.8)
+    assert caught.value.message == (
+        "spend cap of $0.50 reached after $0.80; run the command again to continue"
+    )
+    assert h.history()[0][0] is HistoryStatus.INTERRUPTED
+
+
+def test_unknown_topics_are_refused_by_name() -> None:
+    from overbrainer.config.settings import Topic
+    from overbrainer.errors import UsageError
+
+    settings = Settings(
+        project=ProjectSection("demo"),
+        roles=Roles(generator=ROLE, parent=ROLE),
+        topics=(Topic("a", 1, 1), Topic("b", 1, 1), Topic("c", 1, 1)),
+    )
+    assert [t.name for t in select_topics(settings, ("c", "a"))] == ["a", "c"]
+    assert len(select_topics(settings, ())) == 3
+    with pytest.raises(UsageError, match=r"^unknown topic `z`$"):
+        select_topics(settings, ("a", "z"))

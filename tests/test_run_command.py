@@ -1,0 +1,131 @@
+"""`overbrainer run` and `questions` end to end on a two-topic project against the stub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from overbrainer.dataset.records import Question, Subtopic
+from overbrainer.history import HistoryStatus
+from overbrainer.pipeline.split import stratify
+from overbrainer.stub_provider import Recorded, Reply, default_reply, open_stub
+from tests.pipeline_support import history, make_project, overbrainer, read_examples
+
+TRAINING = """
+[training]
+target = "local"
+base_model = "Qwen/Qwen3-4B"
+adapter = "qlora"
+
+[targets.local]
+kind = "local"
+runtime = "native"
+"""
+
+
+def records(root: Path, name: str, kind: type[Subtopic] | type[Question]) -> list[str]:
+    path = root / "data" / f"{name}.jsonl"
+    return [kind.from_json(line).id for line in path.read_text().splitlines()]
+
+
+async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub:
+        first = await overbrainer(root, "run", url=stub.url)
+        assert first.code == 0, first.stderr
+        out = first.out_lines
+        assert len(out) == 4
+        assert out[0].startswith("subtopics: 2 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+        assert out[1].startswith("questions: 4 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+        assert out[2].startswith("answers: 8 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+        assert out[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
+        assert "no [training] section: run stops after split" in first.stderr
+        subtopics = [Subtopic.from_json(x) for x in (root / "data/subtopics.jsonl").open()]
+        assert sorted(s.topic for s in subtopics) == ["async", "async", "ownership", "ownership"]
+        questions = [Question.from_json(x) for x in (root / "data/questions.jsonl").open()]
+        assert len(questions) == 8
+        assert {q.subtopic_id for q in questions} == {s.id for s in subtopics}
+        answers = read_examples(root)
+        assert sorted(a.id for a in answers) == sorted(q.id for q in questions)
+        assert all(a.meta.excluded is None for a in answers)
+        train, evaluation = stratify(answers, 0.1, 42)
+        assert read_examples(root, "train") == train
+        assert read_examples(root, "eval") == evaluation
+        asked = len(stub.requests)
+
+        with (root / "overbrainer.toml").open("a") as config:
+            config.write(TRAINING)
+        second = await overbrainer(root, "run", url=stub.url)
+        assert second.code == 0, second.stderr
+        assert [r for r in stub.requests[asked:] if r.method == "POST"] == []
+        assert second.out_lines == [
+            "subtopics: 0 done, 2 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+            "questions: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+            "answers: 0 done, 8 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+            "split: 7 train, 1 eval, 0 excluded, 0 orphaned",
+        ]
+        assert "training is not available yet: run stops after split" in second.stderr
+    lines = history(root)
+    assert [(h.stage.value, h.status) for h in lines] == [
+        (stage, HistoryStatus.OK) for stage in ("subtopics", "questions", "answers", "split") * 2
+    ]
+    assert [h.model for h in lines[:4]] == ["gen-model", "gen-model", "parent-model", None]
+    assert [h.done for h in lines[:3]] == [2, 4, 8]
+
+
+async def test_run_reloads_a_changed_config_between_stages(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+
+    def respond(request: Recorded) -> Reply:
+        text = config.read_text()
+        if "parent-model" in text:
+            config.write_text(text.replace('model = "parent-model"', 'model = "parent-two"'))
+        return default_reply(request)
+
+    async with open_stub(respond) as stub:
+        result = await overbrainer(root, "run", url=stub.url)
+        assert result.code == 0, result.stderr
+        models = {
+            r.body_json.get("model")
+            for r in stub.completions
+            if isinstance(r.body_json, dict) and r.system is not None
+        }
+    assert models == {"parent-two"}
+    assert "config reloaded" in result.stderr
+    assert {a.meta.model for a in read_examples(root)} == {"parent-two"}
+    assert history(root)[2].model == "parent-two"
+
+
+async def test_run_stops_when_the_changed_config_is_invalid(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+
+    def respond(request: Recorded) -> Reply:
+        config.write_text(config.read_text() + "\n[pipeline]\nconcurrency = 0\n")
+        return default_reply(request)
+
+    async with open_stub(respond) as stub:
+        result = await overbrainer(root, "run", url=stub.url)
+        assert len(stub.completions) == 2
+    assert result.code == 2
+    assert result.out_lines[0].startswith("subtopics: 2 done")
+    assert len(result.out_lines) == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "error: the configuration changed and cannot be used; the run stops: invalid configuration"
+    )
+    assert [h.stage.value for h in history(root)] == ["subtopics"]
+
+
+async def test_questions_first_makes_the_missing_subtopics(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub:
+        result = await overbrainer(root, "questions", "--topic", "async", url=stub.url)
+    assert result.code == 0, result.stderr
+    assert [line.split(":")[0] for line in result.out_lines] == ["subtopics", "questions"]
+    assert result.out_lines[0].startswith("subtopics: 1 done, 0 skipped")
+    assert result.out_lines[1].startswith("questions: 2 done, 0 skipped")
+    assert [(h.stage.value, h.status) for h in history(root)] == [
+        ("subtopics", HistoryStatus.OK),
+        ("questions", HistoryStatus.OK),
+    ]
