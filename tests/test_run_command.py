@@ -7,8 +7,10 @@ from pathlib import Path
 from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.history import HistoryStatus
 from overbrainer.pipeline.split import stratify
+from overbrainer.runs.store import Runs
 from overbrainer.stub_provider import Recorded, Reply, default_reply, open_stub
 from tests.pipeline_support import history, make_project, overbrainer, read_examples
+from tests.train_helpers import standin_env
 
 TRAINING = """
 [training]
@@ -38,7 +40,7 @@ async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Pat
         assert out[1].startswith("questions: 4 done, 0 skipped, 0 failed, 0 excluded; tokens ")
         assert out[2].startswith("answers: 8 done, 0 skipped, 0 failed, 0 excluded; tokens ")
         assert out[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
-        assert "no [training] section: run stops after split" in first.stderr
+        assert "no [training] section in overbrainer.toml: run stops after split" in first.stderr
         subtopics = [Subtopic.from_json(x) for x in (root / "data/subtopics.jsonl").open()]
         assert sorted(s.topic for s in subtopics) == ["async", "async", "ownership", "ownership"]
         questions = [Question.from_json(x) for x in (root / "data/questions.jsonl").open()]
@@ -54,16 +56,23 @@ async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Pat
 
         with (root / "overbrainer.toml").open("a") as config:
             config.write(TRAINING)
-        second = await overbrainer(root, "run", url=stub.url)
+        # With [training] and an `axolotl` on PATH (the tests' stand-in), run trains after split.
+        env = standin_env(tmp_path / "bin", STANDIN_STEPS="4", STANDIN_EVAL_EVERY="0")
+        second = await overbrainer(root, "run", url=stub.url, env=env)
         assert second.code == 0, second.stderr
         assert [r for r in stub.requests[asked:] if r.method == "POST"] == []
+        (run_id,) = Runs(root / "runs").ids()
         assert second.out_lines == [
             "subtopics: 0 done, 2 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
             "questions: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
             "answers: 0 done, 8 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
             "split: 7 train, 1 eval, 0 excluded, 0 orphaned",
+            f"train: run {run_id} succeeded; step 4/4, epoch 1.00, loss 1.0000; "
+            f"output in runs/{run_id}/output",
+            f"train: adapter in runs/{run_id}/output",
         ]
-        assert "training is not available yet: run stops after split" in second.stderr
+        trained = (root / "runs" / run_id / "data" / "train.jsonl").read_text()
+        assert trained == (root / "data" / "train.jsonl").read_text()
     lines = history(root)
     assert [(h.stage.value, h.status) for h in lines] == [
         (stage, HistoryStatus.OK) for stage in ("subtopics", "questions", "answers", "split") * 2

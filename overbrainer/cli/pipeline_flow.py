@@ -30,13 +30,12 @@ from overbrainer.pipeline.engine import (
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.pricing import PriceBook
 from overbrainer.project import Project, open_project, project_lock
+from overbrainer.train.lifecycle import train_after_split
 
 log = logging.getLogger(__name__)
 
 Stamp = tuple[tuple[int, int] | None, tuple[int, int] | None]
 
-NO_TRAINING = "no [training] section: run stops after split"
-TRAINING_LATER = "training is not available yet: run stops after split"
 
 
 def _body(stage: Stage) -> Body:
@@ -183,4 +182,9 @@ async def pipeline_flow(
                     )
                     await run_stage(ctx, stage, _body(stage))
             if whole_run:
-                log.info(TRAINING_LATER if config.settings.training else NO_TRAINING)
+                if interrupt.caught:
+                    raise StageInterrupted()
+                config.reload_if_changed()
+                await train_after_split(
+                    config.settings, project, bus, interrupt, front.line, front.run_created
+                )
