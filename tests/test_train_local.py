@@ -139,7 +139,7 @@ def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
     assert train.returncode == 130
     assert out == ""
     assert err.read_text().splitlines()[-1] == (
-        f"error: interrupted: run {run_id} keeps running on target `local`; "
+        f"interrupted: run {run_id} keeps running on target `local`; "
         f"follow it again with `overbrainer train attach {run_id}`"
     )
     return run_id

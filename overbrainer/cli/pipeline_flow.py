@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 Stamp = tuple[tuple[int, int] | None, tuple[int, int] | None]
 
 
-
 def _body(stage: Stage) -> Body:
     """The body of `stage` (imported on use: each stage lives in its own module)."""
     if stage is Stage.SUBTOPICS:
