@@ -48,11 +48,19 @@ def metric_lines(stderr: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
 
 
-def test_a_run_that_succeeds_is_recorded_and_summarized(project: Path, bin_dir: Path) -> None:
+def test_a_run_that_succeeds_is_recorded_and_summarized(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
     env = standin_env(bin_dir)
-    result = overbrainer(project, env, "train")
+    events = tmp_path / "events.jsonl"
+    result = overbrainer(project, env, "--events", str(events), "train")
     assert result.returncode == 0, result.stderr
     run_id = only_run(project)
+    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    assert kinds[0] == "run_watched"
+    assert kinds.count("system") >= 1  # this machine, sampled at once and then every 10 s
+    assert kinds.count("job_status") == 2  # running, then exited: only changes are published
+    assert kinds.count("metric") == 24  # 20 training logs and 4 evaluations
     assert re.fullmatch(r"my_project_\d{8}-\d{6}", run_id)
     assert result.stdout.splitlines() == [
         f"train: run {run_id} succeeded; step 20/20, epoch 1.00, loss 1.0000, eval_loss 0.0476; "
@@ -161,6 +169,8 @@ def test_ctrl_c_detaches_and_attach_collects_the_end(
     )
     assert record(project, run_id)["state"] == "succeeded"
     wait_for(lambda: not group_alive(pid), 5)  # the wrapper exits right after `exit_code`
+    again = overbrainer(project, env, "train", "attach", run_id)  # ended: summarized from files
+    assert (again.returncode, again.stdout) == (0, result.stdout)
 
 
 def test_stop_saves_a_snapshot_and_resume_continues_from_it(
