@@ -291,3 +291,33 @@ def test_metric_lines_fast_and_slow_shapes_parse_alike() -> None:
         with pytest.raises(MetricLineError) as caught:
             parse_line(bad)
         assert str(caught.value) == why
+
+
+class BrokenSampler:
+    """A sampler whose probe always fails, as a broken NVML or psutil would."""
+
+    async def sample(self) -> SystemSample:
+        await trio.lowlevel.checkpoint()
+        raise LookupError("no such device")
+
+
+async def test_a_failing_sample_is_logged_at_debug_and_never_ends_the_follow(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    running: list[JobStatus | OSError] = [Running()] * 9  # ends at 18 s: samples at 0 and 10 s
+    job = FakeJob(statuses=[*running, Exited(0)])
+    with caplog.at_level(logging.DEBUG, logger="overbrainer.train.follow"):
+        seen = Collected()
+        async with open_event_bus(observer=seen) as bus:
+            status = await follow(
+                job,
+                bus,
+                MetricsTail(MetricsSummary()),
+                run_id="r1",
+                times=FollowTimes(),
+                sampler=BrokenSampler(),
+            )
+    assert status == Exited(0)
+    failures = [r for r in caplog.records if r.getMessage().startswith("cannot sample")]
+    assert [r.getMessage() for r in failures] == ["cannot sample the target: no such device"] * 2
+    assert all(r.levelno == logging.DEBUG for r in failures)

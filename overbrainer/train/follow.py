@@ -120,7 +120,7 @@ async def sample_forever(sampler: Sampler, bus: EventBus, every: float) -> None:
         with trio.move_on_after(PROBE_TIMEOUT) as scope:
             try:
                 bus.publish(System(await sampler.sample()))
-            except (OSError, RuntimeError, ValueError) as error:
+            except Exception as error:  # psutil, NVML: a failed sample is skipped, never fatal
                 log.debug("cannot sample the target: %s", error)
         if scope.cancelled_caught:
             log.debug("cannot sample the target: no answer within %ds", int(PROBE_TIMEOUT))
