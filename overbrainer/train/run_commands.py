@@ -21,7 +21,6 @@ from overbrainer.train.lifecycle import (
     job_handle,
     local_target,
 )
-from overbrainer.train.outcome import local_summary
 from overbrainer.train.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 
 log = logging.getLogger(__name__)
@@ -159,6 +158,5 @@ async def cancel(session: Session, run_id: str) -> None:
         )
         return
     cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
-    runs.save(cancelled)
-    await trio.to_thread.run_sync(local_summary, runs.dir_of(run_id))
+    runs.save(cancelled)  # its artifacts are already here: a local run directory is R itself
     session.line(f"train: run {run_id} cancelled")
