@@ -272,3 +272,18 @@ async def test_run_stops_after_split_without_training(
         "no [training] section in overbrainer.toml: run stops after split"
     )
     assert not (root / "runs").exists()
+
+
+def test_an_ended_runs_summary_reads_the_whole_file(tmp_path: Path) -> None:
+    from overbrainer.train.outcome import local_summary
+
+    (tmp_path / "metrics.jsonl").write_text(
+        '{"event":"begin","time":1.0,"max_steps":2}\n\n\n'
+        '{"event":"log","time":2.0,"step":2,"max_steps":2,"loss":0.5}\n'
+        "not json\n"
+        '{"event":"log","time":3.0,"step":2,"eval_loss":0.25}'  # no terminator: still being written
+    )
+    summary = local_summary(tmp_path)
+    assert (summary.lines, summary.malformed, summary.step) == (2, 1, 2)
+    assert summary.describe() == "step 2/2, loss 0.5000"
+    assert local_summary(tmp_path / "missing").describe() == "step 0"

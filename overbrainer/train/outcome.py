@@ -11,7 +11,7 @@ import attrs
 from overbrainer.runs.store import SNAPSHOT_REASONS, RunRecord, RunState, Snapshot
 from overbrainer.runs.summary import MetricsSummary
 from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
-from overbrainer.train.local_job import LineTail
+from overbrainer.train.local_job import read_from, split_lines
 
 PROOF_LIMIT = 64 * 1024
 """Bytes of `snapshot.json` read at most."""
@@ -124,8 +124,12 @@ def conclude(
 def local_summary(run_dir: Path) -> MetricsSummary:
     """The summary of a run's whole local `metrics.jsonl` (for runs that already ended)."""
     summary = MetricsSummary()
-    tail = LineTail(run_dir / "metrics.jsonl")
-    while lines := tail.poll_sync():
+    path = run_dir / "metrics.jsonl"
+    offset = 0
+    while True:
+        lines, used = split_lines(read_from(path, offset))
+        if used == 0:
+            return summary
+        offset += used
         for line in lines:
             summary.add(line)
-    return summary
