@@ -100,9 +100,24 @@ def test_merge_runs_merge_lora_and_reports_the_merged_model(
     trace = tmp_path / "calls.jsonl"
     env = standin_env(bin_dir, STANDIN_LOG=str(trace), OVERBRAINER_TRAINING__MERGE="true")
     env["OVERBRAINER_TRAINING__ADAPTER"] = "lora"
+    env |= {"STANDIN_ENV_FILE": str(tmp_path / "env.json"), "OVERBRAINER_HF_TOKEN": "hf_tok"}
+    env |= {"VAULT_ADDR": "http://127.0.0.1:1", "PYTHONPATH": "/inherited"}
     result = overbrainer(project, env, "train")
     assert result.returncode == 0, result.stderr
     run_id = only_run(project)
+    job_env = json.loads((tmp_path / "env.json").read_text())
+    run_dir = (project / "runs" / run_id).resolve()
+    assert job_env["HF_TOKEN"] == "hf_tok"
+    assert "VAULT_ADDR" not in job_env
+    assert sorted(k for k in job_env if k.startswith("OVERBRAINER_")) == [
+        "OVERBRAINER_METRICS",
+        "OVERBRAINER_SNAPSHOT",
+    ]
+    assert job_env["OVERBRAINER_METRICS"] == f"{run_dir}/metrics.jsonl"
+    assert job_env["PYTHONPATH"] == f"{run_dir}/plugin:/inherited"
+    assert job_env["AXOLOTL_DO_NOT_TRACK"] == "1"
+    assert "hf_tok" not in result.stdout + result.stderr
+    assert "hf_tok" not in (run_dir / "run.json").read_text() + (run_dir / "job.log").read_text()
     assert result.stdout.splitlines()[-1] == f"train: merged model in runs/{run_id}/output/merged"
     calls = [json.loads(line) for line in trace.read_text().splitlines()]
     assert calls == [["train", "axolotl.yaml"], ["merge-lora", "axolotl.yaml"]]

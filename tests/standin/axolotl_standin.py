@@ -7,7 +7,8 @@ gets OVERBRAINER_* ones): STANDIN_STEPS (20), STANDIN_PACE (seconds per step, 0.
 STANDIN_EVAL_EVERY (steps between evaluations, 0 = none), STANDIN_EVAL_BATCHES (4),
 STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_IGNORE_SNAPSHOT
 (1 = drop the plugin's snapshot callback), STANDIN_STALL (1 = hang after training, ignoring
-TERM), STANDIN_LOG (a file where each call appends its argv).
+TERM), STANDIN_LOG (a file where each call appends its argv), STANDIN_ENV_FILE (a file that
+gets the job's environment as JSON).
 """
 
 from __future__ import annotations
@@ -161,6 +162,9 @@ def main(argv: list[str]) -> int:
     if trace:
         with open(trace, "a") as file:
             file.write(json.dumps(argv) + "\n")
+    env_file = os.environ.get("STANDIN_ENV_FILE")
+    if env_file:
+        Path(env_file).write_text(json.dumps(dict(os.environ)))
     match argv:
         case ["train", config]:
             return train(Path(config))
