@@ -87,5 +87,5 @@ def split(topic: str | None) -> None:
 @cli.command(name="run")
 @_max_cost_option
 def run_command(max_cost: float | None) -> None:
-    """Run every stage in order (subtopics, questions, answers, split); stop at a failure."""
+    """Run every stage (subtopics, questions, answers, split), then train with [training]."""
     run_flow(lambda: pipeline_flow(list(Stage), max_cost=max_cost, whole_run=True))
