@@ -1,0 +1,75 @@
+"""`ask_list`: ask the generator for a list of strings, re-asking until one parses (§6.5)."""
+
+from __future__ import annotations
+
+import attrs
+
+from overbrainer.llm.errors import InvalidResponse, LlmError
+from overbrainer.llm.finish import FinishReason
+from overbrainer.llm.usage import Usage
+from overbrainer.pipeline.engine import StageRun
+from overbrainer.pipeline.listparse import string_array
+
+NO_STRUCTURED = "{error}; retrying without structured output"
+CUT_SHORT = "the answer was cut short by the token limit; retrying with a higher limit"
+NOT_A_LIST = "the answer is not a list of strings"
+GAVE_UP = "no list of strings after all retries"
+LIMIT_GROWTH = 4
+"""The token limit doubles on a cut-short answer, up to this many times the role's."""
+
+
+@attrs.frozen
+class AskedList:
+    """The strings the generator gave, with the usage and cost of every attempt summed."""
+
+    items: list[str]
+    usage: Usage
+    cost: float | None
+
+
+def _add(total: float | None, cost: float | None) -> float | None:
+    if cost is None:
+        return total
+    return cost if total is None else total + cost
+
+
+async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None:
+    """The generator's list of strings for `prompt` (the only message, no system prompt).
+
+    Up to `max_retries + 1` attempts. The first asks for structured output; a failed request
+    drops it for the next attempts (a second failure is raised). An answer that is not a list
+    is asked again, with twice the token limit (up to 4× the role's) when it was cut short.
+    Every attempt's usage is counted in the stage at once. Raises `InvalidResponse` (not
+    fatal) when no attempt gave a list; None when the stage stopped admitting new requests.
+    """
+    assert run.role is not None, "ask_list needs the stage's role"
+    client = run.role.client
+    base = run.role.role.max_tokens
+    limit = base
+    structured = True
+    usage = Usage()
+    cost: float | None = None
+    attempts = run.ctx.settings.pipeline.max_retries + 1
+    for attempt in range(attempts):
+        if attempt > 0 and not run.admitting():
+            return None
+        request = run.request(prompt, json_list=structured, max_tokens=limit)
+        try:
+            completion = await client.complete(request, run.on_retry(item_id))
+        except LlmError as error:
+            if not structured:
+                raise
+            structured = False
+            run.retrying(item_id, NO_STRUCTURED.format(error=error.message))
+            continue
+        cost = _add(cost, run.add_usage(completion.usage))
+        usage = usage + completion.usage
+        items = string_array(completion.content)
+        if items:
+            return AskedList(items, usage, cost)
+        if completion.finish is FinishReason.LENGTH and limit < LIMIT_GROWTH * base:
+            limit = min(limit * 2, LIMIT_GROWTH * base)
+            run.retrying(item_id, CUT_SHORT)
+        else:
+            run.retrying(item_id, NOT_A_LIST)
+    raise InvalidResponse(GAVE_UP)

@@ -1,0 +1,191 @@
+"""Stage `questions`: fill each subtopic with new questions, dropping near-duplicates (§8).
+
+Each topic has one deduplicator, seeded with the topic's stored and rejected questions, and
+one lock: a slot (one subtopic) holds it while its batch is admitted and appended, so the
+topic admits one batch at a time while up to `concurrency` slots ask the generator at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import attrs
+import trio
+
+from overbrainer.config.settings import Topic
+from overbrainer.dataset.ids import question_id
+from overbrainer.dataset.jsonl import Appender, open_appender, read_records, rewrite
+from overbrainer.dataset.records import Question, RejectedQuestion, Subtopic, rejected_from_json
+from overbrainer.llm.connect import EMBEDDER
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.usage import Usage
+from overbrainer.pipeline.ask import ask_list
+from overbrainer.pipeline.dedup import Deduplicator, Embed
+from overbrainer.pipeline.engine import StageContext, StageRun
+
+log = logging.getLogger(__name__)
+
+STOPPED_SHORT = (
+    "subtopic `{name}`: stopped at {n} of {target} questions, the generator kept repeating itself"
+)
+
+
+@attrs.define
+class _TopicState:
+    """A topic's shared deduplicator and the lock around admit-and-append."""
+
+    topic: Topic
+    dedup: Deduplicator
+    lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+
+@attrs.define
+class _Slot:
+    """One subtopic to fill: what it has so far and its topic's state."""
+
+    subtopic: Subtopic
+    accepted: list[str]
+    state: _TopicState
+
+
+def _stored(ctx: StageContext) -> list[Question]:
+    """The stored questions, after `--force` removed the selected topics' ones."""
+    path = ctx.project.data_file("questions")
+    stored = read_records(path, Question.from_json)
+    if ctx.force:
+        kept = [q for q in stored if q.topic not in ctx.selected_topic_names]
+        if len(kept) != len(stored):
+            rewrite(path, [q.to_json() for q in kept])
+        stored = kept
+    return stored
+
+
+def _embedder(ctx: StageContext) -> Embed | None:
+    role = ctx.roles.get(EMBEDDER)
+    if role is None:
+        return None
+    client = role.client
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return await client.embed(texts)
+
+    return embed
+
+
+def _add(total: float | None, cost: float | None) -> float | None:
+    if cost is None:
+        return total
+    return cost if total is None else total + cost
+
+
+async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender) -> None:
+    """Ask for batches until the subtopic is full or the generator stops giving new ones."""
+    pipeline = ctx.settings.pipeline
+    subtopic, topic = slot.subtopic, slot.state.topic
+    target = topic.questions_per_subtopic
+    patience = max(pipeline.max_retries, 1)
+    stalls = 0
+    usage = Usage()
+    cost: float | None = None
+    template = ctx.template("questions.txt")
+    while len(slot.accepted) < target and stalls < patience:
+        if not run.admitting():
+            return
+        count = min(pipeline.question_batch_size, target - len(slot.accepted))
+        prompt = template.render(
+            topic=topic.name,
+            description=topic.description,
+            subtopic=subtopic.name,
+            count=count,
+            accepted=list(slot.accepted),
+        )
+        try:
+            asked = await ask_list(run, subtopic.id, prompt)
+            if asked is None:
+                return
+            usage, cost = usage + asked.usage, _add(cost, asked.cost)
+            async with slot.state.lock:
+                admitted = await slot.state.dedup.admit(asked.items[:count])
+                for text in admitted:
+                    question = Question(
+                        question_id(subtopic.id, text), topic.name, subtopic.id, subtopic.name, text
+                    )
+                    appender.append(question.to_json())
+        except LlmError as error:
+            run.failed(subtopic.id, error)
+            return
+        stalls = 0 if admitted else stalls + 1
+        slot.accepted.extend(admitted)
+    if len(slot.accepted) < target:
+        log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
+    run.done(subtopic.id, usage, cost)
+
+
+async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool:
+    """Seed a topic's deduplicator; False (the topic failed) when that fails non-fatally."""
+    try:
+        await state.dedup.record(seeds)
+    except LlmError as error:
+        run.failed(state.topic.name, error)
+        return False
+    return True
+
+
+async def questions_stage(ctx: StageContext, run: StageRun) -> None:
+    """Fill every subtopic of the selected topics up to `questions_per_subtopic`."""
+    pipeline = ctx.settings.pipeline
+    selected = ctx.selected_topic_names
+    subtopics = [
+        s
+        for s in read_records(ctx.project.data_file("subtopics"), Subtopic.from_json)
+        if s.topic in selected
+    ]
+    stored = _stored(ctx)
+    rejected = [
+        r
+        for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
+        if isinstance(r, RejectedQuestion) and r.topic in selected
+    ]
+    by_subtopic: dict[str, list[str]] = {}
+    by_topic: dict[str, list[str]] = {name: [] for name in selected}
+    for question in stored:
+        if question.topic in selected:
+            by_subtopic.setdefault(question.subtopic_id, []).append(question.text)
+            by_topic[question.topic].append(question.text)
+    for record in rejected:
+        by_topic[record.topic].append(record.text)
+
+    run.start(len(subtopics))
+    embed = _embedder(ctx)
+    slots: list[_Slot] = []
+    for topic in ctx.topics:
+        own = [s for s in subtopics if s.topic == topic.name]
+        target = topic.questions_per_subtopic
+        if all(len(by_subtopic.get(s.id, ())) >= target for s in own):
+            # Nothing to fill: not seeded, so its questions are not embedded again.
+            for subtopic in own:
+                run.skipped(subtopic.id)
+            continue
+        if not run.admitting():
+            return
+        dedup = Deduplicator(pipeline.dedup_threshold, pipeline.embedding_threshold, embed)
+        state = _TopicState(topic, dedup)
+        if not await _seed(run, state, by_topic[topic.name]):
+            continue
+        for subtopic in own:
+            accepted = list(by_subtopic.get(subtopic.id, ()))
+            if len(accepted) >= target:
+                run.skipped(subtopic.id)
+            else:
+                slots.append(_Slot(subtopic, accepted, state))
+    # Slots go in subtopics.jsonl order, across topics.
+    order = {s.id: index for index, s in enumerate(subtopics)}
+    slots.sort(key=lambda slot: order[slot.subtopic.id])
+
+    with open_appender(ctx.project.data_file("questions")) as appender:
+
+        async def fill(slot: _Slot) -> None:
+            await _fill(ctx, run, slot, appender)
+
+        await run.each(slots, fill)
