@@ -168,7 +168,7 @@ async def test_the_spend_cap_stops_admitting_at_the_cap(tmp_path: Path) -> None:
         "answers: 3 done, 0 skipped, 0 failed, 0 excluded; tokens 300 in, 150 out; cost $0.6000"
     ]
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: spend cap of $0.50 reached after $0.60; run the command again to continue"
+        "error: spend cap of $0.5000 reached after $0.6000; run the command again to continue"
     )
     assert len(read_examples(root)) == 3
     [line] = history(root)

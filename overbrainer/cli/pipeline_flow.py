@@ -132,6 +132,7 @@ async def pipeline_flow(
 ) -> None:
     """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`."""
     project = open_project(project_dir())
+    training = False
     with cli_frontend(events_file()) as front, project_lock(project):
         async with front.interrupt() as interrupt, front.open_bus() as bus:
             config = ConfigState(project)
@@ -182,5 +183,7 @@ async def pipeline_flow(
                         spend=spend,
                     )
                     await run_stage(ctx, stage, _body(stage))
-            if whole_run:
-                log.info(TRAINING_LATER if config.settings.training else NO_TRAINING)
+            training = config.settings.training is not None
+    # After the bus closed, so this line comes after every stage's progress lines.
+    if whole_run:
+        log.info(TRAINING_LATER if training else NO_TRAINING)
