@@ -7,6 +7,7 @@ module only moves bytes between the socket and h11 and calls one handler per req
 from __future__ import annotations
 
 import contextlib
+import http
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -17,6 +18,8 @@ import trio
 log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 65536
+ACCEPT_PAUSE = 0.1
+"""Seconds to wait after `accept` fails (no file descriptors left) before trying again."""
 MAX_BODY = 64 * 1024 * 1024
 """The largest request body accepted; a larger one gets 413 and the connection closes."""
 
@@ -95,12 +98,24 @@ async def _read_request(stream: trio.SocketStream, conn: h11.Connection) -> Requ
     )
 
 
-async def _send(stream: trio.SocketStream, conn: h11.Connection, response: Response) -> None:
+def _reason(status: int) -> bytes:
+    try:
+        return http.HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return b""
+
+
+async def _send(
+    stream: trio.SocketStream, conn: h11.Connection, response: Response, *, head: bool = False
+) -> None:
     headers = [("content-length", str(len(response.body))), *response.headers]
-    data = conn.send(h11.Response(status_code=response.status, headers=headers))
+    start = h11.Response(
+        status_code=response.status, headers=headers, reason=_reason(response.status)
+    )
+    data = conn.send(start)
     assert data is not None
     out = [data]
-    if response.body:
+    if response.body and not head:
         out.append(conn.send(h11.Data(data=response.body)) or b"")
     out.append(conn.send(h11.EndOfMessage()) or b"")
     await stream.send_all(b"".join(out))
@@ -130,7 +145,11 @@ async def _serve_connection(
                 response = Response(500, b"internal error")
             if response.drop:
                 return
-            await _send(stream, conn, response)
+            try:
+                await _send(stream, conn, response, head=request.method == "HEAD")
+            except h11.LocalProtocolError:
+                log.exception("the HTTP handler returned a response h11 cannot send")
+                return
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
             conn.start_next_cycle()
@@ -171,7 +190,13 @@ async def _accept_loop(
 
     async with listener:
         while True:
-            stream = await listener.accept()
+            try:
+                stream = await listener.accept()
+            except OSError as error:
+                # Out of file descriptors or memory: wait for connections to close, go on.
+                log.debug("cannot accept a connection: %s", error)
+                await trio.sleep(ACCEPT_PAUSE)
+                continue
             if connections.limit is not None and connections.active >= connections.limit:
                 await trio.aclose_forcefully(stream)
                 continue

@@ -193,11 +193,18 @@ def read_gpus(nvml: ModuleType) -> tuple[Gpu, ...]:
         log.debug("no GPUs: NVML cannot start: %s", error)
         return ()
     try:
-        count = int(nvml.nvmlDeviceGetCount())
-        return tuple(_gpu(nvml, index) for index in range(count))
-    except Exception as error:
-        log.debug("cannot read the GPUs: %s", error)
-        return ()
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        except Exception as error:
+            log.debug("cannot read the GPUs: %s", error)
+            count = 0
+        gpus = []
+        for index in range(count):
+            try:
+                gpus.append(_gpu(nvml, index))
+            except Exception as error:  # fell off the bus, lost: the others still count
+                log.debug("cannot read GPU %d: %s", index, error)
+        return tuple(gpus)
     finally:
         try:
             nvml.nvmlShutdown()

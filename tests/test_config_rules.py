@@ -363,21 +363,6 @@ OURS: list[tuple[str, str, list[str]]] = [
         ["pipeline.max_retries: must be at least 0", "pipeline.seed: must be in [0, 2^64)"],
     ),
     (
-        "training-ranges",
-        HEAD
-        + ROLES
-        + '[targets.local]\nkind = "local"\nruntime = "native"\n'
-        + '[training]\ntarget = "local"\nbase_model = "b"\nadapter = "full"\nepochs = 0\n'
-        + "learning_rate = 0.0\nlora_dropout = 1.0\nsaves_per_epoch = 0\nmerge = true\n",
-        [
-            "training.epochs: must be at least 1",
-            "training.saves_per_epoch: must be at least 1",
-            "training.learning_rate: must be greater than 0",
-            "training.lora_dropout: must be in [0, 1)",
-            'training.merge: only valid with adapter = "lora" or "qlora"',
-        ],
-    ),
-    (
         "container-targets",
         HEAD
         + ROLES

@@ -16,6 +16,8 @@ async def echo(request: Request) -> Response:
         return Response(drop=True)
     if request.path == "/boom":
         raise RuntimeError("handler bug")
+    if request.path == "/bad-header":
+        return Response(200, b"", (("x-bad", " padded "),))
     text = f"{request.method} {request.path} {request.query} {len(request.body)}"
     return Response(200, text.encode(), (("x-seen", request.headers.get("x-test", "")),))
 
@@ -33,6 +35,11 @@ async def test_serves_requests_over_one_kept_alive_connection() -> None:
             assert (first.status_code, first.text) == (200, "POST /a b=1 100000")
             assert first.headers["x-seen"] == "t"
             assert second.text == "GET /c  0"
+            assert second.reason_phrase == "OK"
+            async with httpx2.AsyncClient() as client:
+                head = await client.head(f"http://{host}:{port}/h")
+            assert (head.status_code, head.content) == (200, b"")
+            assert head.headers["content-length"] == str(len("HEAD /h  0"))
             nursery.cancel_scope.cancel()
 
 
@@ -42,6 +49,9 @@ async def test_handler_errors_give_500_and_drop_closes_without_answer() -> None:
             host, port = await nursery.start(serve_http, echo)
             async with httpx2.AsyncClient() as client:
                 assert (await client.get(f"http://{host}:{port}/boom")).status_code == 500
+                with pytest.raises(httpx2.HTTPError):
+                    await client.get(f"http://{host}:{port}/bad-header")
+                assert (await client.get(f"http://{host}:{port}/ok")).status_code == 200
                 with pytest.raises(httpx2.HTTPError):
                     await client.get(f"http://{host}:{port}/drop")
             nursery.cancel_scope.cancel()

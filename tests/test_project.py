@@ -23,8 +23,8 @@ import sys, time
 from pathlib import Path
 from overbrainer.project import open_project, project_lock
 with project_lock(open_project(Path(sys.argv[1]))):
-    print("locked", flush=True)
     try:
+        print("locked", flush=True)  # inside the try: a SIGINT right after it is still seen
         time.sleep(60)
     except KeyboardInterrupt:
         print("interrupted", flush=True)

@@ -207,9 +207,10 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
         loaded = _CONVERTER.structure(table, s.Settings)
     except Exception as error:  # cattrs wraps every problem; each is named by its key path
         raise ConfigError.parse(_problems(error, "")) from None
+    from overbrainer.config.ranges import check_sections
     from overbrainer.config.validate import check
 
-    problems = env_only + check(loaded)
+    problems = env_only + check(loaded) + check_sections(loaded)
     if problems:
         raise ConfigError.invalid(problems)
     return attrs.evolve(loaded, from_env=frozenset(".".join(p) for p in paths))

@@ -1,7 +1,7 @@
-"""Checks of the sections past the pipeline's: prices, training, export, compare, metrics, URLs.
+"""Checks past the reference's: role prices, targets, export, compare, metrics, base URLs.
 
-They run after the reference's ordered checks (`validate.check`); each message names its key
-and never quotes its value.
+They run after the reference's ordered checks (`validate.check`, which also holds the
+`[training]` checks); each message names its key and never quotes its value.
 """
 
 from __future__ import annotations
@@ -103,33 +103,6 @@ def _pipeline(cfg: s.Settings) -> list[str]:
         out.append("pipeline.max_retries: must be at least 0")
     if not 0 <= cfg.pipeline.seed < U64_LIMIT:
         out.append("pipeline.seed: must be in [0, 2^64)")
-    return out
-
-
-def _training(cfg: s.Settings) -> list[str]:
-    t = cfg.training
-    if t is None:
-        return []
-    out = [
-        f"training.{key}: must be at least 1"
-        for key in (
-            "epochs",
-            "lora_r",
-            "lora_alpha",
-            "sequence_len",
-            "micro_batch_size",
-            "gradient_accumulation_steps",
-            "evals_per_epoch",
-            "saves_per_epoch",
-        )
-        if getattr(t, key) < 1
-    ]
-    if not (math.isfinite(t.learning_rate) and t.learning_rate > 0):
-        out.append("training.learning_rate: must be greater than 0")
-    if not 0 <= t.lora_dropout < 1:
-        out.append("training.lora_dropout: must be in [0, 1)")
-    if t.merge and t.adapter is s.Adapter.FULL:
-        out.append('training.merge: only valid with adapter = "lora" or "qlora"')
     return out
 
 
@@ -245,11 +218,10 @@ def _endpoints(cfg: s.Settings) -> list[str]:
 
 
 def check_sections(cfg: s.Settings) -> list[str]:
-    """Problems of the role prices and of every section after `[pipeline]`, in file order."""
+    """Problems of the role prices and of the sections after `[training]`, in file order."""
     return (
         _roles(cfg)
         + _pipeline(cfg)
-        + _training(cfg)
         + _targets(cfg)
         + _export(cfg)
         + _compare(cfg)

@@ -6,7 +6,6 @@ import math
 import re
 
 from overbrainer.config import settings as s
-from overbrainer.config.ranges import check_sections
 
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -93,4 +92,4 @@ def check(cfg: s.Settings) -> list[str]:
                 out.append(f"targets.{name}.max_hours: must be at most 720")
             if target.gpu_count < 1:
                 out.append(f"targets.{name}.gpu_count: must be at least 1")
-    return out + check_sections(cfg)
+    return out
