@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -76,17 +77,22 @@ def _list_or_auto(value: object, _: object) -> s.ListOrAuto:
     raise _WrongType('"auto", a list of strings or a comma-separated string')
 
 
+_DECIMAL = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+"""A finite decimal number as the environment may write it (no `_`, no spaces, no `nan`)."""
+
+
 def _extra(value: object) -> object:
     if isinstance(value, EnvStr):
         text = str(value)
         if text in ("true", "false"):
             return text == "true"
-        if re.fullmatch(r"-?(0|[1-9]\d*)", text) and abs(int(text)) < 2**63:
-            return int(text)
-        try:
+        if re.fullmatch(r"[+-]?\d+", text):
+            # Only canonical, in-range integers: `007`, `+5` or 2**63 stay text (the reference).
+            number = int(text)
+            return number if str(number) == text and -(2**63) <= number < 2**63 else text
+        if _DECIMAL.fullmatch(text) and math.isfinite(float(text)):
             return float(text)
-        except ValueError:
-            return text
+        return text
     if isinstance(value, dict):
         return {k: _extra(v) for k, v in value.items()}
     return value

@@ -82,8 +82,10 @@ def check(cfg: s.Settings) -> list[str]:
         out.append("pipeline.max_cost_usd: must be at least 0")
     if not pl.drain_secs >= 0:
         out.append("pipeline.drain_secs: must be at least 0")
-    if cfg.training is not None and cfg.training.target not in cfg.targets:
-        out.append(f"training.target: unknown target `{cfg.training.target}`")
+    if cfg.training is not None:
+        if cfg.training.target not in cfg.targets:
+            out.append(f"training.target: unknown target `{cfg.training.target}`")
+        out += check_training(cfg.training)
     for name, target in cfg.targets.items():
         if isinstance(target, s.RunpodTarget):
             if math.isnan(target.max_hours) or target.max_hours <= 0:
@@ -92,4 +94,74 @@ def check(cfg: s.Settings) -> list[str]:
                 out.append(f"targets.{name}.max_hours: must be at most 720")
             if target.gpu_count < 1:
                 out.append(f"targets.{name}.gpu_count: must be at least 1")
+    return out
+
+
+TYPED_AXOLOTL_KEYS = {
+    "base_model": "base_model",
+    "adapter": "adapter",
+    "num_epochs": "epochs",
+    "learning_rate": "learning_rate",
+    "lora_r": "lora_r",
+    "lora_alpha": "lora_alpha",
+    "lora_dropout": "lora_dropout",
+    "sequence_len": "sequence_len",
+    "micro_batch_size": "micro_batch_size",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "optimizer": "optimizer",
+    "lr_scheduler": "lr_scheduler",
+    "sample_packing": "sample_packing",
+    "evals_per_epoch": "evals_per_epoch",
+    "saves_per_epoch": "saves_per_epoch",
+    "hub_model_id": "hub_model_id",
+}
+"""Axolotl keys that a typed `[training]` key sets, with that key."""
+MANAGED_AXOLOTL_KEYS = (
+    "datasets",
+    "test_datasets",
+    "val_set_size",
+    "output_dir",
+    "dataset_prepared_path",
+    "plugins",
+    "resume_from_checkpoint",
+)
+"""Axolotl keys the run layout, the metrics plugin and resuming depend on."""
+
+
+def check_training(training: s.Training) -> list[str]:
+    """The problems of `[training]`: ranges, `merge`, and what `axolotl_extra` may not set."""
+    out: list[str] = []
+    counts = (
+        ("epochs", training.epochs),
+        ("lora_r", training.lora_r),
+        ("lora_alpha", training.lora_alpha),
+        ("sequence_len", training.sequence_len),
+        ("micro_batch_size", training.micro_batch_size),
+        ("gradient_accumulation_steps", training.gradient_accumulation_steps),
+        ("evals_per_epoch", training.evals_per_epoch),
+        ("saves_per_epoch", training.saves_per_epoch),
+    )
+    out += [f"training.{key}: must be at least 1" for key, value in counts if value < 1]
+    for key, text in (("optimizer", training.optimizer), ("lr_scheduler", training.lr_scheduler)):
+        if not text.strip():
+            out.append(f"training.{key}: must not be empty")
+    if training.hub_model_id is not None and not training.hub_model_id.strip():
+        out.append("training.hub_model_id: must not be empty")
+    if not (training.learning_rate > 0 and math.isfinite(training.learning_rate)):
+        out.append("training.learning_rate: must be greater than 0")
+    if not 0 <= training.lora_dropout < 1:
+        out.append("training.lora_dropout: must be in [0, 1)")
+    if training.merge and training.adapter is s.Adapter.FULL:
+        out.append(
+            'training.merge: requires adapter = "lora" or "qlora" '
+            "(a full fine-tune has no adapter to merge)"
+        )
+    for key, value in training.axolotl_extra.items():
+        prefix = f"training.axolotl_extra.{key}"
+        if key in TYPED_AXOLOTL_KEYS:
+            out.append(f"{prefix}: set training.{TYPED_AXOLOTL_KEYS[key]} instead")
+        if key in MANAGED_AXOLOTL_KEYS:
+            out.append(f"{prefix}: managed by overbrainer, cannot be overridden")
+        if key == "save_only_model" and value is True:
+            out.append(f"{prefix}: cannot be true, snapshots need resumable checkpoints")
     return out

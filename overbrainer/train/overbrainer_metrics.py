@@ -190,7 +190,10 @@ class SnapshotCallback(_CallbackBase):  # type: ignore[misc,unused-ignore]
                 found = os.path.exists(self.request)
             except Exception:
                 found = False
-        return _broadcast(found)
+        try:
+            return _broadcast(found)
+        except Exception:
+            return found
 
     def _read_reason(self) -> str:
         try:
@@ -206,6 +209,9 @@ class SnapshotCallback(_CallbackBase):  # type: ignore[misc,unused-ignore]
             return control
         if not self._requested(state):
             return control
+        max_steps = _int_or_none(getattr(state, "max_steps", None)) or 0
+        if 0 < max_steps <= int(getattr(state, "global_step", 0) or 0):
+            return control  # the last step: the trainer ends and saves normally, with no proof
         self.reason = self._read_reason()
         control.should_save = True
         control.should_training_stop = True

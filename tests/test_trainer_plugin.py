@@ -1,0 +1,252 @@
+"""The metrics plugin inside the real transformers Trainer, on a tiny random GPT-2 on the CPU.
+
+Run with `pytest -m trainer` (nox session `trainer`); skipped when torch is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.trainer
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from overbrainer.runs.summary import MetricsSummary  # noqa: E402
+from overbrainer.train.metric_lines import Begin, End, Eval, Log, parse_line  # noqa: E402
+from overbrainer.train.prepare import plugin_source  # noqa: E402
+
+torch.set_num_threads(1)  # a tiny model: threads only contend on a shared machine
+Callback: Any = transformers.TrainerCallback
+DatasetBase: Any = torch.utils.data.Dataset
+MAX_STEPS = 20
+EVAL_BATCHES = 10
+
+
+class Tokens(DatasetBase):  # type: ignore[misc]
+    """Random token sequences: a tokenizer-free causal LM dataset."""
+
+    def __init__(self, count: int, seed: int) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(0, 64, (count, 16), generator=generator)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return {"input_ids": self.ids[index], "labels": self.ids[index]}
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Iterator[ModuleType]:
+    """The plugin file as a run ships it, imported by its module name like Axolotl does."""
+    folder = tmp_path / "run" / "plugin"
+    folder.mkdir(parents=True)
+    path = folder / "overbrainer_metrics.py"
+    path.write_text(plugin_source(), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("overbrainer_metrics", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["overbrainer_metrics"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("overbrainer_metrics", None)
+
+
+def trainer(run: Path, callbacks: list[Any], **overrides: Any) -> Any:
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=64,
+        n_positions=32,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    model = transformers.GPT2LMHeadModel(config)
+    settings: dict[str, Any] = {
+        "output_dir": str(run / "output"),
+        "max_steps": MAX_STEPS,
+        "per_device_train_batch_size": 2,
+        "per_device_eval_batch_size": 1,
+        "learning_rate": 1e-3,
+        "logging_steps": 1,
+        "eval_strategy": "steps",
+        "eval_steps": 10,
+        "save_strategy": "no",
+        "report_to": "none",
+        "use_cpu": True,
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "seed": 0,
+    }
+    settings.update(overrides)
+    return transformers.Trainer(
+        model=model,
+        args=transformers.TrainingArguments(**settings),
+        train_dataset=Tokens(2 * MAX_STEPS, seed=1),
+        eval_dataset=Tokens(EVAL_BATCHES, seed=2),
+        callbacks=callbacks,
+    )
+
+
+def around(lines: list[Any], index: int) -> tuple[int, int, bool]:
+    """The step of the log before line `index`, and the step of the next log and if it is eval."""
+    before = next(line.metric for line in reversed(lines[:index]) if isinstance(line, Log))
+    after = next(line.metric for line in lines[index:] if isinstance(line, Log))
+    return before.step, after.step, after.eval_loss is not None
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_plugin_writes_begin_log_eval_end_lines(
+    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    metrics = run / "logs" / "metrics.jsonl"
+    monkeypatch.setenv("OVERBRAINER_METRICS", str(metrics))
+    monkeypatch.delenv("OVERBRAINER_SNAPSHOT", raising=False)
+    callbacks = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
+    assert [type(c).__name__ for c in callbacks] == ["MetricsCallback"]
+    assert isinstance(callbacks[0], transformers.TrainerCallback)
+    trainer(run, callbacks).train()
+
+    lines = [parse_line(text) for text in metrics.read_text().splitlines()]
+    kinds = [type(line).__name__ for line in lines if not isinstance(line, Eval)]
+    # 20 training logs, an evaluation log at steps 10 and 20, the trainer's summary log.
+    assert kinds == ["Begin"] + ["Log"] * 11 + ["Log"] * 10 + ["Log", "Log", "End"]
+    evals = [(i, line) for i, line in enumerate(lines) if isinstance(line, Eval)]
+    # Each evaluation starts with prediction step 1, written at once, before its eval_loss log.
+    starts = [i for i, line in evals if line.step == 1]
+    assert [around(lines, i) for i in starts] == [(10, 10, True), (20, 20, True)]
+    for (_, before), (_, after) in itertools.pairwise(evals):
+        if after.step > 1:  # a later step of the same evaluation: at least 2 s after the last
+            assert after.step > before.step and after.time - before.time >= 2.0
+    assert all(line.total == EVAL_BATCHES for _, line in evals)
+    begin, end = lines[0], lines[-1]
+    assert isinstance(begin, Begin) and begin.max_steps == MAX_STEPS
+    assert isinstance(end, End) and end.step == MAX_STEPS
+    logs = [line.metric for line in lines if isinstance(line, Log)]
+    train_logs = [m for m in logs if m.loss is not None]
+    assert [m.step for m in train_logs] == list(range(1, MAX_STEPS + 1))
+    assert all(m.learning_rate is not None and m.grad_norm is not None for m in train_logs)
+    assert [m.step for m in logs if m.eval_loss is not None] == [10, 20]
+    assert all(m.max_steps == MAX_STEPS and m.epoch is not None for m in logs)
+    raw = records(metrics)
+    assert list(raw[1]) == [
+        "event",
+        "time",
+        "step",
+        "epoch",
+        "max_steps",
+        "loss",
+        "learning_rate",
+        "grad_norm",
+    ]
+    assert raw[0]["time"] <= raw[1]["time"] <= raw[-1]["time"]
+
+    summary = MetricsSummary()
+    for text in metrics.read_text().splitlines():
+        summary.add(text)
+    last = train_logs[-1]
+    assert (summary.lines, summary.malformed, summary.step) == (len(lines), 0, MAX_STEPS)
+    eval_loss = [m.eval_loss for m in logs if m.eval_loss is not None][-1]
+    assert last.epoch is not None and last.loss is not None and eval_loss is not None
+    assert summary.describe() == (
+        f"step 20/20, epoch {last.epoch:.2f}, loss {last.loss:.4f}, eval_loss {eval_loss:.4f}"
+    )
+
+
+def test_eval_lines_are_throttled_to_one_per_two_seconds(
+    plugin: ModuleType, tmp_path: Path
+) -> None:
+    ticks = iter(range(10_000))
+
+    def clock() -> float:
+        return 1_700_000_000 + 0.7 * next(ticks)  # every call is 0.7 s after the previous one
+
+    metrics = tmp_path / "metrics.jsonl"
+    trainer(tmp_path, [plugin.MetricsCallback(str(metrics), clock=clock)]).train()
+    evals = [r for r in records(metrics) if r["event"] == "eval"]
+    # Per evaluation: prediction step 1 at once, then the first step at least 2 s later.
+    assert [r["step"] for r in evals] == [1, 4, 7, 10, 1, 4, 7, 10]
+    assert all(r["total"] == EVAL_BATCHES for r in evals)
+
+
+def test_a_snapshot_request_saves_a_checkpoint_stops_and_writes_its_proof(
+    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    request = run / "snapshot.request"
+    monkeypatch.setenv("OVERBRAINER_METRICS", str(run / "metrics.jsonl"))
+    monkeypatch.setenv("OVERBRAINER_SNAPSHOT", str(request))
+
+    class Asker(Callback):  # type: ignore[misc]
+        """Plays `train stop`: writes the request file at the end of step 7."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 7:
+                request.write_text("disk\n")
+
+    callbacks = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
+    assert [type(c).__name__ for c in callbacks] == ["MetricsCallback", "SnapshotCallback"]
+    first = trainer(run, [Asker(), *callbacks])
+    first.train()
+
+    assert first.state.global_step == 7
+    checkpoint = run / "output" / "checkpoint-7"
+    assert (checkpoint / "trainer_state.json").is_file()
+    assert (checkpoint / "optimizer.pt").is_file()
+    assert sorted(p.name for p in (run / "output").iterdir()) == ["checkpoint-7"]
+    proof = json.loads((run / "snapshot.json").read_text())
+    assert list(proof) == ["checkpoint", "step", "time", "reason"]
+    assert (proof["checkpoint"], proof["step"], proof["reason"]) == (
+        "output/checkpoint-7",
+        7,
+        "disk",
+    )
+    assert not (run / "snapshot.json.tmp").exists()
+    lines = records(run / "metrics.jsonl")
+    assert lines[-1] == {"event": "end", "time": lines[-1]["time"], "step": 7}
+
+    # The snapshot is a resumable checkpoint: training goes on from step 8 to the end.
+    request.unlink()
+    (run / "metrics.jsonl").unlink()
+    again = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
+    second = trainer(run, again)
+    second.train(resume_from_checkpoint=str(checkpoint))
+    steps = [r["step"] for r in records(run / "metrics.jsonl") if r.get("loss") is not None]
+    assert steps == list(range(8, MAX_STEPS + 1))
+
+
+def test_a_request_at_the_last_step_changes_nothing(
+    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    request = run / "snapshot.request"
+
+    class Asker(Callback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == MAX_STEPS:
+                request.write_text("requested")
+
+    snapshot = plugin.SnapshotCallback(str(request))
+    done = trainer(run, [Asker(), snapshot])
+    done.train()
+    assert done.state.global_step == MAX_STEPS
+    assert snapshot.reason is None
+    assert not (run / "snapshot.json").exists()
+    assert not (run / "output").exists() or not list((run / "output").glob("checkpoint-*"))
