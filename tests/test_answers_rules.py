@@ -225,3 +225,30 @@ async def test_the_metrics_endpoint_counts_the_stage_while_it_runs(tmp_path: Pat
         with trio.fail_after(10):
             assert await process.wait() == 0
     assert 'overbrainer_stage_items_total{stage="answers",result="done"} 2\n' in scrape.text
+
+
+async def test_an_anthropic_parent_is_warned_about_and_its_thinking_excluded(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 1)
+
+    def thinking(request: Recorded) -> Reply:
+        return Reply(content="It lends.", thinking="Let me think.", usage=(10, 5))
+
+    async with open_stub(thinking) as stub:
+        result = await overbrainer(
+            root,
+            "answers",
+            url=stub.url,
+            env={"OVERBRAINER_PROVIDERS__STUB__PROTOCOL": "anthropic"},
+        )
+        assert [r.path for r in stub.completions] == ["/v1/messages"]
+    assert result.code == 0, result.stderr
+    assert f"parent parent-model: {ANTHROPIC_HIDES}" in result.stderr
+    [stored] = read_examples(root)
+    assert (stored.meta.excluded, stored.meta.reasoning_kind) == (
+        Exclusion.NO_RAW_REASONING,
+        ReasoningKind.SUMMARY,
+    )
+    assert stored.messages[-1].reasoning_content == "Let me think."
