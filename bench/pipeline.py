@@ -177,6 +177,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--resume", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=1, help="answers rounds")
     parser.add_argument("--bare", nargs=3, metavar=("URL", "QUESTIONS", "CONCURRENCY"))
     parser.add_argument("--make-finished", nargs=2, metavar=("DIR", "COUNT"))
     args = parser.parse_args()
@@ -190,13 +191,9 @@ def main() -> None:
         trio.run(bare_loop, url, texts, int(concurrency))
         return
 
-    stub, url = start_stub(args.delay)
-    try:
+    for round_ in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            run_answers(Path(tmp), url, args)
-    finally:
-        stub.terminate()
-        stub.wait()
+            run_answers(Path(tmp), args, bare_first=round_ % 2 == 0)
 
     quiet, quiet_url = start_stub(0.0)
     try:
@@ -207,26 +204,48 @@ def main() -> None:
         quiet.wait()
 
 
-def run_answers(tmp: Path, url: str, args: argparse.Namespace) -> None:
+def with_stub(delay: float, args: list[str], env: dict[str, str] | None = None) -> Measured:
+    """Measure a command against a fresh stub (the stub keeps every request it served, so a
+    used one grows slower and would handicap whichever command comes second)."""
+    stub, url = start_stub(delay)
+    try:
+        command = [a.replace("{url}", url) for a in args]
+        return measure(command, None if env is None else {**env, **overbrainer_env(url)})
+    finally:
+        stub.terminate()
+        stub.wait()
+
+
+def run_answers(tmp: Path, args: argparse.Namespace, *, bare_first: bool) -> None:
     n, c, delay = args.answers, args.concurrency, args.delay
     ideal = math.ceil(n / c) * delay
     root = tmp / "answers"
     make_project(root, n, c)
     questions_file = str(root / "data" / "questions.jsonl")
-    bare = measure([sys.executable, __file__, "--bare", url, questions_file, str(c)])
-    ours = measure(
-        [sys.executable, "-m", "overbrainer", "-C", str(root), "answers"], overbrainer_env(url)
-    )
+
+    def bare() -> Measured:
+        return with_stub(
+            delay, [sys.executable, __file__, "--bare", "{url}", questions_file, str(c)]
+        )
+
+    def ours() -> Measured:
+        command = [sys.executable, "-m", "overbrainer", "-C", str(root), "answers"]
+        return with_stub(delay, command, {})
+
+    if bare_first:
+        floor, measured = bare(), ours()
+    else:
+        measured, floor = ours(), bare()
     print(f"answers: {n} at concurrency {c}, {delay * 1000:.0f} ms per reply; ideal {ideal:.2f}s")
-    print(f"  overbrainer says: {ours.stdout.strip()}")
-    for name, m in (("bare httpx2 loop", bare), ("overbrainer answers", ours)):
+    print(f"  overbrainer says: {measured.stdout.strip()}")
+    for name, m in (("bare httpx2 loop", floor), ("overbrainer answers", measured)):
         print(
             f"  {name:<20} wall {m.wall:6.2f}s  ideal/wall {ideal / m.wall:.2f}  "
             f"CPU {m.cpu:6.2f}s = {m.cpu / n * 1000:.2f} ms/answer  peak RSS {m.rss_mib:.0f} MiB"
         )
     print(
-        f"  ratio of ratios {(ideal / ours.wall) / (ideal / bare.wall):.2f}; "
-        f"CPU beyond the bare loop {(ours.cpu - bare.cpu) / n * 1000:.2f} ms/answer"
+        f"  ratio of ratios {(ideal / measured.wall) / (ideal / floor.wall):.2f}; "
+        f"CPU beyond the bare loop {(measured.cpu - floor.cpu) / n * 1000:.2f} ms/answer"
     )
 
 

@@ -12,8 +12,9 @@ import trio
 from overbrainer.dataset.jsonl import read_records
 from overbrainer.dataset.records import Example
 from overbrainer.history import HistoryStatus
+from overbrainer.http_server import Request, Response
 from overbrainer.project import Project, project_lock
-from overbrainer.stub_provider import Recorded, Reply, open_stub
+from overbrainer.stub_provider import Recorded, Reply, StubProvider, open_stub
 from tests.pipeline_support import (
     PRICES,
     completion_prompts,
@@ -168,7 +169,7 @@ async def test_the_spend_cap_stops_admitting_at_the_cap(tmp_path: Path) -> None:
         "answers: 3 done, 0 skipped, 0 failed, 0 excluded; tokens 300 in, 150 out; cost $0.6000"
     ]
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: spend cap of $0.50 reached after $0.60; run the command again to continue"
+        "error: spend cap of $0.5000 reached after $0.6000; run the command again to continue"
     )
     assert len(read_examples(root)) == 3
     [line] = history(root)
@@ -184,3 +185,36 @@ async def test_a_cap_with_an_unknown_price_refuses_to_start(tmp_path: Path) -> N
     assert result.code == 2
     assert result.stderr.strip().splitlines()[-1] == "error: --max-cost needs known prices"
     assert history(root) == []
+
+
+class SlowPrices(StubProvider):
+    """A provider whose model listing never comes."""
+
+    def __init__(self) -> None:
+        super().__init__(slow(0.0))
+        self.listing = trio.Event()
+
+    async def handle(self, request: Request) -> Response:
+        if request.path.endswith("/models"):
+            self.listing.set()
+            await trio.sleep_forever()
+        return await super().handle(request)
+
+
+async def test_ctrl_c_while_prices_are_looked_up_stops_at_once(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    stub = SlowPrices()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(stub.serve)
+        process = await start(nursery, root, "answers", url=url)
+        with trio.fail_after(10):
+            await stub.listing.wait()
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(3):
+            assert await process.wait() == 130
+        nursery.cancel_scope.cancel()
+    assert stub.completions == []
+    assert (root / "stderr.txt").read_text().strip().splitlines()[-1] == INTERRUPTED
+    assert history(root) == []
+    assert_unlocked(root)

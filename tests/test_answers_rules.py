@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import httpx2
 import pytest
+import trio
 
 from overbrainer.config.settings import Protocol, Role
 from overbrainer.dataset.records import Exclusion, Question
@@ -20,7 +23,14 @@ from overbrainer.pipeline.answers import (
     hiding_warning,
 )
 from overbrainer.stub_provider import Recorded, Reply, open_stub
-from tests.pipeline_support import make_project, overbrainer, read_examples, write_questions
+from tests.pipeline_support import (
+    make_project,
+    overbrainer,
+    read_examples,
+    start,
+    wait_until,
+    write_questions,
+)
 
 
 @pytest.mark.parametrize(
@@ -184,3 +194,61 @@ async def test_a_hiding_parent_is_warned_about(tmp_path: Path) -> None:
         Exclusion.NO_RAW_REASONING,
         ReasoningKind.SUMMARY,
     )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_the_metrics_endpoint_counts_the_stage_while_it_runs(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    write_questions(root, 3)
+    port = free_port()
+    released = trio.Event()
+
+    async def respond(request: Recorded) -> Reply:
+        if len(stub.completions) == 3:
+            await released.wait()
+        return plain(request)
+
+    env = {"OVERBRAINER_METRICS__LISTEN": f"127.0.0.1:{port}"}
+    async with open_stub(respond) as stub, trio.open_nursery() as nursery:
+        process = await start(nursery, root, "answers", url=stub.url, env=env)
+        await wait_until(lambda: len(stub.completions) == 3)
+        async with httpx2.AsyncClient() as client:
+            with trio.fail_after(5):
+                scrape = await client.get(f"http://127.0.0.1:{port}/metrics")
+        released.set()
+        with trio.fail_after(10):
+            assert await process.wait() == 0
+    assert 'overbrainer_stage_items_total{stage="answers",result="done"} 2\n' in scrape.text
+
+
+async def test_an_anthropic_parent_is_warned_about_and_its_thinking_excluded(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 1)
+
+    def thinking(request: Recorded) -> Reply:
+        return Reply(content="It lends.", thinking="Let me think.", usage=(10, 5))
+
+    async with open_stub(thinking) as stub:
+        result = await overbrainer(
+            root,
+            "answers",
+            url=stub.url,
+            env={"OVERBRAINER_PROVIDERS__STUB__PROTOCOL": "anthropic"},
+        )
+        assert [r.path for r in stub.completions] == ["/v1/messages"]
+    assert result.code == 0, result.stderr
+    assert f"parent parent-model: {ANTHROPIC_HIDES}" in result.stderr
+    [stored] = read_examples(root)
+    assert (stored.meta.excluded, stored.meta.reasoning_kind) == (
+        Exclusion.NO_RAW_REASONING,
+        ReasoningKind.SUMMARY,
+    )
+    assert stored.messages[-1].reasoning_content == "Let me think."

@@ -267,7 +267,7 @@ async def test_the_spend_cap_stops_admission_and_fails_the_command(
     # Two at a time, $0.20 each: 0.4 spent at t=1 admits two more, 0.8 at t=2 admits none.
     assert h.spend.spent == pytest.approx(0.8)
     assert caught.value.message == (
-        "spend cap of $0.50 reached after $0.80; run the command again to continue"
+        "spend cap of $0.5000 reached after $0.8000; run the command again to continue"
     )
     assert h.history()[0][0] is HistoryStatus.INTERRUPTED
 

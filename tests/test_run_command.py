@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+
+import trio
 
 from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.history import HistoryStatus
 from overbrainer.pipeline.split import stratify
 from overbrainer.runs.store import Runs
 from overbrainer.stub_provider import Recorded, Reply, default_reply, open_stub
-from tests.pipeline_support import history, make_project, overbrainer, read_examples
+from tests.pipeline_support import (
+    history,
+    make_project,
+    overbrainer,
+    read_examples,
+    start,
+    wait_until,
+)
 from tests.train_helpers import standin_env
 
 TRAINING = """
@@ -137,4 +147,59 @@ async def test_questions_first_makes_the_missing_subtopics(tmp_path: Path) -> No
     assert [(h.stage.value, h.status) for h in history(root)] == [
         ("subtopics", HistoryStatus.OK),
         ("questions", HistoryStatus.OK),
+    ]
+
+
+async def test_ctrl_c_during_questions_stops_run_and_a_rerun_finishes(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", concurrency=2)
+
+    async def respond(request: Recorded) -> Reply:
+        reply = default_reply(request)
+        if "question" in (request.prompt or "").lower() and slow:
+            reply.delay = 2.0
+        return reply
+
+    slow = True
+    async with open_stub(respond) as stub, trio.open_nursery() as nursery:
+        process = await start(nursery, root, "run", url=stub.url)
+        await wait_until(
+            lambda: sum("question" in (r.prompt or "").lower() for r in stub.completions) == 2
+        )
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(8):
+            assert await process.wait() == 130
+        out = (root / "stdout.txt").read_text().splitlines()
+        assert [line.split(":")[0] for line in out] == ["subtopics", "questions"]
+        assert out[1].startswith("questions: 2 done, 0 skipped, 0 failed")
+        err = (root / "stderr.txt").read_text().strip().splitlines()
+        assert err[-1] == "interrupted: the stage resumes on its next run"
+        assert [(h.stage.value, h.status) for h in history(root)] == [
+            ("subtopics", HistoryStatus.OK),
+            ("questions", HistoryStatus.INTERRUPTED),
+        ]
+        slow = False
+        rerun = await overbrainer(root, "run", url=stub.url)
+        assert rerun.code == 0, rerun.stderr
+        assert rerun.out_lines[1].startswith("questions: 2 done, 2 skipped, 0 failed")
+        assert rerun.out_lines[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
+
+
+async def test_the_spend_cap_covers_every_stage_of_run(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub:
+        stub.models = {
+            "data": [
+                {"id": "gen-model", "pricing": {"prompt": "0.01", "completion": "0.01"}},
+                {"id": "parent-model", "pricing": {"prompt": "0.01", "completion": "0.01"}},
+            ]
+        }
+        result = await overbrainer(root, "run", "--max-cost", "0.5", url=stub.url)
+        assert len(stub.completions) == 1
+    assert result.code == 1
+    assert len(result.out_lines) == 1
+    assert result.out_lines[0].startswith("subtopics: 1 done, 0 skipped, 0 failed")
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: spend cap of $0.5000 reached after $")
+    assert [(h.stage.value, h.status) for h in history(root)] == [
+        ("subtopics", HistoryStatus.INTERRUPTED)
     ]

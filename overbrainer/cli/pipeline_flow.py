@@ -8,15 +8,20 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+import trio
+
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.options import cli_frontend, events_file
 from overbrainer.config import load_settings
-from overbrainer.config.settings import Settings
+from overbrainer.config.settings import Settings, Topic
 from overbrainer.dataset.jsonl import read_records
 from overbrainer.dataset.records import Subtopic
 from overbrainer.errors import OverbrainerError, UsageError
-from overbrainer.events import Stage
+from overbrainer.events import Event, EventBus, Observer, Stage
+from overbrainer.front import CliFrontend, Interrupt
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
+from overbrainer.metrics_endpoint import open_metrics
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.engine import (
     Body,
@@ -120,6 +125,100 @@ def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
     return any(name not in have for name in names)
 
 
+class _Observers:
+    """Several observers as one (the events file and the metrics), each failure contained."""
+
+    def __init__(self, *observers: Observer | None) -> None:
+        self._all = [observer for observer in observers if observer is not None]
+
+    def event(self, bus: int, event: Event) -> None:
+        for observer in self._all:
+            try:
+                observer.event(bus, event)
+            except Exception:
+                log.exception("an event observer failed")
+
+    def closed(self, bus: int) -> None:
+        for observer in self._all:
+            try:
+                observer.closed(bus)
+            except Exception:
+                log.exception("an event observer failed")
+
+
+@attrs.define
+class _Pipeline:
+    """One command's stages, sharing its bus, interrupt, spend cap and price listings."""
+
+    project: Project
+    config: ConfigState
+    front: CliFrontend
+    bus: EventBus
+    interrupt: Interrupt
+    topic_names: tuple[str, ...]
+    force: bool
+    whole_run: bool
+    spend: SpendCap
+    prices: PriceBook = attrs.Factory(PriceBook)
+
+    async def _connect(
+        self, connection: contextlib.AsyncExitStack, names: list[str]
+    ) -> dict[str, RoleClient]:
+        if not names:
+            return {}
+        roles: dict[str, RoleClient] | None = None
+        # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
+        async with trio.open_nursery() as nursery:
+
+            async def stop_on_interrupt() -> None:
+                await self.interrupt.wait_caught()
+                nursery.cancel_scope.cancel()
+
+            if not self.interrupt.off:
+                nursery.start_soon(stop_on_interrupt)
+            roles = await connection.enter_async_context(
+                connect_roles(self.config.settings, names, self.config.env, self.prices)
+            )
+            nursery.cancel_scope.cancel()
+        if roles is None:
+            raise StageInterrupted()
+        _check_prices(roles, self.spend)
+        return roles
+
+    async def run(self, stages: list[Stage], topics: tuple[Topic, ...]) -> None:
+        """Templates, clients, then each stage; `run` reloads a changed config between them."""
+        asks = any(stage is not Stage.SPLIT for stage in stages)
+        templates = load_templates(self.project) if asks else {}
+        names = _role_names(stages)
+        async with contextlib.AsyncExitStack() as connection:
+            roles = await self._connect(connection, names)
+            for index, stage in enumerate(stages):
+                if index > 0 and self.whole_run:
+                    if self.interrupt.caught:
+                        raise StageInterrupted()
+                    if self.config.reload_if_changed():
+                        await connection.aclose()
+                        topics = select_topics(self.config.settings, ())
+                        asking = stage is not Stage.SPLIT
+                        roles = await self._connect(connection, names if asking else [])
+                    if stage is not Stage.SPLIT:
+                        templates = load_templates(self.project)
+                ctx = StageContext(
+                    project=self.project,
+                    settings=self.config.settings,
+                    topics=topics,
+                    bus=self.bus,
+                    frontend=self.front,
+                    interrupt=self.interrupt,
+                    force=self.force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
+                    topic_filter=self.topic_names or None,
+                    templates=templates,
+                    roles=roles,
+                    spend=self.spend,
+                )
+                await run_stage(ctx, stage, _body(stage))
+
+
 async def pipeline_flow(
     stages: Sequence[Stage],
     topic_names: Sequence[str] = (),
@@ -130,60 +229,35 @@ async def pipeline_flow(
 ) -> None:
     """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`."""
     project = open_project(project_dir())
-    with cli_frontend(events_file()) as front, project_lock(project):
-        async with front.interrupt() as interrupt, front.open_bus() as bus:
+    with cli_frontend(events_file()) as cli, project_lock(project):
+        async with cli.interrupt() as interrupt:
             config = ConfigState(project)
             topics = select_topics(config.settings, topic_names)
-            stages = list(stages)
-            if stages == [Stage.QUESTIONS] and _topics_without_subtopics(
+            planned = list(stages)
+            if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
                 project, frozenset(t.name for t in topics)
             ):
-                stages = [Stage.SUBTOPICS, Stage.QUESTIONS]
-            asks = any(stage is not Stage.SPLIT for stage in stages)
-            templates = load_templates(project) if asks else {}
+                planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
             cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
-            spend = SpendCap(cap)
-            prices = PriceBook()
-            names = _role_names(stages)
-            async with contextlib.AsyncExitStack() as connection:
-                roles: dict[str, RoleClient] = {}
-                if names:
-                    roles = await connection.enter_async_context(
-                        connect_roles(config.settings, names, config.env, prices)
+            async with open_metrics(config.settings, project) as serving:
+                front = CliFrontend(_Observers(cli.observer, serving.observer))
+                async with front.open_bus() as bus:
+                    pipeline = _Pipeline(
+                        project,
+                        config,
+                        front,
+                        bus,
+                        interrupt,
+                        tuple(topic_names),
+                        force,
+                        whole_run,
+                        SpendCap(cap),
                     )
-                    _check_prices(roles, spend)
-                for index, stage in enumerate(stages):
-                    if index > 0 and whole_run:
+                    await pipeline.run(planned, topics)
+                    if whole_run:
                         if interrupt.caught:
                             raise StageInterrupted()
-                        if config.reload_if_changed():
-                            await connection.aclose()
-                            topics = select_topics(config.settings, ())
-                            if stage is not Stage.SPLIT:
-                                roles = await connection.enter_async_context(
-                                    connect_roles(config.settings, names, config.env, prices)
-                                )
-                                _check_prices(roles, spend)
-                        if stage is not Stage.SPLIT:
-                            templates = load_templates(project)
-                    ctx = StageContext(
-                        project=project,
-                        settings=config.settings,
-                        topics=topics,
-                        bus=bus,
-                        frontend=front,
-                        interrupt=interrupt,
-                        force=force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
-                        topic_filter=tuple(topic_names) or None,
-                        templates=templates,
-                        roles=roles,
-                        spend=spend,
-                    )
-                    await run_stage(ctx, stage, _body(stage))
-            if whole_run:
-                if interrupt.caught:
-                    raise StageInterrupted()
-                config.reload_if_changed()
-                await train_after_split(
-                    config.settings, project, bus, interrupt, front.line, front.run_created
-                )
+                        config.reload_if_changed()
+                        await train_after_split(
+                            config.settings, project, bus, interrupt, front.line, front.run_created
+                        )

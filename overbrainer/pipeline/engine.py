@@ -62,6 +62,9 @@ Stage bodies live in ``overbrainer/pipeline/``: ``subtopics.py`` exports
 ``answers.py`` exports ``answers_stage`` and ``split_stage.py`` exports ``split_stage``; the
 commands in ``overbrainer/cli/stage_commands.py`` run them with ``run_stage``.
 
+``StageContext`` lives in ``context.py`` and ``StageRun`` in ``stage_run.py``; every name
+above is importable from this module.
+
 A split body calls ``run.finish_split(counts, excluded, line)`` instead of relying on the
 generic summary: it prints its own line and its history line carries the split counts.
 """
@@ -69,67 +72,44 @@ generic summary: it prints its own line and its history line carries the split c
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Protocol, TypeVar
 
 import attrs
 import trio
 
-from overbrainer.config.settings import Role, Settings, Topic
-from overbrainer.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
-from overbrainer.events import (
-    EventBus,
-    ItemDone,
-    ItemFailed,
-    Stage,
-    StageFinished,
-    StageModel,
-    StageStarted,
-    StageStats,
-)
-from overbrainer.front import Frontend, Interrupt
-from overbrainer.history import HistoryRecord, HistoryStatus, SplitCounts, append_history, utc_now
-from overbrainer.llm.client import LlmClient
+from overbrainer.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
+from overbrainer.events import Stage, StageFinished, StageStats
+from overbrainer.history import HistoryRecord, HistoryStatus, append_history, utc_now
 from overbrainer.llm.errors import LlmError
-from overbrainer.llm.types import CompletionRequest
-from overbrainer.llm.usage import Price, Usage
-from overbrainer.pipeline.spend import SpendCap
-from overbrainer.project import Project
-from overbrainer.retry import OnRetry, retry_message
-from overbrainer.templates import Template, load_template
+from overbrainer.pipeline.context import (
+    PIPELINE_TEMPLATES,
+    StageContext,
+    StageRole,
+    load_templates,
+    select_topics,
+    stage_role_name,
+)
+from overbrainer.pipeline.stage_run import Body, StageRun, summary_line
+
+__all__ = [
+    "INTERRUPTED_LINE",
+    "PIPELINE_TEMPLATES",
+    "Body",
+    "StageContext",
+    "StageInterrupted",
+    "StageItemsFailed",
+    "StageRole",
+    "StageRun",
+    "StageStopped",
+    "load_templates",
+    "run_stage",
+    "select_topics",
+    "stage_role_name",
+    "summary_line",
+]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
-"""The templates the stages render (split loads none)."""
-
 INTERRUPTED_LINE = "interrupted: the stage resumes on its next run"
-
-
-class StageRole(Protocol):
-    """A connected role as the stages use it (`overbrainer.llm.connect.RoleClient`)."""
-
-    @property
-    def name(self) -> str:
-        """`generator`, `parent` or `embedder`."""
-
-    @property
-    def role(self) -> Role:
-        """The role's configuration."""
-
-    @property
-    def provider(self) -> str:
-        """The provider's name."""
-
-    @property
-    def client(self) -> LlmClient:
-        """The client for the role's model."""
-
-    @property
-    def price(self) -> Price | None:
-        """The model's price, when known."""
 
 
 class StageItemsFailed(WorkFailed):
@@ -154,225 +134,6 @@ class StageInterrupted(OverbrainerError):
 
     def __init__(self) -> None:
         super().__init__(INTERRUPTED_LINE)
-
-
-def select_topics(settings: Settings, names: Sequence[str]) -> tuple[Topic, ...]:
-    """The configured topics named by `--topic` (all when none), in config order."""
-    known = {topic.name for topic in settings.topics}
-    for name in names:
-        if name not in known:
-            raise UsageError(f"unknown topic `{name}`")
-    if not names:
-        return settings.topics
-    wanted = set(names)
-    return tuple(topic for topic in settings.topics if topic.name in wanted)
-
-
-def load_templates(project: Project) -> dict[str, Template]:
-    """The pipeline's prompt templates: the project's overrides or the built-in defaults."""
-    return {name: load_template(project.prompts, name) for name in PIPELINE_TEMPLATES}
-
-
-@attrs.define
-class StageContext:
-    """What a stage body gets: project, settings, selection, templates, roles and the bus."""
-
-    project: Project
-    settings: Settings
-    topics: tuple[Topic, ...]
-    bus: EventBus
-    frontend: Frontend
-    interrupt: Interrupt
-    force: bool = False
-    topic_filter: tuple[str, ...] | None = None
-    templates: Mapping[str, Template] = attrs.field(factory=dict)
-    roles: Mapping[str, StageRole] = attrs.field(factory=dict)
-    spend: SpendCap = attrs.field(factory=SpendCap)
-
-    @property
-    def selected_topic_names(self) -> frozenset[str]:
-        """The names of the selected topics."""
-        return frozenset(topic.name for topic in self.topics)
-
-    def template(self, name: str) -> Template:
-        """A loaded prompt template, e.g. `template("answer_system.txt")`."""
-        try:
-            return self.templates[name]
-        except KeyError:
-            raise OverbrainerError(f"template {name} was not loaded") from None
-
-
-_STAGE_ROLES = {
-    Stage.SUBTOPICS: "generator",
-    Stage.QUESTIONS: "generator",
-    Stage.ANSWERS: "parent",
-}
-
-
-def stage_role_name(stage: Stage) -> str | None:
-    """The role a stage asks: the generator, the parent, or none for split."""
-    return _STAGE_ROLES.get(stage)
-
-
-class StageRun:
-    """One running stage: its stats, the events it publishes and its admission of new items."""
-
-    def __init__(self, ctx: StageContext, stage: Stage) -> None:
-        self.ctx = ctx
-        self.stage = stage
-        role_name = stage_role_name(stage)
-        self.role: StageRole | None = None if role_name is None else ctx.roles.get(role_name)
-        self.stats = StageStats()
-        # The reference's event tally, used for the history of a stopped or interrupted stage.
-        self.tally = StageStats()
-        self.in_flight = 0
-        self.held_back = False
-        self.split: SplitCounts | None = None
-        self._split_line: str | None = None
-
-    @property
-    def price(self) -> Price | None:
-        """The stage role's price, when known."""
-        return None if self.role is None else self.role.price
-
-    def start(self, total: int) -> None:
-        """Publish `StageStarted` (and `StageModel` for a stage with a role)."""
-        self.ctx.bus.publish(StageStarted(self.stage, total))
-        if self.role is not None:
-            self.ctx.bus.publish(StageModel(self.stage, self.role.role.model))
-
-    def admitting(self) -> bool:
-        """Whether a new request may start: not after Ctrl-C, nor once the cap is reached."""
-        if self.ctx.interrupt.caught:
-            return False
-        if self.ctx.spend.reached:
-            self.held_back = True
-            return False
-        return True
-
-    def request(
-        self,
-        prompt: str,
-        system: str | None = None,
-        *,
-        json_list: bool = False,
-        max_tokens: int | None = None,
-    ) -> CompletionRequest:
-        """A request with the stage role's knobs."""
-        assert self.role is not None, "this stage has no role"
-        role = self.role.role
-        return CompletionRequest(
-            prompt=prompt,
-            system=system,
-            max_tokens=role.max_tokens if max_tokens is None else max_tokens,
-            temperature=role.temperature,
-            reasoning=role.reasoning,
-            effort=role.reasoning_effort,
-            thinking_budget=role.thinking_budget,
-            json_list=json_list,
-        )
-
-    def on_retry(self, item_id: str) -> OnRetry:
-        """A retry callback publishing «{error}; retrying in {secs}s» for `item_id`."""
-
-        def publish(_attempt: int, error: Exception, wait: float) -> None:
-            self.retrying(item_id, retry_message(error, wait))
-
-        return publish
-
-    def add_usage(self, usage: Usage) -> float | None:
-        """Count one attempt's usage at the role's price; its cost when the price is known."""
-        price = self.price
-        self.stats = self.stats.add_usage(usage, price)
-        cost = None if price is None else price.cost(usage)
-        self.ctx.spend.add(cost)
-        return cost
-
-    def done(self, item_id: str, usage: Usage, cost: float | None, excluded: bool = False) -> None:
-        """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
-        if excluded:
-            self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
-        else:
-            self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded))
-
-    def skipped(self, item_id: str | None = None, count: int = 1) -> None:
-        """Items already stored: counted, and announced when `item_id` is given."""
-        self.stats = attrs.evolve(self.stats, skipped=self.stats.skipped + count)
-        self.tally = attrs.evolve(self.tally, skipped=self.tally.skipped + count)
-        if item_id is not None:
-            self.ctx.bus.publish(ItemDone(self.stage, item_id))
-
-    def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good; an error fatal for the stage is raised again."""
-        if isinstance(error, LlmError) and error.stops_stage:
-            raise error
-        self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
-        self.tally = attrs.evolve(self.tally, failed=self.tally.failed + 1)
-        self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
-
-    def retrying(self, item_id: str, message: str) -> None:
-        """An attempt failed and the item will be tried again in this run."""
-        self.ctx.bus.publish(ItemFailed(self.stage, item_id, message, retryable=True))
-
-    def _publish_done(self, event: ItemDone) -> None:
-        if event.usage is not None:
-            price_known = event.cost is not None
-            tally = self.tally.add_usage(event.usage)
-            if price_known:
-                tally = attrs.evolve(tally, cost=(tally.cost or 0.0) + (event.cost or 0.0))
-            self.tally = attrs.evolve(tally, done=tally.done + 1)
-        self.ctx.bus.publish(event)
-
-    async def each(self, items: Iterable[T], work: Callable[[T], Awaitable[None]]) -> None:
-        """`work(item)` for each item, `concurrency` at once, while new items are admitted."""
-        slots = trio.Semaphore(self.ctx.settings.pipeline.concurrency)
-
-        async def one(item: T) -> None:
-            try:
-                await work(item)
-            finally:
-                self.in_flight -= 1
-                slots.release()
-
-        async with trio.open_nursery() as nursery:
-            for item in items:
-                if not self.admitting():
-                    break
-                await slots.acquire()
-                if not self.admitting():
-                    slots.release()
-                    break
-                self.in_flight += 1
-                nursery.start_soon(one, item)
-
-    def finish_split(self, counts: SplitCounts, excluded: int, line: str) -> None:
-        """Split's own ending: its stats, its history counts and its summary line."""
-        self.stats = StageStats(
-            done=counts.train + counts.eval, skipped=counts.orphaned, excluded=excluded
-        )
-        self.split = counts
-        self._split_line = line
-
-    def summary_line(self) -> str:
-        """The stage's line on stdout."""
-        if self._split_line is not None:
-            return self._split_line
-        return summary_line(self.stage, self.stats)
-
-
-def summary_line(stage: Stage, stats: StageStats) -> str:
-    """`{stage}: N done, N skipped, N failed, N excluded; tokens N in, N out; cost …`."""
-    cost = "cost unknown" if stats.cost is None else f"cost ${stats.cost:.4f}"
-    return (
-        f"{stage}: {stats.done} done, {stats.skipped} skipped, {stats.failed} failed, "
-        f"{stats.excluded} excluded; tokens {stats.usage.input_tokens} in, "
-        f"{stats.usage.output_tokens} out; {cost}"
-    )
-
-
-Body = Callable[[StageContext, StageRun], Awaitable[None]]
-"""A stage body."""
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

@@ -8,11 +8,14 @@ from overbrainer.errors import UsageError, WorkFailed
 
 
 class SpendCapReached(WorkFailed):
-    """The command's known spend reached `[pipeline] max_cost_usd` / `--max-cost` (exit 1)."""
+    """The command's known spend reached `[pipeline] max_cost_usd` / `--max-cost` (exit 1).
+
+    Amounts show four decimals, like the cost on the summary lines.
+    """
 
     def __init__(self, limit: float, spent: float) -> None:
         super().__init__(
-            f"spend cap of ${limit:.2f} reached after ${spent:.2f}; "
+            f"spend cap of ${limit:.4f} reached after ${spent:.4f}; "
             "run the command again to continue"
         )
         self.limit = limit
