@@ -7,7 +7,7 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -237,26 +237,6 @@ def _utf8_boundary(data: bytes) -> int:
     if lead >= 0x80 and back + 1 < need:
         return lead_at or cut
     return cut
-
-
-@attrs.define
-class LineTail:
-    """Follows one growing file by offset, handing out only complete lines."""
-
-    path: Path
-    offset: int = 0
-    limit: int = READ_LIMIT
-
-    def poll_sync(self, read: Callable[[Path, int, int], bytes] = read_from) -> list[str]:
-        """The lines completed since the last poll (one read of at most `limit` bytes)."""
-        data = read(self.path, self.offset, self.limit)
-        lines, used = split_lines(data, self.limit)
-        self.offset += used
-        return lines
-
-    async def poll(self) -> list[str]:
-        """`poll_sync` off the Trio thread."""
-        return await trio.to_thread.run_sync(self.poll_sync)
 
 
 @attrs.frozen
