@@ -200,6 +200,13 @@ def test_rewrite_replaces_the_file_atomically(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["train.jsonl"]
 
 
+def test_rewrite_writes_many_lines_in_order_across_write_batches(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+    lines = [Subtopic(str(n), "t", f"Name {n} é").to_json() for n in range(2500)]
+    rewrite(path, iter(lines))
+    assert path.read_bytes() == "".join(line + "\n" for line in lines).encode()
+
+
 def test_a_failed_rewrite_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     path = tmp_path / "train.jsonl"
     rewrite(path, [A.to_json()])

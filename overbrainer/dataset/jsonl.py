@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ T = TypeVar("T")
 
 _TAIL_CHUNK = 1 << 16
 _READ_BLOCK = 1 << 22
+_WRITE_BATCH = 1024
 
 
 class DataError(OverbrainerError):
@@ -228,8 +230,11 @@ def rewrite(path: Path, lines: Iterable[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "wb") as file:
-            for line in lines:
-                file.write((line + "\n").encode("utf-8"))
+            pending = iter(lines)
+            # One encode and write per batch of lines: per line, both cost more than the bytes.
+            while batch := list(itertools.islice(pending, _WRITE_BATCH)):
+                batch.append("")
+                file.write("\n".join(batch).encode("utf-8"))
             file.flush()
             os.fsync(file.fileno())
     except OSError as error:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 
+import attrs
+
 from overbrainer.dataset.jsonl import read_records, rewrite
-from overbrainer.dataset.records import Example, Question
+from overbrainer.dataset.records import Meta, Question, example_head
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.split import plan_split
 
@@ -16,18 +18,28 @@ def _question_id(line: str) -> str:
     return Question.from_json(line).id
 
 
-def _with_line(line: str) -> tuple[Example, str]:
-    # The checked line is written back as is: serialising 100,000 records again costs more.
-    return Example.from_json(line), line
+@attrs.frozen(slots=True)
+class _Answer:
+    """What the split needs of a stored answer: its fields that place it, and its line."""
+
+    id: str
+    topic: str
+    subtopic: str
+    meta: Meta
+    line: str
+    """The checked line, written back as is: serialising 100,000 records again costs more."""
+
+
+def _answer(line: str) -> _Answer:
+    # Checked in full, but the messages are not kept: they would hold every answer's text
+    # twice (the parsed strings and the line).
+    return _Answer(*example_head(line), line)
 
 
 async def split_stage(ctx: StageContext, run: StageRun) -> None:
     """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
     project = ctx.project
-    stored = read_records(project.data_file("answers"), _with_line)
-    lines = {id(example): line for example, line in stored}
-    answers = [example for example, _ in stored]
-    del stored
+    answers = read_records(project.data_file("answers"), _answer)
     question_ids = set(read_records(project.data_file("questions"), _question_id))
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
@@ -43,7 +55,7 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
     warning = plan.orphan_warning()
     if warning is not None:
         log.warning("%s", warning)
-    rewrite(project.data_file("train"), [lines[id(example)] for example in plan.train])
-    rewrite(project.data_file("eval"), [lines[id(example)] for example in plan.eval])
+    rewrite(project.data_file("train"), [answer.line for answer in plan.train])
+    rewrite(project.data_file("eval"), [answer.line for answer in plan.eval])
     report = plan.report
     run.finish_split(report.counts(), report.excluded_total, report.line())
