@@ -48,6 +48,9 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
             code = _report(found)
         else:
             raise
+    finally:
+        # For a caller that goes on after the command (a test running it in-process).
+        gc.unfreeze()
     sys.stdout.flush()
     sys.exit(code)
 
