@@ -7,15 +7,18 @@ import functools
 import ipaddress
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from overbrainer.config.settings import Settings
 from overbrainer.http_server import Handler, Request, Response, serve_http
-from overbrainer.metrics import MetricsObserver
-from overbrainer.metrics_families import CONTENT_TYPE
 from overbrainer.project import Project
+
+if TYPE_CHECKING:
+    # Imported on use (with the Prometheus client): most commands serve no metrics.
+    from overbrainer.metrics import MetricsObserver
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class MetricsServing:
 
 def metrics_handler(observer: MetricsObserver) -> Handler:
     """The HTTP handler: OpenMetrics on `GET /metrics`, `404 not found` for anything else."""
+
+    from overbrainer.metrics_families import CONTENT_TYPE
 
     async def handle(request: Request) -> Response:
         if request.method == "HEAD":
@@ -134,6 +139,8 @@ async def open_metrics(
     if not _is_loopback(listen.host):
         log.warning("metrics on %s have no authentication", listen.listen)
     if observer is None:
+        from overbrainer.metrics import MetricsObserver
+
         observer = await trio.to_thread.run_sync(MetricsObserver.for_project, project)
     async with trio.open_nursery() as nursery:
         serve = functools.partial(

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.dataset.jsonl import DataError, open_appender, read_records, rewrite
+from overbrainer.dataset.jsonl import (
+    DataError,
+    file_stamp,
+    open_appender,
+    read_records,
+    read_records_at,
+    rewrite,
+    rewrite_from,
+)
 from overbrainer.dataset.records import Subtopic
 from overbrainer.errors import EXIT_USAGE
 
@@ -200,6 +208,13 @@ def test_rewrite_replaces_the_file_atomically(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["train.jsonl"]
 
 
+def test_rewrite_writes_many_lines_in_order_across_write_batches(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+    lines = [Subtopic(str(n), "t", f"Name {n} é").to_json() for n in range(2500)]
+    rewrite(path, iter(lines))
+    assert path.read_bytes() == "".join(line + "\n" for line in lines).encode()
+
+
 def test_a_failed_rewrite_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     path = tmp_path / "train.jsonl"
     rewrite(path, [A.to_json()])
@@ -212,3 +227,74 @@ def test_a_failed_rewrite_leaves_the_old_file_and_no_temp(tmp_path: Path) -> Non
         rewrite(path, failing())
     assert path.read_bytes() == _line(A)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]
+
+
+def _spanned(path: Path) -> tuple[bytes, list[tuple[str, int, int]]]:
+    return path.read_bytes(), read_records_at(path, lambda line, at, n: (line, at, n))
+
+
+def test_each_record_comes_with_its_byte_offset_and_length(tmp_path: Path) -> None:
+    text = '{"a":"é中😀"}\n\n  \n{"b":1}\r\n' + "x" * 10 + "\n" + '{"tail":"ü"}'
+    data, spans = _spanned(_write(tmp_path / "f.jsonl", text.encode()))
+    assert [line for line, _, _ in spans] == [
+        '{"a":"é中😀"}',
+        '{"b":1}\r',
+        "x" * 10,
+        '{"tail":"ü"}',
+    ]
+    assert [(at, n) for _, at, n in spans] == [(0, 17), (22, 8), (31, 10), (42, 13)]
+    for line, at, n in spans:
+        assert data[at : at + n] == line.encode()
+
+
+def test_offsets_count_across_read_blocks(tmp_path: Path) -> None:
+    lines = [f"{n} {'é' * (n % 7)} " + "y" * (n * 5003 % 70000) for n in range(300)]
+    data, spans = _spanned(_write(tmp_path / "f.jsonl", "".join(x + "\n" for x in lines).encode()))
+    assert [line for line, _, _ in spans] == lines
+    assert all(data[at : at + n] == line.encode() for line, at, n in spans)
+
+
+def test_rewrite_from_copies_the_lines_at_their_spans(tmp_path: Path) -> None:
+    source = _write(tmp_path / "answers.jsonl", "one é\n\ntwo\r\nthree".encode())
+    spans = read_records_at(source, lambda _line, at, n: (at, n))
+    path = tmp_path / "data" / "train.jsonl"
+    stamp = file_stamp(source)
+    rewrite_from(path, source, [spans[2], spans[0], spans[1]] * 700, stamp)
+    assert path.read_bytes() == "three\none é\ntwo\r\n".encode() * 700
+    rewrite_from(path, tmp_path / "missing.jsonl", [], None)
+    assert path.read_bytes() == b""
+    assert sorted(p.name for p in path.parent.iterdir()) == ["train.jsonl"]
+
+
+@pytest.mark.parametrize("edit", ["cut", "rewritten", "replaced", "removed"])
+def test_rewrite_from_a_changed_source_fails_and_keeps_the_old_file(
+    tmp_path: Path, edit: str
+) -> None:
+    source = _write(tmp_path / "answers.jsonl", b"one\ntwo\n")
+    stamp = file_stamp(source)
+    spans = read_records_at(source, lambda _line, at, n: (at, n))
+    path = tmp_path / "train.jsonl"
+    rewrite(path, ["old"])
+    if edit == "cut":
+        os.truncate(source, 4)
+    elif edit == "rewritten":
+        source.write_bytes(b"ONE\nTWO\n")
+        os.utime(source, ns=(1, 1))
+    elif edit == "replaced":
+        _write(tmp_path / "new.jsonl", b"one\ntwo\n").replace(source)
+    else:
+        source.unlink()
+    with pytest.raises(DataError, match=r"answers\.jsonl changed while it was read$"):
+        rewrite_from(path, source, spans, stamp)
+    assert path.read_bytes() == b"old\n"
+    left = {"train.jsonl"} if edit == "removed" else {"answers.jsonl", "train.jsonl"}
+    assert {p.name for p in tmp_path.iterdir()} == left
+
+
+def test_rewrite_from_checks_the_length_of_each_copied_line(tmp_path: Path) -> None:
+    source = _write(tmp_path / "answers.jsonl", b"one\ntwo\n")
+    path = tmp_path / "train.jsonl"
+    with pytest.raises(DataError, match=r"answers\.jsonl changed while it was read$"):
+        rewrite_from(path, source, [(0, 3), (4, 9)], file_stamp(source))
+    assert not path.exists()
+    assert {p.name for p in tmp_path.iterdir()} == {"answers.jsonl"}

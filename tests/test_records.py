@@ -19,6 +19,7 @@ from overbrainer.dataset.records import (
     RejectedQuestion,
     RejectedSubtopic,
     Subtopic,
+    example_head,
     rejected_from_json,
 )
 
@@ -166,6 +167,27 @@ def _mutate(line: str, change: str) -> str:
 def test_an_example_with_anything_wrong_is_refused(change: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         Example.from_json(_mutate(EXAMPLE_LINE, change))
+    with pytest.raises(ValueError, match=error):
+        example_head(_mutate(EXAMPLE_LINE, change))
+
+
+def test_the_head_of_an_example_is_its_id_topic_subtopic_and_meta() -> None:
+    assert example_head(EXAMPLE_LINE) == (
+        "2b7f16567ded37292cec9b2ae9726e6a",
+        "ownership",
+        "Borrowing",
+        EXAMPLE.meta,
+    )
+    # Optional fields missing, and a null `reasoning_content`, read as `from_json` reads them.
+    raw = json.loads(EXAMPLE_LINE)
+    del raw["meta"]["excluded"]
+    raw["messages"][1]["reasoning_content"] = None
+    raw["messages"].append({"role": "system", "content": "s"})
+    assert example_head(json.dumps(raw)) == example_head(EXAMPLE_LINE)
+    assert example_head(EXAMPLE_LINE.encode()) == example_head(EXAMPLE_LINE)
+    for line in ("[]", '{"id":"a"', "{}", EXAMPLE_LINE.replace("A reference", "\\ud800")):
+        with pytest.raises(ValueError):
+            example_head(line)
 
 
 @pytest.mark.parametrize(
@@ -234,6 +256,7 @@ def test_examples_round_trip(example: Example) -> None:
     assert "\n" not in line
     assert Example.from_json(line) == example
     assert Example.from_json(line).to_json() == line
+    assert example_head(line) == (example.id, example.topic, example.subtopic, example.meta)
 
 
 @given(st.builds(Question, texts, texts, texts, texts, texts))

@@ -21,6 +21,7 @@ from overbrainer.dataset.records import (
 from overbrainer.events import StageStats
 from overbrainer.history import SplitCounts
 from overbrainer.pipeline.split import (
+    SplitPlan,
     SplitReport,
     _round_half_up,
     allocate,
@@ -263,6 +264,6 @@ def test_every_usable_answer_orphaned_gives_the_warning() -> None:
 
 
 def test_an_empty_project_splits_to_nothing() -> None:
-    plan = plan_split([], set(), [], None, 0.1, 42)
+    plan: SplitPlan[Example] = plan_split([], set(), [], None, 0.1, 42)
     assert plan.report.line() == "split: 0 train, 0 eval, 0 excluded, 0 orphaned"
     assert plan.orphan_warning() is None

@@ -85,3 +85,25 @@ async def test_split_refuses_force_and_a_broken_answers_line(tmp_path: Path) -> 
     assert last.startswith(f"error: {root}/data/answers.jsonl:1: invalid record")
     [line] = history(root)
     assert line.status is HistoryStatus.FAILED
+
+
+async def test_split_copies_each_answer_line_as_it_was_stored(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 12)
+    examples = [
+        attrs.evolve(answer(q), messages=(Message("user", q.text), Message("assistant", "é中😀")))
+        for q in questions
+    ]
+    lines = [e.to_json() for e in examples]
+    lines[3] = lines[3].replace('{"id"', ' {"id"', 1) + "\r"  # odd but valid JSON: kept
+    stored = "\n".join(lines[:6]) + "\n\n" + "\n".join(lines[6:])  # a blank line, no last \n
+    (root / "data" / "answers.jsonl").write_bytes(stored.encode())
+
+    result = await overbrainer(root, "split", url="http://127.0.0.1:9/v1")
+    assert result.code == 0, result.stderr
+    assert result.out_lines == ["split: 11 train, 1 eval, 0 excluded, 0 orphaned"]
+    by_id = {e.id: line for e, line in zip(examples, lines, strict=True)}
+    train, evaluation = stratify(examples, 0.1, 42)
+    for name, expected in (("train", train), ("eval", evaluation)):
+        written = (root / "data" / f"{name}.jsonl").read_bytes()
+        assert written == "".join(by_id[e.id] + "\n" for e in expected).encode()

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from overbrainer.errors import UsageError
-from overbrainer.event_json import JsonlObserver
 from overbrainer.front import CliFrontend
 
 EVENTS_FILE_KEY = "overbrainer.events_file"
@@ -28,6 +27,9 @@ def cli_frontend(events: Path | None = None) -> Iterator[CliFrontend]:
     if events is None:
         yield CliFrontend()
         return
+    # Imported on use: its converter costs every other command's start-up for nothing.
+    from overbrainer.event_json import JsonlObserver
+
     try:
         observer = JsonlObserver(events)
     except OSError as error:

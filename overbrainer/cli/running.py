@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,9 @@ def _leaves(error: BaseException) -> list[BaseException]:
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
     code = EXIT_OK
+    # Everything imported so far lives as long as the process: moving it out of the cycle
+    # collector's reach spares every full collection a scan of tens of thousands of objects.
+    gc.freeze()
     try:
         result = trio.run(flow)
         code = EXIT_OK if result is None else result
@@ -44,6 +48,9 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
             code = _report(found)
         else:
             raise
+    finally:
+        # For a caller that goes on after the command (a test running it in-process).
+        gc.unfreeze()
     sys.stdout.flush()
     sys.exit(code)
 

@@ -11,11 +11,8 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.errors import EXIT_INTERRUPTED
-from overbrainer.event_json import converter
 from overbrainer.front import CliFrontend
 from overbrainer.runs.kind import PROBE_EVERY
-from overbrainer.system import LocalSampler
-from overbrainer.system_rows import system_rows
 
 
 @cli.command()
@@ -23,6 +20,10 @@ from overbrainer.system_rows import system_rows
 @click.option("--json", "as_json", is_flag=True, help="Print each sample as one JSON line.")
 def system(watch: bool, as_json: bool) -> None:
     """Show this machine (disks of the project directory and /, CPU, memory, GPUs)."""
+    # Imported on use, so that the other commands do not pay for them at start-up.
+    from overbrainer.event_json import converter
+    from overbrainer.system import LocalSampler
+    from overbrainer.system_rows import system_rows
 
     async def flow() -> int:
         sampler = LocalSampler(project_dir().resolve())

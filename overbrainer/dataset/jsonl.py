@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ T = TypeVar("T")
 
 _TAIL_CHUNK = 1 << 16
 _READ_BLOCK = 1 << 22
+_WRITE_BATCH = 1024
 
 
 class DataError(OverbrainerError):
@@ -88,9 +90,16 @@ def read_records(path: Path, parse: Callable[[str], T]) -> list[T]:
     is ignored with a warning, since a crash mid-append leaves exactly that. The file is read
     in blocks, so memory holds the records and one block, not the whole file twice.
     """
+    return read_records_at(path, lambda line, _start, _length: parse(line))
+
+
+def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
+    """`read_records`, where `parse` also gets the line's byte offset and length in the file
+    (newline excluded), so that a caller can copy the line later without keeping it."""
     records: list[T] = []
     append = records.append
     number = 0
+    offset = 0
     torn = b""
     try:
         with _no_cyclic_gc():
@@ -102,10 +111,13 @@ def read_records(path: Path, parse: Callable[[str], T]) -> list[T]:
                     number += 1
                     if line is None:
                         raise DataError(f"{path}:{number}: invalid record", "not valid UTF-8")
+                    start = offset
+                    length = len(line) if line.isascii() else len(line.encode("utf-8"))
+                    offset += length + 1
                     if not line or line.isspace():
                         continue
                     try:
-                        append(parse(line))
+                        append(parse(line, start, length))
                     except ValueError as error:
                         message = f"{path}:{number}: invalid record"
                         raise DataError(message, str(error)) from error
@@ -115,7 +127,7 @@ def read_records(path: Path, parse: Callable[[str], T]) -> list[T]:
         raise _access_error(path, error) from error
     if torn.strip():
         try:
-            append(parse(torn.decode("utf-8")))
+            append(parse(torn.decode("utf-8"), offset, len(torn)))
         except ValueError:
             log.warning("%s: ignoring an incomplete last line", path)
     return records
@@ -224,17 +236,81 @@ def _sync_dir(directory: Path) -> None:
 
 def rewrite(path: Path, lines: Iterable[str]) -> None:
     """Replace `path` with `lines` atomically: `.<name>.tmp` beside it, fsync, rename."""
+    pending = iter(lines)
+    # One encode and write per batch of lines: per line, both cost more than the bytes.
+    batches = iter(lambda: list(itertools.islice(pending, _WRITE_BATCH)), [])
+    _rewrite_bytes(path, ("\n".join([*batch, ""]).encode("utf-8") for batch in batches))
+
+
+Stamp = tuple[int, int, int]
+"""A file's inode, size and modification time: it changes when the file does."""
+
+
+def file_stamp(path: Path) -> Stamp | None:
+    """The stamp of `path` now, or None when it cannot be read."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def rewrite_from(
+    path: Path, source: Path, spans: Iterable[tuple[int, int]], stamp: Stamp | None
+) -> None:
+    """Replace `path` atomically with lines copied from `source`, each given by the byte
+    offset and length `read_records_at` reported, a newline after each.
+
+    `stamp` is `file_stamp(source)` from before it was read: a source changed since (only a
+    hand edit can do that under the project lock) fails rather than copy the wrong bytes.
+    """
+    spans = list(spans)
+    if not spans:
+        _rewrite_bytes(path, [])  # nothing to copy: the source may not even exist
+        return
+    changed = DataError(f"{source} changed while it was read")
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+        info = os.fstat(fd)
+    except FileNotFoundError:
+        raise changed from None
+    except OSError as error:
+        raise _access_error(source, error) from error
+    try:
+        if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:
+            raise changed
+
+        def batches() -> Iterator[bytes]:
+            chunk: list[bytes] = []
+            for start, length in spans:
+                line = os.pread(fd, length, start)
+                if len(line) != length:
+                    raise changed
+                chunk += (line, b"\n")
+                if len(chunk) >= 2 * _WRITE_BATCH:
+                    yield b"".join(chunk)
+                    chunk.clear()
+            yield b"".join(chunk)
+
+        _rewrite_bytes(path, batches())
+    finally:
+        os.close(fd)
+
+
+def _rewrite_bytes(path: Path, chunks: Iterable[bytes]) -> None:
     temp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(temp, "wb") as file:
-            for line in lines:
-                file.write((line + "\n").encode("utf-8"))
+            for chunk in chunks:
+                file.write(chunk)
             file.flush()
             os.fsync(file.fileno())
-    except OSError as error:
+    except (OSError, DataError) as error:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(error, DataError):
+            raise
         raise _access_error(temp, error) from error
     try:
         os.replace(temp, path)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 import attrs
 import xxhash
 
-from overbrainer.dataset.records import Example, Exclusion
+from overbrainer.dataset.records import Exclusion, Meta
 from overbrainer.events import StageStats
 from overbrainer.history import SplitCounts
 
@@ -25,6 +26,33 @@ ORPHANED_WARNING = (
     "all {n} usable answers are orphaned (topic no longer configured or question no longer"
     " in data/questions.jsonl): train and eval will be empty"
 )
+
+
+class Splittable(Protocol):
+    """What the split reads of an answer: an `Example`, or a lighter record with its fields."""
+
+    @property
+    def id(self) -> str:
+        """The answer's (and its question's) ID."""
+        ...
+
+    @property
+    def topic(self) -> str:
+        """The answer's topic."""
+        ...
+
+    @property
+    def subtopic(self) -> str:
+        """The answer's subtopic name."""
+        ...
+
+    @property
+    def meta(self) -> Meta:
+        """How the answer was produced; `meta.excluded` keeps it out of the split."""
+        ...
+
+
+S = TypeVar("S", bound=Splittable)
 
 
 def _round_half_up(value: float) -> int:
@@ -70,11 +98,9 @@ def allocate(groups: Sequence[tuple[str, int]], total: int, seed: int) -> list[i
     return quotas
 
 
-def stratify(
-    examples: Iterable[Example], ratio: float, seed: int
-) -> tuple[list[Example], list[Example]]:
+def stratify(examples: Iterable[S], ratio: float, seed: int) -> tuple[list[S], list[S]]:
     """Split `examples` into `(train, eval)`, stratified by topic then subtopic name."""
-    by_topic: dict[str, dict[str, list[Example]]] = {}
+    by_topic: dict[str, dict[str, list[S]]] = {}
     n = 0
     for example in examples:
         by_topic.setdefault(example.topic, {}).setdefault(example.subtopic, []).append(example)
@@ -85,8 +111,8 @@ def stratify(
         eval_count(n, ratio),
         seed,
     )
-    train: list[Example] = []
-    evaluation: list[Example] = []
+    train: list[S] = []
+    evaluation: list[S] = []
     for topic, topic_quota in zip(topics, topic_quotas, strict=True):
         subtopics = by_topic[topic]
         names = sorted(subtopics)
@@ -135,11 +161,11 @@ class SplitReport:
 
 
 @attrs.frozen
-class SplitPlan:
+class SplitPlan(Generic[S]):
     """The files to write (every topic's usable examples) and the report (counted ones)."""
 
-    train: list[Example]
-    eval: list[Example]
+    train: list[S]
+    eval: list[S]
     report: SplitReport
     orphaned_usable: int
     """Usable answers left out as orphans, whatever their topic."""
@@ -154,20 +180,20 @@ class SplitPlan:
 
 
 def plan_split(
-    answers: Iterable[Example],
+    answers: Iterable[S],
     question_ids: Collection[str],
     configured_topics: Collection[str],
     topic: str | None,
     ratio: float,
     seed: int,
-) -> SplitPlan:
+) -> SplitPlan[S]:
     """Classify each answer (orphaned, excluded, usable), split the usable ones, and report.
 
     An answer is orphaned when its topic is not configured (any topic, not only the selected
     one) or its question is gone; it stays in answers.jsonl but joins no split. Only answers
     of `topic` (all when None) are counted in the report; every topic's usable ones are split.
     """
-    usable: list[Example] = []
+    usable: list[S] = []
     excluded: Counter[Exclusion] = Counter()
     orphaned = orphaned_usable = counted_total = 0
     for answer in answers:

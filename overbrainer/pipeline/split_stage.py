@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from overbrainer.dataset.jsonl import read_records, rewrite
-from overbrainer.dataset.records import Example, Question
+import attrs
+
+from overbrainer.dataset.jsonl import file_stamp, read_records, read_records_at, rewrite_from
+from overbrainer.dataset.records import Meta, Question, example_head
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.split import plan_split
 
@@ -16,18 +18,32 @@ def _question_id(line: str) -> str:
     return Question.from_json(line).id
 
 
-def _with_line(line: str) -> tuple[Example, str]:
-    # The checked line is written back as is: serialising 100,000 records again costs more.
-    return Example.from_json(line), line
+@attrs.frozen(slots=True)
+class _Answer:
+    """What the split needs of a stored answer: the fields that place it, and where its line is.
+
+    The checked line is copied back byte for byte from `answers.jsonl` (serialising 100,000
+    records again costs more), so neither its text nor its messages stay in memory.
+    """
+
+    id: str
+    topic: str
+    subtopic: str
+    meta: Meta
+    start: int
+    length: int
+
+
+def _answer(line: str, start: int, length: int) -> _Answer:
+    return _Answer(*example_head(line), start, length)
 
 
 async def split_stage(ctx: StageContext, run: StageRun) -> None:
     """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
     project = ctx.project
-    stored = read_records(project.data_file("answers"), _with_line)
-    lines = {id(example): line for example, line in stored}
-    answers = [example for example, _ in stored]
-    del stored
+    source = project.data_file("answers")
+    stamp = file_stamp(source)
+    answers = read_records_at(source, _answer)
     question_ids = set(read_records(project.data_file("questions"), _question_id))
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
@@ -43,7 +59,8 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
     warning = plan.orphan_warning()
     if warning is not None:
         log.warning("%s", warning)
-    rewrite(project.data_file("train"), [lines[id(example)] for example in plan.train])
-    rewrite(project.data_file("eval"), [lines[id(example)] for example in plan.eval])
+    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
+        spans = [(answer.start, answer.length) for answer in chosen]
+        rewrite_from(project.data_file(name), source, spans, stamp)
     report = plan.report
     run.finish_split(report.counts(), report.excluded_total, report.line())
