@@ -185,6 +185,17 @@ def _problems(error: BaseException, path: str) -> list[str]:
     return [f"`{path}`: invalid value"]
 
 
+def syntax_error_at(text: str, error: tomllib.TOMLDecodeError) -> str:
+    """` at line N, column M` for a TOML error, the end of the text when it is at the end."""
+    where = re.search(r"line (\d+), column (\d+)", str(error))
+    if where:
+        return f" at line {where[1]}, column {where[2]}"
+    if "end of document" in str(error):
+        lines = text.split("\n")
+        return f" at line {len(lines)}, column {len(lines[-1]) + 1}"
+    return ""
+
+
 def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = None) -> s.Settings:
     """Load and validate the project's configuration; raises ConfigError (exit code 2)."""
     env = os.environ if environ is None else environ
@@ -199,11 +210,9 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     try:
         table: dict[str, object] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        where = re.search(r"line (\d+), column (\d+)", str(error))
-        at = f" at line {where[1]}, column {where[2]}" if where else ""
-        raise ConfigError(
-            f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
-        ) from None
+        at = syntax_error_at(text, error)
+        message = f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
+        raise ConfigError(message) from None
     env_only = [
         f"{k}: must be set through env, not in overbrainer.toml" for k in env_only_keys(table)
     ]
