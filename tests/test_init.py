@@ -149,3 +149,14 @@ def test_init_that_fails_midway_takes_back_what_it_wrote(tmp_path: Path) -> None
     assert not (tmp_path / "prompts" / "judge.txt").exists()
     (tmp_path / ".overbrainer" / "version").rmdir()
     assert overbrainer("init", cwd=tmp_path).returncode == 0
+
+
+def test_config_check_resolve_without_vault_addr_is_a_config_error(tmp_path: Path) -> None:
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY": "vault:secret/overbrainer#key"}
+    result = overbrainer("config", "check", "--resolve", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "error: cannot resolve providers.openrouter.api_key: "
+        "a vault: reference was found but VAULT_ADDR is not set\n"
+    )
