@@ -122,12 +122,17 @@ async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], N
         on_signal()
 
 
+# SIGTERM (`kill`, a container or service stop) is a Ctrl-C too: the stage drains what is in
+# flight, prints its summary and records its history line instead of dying mid-write.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.asynccontextmanager
-async def _on_sigint(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
-    """Call `on_signal` for each SIGINT while inside; yields False when it cannot be caught."""
+async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
+    """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable."""
     with contextlib.ExitStack() as stack:
         try:
-            receiver = stack.enter_context(trio.open_signal_receiver(signal.SIGINT))
+            receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
         except (RuntimeError, ValueError) as error:
             log.warning("cannot catch Ctrl-C: %s", error)
             yield False
@@ -157,7 +162,7 @@ class CliFrontend:
     async def interrupt(self) -> AsyncIterator[Interrupt]:
         """Catch Ctrl-C from now on: it no longer kills the process while inside."""
         interrupt = Interrupt()
-        async with _on_sigint(interrupt.fire) as caught:
+        async with _on_stop_signals(interrupt.fire) as caught:
             if not caught:
                 interrupt = Interrupt(off=True)
             yield interrupt
@@ -170,7 +175,7 @@ class CliFrontend:
         def set_flag() -> None:
             flag.interrupted = True
 
-        async with _on_sigint(set_flag) as caught:
+        async with _on_stop_signals(set_flag) as caught:
             if not caught:
                 raise OverbrainerError("cannot catch Ctrl-C")
             yield flag
