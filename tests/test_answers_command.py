@@ -193,3 +193,29 @@ async def test_a_provider_that_refuses_connections_fails_the_items_quickly(tmp_p
     assert read_examples(root) == []
     [line] = history(root)
     assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 2)
+
+
+async def test_a_template_that_cannot_render_stops_force_before_it_rewrites(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    async with open_stub(thoughtful) as stub:
+        assert (await overbrainer(root, "answers", url=stub.url)).code == 0
+        stored = (root / "data" / "answers.jsonl").read_bytes()
+        (root / "prompts").mkdir()
+        for name in ("answer_system.txt", "questions.txt", "subtopics.txt"):
+            (root / "prompts" / name).write_text("About {{ topic }} and {{ nope }}.\n")
+            (root / "prompts" / name).rename(root / "prompts" / f"{name}.off")
+        for stage, name in (("answers", "answer_system.txt"), ("questions", "questions.txt")):
+            (root / "prompts" / f"{name}.off").rename(root / "prompts" / name)
+            result = await overbrainer(root, stage, "--force", url=stub.url)
+            (root / "prompts" / name).rename(root / "prompts" / f"{name}.off")
+            assert (result.code, result.stdout) == (2, "")
+            assert result.stderr.splitlines()[-1] == (
+                f"error: cannot render template {name}: 'nope' is undefined"
+            )
+        assert len(stub.completions) == 2
+    assert (root / "data" / "answers.jsonl").read_bytes() == stored
+    assert len((root / "data" / "questions.jsonl").read_text().splitlines()) == 2
+    assert len(history(root)) == 1

@@ -23,6 +23,7 @@ from overbrainer.front import CliFrontend, Interrupt
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.metrics_endpoint import open_metrics
 from overbrainer.pipeline.answers import answers_stage
+from overbrainer.pipeline.context import check_templates
 from overbrainer.pipeline.engine import (
     Body,
     StageContext,
@@ -191,6 +192,7 @@ class _Pipeline:
         """Templates, clients, then each stage; `run` reloads a changed config between them."""
         asks = any(stage is not Stage.SPLIT for stage in stages)
         templates = load_templates(self.project) if asks else {}
+        check_templates(templates, topics)
         names = _role_names(stages)
         async with contextlib.AsyncExitStack() as connection:
             roles = await self._connect(connection, names)
@@ -205,6 +207,7 @@ class _Pipeline:
                         roles = await self._connect(connection, names if asking else [])
                     if stage is not Stage.SPLIT:
                         templates = load_templates(self.project)
+                        check_templates(templates, topics)
                 ctx = StageContext(
                     project=self.project,
                     settings=self.config.settings,
