@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline_support import make_project
+from overbrainer.stub_provider import open_stub
+from tests.pipeline_support import make_project, write_questions
+from tests.pipeline_support import overbrainer as run_command
 
 
 def overbrainer(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -94,3 +96,21 @@ def test_a_bad_env_value_names_the_key_not_the_value(tmp_path: Path) -> None:
         "error: invalid configuration: `pipeline.concurrency` has the wrong type, "
         "expected an integer (from OVERBRAINER_PIPELINE__CONCURRENCY)\n"
     )
+
+
+async def test_a_bad_rejected_line_stops_force_before_it_rewrites(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2, topics=("ownership", "async"))
+    data = root / "data"
+    (data / "rejected.jsonl").write_text("not a record\n")
+    before = {name: (data / name).read_bytes() for name in ("subtopics.jsonl", "questions.jsonl")}
+    async with open_stub() as stub:
+        for stage in ("subtopics", "questions"):
+            result = await run_command(root, stage, "--force", url=stub.url)
+            assert (result.code, result.stdout) == (2, "")
+            assert result.stderr.splitlines()[-1] == (
+                f"error: {data / 'rejected.jsonl'}:1: invalid record: "
+                "not JSON: Expecting value: line 1 column 1 (char 0)"
+            )
+        assert stub.completions == []
+    assert {name: (data / name).read_bytes() for name in before} == before
