@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -22,6 +24,15 @@ T = TypeVar("T")
 
 DRAIN_GRACE = 2.0
 """Seconds the TUI's renderer may take to log what is queued when its flow ends."""
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone, so later writes and flushes pass."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 @attrs.frozen
@@ -181,8 +192,12 @@ class CliFrontend:
             yield flag
 
     def line(self, text: str) -> None:
-        """Print a result line on stdout."""
-        click.echo(text)
+        """Print a result line on stdout (dropped once stdout's reader has gone)."""
+        try:
+            click.echo(text)
+        except BrokenPipeError:
+            # `overbrainer run | head -1`: the work and its history go on without stdout.
+            silence_stdout()
 
     def run_created(self, run_id: str) -> None:
         """The CLI shows nothing more when a run is created."""

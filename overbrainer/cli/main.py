@@ -10,7 +10,8 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.context import PROJECT_DIR_KEY
 from overbrainer.cli.options import EVENTS_FILE_KEY
-from overbrainer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from overbrainer.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from overbrainer.front import silence_stdout
 from overbrainer.logs import init_logging
 
 
@@ -53,6 +54,9 @@ def main() -> None:
         sys.exit(error.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # stdout's reader went away (`| head -1`): no traceback
+        silence_stdout()
+        sys.exit(EXIT_FAILED)
     sys.exit(result if isinstance(result, int) else EXIT_OK)
 
 
