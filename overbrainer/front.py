@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
@@ -22,6 +24,15 @@ T = TypeVar("T")
 
 DRAIN_GRACE = 2.0
 """Seconds the TUI's renderer may take to log what is queued when its flow ends."""
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone, so later writes and flushes pass."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 @attrs.frozen
@@ -122,12 +133,17 @@ async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], N
         on_signal()
 
 
+# SIGTERM (`kill`, a container or service stop) is a Ctrl-C too: the stage drains what is in
+# flight, prints its summary and records its history line instead of dying mid-write.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.asynccontextmanager
-async def _on_sigint(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
-    """Call `on_signal` for each SIGINT while inside; yields False when it cannot be caught."""
+async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
+    """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable."""
     with contextlib.ExitStack() as stack:
         try:
-            receiver = stack.enter_context(trio.open_signal_receiver(signal.SIGINT))
+            receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
         except (RuntimeError, ValueError) as error:
             log.warning("cannot catch Ctrl-C: %s", error)
             yield False
@@ -157,7 +173,7 @@ class CliFrontend:
     async def interrupt(self) -> AsyncIterator[Interrupt]:
         """Catch Ctrl-C from now on: it no longer kills the process while inside."""
         interrupt = Interrupt()
-        async with _on_sigint(interrupt.fire) as caught:
+        async with _on_stop_signals(interrupt.fire) as caught:
             if not caught:
                 interrupt = Interrupt(off=True)
             yield interrupt
@@ -170,14 +186,18 @@ class CliFrontend:
         def set_flag() -> None:
             flag.interrupted = True
 
-        async with _on_sigint(set_flag) as caught:
+        async with _on_stop_signals(set_flag) as caught:
             if not caught:
                 raise OverbrainerError("cannot catch Ctrl-C")
             yield flag
 
     def line(self, text: str) -> None:
-        """Print a result line on stdout."""
-        click.echo(text)
+        """Print a result line on stdout (dropped once stdout's reader has gone)."""
+        try:
+            click.echo(text)
+        except BrokenPipeError:
+            # `overbrainer run | head -1`: the work and its history go on without stdout.
+            silence_stdout()
 
     def run_created(self, run_id: str) -> None:
         """The CLI shows nothing more when a run is created."""

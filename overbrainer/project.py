@@ -103,7 +103,11 @@ def open_project(root: Path) -> Project:
     """The project at `root`; fails naming `overbrainer.toml` when it is missing or too new."""
     project = Project(root)
     if not project.config.is_file():
-        raise ProjectError(f"{project.config} not found: run `overbrainer init` first")
+        # The reference's wording («cannot read …: <io error>»), plus what to do about it.
+        raise ProjectError(
+            f"cannot read {project.config}: No such file or directory (os error 2); "
+            "run `overbrainer init` first"
+        )
     version = project.format_version()
     if version is not None and version > FORMAT_VERSION:
         raise ProjectError(

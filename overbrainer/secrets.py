@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import httpx2
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import EXIT_USAGE, OverbrainerError
 
 VAULT_PREFIX = "vault:"
 _BAD_REFERENCE = "invalid secret reference: expected vault:<mount>/<path>#<field>"
@@ -18,6 +18,9 @@ _VAULT_TIMEOUT = 30.0
 
 class SecretError(OverbrainerError):
     """A secret could not be parsed or resolved; the message never holds the secret."""
+
+    # A configuration problem, as when a stage command meets it while connecting (exit 2).
+    exit_code = EXIT_USAGE
 
 
 @attrs.frozen

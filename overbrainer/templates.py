@@ -40,8 +40,8 @@ class Template:
         """The template's text with `variables`; an undefined one is an error."""
         try:
             return self.compiled.render(**variables)
-        except jinja2.TemplateError:
-            raise TemplateError(f"cannot render template {self.name}") from None
+        except jinja2.TemplateError as error:
+            raise TemplateError(f"cannot render template {self.name}: {error.message}") from None
 
 
 def load_template(prompts_dir: Path, name: str) -> Template:
@@ -50,11 +50,15 @@ def load_template(prompts_dir: Path, name: str) -> Template:
     if path.exists():
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            raise TemplateError(f"cannot read {path}") from None
+        except OSError as error:
+            raise TemplateError(f"cannot read {path}: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise TemplateError(f"cannot read {path}: not UTF-8 text") from None
     else:
         text = default_text(name)
     try:
         return Template(name, _ENVIRONMENT.from_string(text))
-    except jinja2.TemplateSyntaxError:
-        raise TemplateError(f"invalid template {name}") from None
+    except jinja2.TemplateSyntaxError as error:
+        # The reference's «invalid template {name}», then where and why, to find the mistake.
+        where = f"line {error.lineno}: {error.message}"
+        raise TemplateError(f"invalid template {name}: {where}") from None

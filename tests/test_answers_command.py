@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from overbrainer.dataset.records import Exclusion
@@ -171,5 +172,50 @@ async def test_a_timeout_is_retried(tmp_path: Path) -> None:
         stub.queue(Reply(delay=3.0), Reply(content="late", reasoning="r", usage=(100, 50)))
         result = await overbrainer(root, "answers", url=stub.url)
     assert result.code == 0, result.stderr
-    assert ": request failed; retrying in " in result.stderr
+    assert ": request failed: no answer within 1s; retrying in " in result.stderr
     assert result.out_lines[0].startswith("answers: 1 done, 0 skipped, 0 failed, 0 excluded")
+
+
+async def test_a_provider_that_refuses_connections_fails_the_items_quickly(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = await overbrainer(root, "answers", url=f"http://127.0.0.1:{port}/v1", limit=20)
+    assert result.code == 1, result.stderr
+    assert result.out_lines == [
+        "answers: 0 done, 0 skipped, 2 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+    ]
+    err = result.stderr.splitlines()
+    assert err[-1] == "error: 2 answers item(s) failed; run the command again to retry them"
+    assert sum(line.endswith(" failed: request failed: cannot connect") for line in err) == 2
+    assert read_examples(root) == []
+    [line] = history(root)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 2)
+
+
+async def test_a_template_that_cannot_render_stops_force_before_it_rewrites(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    async with open_stub(thoughtful) as stub:
+        assert (await overbrainer(root, "answers", url=stub.url)).code == 0
+        stored = (root / "data" / "answers.jsonl").read_bytes()
+        (root / "prompts").mkdir()
+        for name in ("answer_system.txt", "questions.txt", "subtopics.txt"):
+            (root / "prompts" / name).write_text("About {{ topic }} and {{ nope }}.\n")
+            (root / "prompts" / name).rename(root / "prompts" / f"{name}.off")
+        for stage, name in (("answers", "answer_system.txt"), ("questions", "questions.txt")):
+            (root / "prompts" / f"{name}.off").rename(root / "prompts" / name)
+            result = await overbrainer(root, stage, "--force", url=stub.url)
+            (root / "prompts" / name).rename(root / "prompts" / f"{name}.off")
+            assert (result.code, result.stdout) == (2, "")
+            assert result.stderr.splitlines()[-1] == (
+                f"error: cannot render template {name}: 'nope' is undefined"
+            )
+        assert len(stub.completions) == 2
+    assert (root / "data" / "answers.jsonl").read_bytes() == stored
+    assert len((root / "data" / "questions.jsonl").read_text().splitlines()) == 2
+    assert len(history(root)) == 1

@@ -110,7 +110,9 @@ def test_env_type_errors_never_quote_the_value(
     tmp_path: Path, name: str, value: str, message: str
 ) -> None:
     text = failure(write(tmp_path), {name: value})
-    assert text == f"invalid configuration: {message}"
+    # The variable is named when it set that very key (not for `topics`, set through 0__NAME).
+    named = "" if name == "OVERBRAINER_TOPICS__0__NAME" else f" (from {name})"
+    assert text == f"invalid configuration: {message}{named}"
     assert value not in text.replace(message, "")
 
 
@@ -168,7 +170,8 @@ def test_unknown_keys_in_the_file(tmp_path: Path, extra: str, field: str) -> Non
 )
 def test_unknown_keys_in_the_environment(tmp_path: Path, name: str, field: str) -> None:
     assert (
-        failure(write(tmp_path), {name: "1"}) == f"invalid configuration: unknown field `{field}`"
+        failure(write(tmp_path), {name: "1"})
+        == f"invalid configuration: unknown field `{field}` (from {name})"
     )
 
 
@@ -208,7 +211,9 @@ def test_dotenv_fills_the_environment_without_overriding_the_shell(tmp_path: Pat
 
 def test_dotenv_keys_are_checked_like_the_shell(tmp_path: Path) -> None:
     message = failure(write(tmp_path, dotenv="OVERBRAINER_PIPELINE__WIDTH=2\n"), {})
-    assert message == "invalid configuration: unknown field `pipeline.width`"
+    assert message == (
+        "invalid configuration: unknown field `pipeline.width` (from OVERBRAINER_PIPELINE__WIDTH)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,10 @@ def test_no_history_yet(tmp_path: Path, lines: list[str] | None) -> None:
 def test_outside_a_project(tmp_path: Path) -> None:
     done = history(tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: overbrainer.toml not found: run `overbrainer init` first"
+    assert done.stderr.strip() == (
+        "error: cannot read overbrainer.toml: No such file or directory (os error 2); "
+        "run `overbrainer init` first"
+    )
 
 
 def test_an_unreadable_history(tmp_path: Path) -> None:

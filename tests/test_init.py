@@ -68,6 +68,18 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert "topics.ownership = 10 subtopics x 30 questions" in lines
     assert "providers.openrouter.api_key = (unset)" in lines
     assert "training = Qwen/Qwen3-4B on local (Qlora)" in lines
+    # The reference's literal line; our own keys get lines of their own only when set.
+    assert (
+        "pipeline = Pipeline { concurrency: 8, max_retries: 5, dedup_threshold: 0.8, "
+        "eval_ratio: 0.1, seed: 42, include_system_prompt: false, embedding_threshold: 0.9, "
+        "question_batch_size: 10, request_timeout_secs: 600 }"
+    ) in lines
+    assert not [line for line in lines if "max_cost_usd" in line or "drain_secs" in line]
+    env = {"OVERBRAINER_PIPELINE__MAX_COST_USD": "2.5", "OVERBRAINER_PIPELINE__DRAIN_SECS": "5"}
+    own = overbrainer("config", "check", cwd=demo, env=env).stdout.splitlines()
+    assert own[own.index("pipeline.max_cost_usd = 2.5  (env)") + 1] == (
+        "pipeline.drain_secs = 5.0  (env)"
+    )
 
 
 def test_init_refuses_an_existing_project_and_writes_nothing(tmp_path: Path) -> None:
@@ -149,3 +161,14 @@ def test_init_that_fails_midway_takes_back_what_it_wrote(tmp_path: Path) -> None
     assert not (tmp_path / "prompts" / "judge.txt").exists()
     (tmp_path / ".overbrainer" / "version").rmdir()
     assert overbrainer("init", cwd=tmp_path).returncode == 0
+
+
+def test_config_check_resolve_without_vault_addr_is_a_config_error(tmp_path: Path) -> None:
+    assert overbrainer("init", cwd=tmp_path).returncode == 0
+    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY": "vault:secret/overbrainer#key"}
+    result = overbrainer("config", "check", "--resolve", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "error: cannot resolve providers.openrouter.api_key: "
+        "a vault: reference was found but VAULT_ADDR is not set\n"
+    )

@@ -201,7 +201,9 @@ async def test_a_dropped_connection_is_a_retried_transport_error(
         async with client_on(stub) as client:
             assert (await client.complete(REQUEST, retries)).content == "fine"
     assert len(stub.completions) == 3
-    assert [message.split(";")[0] for _, message, _ in retries.calls] == ["request failed"] * 2
+    assert [message.split(";")[0] for _, message, _ in retries.calls] == [
+        "request failed: the connection was closed without a complete answer"
+    ] * 2
 
 
 async def test_refused_connection_is_a_transport_error() -> None:
@@ -214,7 +216,7 @@ async def test_refused_connection_is_a_transport_error() -> None:
         ) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
-    assert caught.value.message == "request failed"
+    assert caught.value.message == "request failed: cannot connect"
     assert caught.value.retryable and not caught.value.stops_stage
 
 
@@ -227,7 +229,7 @@ async def test_a_slow_reply_times_out(
         async with client_on(stub, max_retries=0, request_timeout=2.0) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
-    assert caught.value.message == "request failed"
+    assert caught.value.message == "request failed: no answer within 2s"
     assert trio.current_time() - start == pytest.approx(2.0, abs=0.01)
     retries = Retries()
     with trio.fail_after(100):
@@ -268,7 +270,7 @@ async def test_keys_stay_out_of_errors_reprs_and_logs(
                     errors.append(caught.value)
     assert [str(e) for e in errors] == [
         "HTTP 401: authentication failed, check the provider API key",
-        "request failed",
+        "request failed: the connection was closed without a complete answer",
         "HTTP 403: permission denied by the provider",
     ]
     assert KEY in stub.requests[0].headers["authorization"]

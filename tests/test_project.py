@@ -48,8 +48,12 @@ def start_holder(root: Path) -> subprocess.Popen[str]:
 
 
 def test_missing_config_is_named_and_nothing_is_created(tmp_path: Path) -> None:
-    with pytest.raises(ProjectError, match="overbrainer.toml not found"):
+    with pytest.raises(ProjectError) as caught:
         open_project(tmp_path)
+    assert caught.value.message == (
+        f"cannot read {tmp_path}/overbrainer.toml: No such file or directory (os error 2); "
+        "run `overbrainer init` first"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -91,6 +91,18 @@ async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Pat
     assert [h.done for h in lines[:3]] == [2, 4, 8]
 
 
+async def test_no_train_stops_run_after_split_even_with_training(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a") as config:
+        config.write(TRAINING)
+    async with open_stub() as stub:
+        result = await overbrainer(root, "run", "--no-train", url=stub.url)
+    assert result.code == 0, result.stderr
+    assert result.out_lines[-1] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
+    assert "--no-train: run stops after split" in result.stderr
+    assert not (root / "runs").exists()
+
+
 async def test_run_reloads_a_changed_config_between_stages(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     config = root / "overbrainer.toml"

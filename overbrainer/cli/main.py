@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -9,6 +10,8 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.context import PROJECT_DIR_KEY
 from overbrainer.cli.options import EVENTS_FILE_KEY
+from overbrainer.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from overbrainer.front import silence_stdout
 from overbrainer.logs import init_logging
 
 
@@ -37,8 +40,32 @@ def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
 
 
 def main() -> None:
-    """Entry point of the console script."""
-    cli()
+    """Entry point of the console script: bad arguments give one `error:` line and exit 2."""
+    try:
+        result = cli.main(prog_name="overbrainer", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        click.echo(error.format_message(), err=True)
+        sys.exit(EXIT_USAGE)
+    except click.UsageError as error:
+        click.echo(f"error: {usage_line(error)}", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as error:
+        click.echo(f"error: {error.format_message()}", err=True)
+        sys.exit(error.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # stdout's reader went away (`| head -1`): no traceback
+        silence_stdout()
+        sys.exit(EXIT_FAILED)
+    sys.exit(result if isinstance(result, int) else EXIT_OK)
+
+
+def usage_line(error: click.UsageError) -> str:
+    """Click's message for a bad argument on one line, pointing at the command's --help."""
+    message = " ".join(error.format_message().split()).rstrip(".")
+    if error.ctx is None:
+        return message
+    return f"{message}; see `{error.ctx.command_path} --help`"
 
 
 # Each command module adds its commands to `cli` when imported (one line per module).

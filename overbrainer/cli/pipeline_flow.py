@@ -23,6 +23,7 @@ from overbrainer.front import CliFrontend, Interrupt
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.metrics_endpoint import open_metrics
 from overbrainer.pipeline.answers import answers_stage
+from overbrainer.pipeline.context import check_templates
 from overbrainer.pipeline.engine import (
     Body,
     StageContext,
@@ -189,6 +190,7 @@ class _Pipeline:
         """Templates, clients, then each stage; `run` reloads a changed config between them."""
         asks = any(stage is not Stage.SPLIT for stage in stages)
         templates = load_templates(self.project) if asks else {}
+        check_templates(templates, topics)
         names = _role_names(stages)
         async with contextlib.AsyncExitStack() as connection:
             roles = await self._connect(connection, names)
@@ -203,6 +205,7 @@ class _Pipeline:
                         roles = await self._connect(connection, names if asking else [])
                     if stage is not Stage.SPLIT:
                         templates = load_templates(self.project)
+                        check_templates(templates, topics)
                 ctx = StageContext(
                     project=self.project,
                     settings=self.config.settings,
@@ -226,8 +229,12 @@ async def pipeline_flow(
     force: bool = False,
     max_cost: float | None = None,
     whole_run: bool = False,
+    train: bool = True,
 ) -> None:
-    """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`."""
+    """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`.
+
+    `train` False (`run --no-train`) stops `run` after split even with `[training]`.
+    """
     project = open_project(project_dir())
     with cli_frontend(events_file()) as cli, project_lock(project):
         async with cli.interrupt() as interrupt:
@@ -257,6 +264,9 @@ async def pipeline_flow(
                     if whole_run:
                         if interrupt.caught:
                             raise StageInterrupted()
+                        if not train:
+                            log.info("--no-train: run stops after split")
+                            return
                         config.reload_if_changed()
                         await train_after_split(
                             config.settings, project, bus, interrupt, front.line, front.run_created

@@ -44,6 +44,8 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
         leaves = _leaves(group)
         if any(isinstance(e, KeyboardInterrupt) for e in leaves):
             code = EXIT_INTERRUPTED
+        elif any(isinstance(e, BrokenPipeError) for e in leaves):
+            raise BrokenPipeError() from None  # stdout's reader went away: main() ends quietly
         elif (found := _single_error(group)) is not None:
             code = _report(found)
         else:

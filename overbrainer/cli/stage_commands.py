@@ -86,6 +86,13 @@ def split(topic: str | None) -> None:
 
 @cli.command(name="run")
 @_max_cost_option
-def run_command(max_cost: float | None) -> None:
+@click.option(
+    "--no-train",
+    is_flag=True,
+    help="Stop after split even when overbrainer.toml has a [training] section.",
+)
+def run_command(max_cost: float | None, no_train: bool) -> None:
     """Run every stage (subtopics, questions, answers, split), then train with [training]."""
-    run_flow(lambda: pipeline_flow(list(Stage), max_cost=max_cost, whole_run=True))
+    run_flow(
+        lambda: pipeline_flow(list(Stage), max_cost=max_cost, whole_run=True, train=not no_train)
+    )

@@ -6,7 +6,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -16,6 +16,7 @@ from cattrs.cols import homogenous_tuple_structure_factory, mapping_structure_fa
 from cattrs.gen import make_dict_structure_fn
 
 from overbrainer.config import settings as s
+from overbrainer.config.env import PREFIX as ENV_PREFIX
 from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
 from overbrainer.config.errors import ConfigError
 from overbrainer.secrets import Secret
@@ -185,6 +186,28 @@ def _problems(error: BaseException, path: str) -> list[str]:
     return [f"`{path}`: invalid value"]
 
 
+def _name_env_var(problem: str, paths: Mapping[tuple[str, ...], object]) -> str:
+    """`problem`, plus the variable that set its key when the value came from the environment."""
+    key = re.match(r"^(?:unknown field )?`([^`]+)`", problem)
+    if key is None:
+        return problem
+    path = tuple(key[1].split("."))
+    if path not in paths:
+        return problem
+    return f"{problem} (from {ENV_PREFIX}{'__'.join(path).upper()})"
+
+
+def syntax_error_at(text: str, error: tomllib.TOMLDecodeError) -> str:
+    """` at line N, column M` for a TOML error, the end of the text when it is at the end."""
+    where = re.search(r"line (\d+), column (\d+)", str(error))
+    if where:
+        return f" at line {where[1]}, column {where[2]}"
+    if "end of document" in str(error):
+        lines = text.split("\n")
+        return f" at line {len(lines)}, column {len(lines[-1]) + 1}"
+    return ""
+
+
 def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = None) -> s.Settings:
     """Load and validate the project's configuration; raises ConfigError (exit code 2)."""
     env = os.environ if environ is None else environ
@@ -199,11 +222,9 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     try:
         table: dict[str, object] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        where = re.search(r"line (\d+), column (\d+)", str(error))
-        at = f" at line {where[1]}, column {where[2]}" if where else ""
-        raise ConfigError(
-            f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
-        ) from None
+        at = syntax_error_at(text, error)
+        message = f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
+        raise ConfigError(message) from None
     env_only = [
         f"{k}: must be set through env, not in overbrainer.toml" for k in env_only_keys(table)
     ]
@@ -212,7 +233,8 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     try:
         loaded = _CONVERTER.structure(table, s.Settings)
     except Exception as error:  # cattrs wraps every problem; each is named by its key path
-        raise ConfigError.parse(_problems(error, "")) from None
+        problems = [_name_env_var(problem, paths) for problem in _problems(error, "")]
+        raise ConfigError.parse(problems) from None
     from overbrainer.config.ranges import check_sections
     from overbrainer.config.validate import check
 

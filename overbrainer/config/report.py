@@ -23,8 +23,23 @@ def _pipeline_line(pipeline: Pipeline) -> str:
     fields = ", ".join(
         f"{attribute.name}: {word(getattr(pipeline, attribute.name))}"
         for attribute in Pipeline.__attrs_attrs__
+        if attribute.name not in OWN_PIPELINE_KEYS
     )
     return f"pipeline = Pipeline {{ {fields} }}"
+
+
+# Our own [pipeline] keys: the `pipeline = Pipeline { … }` line keeps the reference's exact
+# fields, and each of these gets a line of its own, only when set to other than its default.
+OWN_PIPELINE_KEYS = ("max_cost_usd", "drain_secs")
+
+
+def _own_pipeline_lines(pipeline: Pipeline) -> list[tuple[str, str]]:
+    default = Pipeline()
+    return [
+        (f"pipeline.{key} = {getattr(pipeline, key)}", f"pipeline.{key}")
+        for key in OWN_PIPELINE_KEYS
+        if getattr(pipeline, key) != getattr(default, key)
+    ]
 
 
 def report_lines(settings: Settings) -> list[str]:
@@ -63,6 +78,7 @@ def report_lines(settings: Settings) -> list[str]:
             )
         )
     lines.append(mark(_pipeline_line(settings.pipeline), "pipeline"))
+    lines.extend(mark(line, key) for line, key in _own_pipeline_lines(settings.pipeline))
     if settings.training is not None:
         training = settings.training
         lines.append(

@@ -62,8 +62,10 @@ class StatusError(LlmError):
 class TransportError(LlmError):
     """Connecting, sending or receiving failed, or the request timed out."""
 
-    def __init__(self) -> None:
-        super().__init__("request failed")
+    def __init__(self, cause: str = "") -> None:
+        # «request failed», then a cause in words (never the URL, headers or body) so a user
+        # can tell a refused connection from a timeout.
+        super().__init__(f"request failed: {cause}" if cause else "request failed")
 
     @property
     def retryable(self) -> bool:

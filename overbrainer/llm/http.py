@@ -76,10 +76,11 @@ class HttpClient:
                 response = await self._client.request(method, url, content=content)
             except httpx2.HTTPError as error:
                 log.debug("%s %s failed: %s", method, path, type(error).__name__)
-                raise TransportError() from error
+                raise TransportError(transport_cause(error)) from error
         if response is None:
             log.debug("%s %s timed out after %ss", method, path, self.request_timeout)
-            raise TransportError() from TimeoutError(f"no answer within {self.request_timeout}s")
+            cause = f"no answer within {self.request_timeout:g}s"
+            raise TransportError(cause) from TimeoutError(cause)
         status = response.status_code
         retry_after = parse_retry_after(response.headers.get("retry-after"))
         if not 200 <= status < 300:
@@ -120,3 +121,20 @@ async def open_http(
         raise ClientBuildError() from error
     async with client:
         yield HttpClient(client, base_url, request_timeout)
+
+
+_CAUSES: tuple[tuple[type[httpx2.HTTPError], str], ...] = (
+    (httpx2.ConnectTimeout, "connection timed out"),
+    (httpx2.ConnectError, "cannot connect"),
+    (httpx2.TimeoutException, "timed out"),
+    (httpx2.RemoteProtocolError, "the connection was closed without a complete answer"),
+    (httpx2.NetworkError, "the connection broke"),
+)
+
+
+def transport_cause(error: httpx2.HTTPError) -> str:
+    """A transport failure in a few words, from its type only (never its URL or text)."""
+    for kind, words in _CAUSES:
+        if isinstance(error, kind):
+            return words
+    return type(error).__name__

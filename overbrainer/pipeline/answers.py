@@ -126,6 +126,12 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     assert run.role is not None
     role_client = run.role
     role = role_client.role
+    # Rendered first, so a template that cannot render fails before `--force` rewrites.
+    template = ctx.template("answer_system.txt")
+    systems = {
+        topic.name: template.render(topic=topic.name, description=topic.description)
+        for topic in ctx.topics
+    }
     questions = read_records(ctx.project.data_file("questions"), Question.from_json)
     answered = _answered(ctx)
     selected = ctx.selected_topic_names
@@ -146,11 +152,6 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     warning = hiding_warning(protocol, role.model)
     if warning is not None and role.reasoning:
         log.warning("parent %s: %s", role.model, warning)
-    template = ctx.template("answer_system.txt")
-    systems = {
-        topic.name: template.render(topic=topic.name, description=topic.description)
-        for topic in ctx.topics
-    }
     keep_system = ctx.settings.pipeline.include_system_prompt
     run.start(len(pending))
 

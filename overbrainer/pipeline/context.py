@@ -62,6 +62,24 @@ def load_templates(project: Project) -> dict[str, Template]:
     return {name: load_template(project.prompts, name) for name in PIPELINE_TEMPLATES}
 
 
+def check_templates(templates: Mapping[str, Template], topics: Sequence[Topic]) -> None:
+    """Render each stage template once per topic with sample values; raises TemplateError.
+
+    A template that cannot render (an undefined variable) then stops the command before any
+    stage writes, rather than after `--force` has already emptied the stage's file.
+    """
+    for topic in topics:
+        common: dict[str, object] = {"topic": topic.name, "description": topic.description}
+        samples: dict[str, dict[str, object]] = {
+            "subtopics.txt": {**common, "count": topic.subtopics},
+            "questions.txt": {**common, "subtopic": topic.name, "count": 1, "accepted": []},
+            "answer_system.txt": common,
+        }
+        for name, variables in samples.items():
+            if name in templates:
+                templates[name].render(**variables)
+
+
 @attrs.define
 class StageContext:
     """What a stage body gets: project, settings, selection, templates, roles and the bus."""

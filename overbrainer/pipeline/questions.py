@@ -141,12 +141,13 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
         for s in read_records(ctx.project.data_file("subtopics"), Subtopic.from_json)
         if s.topic in selected
     ]
-    stored = _stored(ctx)
+    # Every file is read before `--force` rewrites one, so a bad line fails with nothing changed.
     rejected = [
         r
         for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedQuestion) and r.topic in selected
     ]
+    stored = _stored(ctx)
     by_subtopic: dict[str, list[str]] = {}
     by_topic: dict[str, list[str]] = {name: [] for name in selected}
     for question in stored:

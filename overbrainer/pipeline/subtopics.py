@@ -38,12 +38,13 @@ def _stored(ctx: StageContext) -> list[Subtopic]:
 
 async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
     """Fill each selected topic up to its `subtopics` count, one topic after another."""
-    stored = _stored(ctx)
+    # Every file is read before `--force` rewrites one, so a bad line fails with nothing changed.
     rejected = [
         r
         for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedSubtopic)
     ]
+    stored = _stored(ctx)
     have: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     counts: dict[str, int] = {topic.name: 0 for topic in ctx.topics}
     for subtopic in stored:
