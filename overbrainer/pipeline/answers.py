@@ -6,7 +6,7 @@ import logging
 import re
 
 from overbrainer.config.settings import Protocol, Role
-from overbrainer.dataset.jsonl import open_appender, read_records, rewrite
+from overbrainer.dataset.jsonl import open_appender, read_records
 from overbrainer.dataset.records import Example, Exclusion, Message, Meta, Question
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.finish import FinishReason, ReasoningKind
@@ -114,11 +114,7 @@ def _answered(ctx: StageContext) -> set[str]:
     path = ctx.project.data_file("answers")
     if not ctx.force:
         return set(read_records(path, _answer_id))
-    stored = read_records(path, Example.from_json)
-    kept = [example for example in stored if example.topic not in ctx.selected_topic_names]
-    if len(kept) != len(stored):
-        rewrite(path, [example.to_json() for example in kept])
-    return {example.id for example in kept}
+    return {example.id for example in ctx.stored("answers", Example.from_json)}
 
 
 async def answers_stage(ctx: StageContext, run: StageRun) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import attrs
 
 from overbrainer.config.settings import Role, Settings, Topic
+from overbrainer.dataset.jsonl import read_records, rewrite
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.events import EventBus, Stage
 from overbrainer.front import Frontend, Interrupt
@@ -19,6 +20,22 @@ from overbrainer.templates import Template, load_template
 
 PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
 """The templates the stages render (split loads none)."""
+
+
+class TopicRecord(Protocol):
+    """A stored record of one topic that can be written back."""
+
+    @property
+    def topic(self) -> str:
+        """The record's topic name."""
+        ...
+
+    def to_json(self) -> str:
+        """The record as one compact JSON line."""
+        ...
+
+
+R = TypeVar("R", bound=TopicRecord)
 
 
 class StageRole(Protocol):
@@ -100,6 +117,17 @@ class StageContext:
     def selected_topic_names(self) -> frozenset[str]:
         """The names of the selected topics."""
         return frozenset(topic.name for topic in self.topics)
+
+    def stored(self, name: str, parse: Callable[[str], R]) -> list[R]:
+        """`data/<name>.jsonl`'s records, after `--force` removed the selected topics' ones."""
+        path = self.project.data_file(name)
+        stored = read_records(path, parse)
+        if not self.force:
+            return stored
+        kept = [record for record in stored if record.topic not in self.selected_topic_names]
+        if len(kept) != len(stored):
+            rewrite(path, [record.to_json() for record in kept])
+        return kept
 
     def template(self, name: str) -> Template:
         """A loaded prompt template, e.g. `template("answer_system.txt")`."""

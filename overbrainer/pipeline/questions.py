@@ -15,7 +15,7 @@ import trio
 
 from overbrainer.config.settings import Topic
 from overbrainer.dataset.ids import question_id
-from overbrainer.dataset.jsonl import Appender, open_appender, read_records, rewrite
+from overbrainer.dataset.jsonl import Appender, open_appender, read_records
 from overbrainer.dataset.records import Question, RejectedQuestion, Subtopic, rejected_from_json
 from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
@@ -51,14 +51,7 @@ class _Slot:
 
 def _stored(ctx: StageContext) -> list[Question]:
     """The stored questions, after `--force` removed the selected topics' ones."""
-    path = ctx.project.data_file("questions")
-    stored = read_records(path, Question.from_json)
-    if ctx.force:
-        kept = [q for q in stored if q.topic not in ctx.selected_topic_names]
-        if len(kept) != len(stored):
-            rewrite(path, [q.to_json() for q in kept])
-        stored = kept
-    return stored
+    return ctx.stored("questions", Question.from_json)
 
 
 def _embedder(ctx: StageContext) -> Embed | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from overbrainer.dataset.ids import subtopic_id
-from overbrainer.dataset.jsonl import open_appender, read_records, rewrite
+from overbrainer.dataset.jsonl import open_appender, read_records
 from overbrainer.dataset.records import RejectedSubtopic, Subtopic, rejected_from_json
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.ask import ask_list
@@ -26,14 +26,7 @@ def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -
 
 def _stored(ctx: StageContext) -> list[Subtopic]:
     """The stored subtopics, after `--force` removed the selected topics' ones."""
-    path = ctx.project.data_file("subtopics")
-    stored = read_records(path, Subtopic.from_json)
-    if ctx.force:
-        kept = [s for s in stored if s.topic not in ctx.selected_topic_names]
-        if len(kept) != len(stored):
-            rewrite(path, [s.to_json() for s in kept])
-        stored = kept
-    return stored
+    return ctx.stored("subtopics", Subtopic.from_json)
 
 
 async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
