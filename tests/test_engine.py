@@ -13,7 +13,6 @@ from overbrainer.config.settings import Pipeline, Role, Roles, Settings
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.errors import EXIT_INTERRUPTED
 from overbrainer.events import (
-    Event,
     ItemDone,
     ItemFailed,
     Stage,
@@ -25,7 +24,6 @@ from overbrainer.events import (
 )
 from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
 from overbrainer.history import HistoryStatus, read_history
-from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import StatusError
 from overbrainer.llm.usage import Price, Usage
 from overbrainer.pipeline.engine import (
@@ -41,28 +39,9 @@ from overbrainer.pipeline.engine import (
 )
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached
 from overbrainer.project import Project
+from tests.generator_harness import FakeRole, Recorder
 
 ROLE = Role(provider="stub", model="parent-model")
-
-
-@attrs.frozen
-class FakeRole:
-    name: str
-    role: Role
-    provider: str
-    client: LlmClient
-    price: Price | None
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def event(self, bus: int, event: Event) -> None:
-        self.events.append(event)
-
-    def closed(self, bus: int) -> None:
-        pass
 
 
 @attrs.define
