@@ -252,6 +252,27 @@ class Observer(Protocol):
         """Bus `bus` closed; its ID may be reused later."""
 
 
+class Observers:
+    """Several observers as one (the events file and the metrics), each failure contained."""
+
+    def __init__(self, *observers: Observer | None) -> None:
+        self._all = [observer for observer in observers if observer is not None]
+
+    def event(self, bus: int, event: Event) -> None:
+        for observer in self._all:
+            try:
+                observer.event(bus, event)
+            except Exception:
+                log.exception("an event observer failed")
+
+    def closed(self, bus: int) -> None:
+        for observer in self._all:
+            try:
+                observer.closed(bus)
+            except Exception:
+                log.exception("an event observer failed")
+
+
 @attrs.frozen
 class Lagged:
     """The subscriber fell behind and lost its `n` oldest events."""

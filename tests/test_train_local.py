@@ -449,3 +449,29 @@ def test_stop_cancels_a_job_that_never_saves_its_snapshot(
     )
     assert record(project, run_id)["state"] == "cancelled"
     assert not group_alive(record(project, run_id)["job"]["pid"])
+
+
+def test_train_serves_metrics_while_it_follows_the_job(
+    project: Path, bin_dir: Path, tmp_path: Path
+) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = standin_env(bin_dir, STANDIN_STEPS="200", STANDIN_PACE="0.02")
+    env["OVERBRAINER_METRICS__LISTEN"] = f"127.0.0.1:{port}"
+    process = start(project, env, tmp_path / "err.txt", "train")
+    try:
+        wait_for_steps(project, 5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+        assert "overbrainer_build_info" in text
+        step = re.search(r"^overbrainer_train_step\{[^}]*\} (\d+)$", text, re.MULTILINE)
+        assert step is not None and int(step.group(1)) >= 1, text
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()
+    assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()

@@ -18,7 +18,7 @@ from overbrainer.config.settings import Settings, Topic
 from overbrainer.dataset.jsonl import read_records
 from overbrainer.dataset.records import Subtopic
 from overbrainer.errors import OverbrainerError, UsageError
-from overbrainer.events import Event, EventBus, Observer, Stage
+from overbrainer.events import EventBus, Observers, Stage
 from overbrainer.front import CliFrontend, Interrupt
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.metrics_endpoint import open_metrics
@@ -126,27 +126,6 @@ def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
     return any(name not in have for name in names)
 
 
-class _Observers:
-    """Several observers as one (the events file and the metrics), each failure contained."""
-
-    def __init__(self, *observers: Observer | None) -> None:
-        self._all = [observer for observer in observers if observer is not None]
-
-    def event(self, bus: int, event: Event) -> None:
-        for observer in self._all:
-            try:
-                observer.event(bus, event)
-            except Exception:
-                log.exception("an event observer failed")
-
-    def closed(self, bus: int) -> None:
-        for observer in self._all:
-            try:
-                observer.closed(bus)
-            except Exception:
-                log.exception("an event observer failed")
-
-
 @attrs.define
 class _Pipeline:
     """One command's stages, sharing its bus, interrupt, spend cap and price listings."""
@@ -247,7 +226,7 @@ async def pipeline_flow(
                 planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
             cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
             async with open_metrics(config.settings, project) as serving:
-                front = CliFrontend(_Observers(cli.observer, serving.observer))
+                front = CliFrontend(Observers(cli.observer, serving.observer))
                 async with front.open_bus() as bus:
                     pipeline = _Pipeline(
                         project,

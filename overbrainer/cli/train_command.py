@@ -13,6 +13,9 @@ from overbrainer.cli.options import cli_frontend, events_file
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
 from overbrainer.errors import OverbrainerError
+from overbrainer.events import Observers
+from overbrainer.front import CliFrontend
+from overbrainer.metrics_endpoint import open_metrics
 from overbrainer.project import ProjectLocked, open_project, project_lock
 from overbrainer.runs.store import Runs
 from overbrainer.train import run_commands
@@ -21,26 +24,35 @@ from overbrainer.train.lifecycle import train as train_run
 
 
 async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool = True) -> None:
-    """Run `body` with the project's settings, lock, bus (rendered to stderr) and Ctrl-C."""
+    """Run `body` with the project's settings, lock, bus (rendered to stderr) and Ctrl-C.
+
+    A command that writes (`lock`) also serves `[metrics] listen` while it runs.
+    """
     project = open_project(project_dir())
     settings = load_settings(project.root)
     with contextlib.ExitStack() as stack:
         if lock:
             stack.enter_context(project_lock(project))
-        front = stack.enter_context(cli_frontend(events_file()))
+        cli_front = stack.enter_context(cli_frontend(events_file()))
         failure: OverbrainerError | None = None
-        async with front.open_bus() as bus, front.interrupt() as interrupt:
-            session = Session(
-                settings, project, bus, interrupt, front.line, created=front.run_created
-            )
-            try:
-                await body(session)
-            except OverbrainerError as error:
-                failure = error  # raised once the bus has printed every queued line
-            except BaseExceptionGroup as group:
-                failure = single_error(group)
-                if failure is None:
-                    raise
+        async with contextlib.AsyncExitStack() as serving:
+            observer = cli_front.observer
+            if lock:
+                metrics = await serving.enter_async_context(open_metrics(settings, project))
+                observer = Observers(observer, metrics.observer)
+            front = CliFrontend(observer)
+            async with front.open_bus() as bus, front.interrupt() as interrupt:
+                session = Session(
+                    settings, project, bus, interrupt, front.line, created=front.run_created
+                )
+                try:
+                    await body(session)
+                except OverbrainerError as error:
+                    failure = error  # raised once the bus has printed every queued line
+                except BaseExceptionGroup as group:
+                    failure = single_error(group)
+                    if failure is None:
+                        raise
         if failure is not None:
             raise failure
 
