@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from pathlib import Path
 
 import trio
@@ -101,6 +103,21 @@ async def test_no_train_stops_run_after_split_even_with_training(tmp_path: Path)
     assert result.out_lines[-1] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
     assert "--no-train: run stops after split" in result.stderr
     assert not (root / "runs").exists()
+
+
+async def test_run_warns_before_its_stages_when_training_cannot_start(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a") as config:
+        config.write(TRAINING)
+    empty_bin = tmp_path / "empty-bin"
+    empty_bin.mkdir()
+    path = f"{empty_bin}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"
+    async with open_stub() as stub:
+        result = await overbrainer(root, "run", url=stub.url, env={"PATH": path})
+    assert result.code == 1
+    warning = "axolotl is not on PATH: the job of target `local` will fail"
+    assert result.stderr.index(warning) < result.stderr.index("subtopics: 2 to process")
+    assert result.out_lines[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
 
 
 async def test_run_reloads_a_changed_config_between_stages(tmp_path: Path) -> None:

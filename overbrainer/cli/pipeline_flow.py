@@ -36,7 +36,7 @@ from overbrainer.pipeline.engine import (
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.pricing import PriceBook
 from overbrainer.project import Project, open_project, project_lock
-from overbrainer.train.lifecycle import train_after_split
+from overbrainer.train.lifecycle import train_after_split, warn_if_training_cannot_start
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +219,8 @@ async def pipeline_flow(
         async with cli.interrupt() as interrupt:
             config = ConfigState(project)
             topics = select_topics(config.settings, topic_names)
+            if whole_run and train:
+                warn_if_training_cannot_start(config.settings)
             planned = list(stages)
             if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
                 project, frozenset(t.name for t in topics)

@@ -134,6 +134,16 @@ def _warn_missing_axolotl(name: str, target: LocalTarget) -> None:
         )
 
 
+def warn_if_training_cannot_start(settings: Settings) -> None:
+    """Before `run`'s stages: say at once when the training after split would fail to start."""
+    if settings.training is None:
+        return
+    name = settings.training.target
+    target = settings.targets.get(name)
+    if isinstance(target, LocalTarget):
+        _warn_missing_axolotl(name, target)
+
+
 async def _hf_token(settings: Settings) -> dict[str, str]:
     if settings.hf_token is None:
         return {}
