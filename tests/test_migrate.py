@@ -293,10 +293,15 @@ def test_the_hint_ends_every_command_on_an_old_project_only(tmp_path: Path) -> N
     failing = overbrainer(root, "split", "--topic", "nope")
     assert failing.returncode == 2
     assert failing.stderr.splitlines() == ["error: unknown topic `nope`", PREDATES_HINT]
-    assert overbrainer(root, "history", "--bogus").stderr.count(PREDATES_HINT) == 0
-    assert overbrainer(root, "init").stderr.count(PREDATES_HINT) == 0
-    assert overbrainer(root, "migrate", "--dry-run").stderr == ""
     assert overbrainer(root, "migrate").returncode == 0
     after = overbrainer(root, "history")
     assert (after.returncode, after.stderr) == (0, "")
+
+
+def test_no_hint_where_no_command_ran_or_the_command_is_exempt(tmp_path: Path) -> None:
+    root = old_project(tmp_path)
+    assert overbrainer(root, "history", "--bogus").stderr.count(PREDATES_HINT) == 0
+    assert overbrainer(root, "history", "--help").stderr == ""
+    assert overbrainer(root, "init").stderr == f"error: {root}/overbrainer.toml already exists\n"
+    assert overbrainer(root, "migrate", "--dry-run").stderr == ""
     assert overbrainer(tmp_path / "elsewhere", "history").stderr.count(PREDATES_HINT) == 0

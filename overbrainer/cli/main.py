@@ -84,6 +84,9 @@ def _run(epilogue: Epilogue) -> None:
     except BrokenPipeError:  # stdout's reader went away (`| head -1`): no traceback
         silence_stdout()
         sys.exit(EXIT_FAILED)
+    if isinstance(result, int):
+        # Only click's own exit (`--help`) returns a code here: no command ran, so no hint.
+        epilogue.hint = False
     sys.exit(result if isinstance(result, int) else EXIT_OK)
 
 
