@@ -203,22 +203,30 @@ def append_history(path: Path, record: HistoryRecord) -> bool:
     Returns whether the line was written. A last line left without its newline by a crash
     gets one first, so only that broken line is lost.
     """
-    line = (record.to_json() + "\n").encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
-            _write_all(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_records(path, (record,))
     except OSError as error:
         log.warning("cannot record the %s stage in %s: %s", record.stage, path, error)
         return False
     return True
+
+
+def append_records(path: Path, records: Sequence[HistoryRecord]) -> None:
+    """Append every record in a single write call; raises OSError.
+
+    A last line left without its newline by a crash gets one first.
+    """
+    data = "".join(record.to_json() + "\n" for record in records).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -19,6 +19,9 @@ FORMAT_VERSION = 1
 CONFIG_FILE = "overbrainer.toml"
 STATE_DIR = ".overbrainer"
 
+PREDATES_HINT = "this project predates overbrainer 0.4.0: run overbrainer migrate"
+"""What every command but `init` and `migrate` ends with on a project without a version file."""
+
 
 class ProjectError(UsageError):
     """The directory is not a usable project (missing config, newer format, bad state dir)."""
@@ -97,6 +100,15 @@ class Project:
             return int(text)
         except ValueError:
             raise ProjectError(f"{self.version_file} does not hold a format number") from None
+
+
+def predates_versions(root: Path) -> bool:
+    """Whether `root` holds a project (an `overbrainer.toml`) made before the version file."""
+    project = Project(root)
+    try:
+        return project.config.is_file() and not os.path.lexists(project.version_file)
+    except OSError:
+        return False
 
 
 def open_project(root: Path) -> Project:

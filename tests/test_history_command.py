@@ -33,8 +33,9 @@ LINES = [
 
 def project(tmp_path: Path, history: list[str] | None) -> Path:
     (tmp_path / "overbrainer.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / ".overbrainer").mkdir(exist_ok=True)
+    (tmp_path / ".overbrainer" / "version").write_text("1\n")  # a current project: no hint
     if history is not None:
-        (tmp_path / ".overbrainer").mkdir(exist_ok=True)
         (tmp_path / ".overbrainer" / "history.jsonl").write_text("\n".join(history) + "\n")
     return tmp_path
 

@@ -5,6 +5,7 @@ from overbrainer.cli import (
     config_command,  # noqa: F401
     history_command,  # noqa: F401
     init_command,  # noqa: F401
+    migrate_command,  # noqa: F401
     runs_command,  # noqa: F401
     stage_commands,  # noqa: F401
     system_command,  # noqa: F401

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
+import attrs
 import click
 
 from overbrainer import __version__
@@ -13,6 +15,17 @@ from overbrainer.cli.options import EVENTS_FILE_KEY
 from overbrainer.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from overbrainer.front import silence_stdout
 from overbrainer.logs import init_logging
+from overbrainer.project import PREDATES_HINT, predates_versions
+
+NO_HINT_COMMANDS = frozenset({"init", "migrate"})
+"""Commands that do not end with the «run overbrainer migrate» hint on an older project."""
+
+
+@attrs.define
+class Epilogue:
+    """What `main` prints on stderr once the command is over, whatever its outcome."""
+
+    hint: bool = False
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,16 +50,30 @@ def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
     init_logging()
     ctx.meta[PROJECT_DIR_KEY] = project_dir
     ctx.meta[EVENTS_FILE_KEY] = events
+    if isinstance(ctx.obj, Epilogue) and ctx.invoked_subcommand not in NO_HINT_COMMANDS:
+        ctx.obj.hint = predates_versions(project_dir)
 
 
 def main() -> None:
     """Entry point of the console script: bad arguments give one `error:` line and exit 2."""
+    epilogue = Epilogue()
     try:
-        result = cli.main(prog_name="overbrainer", standalone_mode=False)
+        _run(epilogue)
+    finally:
+        # Last on stderr, after the command's own output and error line; the exit code stays.
+        if epilogue.hint:
+            with contextlib.suppress(OSError, ValueError):
+                click.echo(PREDATES_HINT, err=True)
+
+
+def _run(epilogue: Epilogue) -> None:
+    try:
+        result = cli.main(prog_name="overbrainer", standalone_mode=False, obj=epilogue)
     except click.exceptions.NoArgsIsHelpError as error:
         click.echo(error.format_message(), err=True)
         sys.exit(EXIT_USAGE)
     except click.UsageError as error:
+        epilogue.hint = False  # the command line was refused: no command ran
         click.echo(f"error: {usage_line(error)}", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as error:
@@ -57,6 +84,9 @@ def main() -> None:
     except BrokenPipeError:  # stdout's reader went away (`| head -1`): no traceback
         silence_stdout()
         sys.exit(EXIT_FAILED)
+    if isinstance(result, int):
+        # Only click's own exit (`--help`) returns a code here: no command ran, so no hint.
+        epilogue.hint = False
     sys.exit(result if isinstance(result, int) else EXIT_OK)
 
 
