@@ -81,10 +81,6 @@ def _secure_url(url: str) -> bool:
         return False
 
 
-def _at_least(value: float, low: float) -> bool:
-    return not math.isnan(value) and value >= low
-
-
 def _roles(cfg: s.Settings) -> list[str]:
     out: list[str] = []
     for name, role in cfg.roles.all():
