@@ -106,14 +106,24 @@ async def test_listing_is_read_once_per_provider(caplog: pytest.LogCaptureFixtur
     assert infos == ["no price listed for model absent/model; showing tokens only"]
 
 
-async def test_concurrent_lookups_share_one_read() -> None:
-    client = Listing({"data": []}, delay=1.0)
+async def test_concurrent_lookups_share_one_read(autojump_clock: trio.testing.MockClock) -> None:
+    client = Listing(
+        {"data": [{"id": MODEL, "pricing": {"prompt": "0.000002", "completion": "0.000004"}}]},
+        delay=1.0,
+    )
     book = PriceBook()
+    found: list[Price | None] = []
+
+    async def look_up() -> None:
+        found.append(await book.price_for("p", client, role()))
+
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             for _ in range(3):
-                nursery.start_soon(book.price_for, "p", client, role())
+                nursery.start_soon(look_up)
     assert client.calls == 1
+    # The callers that waited on the first read get its listing, not a miss.
+    assert found == [Price(2e-6, 4e-6)] * 3
 
 
 async def test_a_failing_listing_never_fails_and_is_not_retried(
@@ -140,6 +150,12 @@ async def test_a_slow_listing_gives_up_after_10s(
     with trio.fail_after(100):
         assert await book.price_for("p", client, role()) is None
     assert trio.current_time() - start == pytest.approx(10.0)
+    # The give-up is remembered: a second role of that provider neither waits nor reads again.
+    again = trio.current_time()
+    with trio.fail_after(100):
+        assert await book.price_for("p", client, role("other")) is None
+    assert trio.current_time() == again
+    assert client.calls == 1
     assert [r.getMessage() for r in caplog.records] == [
         "model prices not received within 10s; showing tokens only"
     ]
