@@ -147,7 +147,11 @@ def priced_listing(*models: str) -> Json:
     }
 
 
-async def test_prices_are_looked_up_once_per_provider_and_never_for_the_embedder() -> None:
+@pytest.mark.parametrize("embedder", ["main", "other"])
+async def test_prices_are_looked_up_once_per_provider_and_never_for_the_embedder(
+    embedder: str,
+) -> None:
+    # "other" serves only the embedder: its listing (which prices "emb") must not be read.
     with trio.fail_after(10):
         async with open_routed() as first, open_routed() as second:
             first.models = priced_listing("gen", "par", "emb")
@@ -160,10 +164,10 @@ async def test_prices_are_looked_up_once_per_provider_and_never_for_the_embedder
             cfg = settings(
                 {
                     "main": Provider(Protocol.OPENAI, first.url, Secret("sk-test")),
-                    "other": Provider(Protocol.ANTHROPIC, second.url),
+                    "other": Provider(Protocol.OPENAI, second.url),
                 },
                 parent="main",
-                embedder="main",
+                embedder=embedder,
             )
             book = PriceBook()
             async with connect_roles(cfg, ("generator", "parent", "embedder"), {}, book) as roles:
