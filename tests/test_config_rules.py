@@ -407,6 +407,21 @@ OURS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "runpod-prices-and-volume",
+        HEAD
+        + ROLES
+        + '[targets.pod]\nkind = "runpod"\ngpu_types = ["A"]\nmax_hours = 1.0\ngpu_count = 0\n'
+        + "max_price_per_hour = 0.0\nretrieve_grace_minutes = 0\n"
+        + 'network_volume_id = "v"\ndata_center_ids = "auto"\n',
+        [
+            "targets.pod.gpu_count: must be at least 1",
+            'targets.pod.max_price_per_hour: only valid with gpu_types = "auto"',
+            "targets.pod.max_price_per_hour: must be greater than 0",
+            "targets.pod.retrieve_grace_minutes: must be at least 1",
+            'targets.pod.data_center_ids: cannot be "auto" with network_volume_id',
+        ],
+    ),
+    (
         "export",
         HEAD + ROLES + '[export]\nquantize = "Q4_0"\nollama_name = "bad name"\n',
         [
