@@ -31,7 +31,7 @@ from overbrainer.secrets import resolve_secret
 from overbrainer.system import LocalSampler
 from overbrainer.train import prepare
 from overbrainer.train.axolotl_config import CONFIG_FILE, template_warning
-from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_stop
+from overbrainer.train.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
 from overbrainer.train.job_script import Engine
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 from overbrainer.train.outcome import Outcome, conclude, local_summary
@@ -254,7 +254,7 @@ async def _start(
     try:
         runs.save(running)
     except OverbrainerError:
-        with trio.move_on_after(30):
+        with trio.move_on_after(CANCEL_BOUND):  # inside the start's shield
             await LocalRunJob(job, plan.container).cancel()
         raise
     return running
