@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import logging
 import os
 import signal
@@ -91,6 +92,13 @@ def test_docker_and_podman_run_lines() -> None:
     assert " -e 'HF_TOKEN' " not in text
 
 
+@pytest.fixture(autouse=True)
+def no_job_left(tmp_path: Path) -> collections.abc.Iterator[None]:
+    """Kill the jobs a test started under `tmp_path`, even when it fails midway."""
+    yield
+    kill_jobs(tmp_path)
+
+
 async def wait_exit(job: LocalJob) -> None:
     with trio.fail_after(10):
         while isinstance(job_status(job), Running):  # noqa: ASYNC110 - a process has no event
@@ -157,26 +165,23 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
 
     monkeypatch.setattr(lifecycle, "start_job", start_then_ctrl_c)
     lines: list[str] = []
-    try:
-        with trio.fail_after(10):
-            async with open_event_bus() as bus:
-                session = lifecycle.Session(
-                    settings, Project(root), bus, interrupt, lines.append, FollowTimes(poll=0.05)
-                )
-                with pytest.raises(lifecycle.Detached) as caught:
-                    await lifecycle.train(session)
-        (run_id,) = Runs(root / "runs").ids()
-        record = Runs(root / "runs").load(run_id)
-        assert record.state is RunState.RUNNING
-        assert record.job is not None and group_alive(record.job.pid)  # started and alive
-        assert caught.value.message == (
-            f"interrupted: run {run_id} keeps running on target `local`; "
-            f"follow it again with `overbrainer train attach {run_id}`"
-        )
-        assert caught.value.exit_code == 130
-        assert lines == []
-    finally:
-        kill_jobs(root)
+    with trio.fail_after(10):
+        async with open_event_bus() as bus:
+            session = lifecycle.Session(
+                settings, Project(root), bus, interrupt, lines.append, FollowTimes(poll=0.05)
+            )
+            with pytest.raises(lifecycle.Detached) as caught:
+                await lifecycle.train(session)
+    (run_id,) = Runs(root / "runs").ids()
+    record = Runs(root / "runs").load(run_id)
+    assert record.state is RunState.RUNNING
+    assert record.job is not None and group_alive(record.job.pid)  # started and alive
+    assert caught.value.message == (
+        f"interrupted: run {run_id} keeps running on target `local`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+    assert caught.value.exit_code == 130
+    assert lines == []
 
 
 def record_of(state: RunState) -> RunRecord:
