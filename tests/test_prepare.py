@@ -157,13 +157,13 @@ def test_job_env_commands_and_outputs() -> None:
 
 
 def test_start_warnings() -> None:
-    assert start_warnings(QWEN, {}) == []
+    assert start_warnings(QWEN, hf_token=False) == []
     pushed = attrs.evolve(QWEN, base_model="llama", hub_model_id="me/x")
-    assert start_warnings(pushed, {"OVERBRAINER_HF_TOKEN": "t"}) == [
+    assert start_warnings(pushed, hf_token=True) == [
         "the chat template of llama may drop reasoning_content, leaving the parent's reasoning "
         "out of training; set training.axolotl_extra.chat_template if the model uses one of the "
         "templates known to render it: qwen3, qwen3_5, exaone4, gemma4, gemma4_unified"
     ]
-    assert start_warnings(attrs.evolve(QWEN, hub_model_id="me/x"), {}) == [
+    assert start_warnings(attrs.evolve(QWEN, hub_model_id="me/x"), hf_token=False) == [
         "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
     ]

@@ -323,8 +323,13 @@ def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: 
 
 def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None:
     (project / "data" / "train.jsonl").write_text("")
-    result = overbrainer(project, standin_env(bin_dir), "train")
+    env = standin_env(bin_dir, OVERBRAINER_TRAINING__HUB_MODEL_ID="me/child")
+    result = overbrainer(project, env, "train")
     assert result.returncode == 2
+    assert (
+        " WARN training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
+        in result.stderr
+    )
     assert result.stderr.splitlines()[-1] == (
         "error: data/train.jsonl has no example: run `overbrainer split` first"
     )
