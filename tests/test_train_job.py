@@ -27,7 +27,7 @@ from overbrainer.train.local_job import LocalJob, cancel, group_alive, job_statu
 from overbrainer.train.outcome import InvalidProof, conclude, ended_state, read_proof
 from overbrainer.train.prepare import job_commands
 from overbrainer.train.runtime import plan_job
-from tests.train_helpers import kill_jobs, make_project, standin_env
+from tests.train_helpers import kill_jobs, make_project, standin_env, wait_for
 
 MERGING = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
 STAGE = r"""{ printf '{"event":"stage","name":"%s","time":%s}\n' """
@@ -138,6 +138,31 @@ async def test_cancel_kills_a_group_that_ignores_term(tmp_path: Path) -> None:
     assert job_status(job) == Cancelled()
     assert (tmp_path / "cancelling").exists() and (tmp_path / "cancelled").exists()
     assert not group_alive(job.pid)
+
+
+async def test_the_production_cancel_kills_10_s_after_term(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    job = await start_job(tmp_path, "trap '' TERM; : > ready; sleep 60")
+    # Wait in real time: on the autojump clock a trio.sleep loop would not let the shell start.
+    await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    before = trio.current_time()
+    await local_job.LocalRunJob(job).cancel()
+    waited = trio.current_time() - before
+    assert 10.0 <= waited < 10.0 + 2 * local_job.REAP_EVERY_S + 1.0  # TERM, 10 s, KILL
+    assert job_status(job) == Cancelled()
+    assert not group_alive(job.pid)
+
+
+async def test_a_group_that_honours_term_is_not_kept_waiting(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    job = await start_job(tmp_path, ": > ready; sleep 60")
+    await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    before = trio.current_time()
+    await local_job.LocalRunJob(job).cancel()
+    assert trio.current_time() - before < 10.0  # gone after TERM: no KILL, no full grace
+    assert job_status(job) == Cancelled()
 
 
 async def test_a_group_killed_without_an_exit_code_is_lost(tmp_path: Path) -> None:
