@@ -336,18 +336,23 @@ def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None
     assert run_ids(project) == []
 
 
-def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
-    runs = Runs(project / "runs")
-    done = RunRecord(
-        id="done_1",
-        target="local",
-        created="2026-01-01T00:00:00Z",
-        remote_dir=str(project / "runs" / "done_1"),
-        job=Job(str(project / "runs" / "done_1"), 4242),
-        state=RunState.SUCCEEDED,
-        snapshots=True,
+def save_succeeded(project: Path, *, snapshots: bool) -> None:
+    """Record run `done_1`, succeeded, as if trained earlier."""
+    Runs(project / "runs").save(
+        RunRecord(
+            id="done_1",
+            target="local",
+            created="2026-01-01T00:00:00Z",
+            remote_dir=str(project / "runs" / "done_1"),
+            job=Job(str(project / "runs" / "done_1"), 4242),
+            state=RunState.SUCCEEDED,
+            snapshots=snapshots,
+        )
     )
-    runs.save(done)
+
+
+def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
+    save_succeeded(project, snapshots=True)
     env = standin_env(bin_dir)
     cases = [
         (("train", "--target", "nope"), 2, "unknown target `nope`"),
@@ -366,17 +371,7 @@ def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
 
 
 def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) -> None:
-    runs = Runs(project / "runs")
-    runs.save(
-        RunRecord(
-            id="done_1",
-            target="local",
-            created="2026-01-01T00:00:00Z",
-            remote_dir=str(project / "runs" / "done_1"),
-            job=Job(str(project / "runs" / "done_1"), 4242),
-            state=RunState.SUCCEEDED,
-        )
-    )
+    save_succeeded(project, snapshots=False)
     env = standin_env(bin_dir)
     cases = [
         (("train", "stop", "done_1"), 2, "run done_1 already ended: succeeded"),
