@@ -261,15 +261,3 @@ class LocalSampler:
         )
         self.previous = sample
         return sample
-
-
-async def sample_local(
-    directory: Path,
-    previous: SystemSample | None = None,
-    *,
-    nvml: Callable[[], ModuleType] | None = import_pynvml,
-) -> SystemSample:
-    """One sample of this machine, CPU usage measured since `previous`."""
-    sampler = LocalSampler(directory, nvml=nvml)
-    sampler.previous = previous
-    return await sampler.sample()

@@ -16,7 +16,6 @@ from overbrainer.train.prepare import (
     NoTrainingData,
     job_commands,
     job_env,
-    outputs,
     plugin_source,
     prepare_run,
     resume_source,
@@ -136,7 +135,7 @@ def test_resume_refusals_use_the_reference_messages(tmp_path: Path) -> None:
         resume_source(runs, "nope", QWEN)
 
 
-def test_job_env_commands_and_outputs() -> None:
+def test_job_env_and_commands() -> None:
     assert job_env("/workspace/run") == {
         "AXOLOTL_DO_NOT_TRACK": "1",
         "PYTHONPATH": "/workspace/run/plugin",
@@ -149,11 +148,6 @@ def test_job_env_commands_and_outputs() -> None:
         ("train", "axolotl.yaml"),
         ("merge-lora", "axolotl.yaml"),
     ]
-    assert outputs(merged, "r") == [
-        ("adapter", "runs/r/output"),
-        ("merged model", "runs/r/output/merged"),
-    ]
-    assert outputs(attrs.evolve(QWEN, adapter=Adapter.FULL), "r") == [("model", "runs/r/output")]
 
 
 def test_start_warnings() -> None:

@@ -27,7 +27,6 @@ from overbrainer.runs.store import RunRecord, Runs, RunState
 from overbrainer.train.axolotl_config import (
     CONFIG_FILE,
     EVAL_FILE,
-    MERGED_DIR,
     METRICS_FILE,
     OUTPUT_DIR,
     PLUGIN_DIR,
@@ -192,16 +191,6 @@ def job_commands(training: Training) -> list[Command]:
     if training.merge and training.adapter is not Adapter.FULL:
         commands.append(Command(JobStage.MERGE, "axolotl", ("merge-lora", CONFIG_FILE)))
     return commands
-
-
-def outputs(training: Training, run_id: str) -> list[tuple[str, str]]:
-    """Where a succeeded run's model is, with what it is: adapter (model for full), merged."""
-    output = f"runs/{run_id}/{OUTPUT_DIR}"
-    what = "model" if training.adapter is Adapter.FULL else "adapter"
-    paths = [(what, output)]
-    if training.merge and training.adapter is not Adapter.FULL:
-        paths.append(("merged model", f"{output}/{MERGED_DIR}"))
-    return paths
 
 
 HF_TOKEN_ENV = "OVERBRAINER_HF_TOKEN"
