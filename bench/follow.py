@@ -15,7 +15,7 @@ from overbrainer.events import Event, open_event_bus
 from overbrainer.progress import render
 from overbrainer.runs.summary import MetricsSummary
 from overbrainer.system import LocalSampler
-from overbrainer.train.follow import FollowTimes, MetricsTail, follow
+from overbrainer.train.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
 from overbrainer.train.job_status import Exited, JobStatus
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 
@@ -109,19 +109,19 @@ async def cpu_share(run_dir: Path) -> tuple[float, int]:
         f"""{count},"loss":1.5}}\\n' "$(date +%s)" $i >> metrics.jsonl; """
         "i=$((i+1)); sleep 0.1; done"
     )
-    job = await start_job(run_dir, script)
+    job = LocalRunJob(await start_job(run_dir, script))
     tail = MetricsTail(MetricsSummary())
     cpu, wall = time.process_time(), time.perf_counter()
-    async with trio.open_nursery() as nursery, open_event_bus() as bus:
-        nursery.start_soon(render, bus.subscribe())  # the CLI's renderer, as `train` runs it
-        await follow(
-            LocalRunJob(job),
-            bus,
-            tail,
-            run_id="bench",
-            times=FollowTimes(),
-            sampler=LocalSampler(run_dir),
-        )
+    try:
+        async with trio.open_nursery() as nursery, open_event_bus() as bus:
+            nursery.start_soon(render, bus.subscribe())  # the CLI's renderer, as `train` runs it
+            await follow(
+                job, bus, tail, run_id="bench", times=FollowTimes(), sampler=LocalSampler(run_dir)
+            )
+    finally:
+        # A bench stopped midway (Ctrl-C) leaves no job behind; an ended one is left as is.
+        with trio.move_on_after(CANCEL_BOUND, shield=True):
+            await job.cancel()
     share = (time.process_time() - cpu) / (time.perf_counter() - wall)
     return share, tail.summary.lines
 

@@ -241,26 +241,23 @@ class LocalSampler:
         return self._nvml
 
     async def sample(self) -> SystemSample:
-        """A new sample; off the event loop, since psutil and NVML may block."""
+        """A new sample; off the event loop, since psutil and NVML may block.
+
+        A read that hangs (a stuck NFS mount, a wedged driver) is abandoned on cancel, so the
+        caller's time bound and Ctrl-C end the sample instead of waiting for the thread.
+        """
         machine = await trio.to_thread.run_sync(
-            lambda: sample_machine(self.directory, self.previous, cgroup_root=self._cgroup_root)
+            lambda: sample_machine(self.directory, self.previous, cgroup_root=self._cgroup_root),
+            abandon_on_cancel=True,
         )
         nvml = self._nvml_module()
-        gpus = await trio.to_thread.run_sync(read_gpus, nvml) if nvml is not None else ()
+        gpus = (
+            await trio.to_thread.run_sync(read_gpus, nvml, abandon_on_cancel=True)
+            if nvml is not None
+            else ()
+        )
         sample = SystemSample(
             at=machine.at, disks=machine.disks, cpu=machine.cpu, memory=machine.memory, gpus=gpus
         )
         self.previous = sample
         return sample
-
-
-async def sample_local(
-    directory: Path,
-    previous: SystemSample | None = None,
-    *,
-    nvml: Callable[[], ModuleType] | None = import_pynvml,
-) -> SystemSample:
-    """One sample of this machine, CPU usage measured since `previous`."""
-    sampler = LocalSampler(directory, nvml=nvml)
-    sampler.previous = previous
-    return await sampler.sample()

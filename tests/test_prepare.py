@@ -16,7 +16,6 @@ from overbrainer.train.prepare import (
     NoTrainingData,
     job_commands,
     job_env,
-    outputs,
     plugin_source,
     prepare_run,
     resume_source,
@@ -136,7 +135,7 @@ def test_resume_refusals_use_the_reference_messages(tmp_path: Path) -> None:
         resume_source(runs, "nope", QWEN)
 
 
-def test_job_env_commands_and_outputs() -> None:
+def test_job_env_and_commands() -> None:
     assert job_env("/workspace/run") == {
         "AXOLOTL_DO_NOT_TRACK": "1",
         "PYTHONPATH": "/workspace/run/plugin",
@@ -149,21 +148,16 @@ def test_job_env_commands_and_outputs() -> None:
         ("train", "axolotl.yaml"),
         ("merge-lora", "axolotl.yaml"),
     ]
-    assert outputs(merged, "r") == [
-        ("adapter", "runs/r/output"),
-        ("merged model", "runs/r/output/merged"),
-    ]
-    assert outputs(attrs.evolve(QWEN, adapter=Adapter.FULL), "r") == [("model", "runs/r/output")]
 
 
 def test_start_warnings() -> None:
-    assert start_warnings(QWEN, {}) == []
+    assert start_warnings(QWEN, hf_token=False) == []
     pushed = attrs.evolve(QWEN, base_model="llama", hub_model_id="me/x")
-    assert start_warnings(pushed, {"OVERBRAINER_HF_TOKEN": "t"}) == [
+    assert start_warnings(pushed, hf_token=True) == [
         "the chat template of llama may drop reasoning_content, leaving the parent's reasoning "
         "out of training; set training.axolotl_extra.chat_template if the model uses one of the "
         "templates known to render it: qwen3, qwen3_5, exaone4, gemma4, gemma4_unified"
     ]
-    assert start_warnings(attrs.evolve(QWEN, hub_model_id="me/x"), {}) == [
+    assert start_warnings(attrs.evolve(QWEN, hub_model_id="me/x"), hf_token=False) == [
         "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
     ]

@@ -201,6 +201,22 @@ async def test_the_real_binding_without_the_nvml_library_gives_no_gpus(tmp_path:
         assert (await LocalSampler(tmp_path).sample()).gpus == ()
 
 
+async def test_a_hung_gpu_read_is_abandoned_when_the_sample_is_cancelled(
+    tmp_path: Path, fake_nvml: FakeNVML, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(sys.modules["pynvml"], "nvmlInit", lambda: release.wait(10))
+    sampler = LocalSampler(tmp_path)
+    try:
+        with trio.fail_after(5):
+            with trio.move_on_after(0.2) as bound:
+                await sampler.sample()
+        assert bound.cancelled_caught
+        assert sampler.previous is None  # nothing half-recorded
+    finally:
+        release.set()
+
+
 def is_mount_holding(mount: str, path: Path) -> bool:
     return os.path.ismount(mount) and path.resolve().is_relative_to(mount)
 

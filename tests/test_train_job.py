@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import logging
 import os
 import signal
@@ -26,7 +27,7 @@ from overbrainer.train.local_job import LocalJob, cancel, group_alive, job_statu
 from overbrainer.train.outcome import InvalidProof, conclude, ended_state, read_proof
 from overbrainer.train.prepare import job_commands
 from overbrainer.train.runtime import plan_job
-from tests.train_helpers import kill_jobs, make_project, standin_env
+from tests.train_helpers import kill_jobs, make_project, standin_env, wait_for
 
 MERGING = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
 STAGE = r"""{ printf '{"event":"stage","name":"%s","time":%s}\n' """
@@ -91,6 +92,13 @@ def test_docker_and_podman_run_lines() -> None:
     assert " -e 'HF_TOKEN' " not in text
 
 
+@pytest.fixture(autouse=True)
+def no_job_left(tmp_path: Path) -> collections.abc.Iterator[None]:
+    """Kill the jobs a test started under `tmp_path`, even when it fails midway."""
+    yield
+    kill_jobs(tmp_path)
+
+
 async def wait_exit(job: LocalJob) -> None:
     with trio.fail_after(10):
         while isinstance(job_status(job), Running):  # noqa: ASYNC110 - a process has no event
@@ -132,6 +140,31 @@ async def test_cancel_kills_a_group_that_ignores_term(tmp_path: Path) -> None:
     assert not group_alive(job.pid)
 
 
+async def test_the_production_cancel_kills_10_s_after_term(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    job = await start_job(tmp_path, "trap '' TERM; : > ready; sleep 60")
+    # Wait in real time: on the autojump clock a trio.sleep loop would not let the shell start.
+    await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    before = trio.current_time()
+    await local_job.LocalRunJob(job).cancel()
+    waited = trio.current_time() - before
+    assert 10.0 <= waited < 10.0 + 2 * local_job.REAP_EVERY_S + 1.0  # TERM, 10 s, KILL
+    assert job_status(job) == Cancelled()
+    assert not group_alive(job.pid)
+
+
+async def test_a_group_that_honours_term_is_not_kept_waiting(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    job = await start_job(tmp_path, ": > ready; sleep 60")
+    await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    before = trio.current_time()
+    await local_job.LocalRunJob(job).cancel()
+    assert trio.current_time() - before < 10.0  # gone after TERM: no KILL, no full grace
+    assert job_status(job) == Cancelled()
+
+
 async def test_a_group_killed_without_an_exit_code_is_lost(tmp_path: Path) -> None:
     job = await start_job(tmp_path, "sleep 60")
     assert job_status(job) == Running()
@@ -157,26 +190,23 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
 
     monkeypatch.setattr(lifecycle, "start_job", start_then_ctrl_c)
     lines: list[str] = []
-    try:
-        with trio.fail_after(10):
-            async with open_event_bus() as bus:
-                session = lifecycle.Session(
-                    settings, Project(root), bus, interrupt, lines.append, FollowTimes(poll=0.05)
-                )
-                with pytest.raises(lifecycle.Detached) as caught:
-                    await lifecycle.train(session)
-        (run_id,) = Runs(root / "runs").ids()
-        record = Runs(root / "runs").load(run_id)
-        assert record.state is RunState.RUNNING
-        assert record.job is not None and group_alive(record.job.pid)  # started and alive
-        assert caught.value.message == (
-            f"interrupted: run {run_id} keeps running on target `local`; "
-            f"follow it again with `overbrainer train attach {run_id}`"
-        )
-        assert caught.value.exit_code == 130
-        assert lines == []
-    finally:
-        kill_jobs(root)
+    with trio.fail_after(10):
+        async with open_event_bus() as bus:
+            session = lifecycle.Session(
+                settings, Project(root), bus, interrupt, lines.append, FollowTimes(poll=0.05)
+            )
+            with pytest.raises(lifecycle.Detached) as caught:
+                await lifecycle.train(session)
+    (run_id,) = Runs(root / "runs").ids()
+    record = Runs(root / "runs").load(run_id)
+    assert record.state is RunState.RUNNING
+    assert record.job is not None and group_alive(record.job.pid)  # started and alive
+    assert caught.value.message == (
+        f"interrupted: run {run_id} keeps running on target `local`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+    assert caught.value.exit_code == 130
+    assert lines == []
 
 
 def record_of(state: RunState) -> RunRecord:

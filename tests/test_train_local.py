@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import json
 import os
 import re
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -149,15 +151,25 @@ def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) 
     assert record(project, run_id)["message"] == message
 
 
-def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
-    """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
+@contextlib.contextmanager
+def training(
+    project: Path, env: dict[str, str], err: Path, steps: int = 2
+) -> collections.abc.Iterator[subprocess.Popen[str]]:
+    """`train` started in the background once its job has logged `steps` steps; killed after."""
     train = start(project, env, err, "train")
     try:
-        wait_for_steps(project, 2)
-        train.send_signal(signal.SIGINT)
-        out, _ = train.communicate(timeout=10)
+        wait_for_steps(project, steps)
+        yield train
     finally:
         train.kill()
+        train.wait()
+
+
+def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
+    """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
+    with training(project, env, err) as train:
+        train.send_signal(signal.SIGINT)
+        out, _ = train.communicate(timeout=10)
     run_id = only_run(project)
     assert train.returncode == 130
     assert out == ""
@@ -240,14 +252,10 @@ def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
     env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
-    train = start(project, env, tmp_path / "train.err", "train")
-    try:
-        wait_for_steps(project, 2)
+    with training(project, env, tmp_path / "train.err") as train:
         run_id = only_run(project)
         stop = overbrainer(project, env, "train", "stop", run_id)
         out, _ = train.communicate(timeout=15)
-    finally:
-        train.kill()
     assert stop.returncode == 0, stop.stderr
     assert stop.stdout == (
         f"train: overbrainer (pid {train.pid}) is using this project: if it follows run "
@@ -281,14 +289,10 @@ def test_a_job_killed_outside_overbrainer_is_lost(
 ) -> None:
     env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
     err = tmp_path / "train.err"
-    train = start(project, env, err, "train")
-    try:
-        wait_for_steps(project, 2)
+    with training(project, env, err) as train:
         run_id = only_run(project)
         os.killpg(record(project, run_id)["job"]["pid"], signal.SIGKILL)
         train.communicate(timeout=10)
-    finally:
-        train.kill()
     message = f"the job stopped without an exit code (see runs/{run_id}/job.log)"
     assert train.returncode == 1
     lines = err.read_text().splitlines()
@@ -319,26 +323,36 @@ def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: 
 
 def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None:
     (project / "data" / "train.jsonl").write_text("")
-    result = overbrainer(project, standin_env(bin_dir), "train")
+    env = standin_env(bin_dir, OVERBRAINER_TRAINING__HUB_MODEL_ID="me/child")
+    result = overbrainer(project, env, "train")
     assert result.returncode == 2
+    assert (
+        " WARN training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
+        in result.stderr
+    )
     assert result.stderr.splitlines()[-1] == (
         "error: data/train.jsonl has no example: run `overbrainer split` first"
     )
     assert run_ids(project) == []
 
 
-def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
-    runs = Runs(project / "runs")
-    done = RunRecord(
-        id="done_1",
-        target="local",
-        created="2026-01-01T00:00:00Z",
-        remote_dir=str(project / "runs" / "done_1"),
-        job=Job(str(project / "runs" / "done_1"), 4242),
-        state=RunState.SUCCEEDED,
-        snapshots=True,
+def save_succeeded(project: Path, *, snapshots: bool) -> None:
+    """Record run `done_1`, succeeded, as if trained earlier."""
+    Runs(project / "runs").save(
+        RunRecord(
+            id="done_1",
+            target="local",
+            created="2026-01-01T00:00:00Z",
+            remote_dir=str(project / "runs" / "done_1"),
+            job=Job(str(project / "runs" / "done_1"), 4242),
+            state=RunState.SUCCEEDED,
+            snapshots=snapshots,
+        )
     )
-    runs.save(done)
+
+
+def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
+    save_succeeded(project, snapshots=True)
     env = standin_env(bin_dir)
     cases = [
         (("train", "--target", "nope"), 2, "unknown target `nope`"),
@@ -357,17 +371,7 @@ def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
 
 
 def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) -> None:
-    runs = Runs(project / "runs")
-    runs.save(
-        RunRecord(
-            id="done_1",
-            target="local",
-            created="2026-01-01T00:00:00Z",
-            remote_dir=str(project / "runs" / "done_1"),
-            job=Job(str(project / "runs" / "done_1"), 4242),
-            state=RunState.SUCCEEDED,
-        )
-    )
+    save_succeeded(project, snapshots=False)
     env = standin_env(bin_dir)
     cases = [
         (("train", "stop", "done_1"), 2, "run done_1 already ended: succeeded"),
@@ -418,13 +422,9 @@ def test_kill_9_of_the_follower_leaves_the_job_training(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
     env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
-    train = start(project, env, tmp_path / "train.err", "train")
-    try:
-        wait_for_steps(project, 2)
+    with training(project, env, tmp_path / "train.err") as train:
         train.kill()
         train.wait(timeout=10)
-    finally:
-        train.kill()
     run_id = only_run(project)
     assert record(project, run_id)["state"] == "running"
     assert group_alive(record(project, run_id)["job"]["pid"])
@@ -462,16 +462,11 @@ def test_train_serves_metrics_while_it_follows_the_job(
         port = probe.getsockname()[1]
     env = standin_env(bin_dir, STANDIN_STEPS="200", STANDIN_PACE="0.02")
     env["OVERBRAINER_METRICS__LISTEN"] = f"127.0.0.1:{port}"
-    process = start(project, env, tmp_path / "err.txt", "train")
-    try:
-        wait_for_steps(project, 5)
+    with training(project, env, tmp_path / "err.txt", steps=5) as process:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         assert "overbrainer_build_info" in text
         step = re.search(r"^overbrainer_train_step\{[^}]*\} (\d+)$", text, re.MULTILINE)
         assert step is not None and int(step.group(1)) >= 1, text
         assert process.wait(timeout=30) == 0
-    finally:
-        process.kill()
-        process.wait()
     assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()

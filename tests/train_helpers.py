@@ -114,8 +114,8 @@ def group_alive(pid: int) -> bool:
     return local_job.group_alive(pid)
 
 
-def kill_jobs(project: Path) -> None:
-    """Leave no stand-in job behind after a test."""
-    for pid_file in (project / "runs").glob("*/job.pid"):
+def kill_jobs(root: Path) -> None:
+    """Leave no job behind after a test: kill every group a `job.pid` under `root` names."""
+    for pid_file in root.rglob("job.pid"):
         with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)

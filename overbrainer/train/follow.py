@@ -232,8 +232,8 @@ async def guard_stop(job: FollowedJob, *, times: FollowTimes, requested: bool) -
         await _cancel(job, "the job saved its snapshot but did not end: it was cancelled")
 
 
-CANCEL_BOUND = 60.0
-"""Seconds a shielded cancel may take (TERM, 10 s, KILL, 10 s, and a container stop)."""
+CANCEL_BOUND = 70.0
+"""Seconds a cancel may take: a container stop (≤ 40 s), TERM, 10 s, KILL, 10 s, and slack."""
 
 
 async def _cancel(job: FollowedJob, warning: str) -> None:

@@ -30,8 +30,8 @@ from overbrainer.runs.summary import MetricsSummary
 from overbrainer.secrets import resolve_secret
 from overbrainer.system import LocalSampler
 from overbrainer.train import prepare
-from overbrainer.train.axolotl_config import CONFIG_FILE, template_warning
-from overbrainer.train.follow import FollowTimes, MetricsTail, follow, guard_stop
+from overbrainer.train.axolotl_config import CONFIG_FILE
+from overbrainer.train.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
 from overbrainer.train.job_script import Engine
 from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
 from overbrainer.train.outcome import Outcome, conclude, local_summary
@@ -164,13 +164,8 @@ async def start_run(
     runs = session.runs
     resume = prepare.resume_source(runs, resume_from, training) if resume_from else None
     _warn_missing_axolotl(name, target)
-    warning = template_warning(training)
-    if warning is not None:
+    for warning in prepare.start_warnings(training, hf_token=session.settings.hf_token is not None):
         log.warning("%s", warning)
-    if training.hub_model_id is not None and session.settings.hf_token is None:
-        log.warning(
-            "training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
-        )
     data = session.project.data if resume is None else resume.run_dir / "data"
     if not _has_examples(data / "train.jsonl"):
         shown = "data/train.jsonl" if resume is None else f"runs/{resume_from}/data/train.jsonl"
@@ -254,7 +249,7 @@ async def _start(
     try:
         runs.save(running)
     except OverbrainerError:
-        with trio.move_on_after(30):
+        with trio.move_on_after(CANCEL_BOUND):  # inside the start's shield
             await LocalRunJob(job, plan.container).cancel()
         raise
     return running

@@ -6,7 +6,7 @@
   files (a resumed run copies the stopped run's), the metrics plugin, the checkpoint
   (hard-linked, copied across file systems) and writes `axolotl.yaml`; returns `Prepared`.
 - `job_env(root)`: the job's non-secret variables; `job_commands(training)`: what it runs.
-- `start_warnings(training, environ)`: the warnings a run start logs (chat template, hub token).
+- `start_warnings(training, hf_token)`: the warnings a run start logs (chat template, hub token).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import errno
 import os
 import re
 import shutil
-from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from overbrainer.runs.store import RunRecord, Runs, RunState
 from overbrainer.train.axolotl_config import (
     CONFIG_FILE,
     EVAL_FILE,
-    MERGED_DIR,
     METRICS_FILE,
     OUTPUT_DIR,
     PLUGIN_DIR,
@@ -195,26 +193,19 @@ def job_commands(training: Training) -> list[Command]:
     return commands
 
 
-def outputs(training: Training, run_id: str) -> list[tuple[str, str]]:
-    """Where a succeeded run's model is, with what it is: adapter (model for full), merged."""
-    output = f"runs/{run_id}/{OUTPUT_DIR}"
-    what = "model" if training.adapter is Adapter.FULL else "adapter"
-    paths = [(what, output)]
-    if training.merge and training.adapter is not Adapter.FULL:
-        paths.append(("merged model", f"{output}/{MERGED_DIR}"))
-    return paths
-
-
 HF_TOKEN_ENV = "OVERBRAINER_HF_TOKEN"
 
 
-def start_warnings(training: Training, environ: Mapping[str, str]) -> list[str]:
-    """The warnings of a run start: a template that may drop reasoning, a push without token."""
+def start_warnings(training: Training, *, hf_token: bool) -> list[str]:
+    """The warnings of a run start: a template that may drop reasoning, a push without token.
+
+    `hf_token`: whether the settings have one (from the environment, `.env` or the file).
+    """
     warnings = []
     template = template_warning(training)
     if template is not None:
         warnings.append(template)
-    if training.hub_model_id is not None and not environ.get(HF_TOKEN_ENV):
+    if training.hub_model_id is not None and not hf_token:
         warnings.append(
             f"training.hub_model_id is set but {HF_TOKEN_ENV} is not: the push will fail"
         )

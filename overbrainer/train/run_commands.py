@@ -12,6 +12,7 @@ from overbrainer.config.settings import Engine, Runtime
 from overbrainer.errors import UsageError, WorkFailed
 from overbrainer.project import Project
 from overbrainer.runs.store import Container, Job, RunRecord, Runs, RunState
+from overbrainer.train.follow import CANCEL_BOUND
 from overbrainer.train.job_script import container_name
 from overbrainer.train.job_status import Cancelled, status_name
 from overbrainer.train.lifecycle import (
@@ -24,9 +25,6 @@ from overbrainer.train.lifecycle import (
 from overbrainer.train.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 
 log = logging.getLogger(__name__)
-
-CANCEL_BOUND = 60.0
-"""Seconds the shielded cancel may take: TERM, 10 s, KILL, 10 s, and a container stop."""
 
 
 def _check_target(session: Session, record: RunRecord) -> None:
