@@ -223,7 +223,10 @@ def test_resume_accepts_cadence_and_logging_changes() -> None:
         hub_model_id="me/x",
         axolotl_extra={"wandb_project": "p", "use_wandb": True, "logging_steps": 5},
     )
-    check_resume("r1", recorded, changed)
+    assert changed != QWEN
+    check_resume("r1", recorded, changed)  # accepted: raises ResumeRefused otherwise
+    with pytest.raises(ResumeRefused):  # the same check does refuse a model-changing key
+        check_resume("r1", recorded, attrs.evolve(changed, lora_r=QWEN.lora_r * 2))
 
 
 def test_resume_refusal_names_the_differing_keys() -> None:

@@ -135,10 +135,12 @@ def parse_mark(mark: Any) -> Any:
 def test_write_failures_never_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = load_plugin(tmp_path, monkeypatch)
     (tmp_path / "dir").mkdir()
-    metrics = plugin.MetricsCallback(str(tmp_path / "dir"))
+    metrics = plugin.MetricsCallback(str(tmp_path / "dir"))  # a directory: every write fails
     metrics.on_train_begin(None, state(), control())
     metrics.on_log(None, state(), control(), logs={"loss": 1})
     metrics.on_train_end(None, object(), control())
+    assert (tmp_path / "dir").is_dir()
+    assert list((tmp_path / "dir").iterdir()) == []
 
 
 @pytest.mark.parametrize(("content", "reason"), [("disk\n", "disk"), ("bogus", "requested")])

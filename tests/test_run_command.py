@@ -22,7 +22,7 @@ from tests.pipeline_support import (
     start,
     wait_until,
 )
-from tests.train_helpers import standin_env
+from tests.train_helpers import kill_jobs, standin_env
 
 TRAINING = """
 [training]
@@ -70,7 +70,10 @@ async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Pat
             config.write(TRAINING)
         # With [training] and an `axolotl` on PATH (the tests' stand-in), run trains after split.
         env = standin_env(tmp_path / "bin", STANDIN_STEPS="4", STANDIN_EVAL_EVERY="0")
-        second = await overbrainer(root, "run", url=stub.url, env=env)
+        try:
+            second = await overbrainer(root, "run", url=stub.url, env=env)
+        finally:
+            kill_jobs(root)  # a failed run must not leave its training job behind
         assert second.code == 0, second.stderr
         assert [r for r in stub.requests[asked:] if r.method == "POST"] == []
         (run_id,) = Runs(root / "runs").ids()
