@@ -56,14 +56,7 @@ def _stored(ctx: StageContext) -> list[Question]:
 
 def _embedder(ctx: StageContext) -> Embed | None:
     role = ctx.roles.get(EMBEDDER)
-    if role is None:
-        return None
-    client = role.client
-
-    async def embed(texts: list[str]) -> list[list[float]]:
-        return await client.embed(texts)
-
-    return embed
+    return None if role is None else role.client.embed
 
 
 async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender) -> None:
