@@ -8,7 +8,6 @@ import os
 from collections.abc import Sequence
 
 import attrs
-import trio
 
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.options import cli_frontend, events_file
@@ -138,20 +137,12 @@ class _Pipeline:
     ) -> dict[str, RoleClient]:
         if not names:
             return {}
-        roles: dict[str, RoleClient] | None = None
         # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
-        async with trio.open_nursery() as nursery:
-
-            async def stop_on_interrupt() -> None:
-                await self.interrupt.wait_caught()
-                nursery.cancel_scope.cancel()
-
-            if not self.interrupt.off:
-                nursery.start_soon(stop_on_interrupt)
-            roles = await connection.enter_async_context(
+        roles = await self.interrupt.race(
+            lambda: connection.enter_async_context(
                 connect_roles(self.config.settings, names, self.config.env, self.prices)
             )
-            nursery.cancel_scope.cancel()
+        )
         if roles is None:
             raise StageInterrupted()
         _check_prices(roles, self.spend)
