@@ -14,7 +14,8 @@ from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.events import Event, ItemDone, ItemFailed, Stage, StageStats, open_event_bus
 from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
-from overbrainer.llm.client import LlmClient, ProtocolClient, open_provider
+from overbrainer.llm.client import ProtocolClient, open_provider
+from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.types import Protocol
 from overbrainer.llm.usage import Price
 from overbrainer.pipeline.engine import Body, StageContext, load_templates, run_stage
@@ -25,17 +26,6 @@ from overbrainer.stub_provider import StubProvider, open_stub
 GENERATOR = Role(provider="stub", model="gen-model", max_tokens=1000)
 EMBEDDER = Role(provider="stub", model="embed-model")
 PRICE = Price(0.000001, 0.000002)
-
-
-@attrs.frozen
-class FakeRole:
-    """A connected role, as `connect_roles` gives it."""
-
-    name: str
-    role: Role
-    provider: str
-    client: LlmClient
-    price: Price | None
 
 
 class Recorder:
@@ -129,10 +119,10 @@ class Harness:
         ):
             # No HTTP retries: each test scripts every attempt ask_list makes.
             client = ProtocolClient(http, Protocol.OPENAI, "gen-model", retry=RetryPolicy(0))
-            roles_map = {"generator": FakeRole("generator", GENERATOR, "stub", client, PRICE)}
+            roles_map = {"generator": RoleClient("generator", GENERATOR, "stub", client, PRICE)}
             if self.embedder:
                 embed = ProtocolClient(http, Protocol.OPENAI, "embed-model", retry=RetryPolicy(0))
-                roles_map["embedder"] = FakeRole("embedder", EMBEDDER, "stub", embed, None)
+                roles_map["embedder"] = RoleClient("embedder", EMBEDDER, "stub", embed, None)
             ctx = StageContext(
                 project=self.project,
                 settings=settings,

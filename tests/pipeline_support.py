@@ -148,18 +148,18 @@ async def start(
     nursery: trio.Nursery, root: Path, *args: str, url: str, env: dict[str, str] | None = None
 ) -> trio.Process:
     """Start `overbrainer -C root ARGS` in the background; output goes to files in `root`."""
-    out = (root / "stdout.txt").open("wb")
-    err = (root / "stderr.txt").open("wb")
-    process: trio.Process = await nursery.start(
-        functools.partial(
-            trio.run_process,
-            command(root, *args),
-            env=command_env(url, env),
-            stdout=out,
-            stderr=err,
-            check=False,
+    # The child holds its own copies of these descriptors once started: ours can close.
+    with (root / "stdout.txt").open("wb") as out, (root / "stderr.txt").open("wb") as err:
+        process: trio.Process = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                command(root, *args),
+                env=command_env(url, env),
+                stdout=out,
+                stderr=err,
+                check=False,
+            )
         )
-    )
     return process
 
 

@@ -24,6 +24,7 @@ from overbrainer.events import (
 )
 from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
 from overbrainer.history import HistoryStatus, read_history
+from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.errors import StatusError
 from overbrainer.llm.usage import Price, Usage
 from overbrainer.pipeline.engine import (
@@ -39,7 +40,7 @@ from overbrainer.pipeline.engine import (
 )
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached
 from overbrainer.project import Project
-from tests.generator_harness import FakeRole, Recorder
+from tests.generator_harness import Recorder
 
 ROLE = Role(provider="stub", model="parent-model")
 
@@ -74,7 +75,7 @@ class Harness:
 
         async with open_event_bus(observer=self.recorder) as bus:
             front = TuiFrontend(bus, trio.Event(), Flag(), report)
-            role = FakeRole("parent", ROLE, "stub", None, self.price)  # type: ignore[arg-type]
+            role = RoleClient("parent", ROLE, "stub", None, self.price)  # type: ignore[arg-type]
             ctx = StageContext(
                 project=Project(self.root),
                 settings=settings,

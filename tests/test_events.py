@@ -16,6 +16,7 @@ from overbrainer.events import (
     ItemFailed,
     ItemResult,
     Lagged,
+    Observers,
     Stage,
     StageFinished,
     StageStarted,
@@ -274,3 +275,37 @@ async def test_stage_finished_carries_frozen_stats() -> None:
     event = StageFinished(Stage.SPLIT, stats)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         event.stats.done = 2  # type: ignore[misc]
+
+
+class _Failing:
+    """An observer whose every call fails."""
+
+    def event(self, bus: int, event: Event) -> None:
+        raise RuntimeError("broken observer")
+
+    def closed(self, bus: int) -> None:
+        raise RuntimeError("broken observer")
+
+
+class _Kept:
+    """An observer that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, Event | None]] = []
+
+    def event(self, bus: int, event: Event) -> None:
+        self.seen.append((bus, event))
+
+    def closed(self, bus: int) -> None:
+        self.seen.append((bus, None))
+
+
+def test_observers_skip_none_and_contain_a_failing_one(caplog: pytest.LogCaptureFixture) -> None:
+    kept = _Kept()
+    observers = Observers(None, _Failing(), kept)
+    started = StageStarted(Stage.ANSWERS, 3)
+    observers.event(7, started)
+    observers.closed(7)
+    assert kept.seen == [(7, started), (7, None)]
+    failures = [r for r in caplog.records if r.getMessage() == "an event observer failed"]
+    assert len(failures) == 2

@@ -20,6 +20,7 @@ from overbrainer.dataset.records import (
     RejectedSubtopic,
     Subtopic,
     example_head,
+    example_id,
     rejected_from_json,
 )
 
@@ -188,6 +189,21 @@ def test_the_head_of_an_example_is_its_id_topic_subtopic_and_meta() -> None:
     for line in ("[]", '{"id":"a"', "{}", EXAMPLE_LINE.replace("A reference", "\\ud800")):
         with pytest.raises(ValueError):
             example_head(line)
+
+
+def test_the_id_of_an_example_is_read_from_its_compact_head_or_in_full() -> None:
+    expected = "2b7f16567ded37292cec9b2ae9726e6a"
+    assert example_id(EXAMPLE_LINE) == expected
+    # Any other shape (spaces, another key order, bytes) is parsed and checked in full.
+    raw = json.loads(EXAMPLE_LINE)
+    assert example_id(json.dumps(raw)) == expected
+    assert example_id(json.dumps({"meta": raw.pop("meta"), **raw})) == expected
+    assert example_id(EXAMPLE_LINE.encode()) == expected
+    upper = EXAMPLE_LINE.replace(expected, expected.upper())
+    assert example_id(upper) == expected.upper()
+    for line in ("[]", '{"id":"a"', "{}", EXAMPLE_LINE[:-1], json.dumps({**raw, "x": 1})):
+        with pytest.raises(ValueError):
+            example_id(line)
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,15 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import attrs
-import trio
 
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.options import cli_frontend, events_file
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings, Topic
-from overbrainer.dataset.jsonl import read_records
+from overbrainer.dataset.jsonl import Stamp as FileStamp
+from overbrainer.dataset.jsonl import file_stamp, read_records
 from overbrainer.dataset.records import Subtopic
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.events import EventBus, Observers, Stage
@@ -40,7 +39,7 @@ from overbrainer.train.lifecycle import train_after_split, warn_if_training_cann
 
 log = logging.getLogger(__name__)
 
-Stamp = tuple[tuple[int, int] | None, tuple[int, int] | None]
+Stamp = tuple[FileStamp | None, FileStamp | None]
 
 
 def _body(stage: Stage) -> Body:
@@ -60,14 +59,6 @@ def _body(stage: Stage) -> Body:
     return answers_stage
 
 
-def _file_stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
-
-
 class ConfigState:
     """The settings a command runs with, and what `run` needs to reload them between stages."""
 
@@ -80,7 +71,7 @@ class ConfigState:
         self.settings: Settings = load_settings(project.root, self.env)
 
     def _stamp(self) -> Stamp:
-        return _file_stamp(self.project.config), _file_stamp(self.project.env_file)
+        return file_stamp(self.project.config), file_stamp(self.project.env_file)
 
     def reload_if_changed(self) -> bool:
         """Re-read `overbrainer.toml` and `.env` when either changed; True when it did."""
@@ -146,20 +137,12 @@ class _Pipeline:
     ) -> dict[str, RoleClient]:
         if not names:
             return {}
-        roles: dict[str, RoleClient] | None = None
         # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
-        async with trio.open_nursery() as nursery:
-
-            async def stop_on_interrupt() -> None:
-                await self.interrupt.wait_caught()
-                nursery.cancel_scope.cancel()
-
-            if not self.interrupt.off:
-                nursery.start_soon(stop_on_interrupt)
-            roles = await connection.enter_async_context(
+        roles = await self.interrupt.race(
+            lambda: connection.enter_async_context(
                 connect_roles(self.config.settings, names, self.config.env, self.prices)
             )
-            nursery.cancel_scope.cancel()
+        )
         if roles is None:
             raise StageInterrupted()
         _check_prices(roles, self.spend)

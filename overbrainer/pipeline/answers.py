@@ -7,7 +7,14 @@ import re
 
 from overbrainer.config.settings import Protocol, Role
 from overbrainer.dataset.jsonl import open_appender, read_records
-from overbrainer.dataset.records import Example, Exclusion, Message, Meta, Question
+from overbrainer.dataset.records import (
+    Example,
+    Exclusion,
+    Message,
+    Meta,
+    Question,
+    example_id,
+)
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.finish import FinishReason, ReasoningKind
 from overbrainer.llm.types import Completion
@@ -87,33 +94,11 @@ def build_example(
     return Example(question.id, question.topic, question.subtopic, tuple(messages), meta)
 
 
-# A line as this tool (and the reference) writes it: compact, a 32-hex `id` first, `meta` last.
-_ID_START = '{"id":"'
-_ID_END = len(_ID_START) + 32
-_HEX = frozenset("0123456789abcdef")
-
-
-def _answer_id(line: str) -> str:
-    """The ID of a stored answer; a line of any other shape is parsed (and checked) in full.
-
-    Resume only needs the IDs, and parsing 100,000 whole records would dominate its cost.
-    """
-    if (
-        line.startswith(_ID_START)
-        and line.startswith('","topic":"', _ID_END)
-        and line.endswith("}}")
-    ):
-        found = line[len(_ID_START) : _ID_END]
-        if _HEX.issuperset(found):
-            return found
-    return Example.from_json(line).id
-
-
 def _answered(ctx: StageContext) -> set[str]:
     """The IDs of the stored answers, after `--force` removed the selected topics' ones."""
     path = ctx.project.data_file("answers")
     if not ctx.force:
-        return set(read_records(path, _answer_id))
+        return set(read_records(path, example_id))
     return {example.id for example in ctx.stored("answers", Example.from_json)}
 
 

@@ -27,7 +27,8 @@ class AskedList:
     cost: float | None
 
 
-def _add(total: float | None, cost: float | None) -> float | None:
+def add_cost(total: float | None, cost: float | None) -> float | None:
+    """`total` plus `cost`, where None is an unknown cost that adds nothing."""
     if cost is None:
         return total
     return cost if total is None else total + cost
@@ -62,7 +63,7 @@ async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None
             structured = False
             run.retrying(item_id, NO_STRUCTURED.format(error=error.message))
             continue
-        cost = _add(cost, run.add_usage(completion.usage))
+        cost = add_cost(cost, run.add_usage(completion.usage))
         usage = usage + completion.usage
         items = string_array(completion.content)
         if items:

@@ -47,9 +47,12 @@ def jaccard(first: frozenset[str], second: frozenset[str]) -> float:
 
 def cosine(first: Sequence[float], second: Sequence[float]) -> float:
     """Cosine similarity in float64; 0.0 when either vector is all zeros."""
-    dot = sum(map(operator.mul, first, second))
-    norms = _norm(first) * _norm(second)
-    return 0.0 if norms == 0.0 else dot / norms
+    return _cosine(first, second, _norm(first) * _norm(second))
+
+
+def _cosine(first: Sequence[float], second: Sequence[float], norms: float) -> float:
+    """`cosine`, given the product of the vectors' norms (kept for accepted vectors)."""
+    return 0.0 if norms == 0.0 else sum(map(operator.mul, first, second)) / norms
 
 
 def _norm(vector: Sequence[float]) -> float:
@@ -102,12 +105,10 @@ class _Vectors:
 
     def is_duplicate(self, vector: list[float]) -> bool:
         norm = _norm(vector)
-        for other, other_norm in self._vectors:
-            norms = norm * other_norm
-            similarity = 0.0 if norms == 0.0 else sum(map(operator.mul, vector, other)) / norms
-            if similarity >= self.threshold:
-                return True
-        return False
+        return any(
+            _cosine(vector, other, norm * other_norm) >= self.threshold
+            for other, other_norm in self._vectors
+        )
 
 
 class Deduplicator:

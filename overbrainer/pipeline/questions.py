@@ -20,7 +20,7 @@ from overbrainer.dataset.records import Question, RejectedQuestion, Subtopic, re
 from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.usage import Usage
-from overbrainer.pipeline.ask import ask_list
+from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
 
@@ -56,20 +56,7 @@ def _stored(ctx: StageContext) -> list[Question]:
 
 def _embedder(ctx: StageContext) -> Embed | None:
     role = ctx.roles.get(EMBEDDER)
-    if role is None:
-        return None
-    client = role.client
-
-    async def embed(texts: list[str]) -> list[list[float]]:
-        return await client.embed(texts)
-
-    return embed
-
-
-def _add(total: float | None, cost: float | None) -> float | None:
-    if cost is None:
-        return total
-    return cost if total is None else total + cost
+    return None if role is None else role.client.embed
 
 
 async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender) -> None:
@@ -97,7 +84,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
             asked = await ask_list(run, subtopic.id, prompt)
             if asked is None:
                 return
-            usage, cost = usage + asked.usage, _add(cost, asked.cost)
+            usage, cost = usage + asked.usage, add_cost(cost, asked.cost)
             async with slot.state.lock:
                 admitted = await slot.state.dedup.admit(asked.items[:count])
                 for text in admitted:
