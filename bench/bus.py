@@ -8,7 +8,8 @@ import time
 import trio
 import trio.lowlevel
 
-from overbrainer.events import Event, ItemDone, Lagged, Stage, Subscription, open_event_bus
+from overbrainer.events.bus import Lagged, Subscription, open_event_bus
+from overbrainer.events.types import Event, ItemDone, Stage
 
 EVENTS = 100_000
 

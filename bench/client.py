@@ -1,8 +1,9 @@
 """LLM client figures: 2,000 requests at concurrency 64 to a stub answering in 200 ms.
 
-The stub runs in its own process (`python -m overbrainer.stub_provider --delay 0.2`), so the CPU
-measured here is the client's alone. Our client (retry policy, JSON body building, answer
-parsing) runs the same requests as a bare httpx2 loop (no retries, no parsing), the floor.
+The stub runs in its own process
+(`python -m overbrainer.devtools.stub_provider --delay 0.2`), so the CPU measured here is the
+client's alone. Our client (retry policy, JSON body building, answer parsing) runs the same
+requests as a bare httpx2 loop (no retries, no parsing), the floor.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ async def bare(url: str, requests: int) -> Figures:
 def stub_process(delay: float) -> Iterator[str]:
     """The stub provider in its own process; yields its base URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "overbrainer.stub_provider", "--delay", str(delay)],
+        [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--delay", str(delay)],
         stdout=subprocess.PIPE,
         text=True,
     )

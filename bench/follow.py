@@ -11,13 +11,14 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.events import Event, open_event_bus
-from overbrainer.progress import render
-from overbrainer.runs.summary import MetricsSummary
-from overbrainer.system import LocalSampler
-from overbrainer.train.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-from overbrainer.train.job_status import Exited, JobStatus
-from overbrainer.train.local_job import LocalJob, LocalRunJob, start_job
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import Event
+from overbrainer.model.job_status import Exited, JobStatus
+from overbrainer.system.sampler import LocalSampler
+from overbrainer.targets.local import LocalJob, LocalRunJob, start_job
+from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
+from overbrainer.training.summary import MetricsSummary
+from overbrainer.ui.progress import render
 
 LINES = 100_000
 RUNS = 5

@@ -11,7 +11,8 @@ from pathlib import Path
 import trio
 import trio.lowlevel
 
-from overbrainer.events import (
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import (
     Event,
     ItemDone,
     ItemFailed,
@@ -22,13 +23,12 @@ from overbrainer.events import (
     StageModel,
     StageStarted,
     System,
-    open_event_bus,
 )
-from overbrainer.llm.usage import Usage
-from overbrainer.metrics import MetricsObserver
-from overbrainer.system import LocalSampler
-from overbrainer.system_sample import Cpu, Disk, Gpu, Memory, SystemSample
-from overbrainer.train.metric import EvalMark, TrainMetric
+from overbrainer.metrics.observer import MetricsObserver
+from overbrainer.model.system_sample import Cpu, Disk, Gpu, Memory, SystemSample
+from overbrainer.model.train_metric import EvalMark, TrainMetric
+from overbrainer.model.usage import Usage
+from overbrainer.system.sampler import LocalSampler
 
 BATCH = 1000
 BATCHES = 200

@@ -27,9 +27,9 @@ import attrs
 import httpx2
 import trio
 
-from overbrainer.dataset.ids import question_id, subtopic_id
-from overbrainer.dataset.records import Example, Message, Meta, Question, Subtopic
-from overbrainer.llm.finish import FinishReason, ReasoningKind
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.storage.ids import question_id, subtopic_id
+from overbrainer.storage.records import Example, Message, Meta, Question, Subtopic
 
 CONFIG = """\
 [project]
@@ -84,9 +84,9 @@ def measure(args: list[str], env: dict[str, str] | None = None) -> Measured:
 
 
 def start_stub(delay: float) -> tuple[subprocess.Popen[str], str]:
-    """`python -m overbrainer.stub_provider --delay D` and its base URL."""
+    """`python -m overbrainer.devtools.stub_provider --delay D` and its base URL."""
     stub = subprocess.Popen(
-        [sys.executable, "-m", "overbrainer.stub_provider", "--delay", str(delay)],
+        [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--delay", str(delay)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from overbrainer.dataset.ids import question_id, subtopic_id
-from overbrainer.dataset.jsonl import read_records, rewrite
-from overbrainer.dataset.records import (
+from overbrainer.pipeline.split import plan_split
+from overbrainer.storage.ids import question_id, subtopic_id
+from overbrainer.storage.jsonl import read_records, rewrite
+from overbrainer.storage.records import (
     Example,
     Exclusion,
     FinishReason,
@@ -26,7 +27,6 @@ from overbrainer.dataset.records import (
     ReasoningKind,
     example_id,
 )
-from overbrainer.pipeline.split import plan_split
 
 ANSWERS = 100_000
 TOPICS = 10

@@ -11,17 +11,18 @@ import trio
 
 from overbrainer.config.settings import Pipeline, Role, Roles, Settings, Topic
 from overbrainer.config.settings import Project as ProjectSection
-from overbrainer.dataset.records import Question, Subtopic
-from overbrainer.events import Event, ItemDone, ItemFailed, Stage, StageStats, open_event_bus
-from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
+from overbrainer.devtools.stub_provider import StubProvider, open_stub
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import Event, ItemDone, ItemFailed, Stage, StageStats
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.connect import RoleClient
+from overbrainer.llm.retry import RetryPolicy
 from overbrainer.llm.types import Protocol
-from overbrainer.llm.usage import Price
+from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import Body, StageContext, load_templates, run_stage
-from overbrainer.project import Project
-from overbrainer.retry import RetryPolicy
-from overbrainer.stub_provider import StubProvider, open_stub
+from overbrainer.project.directory import Project
+from overbrainer.storage.records import Question, Subtopic
+from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
 
 GENERATOR = Role(provider="stub", model="gen-model", max_tokens=1000)
 EMBEDDER = Role(provider="stub", model="embed-model")

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from overbrainer.http_server import Request, Response
+from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider
 from overbrainer.llm.client import ProtocolClient, open_client
 from overbrainer.llm.types import Json, Protocol
-from overbrainer.stub_provider import JSON_HEADERS, StubProvider
+from overbrainer.net.http_server import Request, Response
 
 KEY = "sk-or-v1-SECRET-0123456789abcdef"
 """An API key that must never show up in errors, reprs or logs."""

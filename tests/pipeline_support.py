@@ -12,10 +12,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.dataset.ids import question_id, subtopic_id
-from overbrainer.dataset.records import Example, Question, Subtopic
-from overbrainer.history import HistoryRecord, read_history
-from overbrainer.stub_provider import Json, StubProvider
+from overbrainer.devtools.stub_provider import Json, StubProvider
+from overbrainer.storage.history import HistoryRecord, read_history
+from overbrainer.storage.ids import question_id, subtopic_id
+from overbrainer.storage.records import Example, Question, Subtopic
 
 CONFIG = """\
 [project]

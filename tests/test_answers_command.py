@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from overbrainer.dataset.records import Exclusion
-from overbrainer.history import HistoryStatus
-from overbrainer.llm.finish import FinishReason, ReasoningKind
-from overbrainer.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.storage.history import HistoryStatus
+from overbrainer.storage.records import Exclusion
 from tests.pipeline_support import (
     PRICES,
     completion_prompts,

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.dataset.jsonl import read_records
-from overbrainer.dataset.records import Example
-from overbrainer.history import HistoryStatus
-from overbrainer.http_server import Request, Response
-from overbrainer.project import Project, project_lock
-from overbrainer.stub_provider import Recorded, Reply, StubProvider, open_stub
+from overbrainer.devtools.stub_provider import Recorded, Reply, StubProvider, open_stub
+from overbrainer.net.http_server import Request, Response
+from overbrainer.project.directory import Project, project_lock
+from overbrainer.storage.history import HistoryStatus
+from overbrainer.storage.jsonl import read_records
+from overbrainer.storage.records import Example
 from tests.pipeline_support import (
     PRICES,
     completion_prompts,

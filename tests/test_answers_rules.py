@@ -10,19 +10,19 @@ import pytest
 import trio
 
 from overbrainer.config.settings import Protocol, Role
-from overbrainer.dataset.records import Exclusion, Question
-from overbrainer.event_json import event_from_json
-from overbrainer.events import ItemDone, Stage, StageFinished, StageModel, StageStarted
-from overbrainer.llm.finish import FinishReason, ReasoningKind
+from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.events.codec import event_from_json
+from overbrainer.events.types import ItemDone, Stage, StageFinished, StageModel, StageStarted
 from overbrainer.llm.types import Completion, Reasoning
-from overbrainer.llm.usage import Usage
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.answers import (
     ANTHROPIC_HIDES,
     MODEL_HIDES,
     build_example,
     hiding_warning,
 )
-from overbrainer.stub_provider import Recorded, Reply, open_stub
+from overbrainer.storage.records import Exclusion, Question
 from tests.pipeline_support import (
     make_project,
     overbrainer,

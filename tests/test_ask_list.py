@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Pipeline, Topic
-from overbrainer.events import Stage, StageStats
+from overbrainer.devtools.stub_provider import Reply
+from overbrainer.events.types import Stage, StageStats
 from overbrainer.llm.errors import InvalidResponse, StatusError
-from overbrainer.llm.usage import Usage
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import AskedList, ask_list
 from overbrainer.pipeline.engine import StageContext, StageItemsFailed, StageRun
-from overbrainer.stub_provider import Reply
 from tests.generator_harness import Harness, harness
 
 TOPIC = Topic("rust", subtopics=1, questions_per_subtopic=1)

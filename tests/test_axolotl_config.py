@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from overbrainer.config.settings import Adapter, Training
 from overbrainer.config.validate import check_training
-from overbrainer.train.axolotl_config import (
+from overbrainer.training.axolotl_config import (
     ResumeRefused,
     build_config,
     check_resume,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.stub_provider import open_stub
+from overbrainer.devtools.stub_provider import open_stub
 from tests.pipeline_support import make_project, write_questions
 from tests.pipeline_support import overbrainer as run_command
 

@@ -10,7 +10,7 @@ import pytest
 from overbrainer.config import settings as s
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
-from overbrainer.secrets import Secret
+from overbrainer.config.secrets import Secret
 
 BASE = """
 [project]

@@ -9,13 +9,13 @@ import pytest
 import trio
 import trio.testing
 
+from overbrainer.config.secrets import Secret
 from overbrainer.config.settings import Pipeline, Project, Protocol, Provider, Role, Roles, Settings
+from overbrainer.devtools.stub_provider import Reply
 from overbrainer.llm.connect import SetupError, connect_roles
+from overbrainer.llm.pricing import PriceBook
 from overbrainer.llm.types import CompletionRequest, Json
-from overbrainer.llm.usage import Price
-from overbrainer.pricing import PriceBook
-from overbrainer.secrets import Secret
-from overbrainer.stub_provider import Reply
+from overbrainer.model.usage import Price
 from tests.llm_helpers import open_routed
 
 URL = "http://127.0.0.1:9/v1/"

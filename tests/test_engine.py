@@ -11,8 +11,8 @@ import trio.testing
 
 from overbrainer.config.settings import Pipeline, Role, Roles, Settings
 from overbrainer.config.settings import Project as ProjectSection
-from overbrainer.errors import EXIT_INTERRUPTED
-from overbrainer.events import (
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
     Stage,
@@ -20,13 +20,11 @@ from overbrainer.events import (
     StageModel,
     StageStarted,
     StageStats,
-    open_event_bus,
 )
-from overbrainer.front import Flag, Interrupt, Line, Report, TuiFrontend
-from overbrainer.history import HistoryStatus, read_history
 from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.errors import StatusError
-from overbrainer.llm.usage import Price, Usage
+from overbrainer.model.errors import EXIT_INTERRUPTED
+from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.engine import (
     Body,
     StageContext,
@@ -39,7 +37,9 @@ from overbrainer.pipeline.engine import (
     summary_line,
 )
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached
-from overbrainer.project import Project
+from overbrainer.project.directory import Project
+from overbrainer.storage.history import HistoryStatus, read_history
+from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
 from tests.generator_harness import Recorder
 
 ROLE = Role(provider="stub", model="parent-model")
@@ -254,7 +254,7 @@ async def test_the_spend_cap_stops_admission_and_fails_the_command(
 
 def test_unknown_topics_are_refused_by_name() -> None:
     from overbrainer.config.settings import Topic
-    from overbrainer.errors import UsageError
+    from overbrainer.model.errors import UsageError
 
     settings = Settings(
         project=ProjectSection("demo"),

@@ -10,20 +10,21 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer import events as ev
-from overbrainer.event_json import (
+from overbrainer.events import types as ev
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.codec import (
     JsonlObserver,
     event_from_dict,
     event_from_json,
     event_to_dict,
     event_to_json,
 )
-from overbrainer.llm.usage import Usage
-from overbrainer.runpod import status as pod
-from overbrainer.runs.kind import JobKind
-from overbrainer.system_sample import Cpu, CpuTimes, Disk, Gpu, Memory, SystemSample
-from overbrainer.train import job_status as js
-from overbrainer.train import metric as mt
+from overbrainer.model import job_status as js
+from overbrainer.model import pod_status as pod
+from overbrainer.model import train_metric as mt
+from overbrainer.model.job_kind import JobKind
+from overbrainer.model.system_sample import Cpu, CpuTimes, Disk, Gpu, Memory, SystemSample
+from overbrainer.model.usage import Usage
 
 SAMPLE = SystemSample(
     at=12.5,
@@ -164,7 +165,7 @@ def test_round_trip_property(event: ev.Event) -> None:
 async def test_jsonl_observer_writes_flushed_lines(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "events.jsonl"
     with JsonlObserver(path) as observer, trio.fail_after(5):
-        async with ev.open_event_bus(observer=observer) as bus:
+        async with open_event_bus(observer=observer) as bus:
             for event in EVENTS:
                 bus.publish(event)
             # Read while the file is still open: every line must already be flushed.

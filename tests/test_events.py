@@ -9,23 +9,20 @@ import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overbrainer.events import (
+from overbrainer.events.bus import Lagged, Observers, Subscription, open_event_bus
+from overbrainer.events.types import (
     EVENT_TYPES,
     Event,
     ItemDone,
     ItemFailed,
     ItemResult,
-    Lagged,
-    Observers,
     Stage,
     StageFinished,
     StageStarted,
     StageStats,
-    Subscription,
     item_result,
-    open_event_bus,
 )
-from overbrainer.llm.usage import Price, Usage
+from overbrainer.model.usage import Price, Usage
 from tests.tasks import live_tasks
 
 

@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.lowlevel
 
-from overbrainer.events import ItemDone, Stage, StageStarted
-from overbrainer.front import (
+from overbrainer.events.types import ItemDone, Stage, StageStarted
+from overbrainer.ui.front import (
     CliFrontend,
     Flag,
     Interrupt,
@@ -138,7 +138,7 @@ def tui(bus_events: list[Report] | None = None) -> tuple[trio.Event, Flag, list[
 
 
 async def test_tui_detach_never_stops_a_shielded_flow_but_stops_a_raced_one() -> None:
-    from overbrainer.events import open_event_bus
+    from overbrainer.events.bus import open_event_bus
 
     detach, abandon, reports = tui()
     async with open_event_bus() as bus:
@@ -171,7 +171,7 @@ async def test_tui_detach_never_stops_a_shielded_flow_but_stops_a_raced_one() ->
 
 
 async def test_tui_front_end_shares_its_bus_flag_and_reports() -> None:
-    from overbrainer.events import open_event_bus
+    from overbrainer.events.bus import open_event_bus
 
     detach, abandon, reports = tui()
     async with open_event_bus() as bus:
@@ -190,7 +190,7 @@ async def test_tui_front_end_shares_its_bus_flag_and_reports() -> None:
 
 
 async def test_tui_bus_is_rendered_until_the_flow_ends(caplog: pytest.LogCaptureFixture) -> None:
-    from overbrainer.events import open_event_bus
+    from overbrainer.events.bus import open_event_bus
 
     detach, abandon, reports = tui()
     with caplog.at_level(logging.INFO, logger="overbrainer"), trio.fail_after(5):

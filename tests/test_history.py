@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.events import Stage
-from overbrainer.history import (
+from overbrainer.events.types import Stage
+from overbrainer.storage.history import (
     EMPTY_HISTORY,
     HistoryRecord,
     HistoryStatus,

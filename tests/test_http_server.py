@@ -8,7 +8,7 @@ import httpx2
 import pytest
 import trio
 
-from overbrainer.http_server import Request, Response, serve_http
+from overbrainer.net.http_server import Request, Response, serve_http
 
 
 async def echo(request: Request) -> Response:

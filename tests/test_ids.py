@@ -7,7 +7,7 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer.dataset.ids import normalize, object_id, question_id, subtopic_id
+from overbrainer.storage.ids import normalize, object_id, question_id, subtopic_id
 
 BORROWING = "d410fa975affdd150daf206922cfd8cc"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.dataset.jsonl import (
+from overbrainer.model.errors import EXIT_USAGE
+from overbrainer.storage.jsonl import (
     DataError,
     file_stamp,
     open_appender,
@@ -20,8 +21,7 @@ from overbrainer.dataset.jsonl import (
     rewrite,
     rewrite_from,
 )
-from overbrainer.dataset.records import Subtopic
-from overbrainer.errors import EXIT_USAGE
+from overbrainer.storage.records import Subtopic
 
 A = Subtopic("a", "t", "Alpha")
 B = Subtopic("b", "t", "Beta")
@@ -168,8 +168,8 @@ def test_a_torn_tail_longer_than_the_search_chunk_is_found(tmp_path: Path) -> No
 _CRASHING_WRITER = """
 import os, sys
 from pathlib import Path
-from overbrainer.dataset.jsonl import open_appender
-from overbrainer.dataset.records import Subtopic
+from overbrainer.storage.jsonl import open_appender
+from overbrainer.storage.records import Subtopic
 path = Path(sys.argv[1])
 with open_appender(path) as out:
     out.append(Subtopic("a", "t", "Alpha").to_json())

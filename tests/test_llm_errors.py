@@ -11,11 +11,11 @@ import pytest
 import trio
 import trio.testing
 
+from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
 from overbrainer.llm.client import ProtocolClient, open_client
 from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError, TransportError
+from overbrainer.llm.retry import RetryPolicy, retry_message
 from overbrainer.llm.types import CompletionRequest, Protocol
-from overbrainer.retry import RetryPolicy, retry_message
-from overbrainer.stub_provider import Reply, StubProvider, open_stub
 from tests.llm_helpers import KEY, client_on
 
 REQUEST = CompletionRequest("q")

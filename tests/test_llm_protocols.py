@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
+from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
 from overbrainer.llm.errors import InvalidResponse, Unsupported
 from overbrainer.llm.openai import STRING_LIST_FORMAT
 from overbrainer.llm.types import (
@@ -20,8 +21,7 @@ from overbrainer.llm.types import (
     Reasoning,
     ReasoningKind,
 )
-from overbrainer.llm.usage import Usage
-from overbrainer.stub_provider import Reply, StubProvider, open_stub
+from overbrainer.model.usage import Usage
 from tests.llm_helpers import KEY, client_on, open_routed
 
 OPENAI = Protocol.OPENAI

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer import logs
-from overbrainer.logs import LogBuffer, LogLine, LogMode, init_logging
+from overbrainer.ui import logs
+from overbrainer.ui.logs import LogBuffer, LogLine, LogMode, init_logging
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (ERROR| WARN| INFO|DEBUG) (.*)$")
 

@@ -9,7 +9,8 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overbrainer.events import (
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
     JobStatusChanged,
@@ -24,18 +25,17 @@ from overbrainer.events import (
     StageStarted,
     StageStats,
     System,
-    open_event_bus,
 )
-from overbrainer.history import HistoryRecord, HistoryStatus, append_history
-from overbrainer.llm.usage import Usage
-from overbrainer.metrics import MetricsObserver
-from overbrainer.metrics_families import FAMILIES
-from overbrainer.metrics_spend import pod_spends
-from overbrainer.project import Project
-from overbrainer.runpod.status import PodCreating
-from overbrainer.system_sample import Cpu, Disk, Gpu, Memory, SystemSample
-from overbrainer.train.job_status import Exited, Running
-from overbrainer.train.metric import EvalMark, JobStage, StageMark, TrainMetric
+from overbrainer.metrics.families import FAMILIES
+from overbrainer.metrics.observer import MetricsObserver
+from overbrainer.metrics.spend import pod_spends
+from overbrainer.model.job_status import Exited, Running
+from overbrainer.model.pod_status import PodCreating
+from overbrainer.model.system_sample import Cpu, Disk, Gpu, Memory, SystemSample
+from overbrainer.model.train_metric import EvalMark, JobStage, StageMark, TrainMetric
+from overbrainer.model.usage import Usage
+from overbrainer.project.directory import Project
+from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history
 from tests.scrape import Scrape, Series, families, samples
 
 

@@ -11,14 +11,15 @@ import httpx2
 import pytest
 import trio
 
-from overbrainer import metrics_endpoint
 from overbrainer.config.load import load_settings
 from overbrainer.config.settings import Settings
-from overbrainer.events import ItemDone, Stage, StageModel, StageStarted, open_event_bus
-from overbrainer.llm.usage import Usage
-from overbrainer.metrics import MetricsObserver
-from overbrainer.metrics_endpoint import MAX_CONNECTIONS, open_metrics
-from overbrainer.project import Project
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import ItemDone, Stage, StageModel, StageStarted
+from overbrainer.metrics import endpoint as metrics_endpoint
+from overbrainer.metrics.endpoint import MAX_CONNECTIONS, open_metrics
+from overbrainer.metrics.observer import MetricsObserver
+from overbrainer.model.usage import Usage
+from overbrainer.project.directory import Project
 from tests.scrape import samples
 
 CONFIG = """

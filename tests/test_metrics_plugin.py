@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from overbrainer.runs.summary import MetricsSummary
-from overbrainer.train.metric import EndMark, EvalMark
-from overbrainer.train.metric_lines import parse_line
-from overbrainer.train.prepare import plugin_source
+from overbrainer.model.train_metric import EndMark, EvalMark
+from overbrainer.training.metric_lines import parse_line
+from overbrainer.training.prepare import plugin_source
+from overbrainer.training.summary import MetricsSummary
 
 
 def load_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -127,7 +127,7 @@ def test_callbacks_write_lines_the_follower_parses(
 
 
 def parse_mark(mark: Any) -> Any:
-    from overbrainer.events import MarkEvent
+    from overbrainer.events.types import MarkEvent
 
     return MarkEvent(mark)
 

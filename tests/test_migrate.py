@@ -13,12 +13,12 @@ import pytest
 
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.hub_move import plan_hub_move
-from overbrainer.dataset.records import Example, Exclusion, Message, Meta
-from overbrainer.events import Stage
-from overbrainer.history import HistoryRecord, HistoryStatus, append_history, read_history
-from overbrainer.llm.finish import FinishReason, ReasoningKind
-from overbrainer.migrate import IgnoreState, plan_migration
-from overbrainer.project import PREDATES_HINT, Project, project_lock
+from overbrainer.events.types import Stage
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.project.directory import PREDATES_HINT, Project, project_lock
+from overbrainer.project.migrate import IgnoreState, plan_migration
+from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, read_history
+from overbrainer.storage.records import Example, Exclusion, Message, Meta
 
 CONFIG = """\
 # my project

@@ -9,9 +9,9 @@ import pytest
 import trio
 
 from overbrainer.cli.options import cli_frontend
-from overbrainer.errors import UsageError
-from overbrainer.events import ItemDone, Stage, StageStarted
-from overbrainer.llm.usage import Usage
+from overbrainer.events.types import ItemDone, Stage, StageStarted
+from overbrainer.model.errors import UsageError
+from overbrainer.model.usage import Usage
 
 
 async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path) -> None:

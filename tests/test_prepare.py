@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from overbrainer.config.settings import Adapter, Training
-from overbrainer.runs.store import Job, RunNotFound, Runs, RunState, Snapshot
-from overbrainer.train.axolotl_config import ResumeRefused
-from overbrainer.train.prepare import (
+from overbrainer.training.axolotl_config import ResumeRefused
+from overbrainer.training.prepare import (
     NoTrainingData,
     job_commands,
     job_env,
@@ -21,6 +20,7 @@ from overbrainer.train.prepare import (
     resume_source,
     start_warnings,
 )
+from overbrainer.training.run_store import Job, RunNotFound, Runs, RunState, Snapshot
 
 NOW = dt.datetime(2026, 9, 22, 14, 30, 5, tzinfo=dt.UTC)
 QWEN = Training(target="local", base_model="Qwen/Qwen3-4B", adapter=Adapter.LORA)

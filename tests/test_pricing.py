@@ -9,9 +9,9 @@ import trio
 
 from overbrainer.config.settings import Role
 from overbrainer.llm.errors import StatusError
+from overbrainer.llm.pricing import PriceBook, find_price, per_million_price
 from overbrainer.llm.types import Json
-from overbrainer.llm.usage import Price, Usage
-from overbrainer.pricing import PriceBook, find_price, per_million_price
+from overbrainer.model.usage import Price, Usage
 
 MODEL = "anthropic/claude-sonnet-5"
 

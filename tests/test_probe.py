@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.probe import parse_probe, probe_script
+from overbrainer.system.probe import parse_probe, probe_script
 
 GIB = 1024**3
 

@@ -1,7 +1,7 @@
 """Pure formatting of the progress lines, pinned with the reference's literal examples."""
 
-from overbrainer.progress import Progress, duration_words, metric_line, rust_exp, size_words
-from overbrainer.train.metric import TrainMetric
+from overbrainer.model.train_metric import TrainMetric
+from overbrainer.ui.progress import Progress, duration_words, metric_line, rust_exp, size_words
 
 
 def tenths(total: int) -> list[int]:

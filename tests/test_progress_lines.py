@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from overbrainer.events import (
+from overbrainer.events.types import (
     Event,
     ItemDone,
     ItemFailed,
@@ -19,8 +19,9 @@ from overbrainer.events import (
     Stage,
     StageStarted,
 )
-from overbrainer.progress import Progress, metric_line, pod_line
-from overbrainer.runpod.status import (
+from overbrainer.model.job_kind import JobKind
+from overbrainer.model.job_status import Exited, Lost, Running
+from overbrainer.model.pod_status import (
     DeleteReason,
     PodCreated,
     PodCreating,
@@ -30,9 +31,8 @@ from overbrainer.runpod.status import (
     PodReady,
     PodUnavailable,
 )
-from overbrainer.runs.kind import JobKind
-from overbrainer.train.job_status import Exited, Lost, Running
-from overbrainer.train.metric import EndMark, EvalMark, JobStage, StageMark, TrainMetric
+from overbrainer.model.train_metric import EndMark, EvalMark, JobStage, StageMark, TrainMetric
+from overbrainer.ui.progress import Progress, metric_line, pod_line
 
 
 def test_pod_lines() -> None:

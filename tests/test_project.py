@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.project import (
+from overbrainer.project.directory import (
     ProjectError,
     ProjectLocked,
     open_project,
@@ -21,7 +21,7 @@ from overbrainer.project import (
 HOLDER = """
 import sys, time
 from pathlib import Path
-from overbrainer.project import open_project, project_lock
+from overbrainer.project.directory import open_project, project_lock
 with project_lock(open_project(Path(sys.argv[1]))):
     try:
         print("locked", flush=True)  # inside the try: a SIGINT right after it is still seen

@@ -11,10 +11,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.dataset.ids import subtopic_id
-from overbrainer.dataset.jsonl import read_records
-from overbrainer.dataset.records import Question, Subtopic
-from overbrainer.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.storage.ids import subtopic_id
+from overbrainer.storage.jsonl import read_records
+from overbrainer.storage.records import Question, Subtopic
 from tests.pipeline_support import make_project, overbrainer, start, wait_until
 
 # Per topic; each needs 2 questions, asked one at a time. Names far apart, so the stub's

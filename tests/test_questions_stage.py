@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Pipeline, Topic
-from overbrainer.dataset.ids import question_id, subtopic_id
-from overbrainer.dataset.records import Question, RejectedQuestion, Subtopic
-from overbrainer.events import Stage, StageStarted
-from overbrainer.llm.usage import Usage
+from overbrainer.devtools.stub_provider import Recorded, Reply, default_embedding
+from overbrainer.events.types import Stage, StageStarted
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageItemsFailed
 from overbrainer.pipeline.questions import questions_stage
-from overbrainer.stub_provider import Recorded, Reply, default_embedding
+from overbrainer.storage.ids import question_id, subtopic_id
+from overbrainer.storage.records import Question, RejectedQuestion, Subtopic
 from tests.generator_harness import Harness, harness
 
 RUST = Topic("rust", subtopics=2, questions_per_subtopic=3)

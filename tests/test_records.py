@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer.dataset.records import (
+from overbrainer.storage.records import (
     Example,
     Exclusion,
     FinishReason,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.dataset.records import Question, Subtopic
-from overbrainer.history import HistoryStatus
+from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
 from overbrainer.pipeline.split import stratify
-from overbrainer.runs.store import Runs
-from overbrainer.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.storage.history import HistoryStatus
+from overbrainer.storage.records import Question, Subtopic
+from overbrainer.training.run_store import Runs
 from tests.pipeline_support import (
     history,
     make_project,

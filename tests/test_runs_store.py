@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer.runs.store import (
+from overbrainer.training.run_store import (
     Container,
     InvalidRecord,
     Job,

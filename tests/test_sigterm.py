@@ -7,9 +7,9 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.history import HistoryStatus
-from overbrainer.project import Project, project_lock
-from overbrainer.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.project.directory import Project, project_lock
+from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import (
     completion_prompts,
     history,

@@ -9,17 +9,7 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer.dataset.ids import object_id
-from overbrainer.dataset.records import (
-    Example,
-    Exclusion,
-    FinishReason,
-    Message,
-    Meta,
-    ReasoningKind,
-)
-from overbrainer.events import StageStats
-from overbrainer.history import SplitCounts
+from overbrainer.events.types import StageStats
 from overbrainer.pipeline.split import (
     SplitPlan,
     SplitReport,
@@ -28,6 +18,16 @@ from overbrainer.pipeline.split import (
     eval_count,
     plan_split,
     stratify,
+)
+from overbrainer.storage.history import SplitCounts
+from overbrainer.storage.ids import object_id
+from overbrainer.storage.records import (
+    Example,
+    Exclusion,
+    FinishReason,
+    Message,
+    Meta,
+    ReasoningKind,
 )
 
 

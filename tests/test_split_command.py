@@ -7,10 +7,10 @@ from pathlib import Path
 
 import attrs
 
-from overbrainer.dataset.records import Example, Exclusion, Message, Meta, Question
-from overbrainer.history import HistoryStatus, SplitCounts
-from overbrainer.llm.finish import FinishReason, ReasoningKind
+from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline.split import stratify
+from overbrainer.storage.history import HistoryStatus, SplitCounts
+from overbrainer.storage.records import Example, Exclusion, Message, Meta, Question
 from tests.pipeline_support import (
     history,
     make_project,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.history import HistoryStatus
-from overbrainer.stub_provider import open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import command, command_env, history, make_project, read_examples
 
 

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 import trio
 
-from overbrainer.stub_provider import Reply, default_embedding, open_stub
+from overbrainer.devtools.stub_provider import Reply, default_embedding, open_stub
 
 
 async def post(url: str, body: object) -> httpx2.Response:
@@ -119,7 +119,7 @@ async def test_a_delay_holds_the_reply(autojump_clock: trio.abc.Clock) -> None:
 
 def test_command_line_prints_its_url_and_stops_on_sigint() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "overbrainer.stub_provider", "--delay", "0"],
+        [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--delay", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )

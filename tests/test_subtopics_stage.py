@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Topic
-from overbrainer.dataset.ids import subtopic_id
-from overbrainer.dataset.records import RejectedSubtopic, Subtopic
-from overbrainer.events import Stage, StageStarted
-from overbrainer.llm.usage import Usage
+from overbrainer.devtools.stub_provider import Reply
+from overbrainer.events.types import Stage, StageStarted
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageItemsFailed, StageStopped
 from overbrainer.pipeline.subtopics import new_subtopics, subtopics_stage
-from overbrainer.stub_provider import Reply
+from overbrainer.storage.ids import subtopic_id
+from overbrainer.storage.records import RejectedSubtopic, Subtopic
 from tests.generator_harness import harness
 
 OWNERSHIP = Topic("ownership", subtopics=3, questions_per_subtopic=2, description="Rust memory")

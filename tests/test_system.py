@@ -15,8 +15,8 @@ import psutil
 import pytest
 import trio
 
-from overbrainer.system import LocalSampler, import_pynvml
-from overbrainer.system_sample import Gpu
+from overbrainer.model.system_sample import Gpu
+from overbrainer.system.sampler import LocalSampler, import_pynvml
 
 MIB = 1024 * 1024
 

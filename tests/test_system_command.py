@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from overbrainer.system_rows import pair, percent
+from overbrainer.system.rows import pair, percent
 
 
 def command(*args: str) -> list[str]:

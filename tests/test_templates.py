@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.templates import TEMPLATE_FILES, TemplateError, default_text, load_template
+from overbrainer.project.templates import TEMPLATE_FILES, TemplateError, default_text, load_template
 
 
 def test_defaults_hold_the_fragments_the_reference_checks(tmp_path: Path) -> None:

@@ -9,27 +9,20 @@ import pytest
 import trio
 import trio.testing
 
-from overbrainer.events import (
-    Event,
-    JobStatusChanged,
-    MarkEvent,
-    Metric,
-    RunWatched,
-    System,
-    open_event_bus,
-)
-from overbrainer.runs.summary import MetricsSummary
-from overbrainer.system_sample import SystemSample
-from overbrainer.train.follow import (
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.types import Event, JobStatusChanged, MarkEvent, Metric, RunWatched, System
+from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
+from overbrainer.model.system_sample import SystemSample
+from overbrainer.model.train_metric import EndMark, JobStage, StageMark
+from overbrainer.targets.local import READ_LIMIT, split_lines
+from overbrainer.training.follow import (
     FollowError,
     FollowTimes,
     MetricsTail,
     follow,
     guard_stop,
 )
-from overbrainer.train.job_status import Cancelled, Exited, JobStatus, Lost, Running
-from overbrainer.train.local_job import READ_LIMIT, split_lines
-from overbrainer.train.metric import EndMark, JobStage, StageMark
+from overbrainer.training.summary import MetricsSummary
 
 STAGE = b'{"event":"stage","name":"train","time":1}\n'
 BEGIN = b'{"event":"begin","time":1.0,"max_steps":4}\n'
@@ -267,8 +260,8 @@ def test_a_full_read_without_a_terminator_is_one_line_cut_at_a_character() -> No
 
 
 def test_metric_lines_fast_and_slow_shapes_parse_alike() -> None:
-    from overbrainer.train.metric import TrainMetric
-    from overbrainer.train.metric_lines import Log, MetricLineError, parse_line
+    from overbrainer.model.train_metric import TrainMetric
+    from overbrainer.training.metric_lines import Log, MetricLineError, parse_line
 
     fast = parse_line(
         '{"event":"log","time":1.5,"step":3,"epoch":0.5,"max_steps":9,"loss":2.0,'
@@ -306,7 +299,7 @@ async def test_a_failing_sample_is_logged_at_debug_and_never_ends_the_follow(
 ) -> None:
     running: list[JobStatus | OSError] = [Running()] * 9  # ends at 18 s: samples at 0 and 10 s
     job = FakeJob(statuses=[*running, Exited(0)])
-    with caplog.at_level(logging.DEBUG, logger="overbrainer.train.follow"):
+    with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow"):
         seen = Collected()
         async with open_event_bus(observer=seen) as bus:
             status = await follow(

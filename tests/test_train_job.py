@@ -15,18 +15,19 @@ import trio.testing
 
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
-from overbrainer.events import open_event_bus
-from overbrainer.front import Interrupt
-from overbrainer.project import Project
-from overbrainer.runs.store import RunRecord, Runs, RunState, Snapshot
-from overbrainer.runs.summary import MetricsSummary
-from overbrainer.train import lifecycle, local_job
-from overbrainer.train.follow import FollowTimes
-from overbrainer.train.job_status import Cancelled, Exited, Lost, Running
-from overbrainer.train.local_job import LocalJob, cancel, group_alive, job_status, start_job
-from overbrainer.train.outcome import InvalidProof, conclude, ended_state, read_proof
-from overbrainer.train.prepare import job_commands
-from overbrainer.train.runtime import plan_job
+from overbrainer.events.bus import open_event_bus
+from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
+from overbrainer.project.directory import Project
+from overbrainer.targets import local as local_job
+from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
+from overbrainer.training import lifecycle
+from overbrainer.training.follow import FollowTimes
+from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof
+from overbrainer.training.prepare import job_commands
+from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
+from overbrainer.training.runtime import plan_job
+from overbrainer.training.summary import MetricsSummary
+from overbrainer.ui.front import Interrupt
 from tests.train_helpers import kill_jobs, make_project, standin_env, wait_for
 
 MERGING = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
@@ -305,7 +306,7 @@ async def test_run_stops_after_split_without_training(
 
 
 def test_an_ended_runs_summary_reads_the_whole_file(tmp_path: Path) -> None:
-    from overbrainer.train.outcome import local_summary
+    from overbrainer.training.outcome import local_summary
 
     (tmp_path / "metrics.jsonl").write_text(
         '{"event":"begin","time":1.0,"max_steps":2}\n\n\n'

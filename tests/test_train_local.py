@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.runs.store import Job, RunRecord, Runs, RunState
+from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
 from tests.train_helpers import (
     group_alive,
     kill_jobs,

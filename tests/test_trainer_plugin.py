@@ -22,9 +22,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-from overbrainer.runs.summary import MetricsSummary  # noqa: E402
-from overbrainer.train.metric_lines import Begin, End, Eval, Log, parse_line  # noqa: E402
-from overbrainer.train.prepare import plugin_source  # noqa: E402
+from overbrainer.training.metric_lines import Begin, End, Eval, Log, parse_line  # noqa: E402
+from overbrainer.training.prepare import plugin_source  # noqa: E402
+from overbrainer.training.summary import MetricsSummary  # noqa: E402
 
 torch.set_num_threads(1)  # a tiny model: threads only contend on a shared machine
 Callback: Any = transformers.TrainerCallback

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from overbrainer.init_project import init_project
-from overbrainer.train import local_job
+from overbrainer.project.init import init_project
+from overbrainer.targets import local as local_job
 
 STANDIN = Path(__file__).parent / "standin" / "axolotl_standin.py"
 EXAMPLE = '{"id":"q1","topic":"t","subtopic":"s","messages":[],"meta":{}}\n'

@@ -11,8 +11,8 @@ from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
 from overbrainer.config.report import report_lines, secrets_of
-from overbrainer.project import open_project
-from overbrainer.secrets import resolve_secret
+from overbrainer.config.secrets import resolve_secret
+from overbrainer.project.directory import open_project
 
 
 @cli.group()

@@ -7,9 +7,9 @@ import click
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
-from overbrainer.errors import OverbrainerError
-from overbrainer.history import format_history, read_history
-from overbrainer.project import open_project
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.project.directory import open_project
+from overbrainer.storage.history import format_history, read_history
 
 
 @cli.command()

@@ -9,8 +9,8 @@ import click
 
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
-from overbrainer.errors import OverbrainerError
-from overbrainer.init_project import init_project
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.project.init import init_project
 
 log = logging.getLogger(__name__)
 

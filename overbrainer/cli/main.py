@@ -12,10 +12,10 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.context import PROJECT_DIR_KEY
 from overbrainer.cli.options import EVENTS_FILE_KEY
-from overbrainer.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from overbrainer.front import silence_stdout
-from overbrainer.logs import init_logging
-from overbrainer.project import PREDATES_HINT, predates_versions
+from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from overbrainer.project.directory import PREDATES_HINT, predates_versions
+from overbrainer.ui.front import silence_stdout
+from overbrainer.ui.logs import init_logging
 
 NO_HINT_COMMANDS = frozenset({"init", "migrate"})
 """Commands that do not end with the «run overbrainer migrate» hint on an older project."""

@@ -7,8 +7,8 @@ import click
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
-from overbrainer.migrate import NOTHING, change_lines, plan_migration
-from overbrainer.project import open_project, project_lock
+from overbrainer.project.directory import open_project, project_lock
+from overbrainer.project.migrate import NOTHING, change_lines, plan_migration
 
 
 @cli.command()

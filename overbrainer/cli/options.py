@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from overbrainer.errors import UsageError
-from overbrainer.front import CliFrontend
+from overbrainer.model.errors import UsageError
+from overbrainer.ui.front import CliFrontend
 
 EVENTS_FILE_KEY = "overbrainer.events_file"
 
@@ -28,7 +28,7 @@ def cli_frontend(events: Path | None = None) -> Iterator[CliFrontend]:
         yield CliFrontend()
         return
     # Imported on use: its converter costs every other command's start-up for nothing.
-    from overbrainer.event_json import JsonlObserver
+    from overbrainer.events.codec import JsonlObserver
 
     try:
         observer = JsonlObserver(events)

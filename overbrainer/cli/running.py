@@ -11,7 +11,7 @@ from typing import NoReturn
 import click
 import trio
 
-from overbrainer.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
+from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 
 log = logging.getLogger(__name__)
 

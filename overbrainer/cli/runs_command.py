@@ -11,9 +11,9 @@ import click
 
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
-from overbrainer.errors import OverbrainerError, UsageError
-from overbrainer.project import open_project
-from overbrainer.runs.store import RunRecord, Runs
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.project.directory import open_project
+from overbrainer.training.run_store import RunRecord, Runs
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SECRETS = (

@@ -8,9 +8,9 @@ from typing import TypeVar
 import click
 
 from overbrainer.cli.main import cli
-from overbrainer.cli.pipeline_flow import pipeline_flow
 from overbrainer.cli.running import run_flow
-from overbrainer.events import Stage
+from overbrainer.events.types import Stage
+from overbrainer.flows.pipeline import pipeline_flow
 
 F = TypeVar("F", bound=Callable[..., None])
 

@@ -10,9 +10,9 @@ import trio
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
-from overbrainer.errors import EXIT_INTERRUPTED
-from overbrainer.front import CliFrontend
-from overbrainer.runs.kind import PROBE_EVERY
+from overbrainer.model.errors import EXIT_INTERRUPTED
+from overbrainer.model.job_kind import PROBE_EVERY
+from overbrainer.ui.front import CliFrontend
 
 
 @cli.command()
@@ -21,9 +21,9 @@ from overbrainer.runs.kind import PROBE_EVERY
 def system(watch: bool, as_json: bool) -> None:
     """Show this machine (disks of the project directory and /, CPU, memory, GPUs)."""
     # Imported on use, so that the other commands do not pay for them at start-up.
-    from overbrainer.event_json import converter
-    from overbrainer.system import LocalSampler
-    from overbrainer.system_rows import system_rows
+    from overbrainer.events.codec import converter
+    from overbrainer.system.rows import system_rows
+    from overbrainer.system.sampler import LocalSampler
 
     async def flow() -> int:
         sampler = LocalSampler(project_dir().resolve())

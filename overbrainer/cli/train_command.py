@@ -12,15 +12,15 @@ from overbrainer.cli.main import cli
 from overbrainer.cli.options import cli_frontend, events_file
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
-from overbrainer.errors import OverbrainerError
-from overbrainer.events import Observers
-from overbrainer.front import CliFrontend
-from overbrainer.metrics_endpoint import open_metrics
-from overbrainer.project import ProjectLocked, open_project, project_lock
-from overbrainer.runs.store import Runs
-from overbrainer.train import run_commands
-from overbrainer.train.lifecycle import Session
-from overbrainer.train.lifecycle import train as train_run
+from overbrainer.events.bus import Observers
+from overbrainer.metrics.endpoint import open_metrics
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.training import run_commands
+from overbrainer.training.lifecycle import Session
+from overbrainer.training.lifecycle import train as train_run
+from overbrainer.training.run_store import Runs
+from overbrainer.ui.front import CliFrontend
 
 
 async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool = True) -> None:

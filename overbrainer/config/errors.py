@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from overbrainer.errors import EXIT_USAGE, OverbrainerError
+from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 
 
 class ConfigError(OverbrainerError):

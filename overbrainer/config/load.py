@@ -19,7 +19,7 @@ from overbrainer.config import settings as s
 from overbrainer.config.env import PREFIX as ENV_PREFIX
 from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
 from overbrainer.config.errors import ConfigError
-from overbrainer.secrets import Secret
+from overbrainer.config.secrets import Secret
 
 CONFIG_FILE = "overbrainer.toml"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from overbrainer.config.secrets import Secret
 from overbrainer.config.settings import Pipeline, Settings
-from overbrainer.secrets import Secret
 
 ENV_MARK = "  (env)"
 

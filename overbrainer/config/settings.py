@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import attrs
 
-from overbrainer.secrets import Secret
+from overbrainer.config.secrets import Secret
 
 
 class Protocol(enum.Enum):
@@ -105,7 +105,7 @@ class Provider:
     """`[providers.<name>]`: an endpoint; `base_url` and `api_key` come only from the environment.
 
     `api_key` is a `Secret` (literal or `vault:` reference), resolved with
-    `overbrainer.secrets.resolve_secret` only by the command that builds a client.
+    `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
     """
 
     protocol: Protocol

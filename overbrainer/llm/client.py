@@ -10,8 +10,8 @@ from typing import Protocol as TypingProtocol
 from overbrainer.llm import anthropic, openai
 from overbrainer.llm.errors import Unsupported
 from overbrainer.llm.http import CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpClient, open_http
+from overbrainer.llm.retry import DEFAULT_MAX_RETRIES, OnRetry, RetryPolicy, with_retry
 from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
-from overbrainer.retry import DEFAULT_MAX_RETRIES, OnRetry, RetryPolicy, with_retry
 
 MODELS_PATH = "models?detailed=true"
 

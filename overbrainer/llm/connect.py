@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import attrs
 import trio
 
+from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
-from overbrainer.errors import EXIT_USAGE, OverbrainerError
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
-from overbrainer.llm.usage import Price
-from overbrainer.pricing import PriceBook
-from overbrainer.retry import RetryPolicy
-from overbrainer.secrets import SecretError, resolve_secret
+from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm.retry import RetryPolicy
+from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
+from overbrainer.model.usage import Price
 
 EMBEDDER = "embedder"
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge")

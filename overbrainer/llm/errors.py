@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.model.errors import OverbrainerError
 
 MESSAGE_LIMIT = 300
 """Characters of provider text kept in a status error."""

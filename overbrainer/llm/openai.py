@@ -12,7 +12,7 @@ from overbrainer.llm.types import (
     Reasoning,
     ReasoningKind,
 )
-from overbrainer.llm.usage import Usage
+from overbrainer.model.usage import Usage
 
 CHAT_PATH = "chat/completions"
 EMBEDDINGS_PATH = "embeddings"

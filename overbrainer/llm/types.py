@@ -7,8 +7,8 @@ from typing import TypeAlias
 import attrs
 
 from overbrainer.config.settings import DEFAULT_MAX_TOKENS, Effort, Protocol
-from overbrainer.llm.finish import FinishReason, ReasoningKind
-from overbrainer.llm.usage import Usage
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.model.usage import Usage
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
 """A decoded JSON value."""

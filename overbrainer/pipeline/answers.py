@@ -6,8 +6,12 @@ import logging
 import re
 
 from overbrainer.config.settings import Protocol, Role
-from overbrainer.dataset.jsonl import open_appender, read_records
-from overbrainer.dataset.records import (
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.types import Completion
+from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.storage.jsonl import open_appender, read_records
+from overbrainer.storage.records import (
     Example,
     Exclusion,
     Message,
@@ -15,10 +19,6 @@ from overbrainer.dataset.records import (
     Question,
     example_id,
 )
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.finish import FinishReason, ReasoningKind
-from overbrainer.llm.types import Completion
-from overbrainer.pipeline.engine import StageContext, StageRun
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from overbrainer.llm.errors import InvalidResponse, LlmError
-from overbrainer.llm.finish import FinishReason
-from overbrainer.llm.usage import Usage
+from overbrainer.model.finish import FinishReason
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageRun
 from overbrainer.pipeline.listparse import string_array
 

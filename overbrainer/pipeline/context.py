@@ -8,15 +8,16 @@ from typing import Protocol, TypeVar
 import attrs
 
 from overbrainer.config.settings import Role, Settings, Topic
-from overbrainer.dataset.jsonl import read_records, rewrite
-from overbrainer.errors import OverbrainerError, UsageError
-from overbrainer.events import EventBus, Stage
-from overbrainer.front import Frontend, Interrupt
+from overbrainer.events.bus import EventBus
+from overbrainer.events.types import Stage
 from overbrainer.llm.client import LlmClient
-from overbrainer.llm.usage import Price
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.model.usage import Price
 from overbrainer.pipeline.spend import SpendCap
-from overbrainer.project import Project
-from overbrainer.templates import Template, load_template
+from overbrainer.project.directory import Project
+from overbrainer.project.templates import Template, load_template
+from overbrainer.storage.jsonl import read_records, rewrite
+from overbrainer.ui.front import Frontend, Interrupt
 
 PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
 """The templates the stages render (split loads none)."""

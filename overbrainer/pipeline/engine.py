@@ -76,10 +76,9 @@ import logging
 import attrs
 import trio
 
-from overbrainer.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
-from overbrainer.events import Stage, StageFinished, StageStats
-from overbrainer.history import HistoryRecord, HistoryStatus, append_history, utc_now
+from overbrainer.events.types import Stage, StageFinished, StageStats
 from overbrainer.llm.errors import LlmError
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.pipeline.context import (
     PIPELINE_TEMPLATES,
     StageContext,
@@ -89,6 +88,7 @@ from overbrainer.pipeline.context import (
     stage_role_name,
 )
 from overbrainer.pipeline.stage_run import Body, StageRun, summary_line
+from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, utc_now
 
 __all__ = [
     "INTERRUPTED_LINE",

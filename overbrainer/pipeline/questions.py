@@ -14,15 +14,15 @@ import attrs
 import trio
 
 from overbrainer.config.settings import Topic
-from overbrainer.dataset.ids import question_id
-from overbrainer.dataset.jsonl import Appender, open_appender, read_records
-from overbrainer.dataset.records import Question, RejectedQuestion, Subtopic, rejected_from_json
 from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
-from overbrainer.llm.usage import Usage
+from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.storage.ids import question_id
+from overbrainer.storage.jsonl import Appender, open_appender, read_records
+from overbrainer.storage.records import Question, RejectedQuestion, Subtopic, rejected_from_json
 
 log = logging.getLogger(__name__)
 

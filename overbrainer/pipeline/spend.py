@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from overbrainer.errors import UsageError, WorkFailed
+from overbrainer.model.errors import UsageError, WorkFailed
 
 
 class SpendCapReached(WorkFailed):

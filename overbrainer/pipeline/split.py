@@ -18,9 +18,9 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 import xxhash
 
-from overbrainer.dataset.records import Exclusion, Meta
-from overbrainer.events import StageStats
-from overbrainer.history import SplitCounts
+from overbrainer.events.types import StageStats
+from overbrainer.storage.history import SplitCounts
+from overbrainer.storage.records import Exclusion, Meta
 
 ORPHANED_WARNING = (
     "all {n} usable answers are orphaned (topic no longer configured or question no longer"

@@ -6,10 +6,10 @@ import logging
 
 import attrs
 
-from overbrainer.dataset.jsonl import file_stamp, read_records, read_records_at, rewrite_from
-from overbrainer.dataset.records import Meta, Question, example_head
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.split import plan_split
+from overbrainer.storage.jsonl import file_stamp, read_records, read_records_at, rewrite_from
+from overbrainer.storage.records import Meta, Question, example_head
 
 log = logging.getLogger(__name__)
 

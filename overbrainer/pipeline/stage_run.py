@@ -8,13 +8,20 @@ from typing import TypeVar
 import attrs
 import trio
 
-from overbrainer.events import ItemDone, ItemFailed, Stage, StageModel, StageStarted, StageStats
-from overbrainer.history import SplitCounts
+from overbrainer.events.types import (
+    ItemDone,
+    ItemFailed,
+    Stage,
+    StageModel,
+    StageStarted,
+    StageStats,
+)
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.retry import OnRetry, retry_message
 from overbrainer.llm.types import CompletionRequest
-from overbrainer.llm.usage import Price, Usage
+from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
-from overbrainer.retry import OnRetry, retry_message
+from overbrainer.storage.history import SplitCounts
 
 T = TypeVar("T")
 

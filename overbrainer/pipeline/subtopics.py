@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from overbrainer.dataset.ids import subtopic_id
-from overbrainer.dataset.jsonl import open_appender, read_records
-from overbrainer.dataset.records import RejectedSubtopic, Subtopic, rejected_from_json
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.ask import ask_list
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.storage.ids import subtopic_id
+from overbrainer.storage.jsonl import open_appender, read_records
+from overbrainer.storage.records import RejectedSubtopic, Subtopic, rejected_from_json
 
 
 def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -> list[Subtopic]:

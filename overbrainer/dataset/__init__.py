@@ -1,1 +1,0 @@
-"""Dataset records, their IDs and crash-safe JSONL files."""

@@ -1,0 +1,1 @@
+"""The embedded stand-in provider for demos and tests; not product logic."""

@@ -1,0 +1,404 @@
+"""A scripted LLM provider on 127.0.0.1 speaking the OpenAI and Anthropic protocols.
+
+Tests and benchmarks script it reply by reply (answers, reasoning fields, usage, finish
+reasons, refusals, error statuses with `Retry-After`, delays, malformed bodies, dropped
+connections) and read back every request it got. Without a script it answers like a tiny,
+deterministic model, so `python -m overbrainer.devtools.stub_provider` can stand in for a real
+provider in a demo of the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import inspect
+import json
+import math
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeAlias
+
+import attrs
+import trio
+import xxhash
+
+from overbrainer.net.http_server import Request, Response, serve_http
+
+Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
+
+JSON_HEADERS = (("content-type", "application/json"),)
+EMBEDDING_DIMENSIONS = 64
+
+_ANTHROPIC_STOP = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "refusal": "refusal",
+    "content_filter": "refusal",
+}
+_COUNT = re.compile(r"JSON array of (\d+) strings")
+_QUOTED = re.compile(r'"([^"\n]{1,80})"')
+_WORDS = [
+    "caching",
+    "errors",
+    "threads",
+    "memory",
+    "tests",
+    "logging",
+    "parsing",
+    "security",
+    "performance",
+    "networking",
+    "serialization",
+    "configuration",
+    "deployment",
+    "debugging",
+    "profiling",
+    "concurrency",
+    "traits",
+    "generics",
+    "macros",
+    "iterators",
+    "closures",
+    "modules",
+    "packaging",
+    "documentation",
+    "benchmarks",
+    "streams",
+    "timeouts",
+    "retries",
+    "databases",
+    "indexing",
+    "migrations",
+    "encoding",
+    "validation",
+    "scheduling",
+    "recursion",
+    "lifetimes",
+    "pointers",
+    "allocation",
+    "ownership",
+    "borrowing",
+    "patterns",
+]
+_FORMS = (
+    "How does {s} interact with {a}, {b} and {c}?",
+    "Why would {s} fail when combined with {a}, {b} or {c}?",
+    "What changes in {s} if {a} meets {b} under {c}?",
+    "Compare {s} approaches for {a} against {b} given {c}.",
+    "How would you debug {s} problems involving {a}, {b} and {c}?",
+)
+
+
+@attrs.define
+class Reply:
+    """One scripted reply; the defaults are a plain 200 answer."""
+
+    content: str = "ok"
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+    reasoning_details: list[Json] | None = None
+    thinking: str | None = None
+    refusal: str | None = None
+    finish_reason: str = "stop"
+    usage: tuple[int, int] = (10, 5)
+    delay: float = 0.0
+    status: int = 200
+    headers: dict[str, str] = attrs.field(factory=dict)
+    body: bytes | None = None
+    drop: bool = False
+
+
+@attrs.frozen
+class Recorded:
+    """A request the stub received: method, path, lower-case headers, decoded and raw body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body_json: Json
+    raw: bytes
+
+    @property
+    def prompt(self) -> str | None:
+        """The text of the last user message, if any."""
+        body = self.body_json if isinstance(self.body_json, dict) else {}
+        messages = body.get("messages")
+        for message in reversed(messages if isinstance(messages, list) else []):
+            if isinstance(message, dict) and message.get("role") == "user":
+                content = message.get("content")
+                return content if isinstance(content, str) else None
+        return None
+
+    @property
+    def system(self) -> str | None:
+        """The system prompt (OpenAI system message or Anthropic `system`), if any."""
+        body = self.body_json if isinstance(self.body_json, dict) else {}
+        system = body.get("system")
+        if isinstance(system, str):
+            return system
+        messages = body.get("messages")
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict) and message.get("role") == "system":
+                content = message.get("content")
+                return content if isinstance(content, str) else None
+        return None
+
+    @property
+    def is_completion(self) -> bool:
+        """Whether this is a chat-completions or Messages request."""
+        return self.path.endswith(("/chat/completions", "/messages"))
+
+
+Responder = Callable[[Recorded], Reply | Awaitable[Reply]]
+
+
+def _digest(*parts: str) -> int:
+    return xxhash.xxh3_64_intdigest("\x1f".join(parts).encode())
+
+
+def _subject(prompt: str) -> str:
+    quoted = _QUOTED.findall(prompt)
+    return quoted[-1] if quoted else "the topic"
+
+
+def default_reply(request: Recorded) -> Reply:
+    """What the stub answers unscripted: N distinct strings for a list prompt, else an answer.
+
+    Replies depend only on the request, so a rerun of the same stage gets the same texts.
+    """
+    prompt = request.prompt or ""
+    body = request.body_json if isinstance(request.body_json, dict) else {}
+    found = _COUNT.search(prompt)
+    tokens_in = max(1, len(prompt) // 4)
+    if found is not None or "response_format" in body:
+        count = int(found.group(1)) if found is not None else 3
+        subject = _subject(prompt)
+        items = _list_items(prompt, subject, count, questions="question" in prompt.lower())
+        return Reply(content=json.dumps(items), usage=(tokens_in, 12 * count))
+    question = prompt.strip() or "the question"
+    return Reply(
+        content=f"Here is a careful answer to: {question}",
+        reasoning=f"The user asks: {question} Let me reason about it step by step.",
+        usage=(tokens_in, 60),
+    )
+
+
+def _list_items(prompt: str, subject: str, count: int, *, questions: bool) -> list[str]:
+    items: list[str] = []
+    seen: set[str] = set()
+    k = 0
+    while len(items) < count and k < count * 20:
+        h = _digest(prompt, str(k))
+        k += 1
+        a, b, c = (_WORDS[(h >> shift) % len(_WORDS)] for shift in (0, 12, 24))
+        if questions:
+            item = _FORMS[(h >> 36) % len(_FORMS)].format(s=subject, a=a, b=b, c=c)
+        else:
+            item = f"{a.capitalize()} and {b} in {subject}"
+        if item.lower() not in seen:
+            seen.add(item.lower())
+            items.append(item)
+    return items
+
+
+def default_embedding(text: str) -> list[float]:
+    """A bag-of-words vector: texts sharing words point the same way."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"\w+", text.lower()):
+        vector[_digest(word) % EMBEDDING_DIMENSIONS] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def _openai_body(reply: Reply, model: str, serial: int) -> Json:
+    message: dict[str, Json] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning is not None:
+        message["reasoning"] = reply.reasoning
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
+    if reply.reasoning_details is not None:
+        message["reasoning_details"] = reply.reasoning_details
+    if reply.refusal is not None:
+        message["refusal"] = reply.refusal
+    tokens_in, tokens_out = reply.usage
+    return {
+        "id": f"stub-{serial}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        },
+    }
+
+
+def _anthropic_body(reply: Reply, model: str, serial: int) -> Json:
+    blocks: list[Json] = []
+    if reply.thinking is not None:
+        blocks.append({"type": "thinking", "thinking": reply.thinking, "signature": "stub"})
+    blocks.append({"type": "text", "text": reply.content})
+    tokens_in, tokens_out = reply.usage
+    return {
+        "id": f"msg_stub_{serial}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
+        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+    }
+
+
+def _json_response(
+    value: Json, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    extra = tuple((headers or {}).items())
+    return Response(status, json.dumps(value).encode(), JSON_HEADERS + extra)
+
+
+class StubProvider:
+    """The scripted provider; `serve` runs it, `url` is its base URL once started."""
+
+    def __init__(self, responder: Responder | None = None, *, delay: float = 0.0) -> None:
+        self.responder = responder
+        self.delay = delay
+        self.requests: list[Recorded] = []
+        self.models: Json = {"data": []}
+        self.embedder: Callable[[str], list[float]] = default_embedding
+        self.url = ""
+        self._queue: collections.deque[Reply] = collections.deque()
+
+    def queue(self, *replies: Reply) -> None:
+        """Answer the next completion requests with `replies`, in order."""
+        self._queue.extend(replies)
+
+    @property
+    def completions(self) -> list[Recorded]:
+        """The chat-completions and Messages requests received so far."""
+        return [r for r in self.requests if r.is_completion]
+
+    async def _reply_for(self, recorded: Recorded) -> Reply:
+        if self._queue:
+            return self._queue.popleft()
+        if self.responder is None:
+            return default_reply(recorded)
+        made = self.responder(recorded)
+        return await made if inspect.isawaitable(made) else made
+
+    async def handle(self, request: Request) -> Response:
+        """Record `request` and answer it by route."""
+        try:
+            body: Json = json.loads(request.body) if request.body else None
+        except ValueError:
+            body = None
+        recorded = Recorded(request.method, request.path, request.headers, body, request.body)
+        self.requests.append(recorded)
+        model = body.get("model") if isinstance(body, dict) else None
+        model_name = model if isinstance(model, str) else "stub"
+        if request.method == "GET" and request.path.endswith("/models"):
+            return _json_response(self.models)
+        if request.method != "POST":
+            return _json_response({"error": {"message": "not found"}}, 404)
+        if request.path.endswith("/embeddings"):
+            return self._embeddings(body)
+        if not recorded.is_completion:
+            return _json_response({"error": {"message": "not found"}}, 404)
+        reply = await self._reply_for(recorded)
+        delay = reply.delay or self.delay
+        if delay > 0:
+            await trio.sleep(delay)
+        if reply.drop:
+            return Response(drop=True)
+        if reply.body is not None:
+            return Response(reply.status, reply.body, JSON_HEADERS + tuple(reply.headers.items()))
+        if reply.status != 200:
+            error: Json = {"error": {"message": reply.content}}
+            return _json_response(error, reply.status, reply.headers)
+        serial = len(self.requests)
+        if request.path.endswith("/messages"):
+            return _json_response(_anthropic_body(reply, model_name, serial), 200, reply.headers)
+        return _json_response(_openai_body(reply, model_name, serial), 200, reply.headers)
+
+    def _embeddings(self, body: Json) -> Response:
+        inputs = body.get("input") if isinstance(body, dict) else None
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return _json_response({"error": {"message": "input must be strings"}}, 400)
+        data: list[Json] = [
+            {"object": "embedding", "index": i, "embedding": list[Json](self.embedder(str(t)))}
+            for i, t in enumerate(texts)
+        ]
+        return _json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 0}})
+
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until cancelled; reports the base URL (`http://HOST:PORT/v1`) once bound."""
+
+        async def started(nursery: trio.Nursery) -> None:
+            bound = await nursery.start(serve_http, self.handle, host, port)
+            self.url = f"http://{bound[0]}:{bound[1]}/v1"
+            task_status.started(self.url)
+
+        async with trio.open_nursery() as nursery:
+            await started(nursery)
+
+
+@contextlib.asynccontextmanager
+async def open_stub(
+    responder: Responder | None = None, *, delay: float = 0.0
+) -> AsyncIterator[StubProvider]:
+    """A stub serving on 127.0.0.1 (a free port) for the duration of the block."""
+    stub = StubProvider(responder, delay=delay)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(stub.serve)
+        try:
+            yield stub
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _serve_forever(port: int, delay: float, models: Json) -> None:
+    stub = StubProvider(delay=delay)
+    stub.models = models
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(stub.serve, "127.0.0.1", port)
+            print(url, flush=True)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m overbrainer.devtools.stub_provider`: serve the unscripted stub until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m overbrainer.devtools.stub_provider",
+        description="A local stand-in LLM provider (OpenAI and Anthropic protocols) for demos, "
+        "tests and benchmarks. Prints its base URL, then serves until Ctrl-C.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--models-json",
+        type=argparse.FileType("r"),
+        default=None,
+        help="a file whose JSON is served at /models (model prices)",
+    )
+    args = parser.parse_args(argv)
+    models: Json = json.load(args.models_json) if args.models_json else {"data": []}
+    trio.run(_serve_forever, args.port, args.delay, models)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

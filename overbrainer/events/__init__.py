@@ -1,0 +1,1 @@
+"""Progress events, the bus that fans them out, and their JSON form."""

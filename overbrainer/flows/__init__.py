@@ -1,0 +1,1 @@
+"""Each command's order of work, shared by the CLI and the TUI."""

@@ -1,0 +1,1 @@
+"""The Prometheus observer of events, its metric families, and the /metrics endpoint."""

@@ -1,0 +1,1 @@
+"""The project on disk: its directory and lock, init, templates and migrate."""

@@ -1,1 +1,0 @@
-"""Runpod pods for training."""

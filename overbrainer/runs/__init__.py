@@ -1,1 +1,0 @@
-"""Training runs and the jobs run for them."""

@@ -1,0 +1,1 @@
+"""Samples of this machine (CPU, memory, disks, GPUs) and the probe script for remote targets."""

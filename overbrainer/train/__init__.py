@@ -1,1 +1,0 @@
-"""Training: Axolotl config, metric lines, phases."""

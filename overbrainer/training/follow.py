@@ -1,0 +1,263 @@
+"""Following a running job (§6.2): metric lines, status changes, system samples, stop fallbacks."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Mapping
+from typing import Protocol
+
+import attrs
+import trio
+
+from overbrainer.events.bus import EventBus
+from overbrainer.events.types import JobStatusChanged, RunWatched, System
+from overbrainer.model.errors import WorkFailed
+from overbrainer.model.job_kind import PROBE_EVERY
+from overbrainer.model.job_status import JobStatus, Running, is_finished
+from overbrainer.model.system_sample import SystemSample
+from overbrainer.targets.local import READ_LIMIT, split_lines
+from overbrainer.training.summary import MetricsSummary
+
+log = logging.getLogger(__name__)
+
+MAX_FAILURES = 5
+"""Failed polls in a row that are retried; the next one gives up."""
+PROBE_TIMEOUT = 20.0
+POLL_ENV = "OVERBRAINER_TEST_POLL_S"
+"""Test hook: seconds between two polls instead of 2 (also shortens the request watch)."""
+STOP_LIMITS_ENV = "OVERBRAINER_TEST_STOP_LIMITS_S"
+"""Test hook: `NO_PROOF,AFTER_PROOF` seconds instead of 30 min and 10 min."""
+
+
+class FollowError(WorkFailed):
+    """The job could not be reached six times in a row."""
+
+
+class FollowedJob(Protocol):
+    """What following needs from a started job on its target."""
+
+    async def read_from(self, name: str, offset: int, limit: int) -> bytes:
+        """Bytes of run file `name` from `offset` (empty when it does not exist)."""
+        ...
+
+    async def status(self) -> JobStatus:
+        """The job's status now."""
+        ...
+
+    async def exists(self, name: str) -> bool:
+        """Whether run file `name` exists."""
+        ...
+
+    async def cancel(self) -> None:
+        """Stop the job (§4.4)."""
+        ...
+
+
+class Sampler(Protocol):
+    """Takes system samples of the job's machine."""
+
+    async def sample(self) -> SystemSample:
+        """One sample."""
+        ...
+
+
+@attrs.frozen
+class FollowTimes:
+    """The follow loop's clocks, in seconds (tests shorten them through the environment)."""
+
+    poll: float = 2.0
+    probe: float = PROBE_EVERY
+    request_watch: float = 30.0
+    no_proof: float = 30 * 60.0
+    after_proof: float = 10 * 60.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> FollowTimes:
+        """The defaults, or the test hooks' values when set."""
+        env = os.environ if environ is None else environ
+        times = cls()
+        poll = _seconds(env.get(POLL_ENV))
+        if poll is not None:
+            times = attrs.evolve(times, poll=poll, request_watch=poll)
+        limits = [_seconds(part) for part in env.get(STOP_LIMITS_ENV, "").split(",")]
+        if len(limits) == 2 and limits[0] is not None and limits[1] is not None:
+            times = attrs.evolve(times, no_proof=limits[0], after_proof=limits[1])
+        return times
+
+
+def _seconds(text: str | None) -> float | None:
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
+
+
+@attrs.define
+class MetricsTail:
+    """Reads `metrics.jsonl` by offset and turns complete lines into events (§4.6)."""
+
+    summary: MetricsSummary
+    offset: int = 0
+
+    async def poll(self, job: FollowedJob, bus: EventBus) -> int:
+        """Read once (≤ 1 MiB) and publish what the new lines give; the bytes consumed."""
+        data = await job.read_from("metrics.jsonl", self.offset, READ_LIMIT)
+        lines, used = split_lines(data, READ_LIMIT)
+        self.offset += used
+        for line in lines:
+            event = self.summary.add(line)
+            if event is not None:
+                bus.publish(event)
+        return used
+
+
+async def sample_forever(sampler: Sampler, bus: EventBus, every: float) -> None:
+    """A sample at once, then every `every` s; failures are logged at debug and skipped."""
+    while True:
+        started = trio.current_time()
+        with trio.move_on_after(PROBE_TIMEOUT) as scope:
+            try:
+                bus.publish(System(await sampler.sample()))
+            except Exception as error:  # psutil, NVML: a failed sample is skipped, never fatal
+                log.debug("cannot sample the target: %s", error)
+        if scope.cancelled_caught:
+            log.debug("cannot sample the target: no answer within %ds", int(PROBE_TIMEOUT))
+        await trio.sleep_until(max(started + every, trio.current_time()))
+
+
+def _chain(error: BaseException) -> str:
+    parts = [str(error)]
+    cause = error.__cause__
+    while cause is not None:
+        parts.append(str(cause))
+        cause = cause.__cause__
+    return ": ".join(part for part in parts if part)
+
+
+@attrs.define
+class _Budget:
+    run_id: str
+    failures: int = 0
+
+    def failed(self, error: Exception) -> FollowError | None:
+        """Count a failed poll: None to retry it, or the error that gives up."""
+        self.failures += 1
+        if self.failures > MAX_FAILURES:
+            return FollowError(
+                f"cannot reach the job of run {self.run_id}: {_chain(error)}; follow it again "
+                f"with `overbrainer train attach {self.run_id}`"
+            )
+        log.warning("cannot reach the job (%d/%d): %s", self.failures, MAX_FAILURES, _chain(error))
+        return None
+
+
+async def _poll_until_finished(
+    job: FollowedJob, bus: EventBus, tail: MetricsTail, budget: _Budget, times: FollowTimes
+) -> JobStatus:
+    last: JobStatus | None = None
+    while True:
+        try:
+            await tail.poll(job, bus)
+            status = await job.status()
+        except OSError as error:
+            if (give_up := budget.failed(error)) is not None:
+                raise give_up from None
+            await trio.sleep(times.poll)
+            continue
+        budget.failures = 0
+        if status != last:
+            bus.publish(JobStatusChanged(status))
+            last = status
+        if is_finished(status):
+            return status
+        await trio.sleep(times.poll)
+
+
+async def follow(
+    job: FollowedJob,
+    bus: EventBus,
+    tail: MetricsTail,
+    *,
+    run_id: str,
+    times: FollowTimes,
+    sampler: Sampler | None = None,
+) -> JobStatus:
+    """Follow the job until it ends, then drain its metrics file; its final status.
+
+    Raises FollowError (not grouped) after six failed polls in a row.
+    """
+    bus.publish(RunWatched(run_id))
+    budget = _Budget(run_id)
+    status: JobStatus | FollowError
+    async with trio.open_nursery() as nursery:
+        if sampler is not None:
+            nursery.start_soon(sample_forever, sampler, bus, times.probe)
+        try:
+            status = await _poll_until_finished(job, bus, tail, budget, times)
+        except FollowError as error:
+            status = error
+        nursery.cancel_scope.cancel()
+    if isinstance(status, FollowError):
+        raise status
+    while True:
+        try:
+            if await tail.poll(job, bus) == 0:
+                return status
+        except OSError as error:
+            if (give_up := budget.failed(error)) is not None:
+                raise give_up from None
+            await trio.sleep(times.poll)
+
+
+async def guard_stop(job: FollowedJob, *, times: FollowTimes, requested: bool) -> None:
+    """Cancel a job that does not honour a snapshot request in time (§6.4's fallbacks).
+
+    With `requested` the limits run from now; otherwise the request file is looked for every
+    `request_watch` seconds and the limits run from when it is seen.
+    """
+    while not requested:
+        await trio.sleep(times.request_watch)
+        requested = await _exists(job, "snapshot.request")
+    with trio.move_on_after(times.no_proof):
+        while not await _exists(job, "snapshot.json"):  # noqa: ASYNC110 - a file has no event
+            await trio.sleep(times.poll)
+    if not await _exists(job, "snapshot.json"):
+        if await _running(job):
+            await _cancel(job, "no snapshot 30 min after it was asked for: the job was cancelled")
+        return
+    await trio.sleep(times.after_proof)
+    if await _running(job):
+        await _cancel(job, "the job saved its snapshot but did not end: it was cancelled")
+
+
+CANCEL_BOUND = 70.0
+"""Seconds a cancel may take: a container stop (≤ 40 s), TERM, 10 s, KILL, 10 s, and slack."""
+
+
+async def _cancel(job: FollowedJob, warning: str) -> None:
+    with trio.move_on_after(CANCEL_BOUND, shield=True):
+        try:
+            await job.cancel()
+        except (OSError, WorkFailed) as error:
+            log.warning("cannot cancel the job: %s", error)
+            return
+    log.warning("%s", warning)
+
+
+async def _exists(job: FollowedJob, name: str) -> bool:
+    try:
+        return await job.exists(name)
+    except OSError as error:
+        log.debug("cannot check the job: %s", error)
+        return False
+
+
+async def _running(job: FollowedJob) -> bool:
+    try:
+        return isinstance(await job.status(), Running)
+    except OSError as error:
+        log.debug("cannot check the job: %s", error)
+        return False

@@ -1,0 +1,160 @@
+"""`train attach`, `train stop` and `train cancel` of a recorded run (§6.3-§6.5)."""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+import trio
+
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.job_status import Cancelled, status_name
+from overbrainer.project.directory import Project
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.job_script import container_name
+from overbrainer.training.follow import CANCEL_BOUND
+from overbrainer.training.lifecycle import (
+    Session,
+    finish,
+    follow_to_end,
+    job_handle,
+    local_target,
+)
+from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
+from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
+
+log = logging.getLogger(__name__)
+
+
+def _check_target(session: Session, record: RunRecord) -> None:
+    if record.target not in session.settings.targets:
+        raise UsageError(
+            f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
+        )
+    local_target(session.settings, record.target)
+
+
+def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
+    """A `preparing` run whose job did start (its `job.pid` exists) recorded as running.
+
+    Only a process killed outright (kill -9, power loss) between spawning the job and saving
+    the record leaves this; the job's own `job.pid` names its process group.
+    """
+    if record.job is not None or record.state is not RunState.PREPARING:
+        return record
+    run_dir = session.runs.dir_of(record.id)
+    try:
+        pid = int((run_dir / "job.pid").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return record
+    if pid <= 1:
+        return record
+    target = local_target(session.settings, record.target)
+    container = None
+    if target.runtime is Runtime.DOCKER:
+        container = Container((target.engine or Engine.DOCKER).value, container_name(record.id))
+    log.warning(
+        "train: run %s was left preparing, but its job had started (process group %d): "
+        "recording it as running",
+        record.id,
+        pid,
+    )
+    adopted = attrs.evolve(
+        record,
+        state=RunState.RUNNING,
+        job=Job(str(run_dir), pid, container),
+        snapshots=True,
+    )
+    session.runs.save(adopted)
+    return adopted
+
+
+async def attach(session: Session, run_id: str) -> None:
+    """Follow a run again (or summarize an ended one), then finish it."""
+    session.training()
+    record = session.runs.load(run_id)
+    _check_target(session, record)
+    record = adopt_unrecorded_job(session, record)
+    if record.job is None and record.state is RunState.PREPARING:
+        raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
+    finish(session, await follow_to_end(session, record))
+
+
+def check_stoppable(record: RunRecord) -> None:
+    """Refuse a run whose job cannot take a snapshot request (§6.4)."""
+    if record.state.ended:
+        raise UsageError(f"run {record.id} already ended: {record.state.value}")
+    if record.job is None or record.state is not RunState.RUNNING:
+        raise UsageError(f"run {record.id} has not started: there is no job to snapshot yet")
+    if not record.snapshots:
+        raise UsageError(
+            f"run {record.id} was started by an overbrainer older than 0.5.0: its job cannot "
+            f"save a snapshot; cancel it with `overbrainer train cancel {record.id}`, or let it "
+            "finish"
+        )
+
+
+def request_snapshot(runs: Runs, record: RunRecord) -> None:
+    """Write `snapshot.request` (reason `requested`) in the run directory of its job."""
+    assert record.job is not None
+    directory = runs.dir_of(record.id)
+    write_atomic(directory / REQUEST_FILE, "requested\n")
+
+
+def lock_holder(project: Project) -> str:
+    """`pid N` of the process holding the project lock, as far as its lock file says."""
+    try:
+        text = project.lock_file.read_text(encoding="utf-8").strip()
+    except OSError:
+        return "unknown pid"
+    return f"pid {text}" if text.isdigit() else "unknown pid"
+
+
+async def stop(session: Session, run_id: str) -> None:
+    """Request a snapshot, then follow the run with the stop fallbacks and finish it."""
+    record = session.runs.load(run_id)
+    check_stoppable(record)
+    _check_target(session, record)
+    request_snapshot(session.runs, record)
+    session.line(
+        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+        "its current step, then stops"
+    )
+    finish(session, await follow_to_end(session, record, requested=True))
+
+
+async def cancel(session: Session, run_id: str) -> None:
+    """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
+    runs = session.runs
+    record = runs.load(run_id)
+    if record.target in session.settings.targets:
+        record = adopt_unrecorded_job(session, record)
+    if record.state is RunState.CANCELLED:
+        raise WorkFailed(f"run {run_id} already ended: cancelled")
+    if record.job is None:
+        raise WorkFailed(f"run {run_id} has not started")
+    if record.state.ended:
+        log.info(
+            "train: run %s already ended: %s; stopping any job left on the target",
+            run_id,
+            record.state.value,
+        )
+    session.training("cancel needs [training] to retrieve the run's artifacts: ")
+    _check_target(session, record)
+    job = job_handle(record, runs.dir_of(run_id))
+    status = None
+    with trio.move_on_after(CANCEL_BOUND, shield=True):
+        await job.cancel()
+        status = await job.status()
+    if status is None:
+        raise WorkFailed(f"the cancel of run {run_id} did not finish in time; retry it")
+    if not isinstance(status, Cancelled):
+        session.line(
+            f"train: the job of run {run_id} had already ended ({status_name(status)}): "
+            f"collect it with `overbrainer train attach {run_id}`"
+        )
+        return
+    cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
+    runs.save(cancelled)  # its artifacts are already here: a local run directory is R itself
+    session.line(f"train: run {run_id} cancelled")

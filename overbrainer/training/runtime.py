@@ -1,0 +1,69 @@
+"""What a training job runs on a local or SSH target: native or container commands."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import attrs
+
+from overbrainer.config.settings import DEFAULT_IMAGE, LocalTarget, Runtime, SshTarget
+from overbrainer.config.settings import Engine as ConfigEngine
+from overbrainer.targets.job_script import (
+    Command,
+    Engine,
+    container_commands,
+    container_name,
+    native_commands,
+)
+from overbrainer.training.prepare import job_env
+
+CONTAINER_ROOT = "/workspace/run"
+"""The run directory as a container job sees it."""
+SECRET_NAMES = ("HF_TOKEN",)
+"""The only secret a training job gets."""
+
+
+@attrs.frozen
+class JobPlan:
+    """The commands of one job (inside the §4.2 wrapper) and its container, if any."""
+
+    commands: str
+    container: tuple[Engine, str] | None = None
+
+
+def job_root(target: LocalTarget | SshTarget, run_dir: str) -> str:
+    """The run directory as the job sees it: itself natively, `/workspace/run` in a container."""
+    return CONTAINER_ROOT if target.runtime is Runtime.DOCKER else run_dir
+
+
+def expand_venv(venv: str | None) -> str | None:
+    """A local venv path with `~/` expanded to this user's home."""
+    return None if venv is None else os.path.expanduser(venv)
+
+
+def plan_job(
+    target: LocalTarget | SshTarget,
+    *,
+    run_id: str,
+    run_dir: str,
+    cache: str,
+    commands: Sequence[Command],
+    secrets: Sequence[str] = (),
+) -> JobPlan:
+    """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only."""
+    env = job_env(job_root(target, run_dir))
+    if target.runtime is Runtime.NATIVE:
+        return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv)))
+    engine = Engine((target.engine or ConfigEngine.DOCKER).value)
+    text = container_commands(
+        engine,
+        run_id=run_id,
+        run_dir=run_dir,
+        cache=cache,
+        image=target.image or DEFAULT_IMAGE,
+        commands=commands,
+        env=env,
+        secrets=secrets,
+    )
+    return JobPlan(text, (engine, container_name(run_id)))
