@@ -19,10 +19,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff, with the ASYNC rules."""
-    session.install("ruff")
+    """Ruff, with the ASYNC rules, and the layer contract (import-linter)."""
+    session.install("-e", ".", "ruff", "import-linter")
     session.run("ruff", "check", "overbrainer", "tests", "bench", "noxfile.py")
     session.run("ruff", "format", "--check", "overbrainer", "tests", "bench", "noxfile.py")
+    session.run("lint-imports")
 
 
 @nox.session
