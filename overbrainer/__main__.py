@@ -1,6 +1,6 @@
-"""Run the command line as ``python -m overbrainer``."""
+"""`python -m overbrainer`: the same entry as the console script."""
 
-from overbrainer.cli.main import main
+from overbrainer.cli.entry import main
 
 if __name__ == "__main__":
     main()

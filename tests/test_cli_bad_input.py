@@ -114,3 +114,42 @@ async def test_a_bad_rejected_line_stops_force_before_it_rewrites(tmp_path: Path
             )
         assert stub.completions == []
     assert {name: (data / name).read_bytes() for name in before} == before
+
+
+@pytest.mark.parametrize("command", [("config", "check"), ("split",), ("run",), ("answers",)])
+def test_a_config_that_is_not_utf8_is_one_line_naming_the_byte(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    root = make_project(tmp_path)
+    config = root / "overbrainer.toml"
+    good = config.read_bytes()
+    config.write_bytes(good + b"# caf\xe9 in Latin-1\n")
+    done = overbrainer("-C", str(root), *command)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"error: {config}: not valid UTF-8 at byte {len(good) + 5}\n"
+    assert config.read_bytes() == good + b"# caf\xe9 in Latin-1\n"
+    assert not (root / "data").exists()
+
+
+def test_a_dotenv_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    (root / ".env").write_bytes(b"OPENROUTER_KEY=\xff\n")
+    done = overbrainer("-C", str(root), "config", "check")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"error: {root / '.env'}: not valid UTF-8 at byte 15\n"
+
+
+async def test_a_template_that_is_not_utf8_stops_the_stage_before_any_request(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    template = root / "prompts" / "answer_system.txt"
+    template.parent.mkdir(exist_ok=True)
+    template.write_bytes(b"You are an expert in {{ topic }} \xe0 la carte.\n")
+    async with open_stub() as stub:
+        result = await run_command(root, "answers", url=stub.url)
+        assert stub.completions == []
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == f"error: {template}: not valid UTF-8 at byte 33"
+    assert not (root / "data" / "answers.jsonl").exists()

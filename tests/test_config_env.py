@@ -11,6 +11,7 @@ from overbrainer.config import settings as s
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
 from overbrainer.config.secrets import Secret
+from overbrainer.model.text import NotUtf8
 
 BASE = """
 [project]
@@ -225,9 +226,11 @@ def test_dotenv_syntax_error_names_the_line_only(tmp_path: Path, dotenv: str, li
     assert message == f"cannot parse .env (syntax error at line {line})"
 
 
-def test_dotenv_that_is_not_utf8(tmp_path: Path) -> None:
-    message = failure(write(tmp_path, dotenv=b"A=\xff\xfe secret\n"), {})
-    assert message == "cannot parse .env (syntax error)"
+def test_dotenv_that_is_not_utf8_names_the_file_and_byte(tmp_path: Path) -> None:
+    with pytest.raises(NotUtf8) as caught:
+        load_settings(write(tmp_path, dotenv=b"A=1\nB=\xff\xfe secret\n"), {})
+    assert caught.value.exit_code == 2
+    assert caught.value.message == f"{tmp_path / '.env'}: not valid UTF-8 at byte 6"
 
 
 def test_unreadable_dotenv(tmp_path: Path) -> None:

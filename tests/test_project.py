@@ -86,9 +86,9 @@ def test_lock_of_a_killed_process_is_taken_over(tmp_path: Path) -> None:
     holder = start_holder(tmp_path)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
-    assert project.lock_file.read_text().strip() == str(holder.pid)
+    assert project.lock_file.read_text() == str(holder.pid)
     with project_lock(project):
-        assert project.lock_file.read_text().strip() == str(os.getpid())
+        assert project.lock_file.read_text() == str(os.getpid())
 
 
 def test_lock_is_released_after_ctrl_c(tmp_path: Path) -> None:

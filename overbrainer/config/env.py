@@ -9,6 +9,7 @@ from pathlib import Path
 from dotenv.parser import parse_stream
 
 from overbrainer.config.errors import ConfigError
+from overbrainer.model.text import decode_utf8
 
 PREFIX = "OVERBRAINER_"
 # Read elsewhere, so not config keys (OVERBRAINER_LOG maps onto the `log` key instead).
@@ -37,11 +38,7 @@ def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[st
         return []
     except OSError as error:
         raise ConfigError(f"cannot read .env: {error.strerror} (os error {error.errno})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError("cannot parse .env (syntax error)") from None
-    text = text.removeprefix("\ufeff")
+    text = decode_utf8(raw, str(path)).removeprefix("\ufeff")
     entries: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
         # A line without `=` is refused too: it is most often a pasted secret.

@@ -20,6 +20,7 @@ from overbrainer.config.env import PREFIX as ENV_PREFIX
 from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
+from overbrainer.model.text import decode_utf8
 
 CONFIG_FILE = "overbrainer.toml"
 
@@ -216,11 +217,12 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     load_dotenv(project_dir, env)
     path = project_dir / CONFIG_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as error:
         raise ConfigError(
             f"cannot read {project_dir}/{CONFIG_FILE}: {error.strerror} (os error {error.errno})"
         ) from None
+    text = decode_utf8(raw, str(path))
     try:
         table: dict[str, object] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -167,7 +167,7 @@ def project_lock(project: Project) -> Iterator[None]:
                 ) from None
             raise ProjectError(f"cannot lock {project.lock_file}") from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, str(os.getpid()).encode())
         try:
             yield
         finally:

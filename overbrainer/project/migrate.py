@@ -15,6 +15,7 @@ import attrs
 from overbrainer.config.hub_move import HubMove, plan_hub_move
 from overbrainer.events.types import Stage
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.text import decode_utf8
 from overbrainer.project.directory import FORMAT_VERSION, Project, ProjectError
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_records, read_history
@@ -134,12 +135,12 @@ def _write(path: Path, text: str) -> None:
 
 def _read_text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
-        raise MigrateError(f"cannot read {path}: {reason}") from None
+    except OSError as error:
+        raise MigrateError(f"cannot read {path}: {error.strerror}") from None
+    return decode_utf8(raw, str(path))
 
 
 def plan_migration(project: Project) -> Plan:

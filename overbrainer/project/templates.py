@@ -9,6 +9,7 @@ import attrs
 import jinja2
 
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.text import decode_utf8
 
 TEMPLATE_FILES = ("subtopics.txt", "questions.txt", "answer_system.txt", "judge.txt")
 
@@ -49,11 +50,10 @@ def load_template(prompts_dir: Path, name: str) -> Template:
     path = prompts_dir / name
     if path.exists():
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as error:
             raise TemplateError(f"cannot read {path}: {error.strerror}") from None
-        except UnicodeDecodeError:
-            raise TemplateError(f"cannot read {path}: not UTF-8 text") from None
+        text = decode_utf8(raw, str(path))
     else:
         text = default_text(name)
     try:

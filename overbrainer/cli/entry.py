@@ -1,0 +1,28 @@
+"""The console script's entry: a Ctrl-C while the program is still loading exits 130 quietly."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+from overbrainer.model.errors import EXIT_INTERRUPTED
+
+
+def _exit_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def main() -> None:
+    """Import the command line with Ctrl-C meaning «exit 130», then run it."""
+    # Importing click, trio, httpx2 and the commands takes a few hundred milliseconds; a
+    # KeyboardInterrupt there would print a traceback from deep inside some import.
+    signal.signal(signal.SIGINT, _exit_interrupted)
+    from overbrainer.cli.main import main as run_command_line
+
+    # Trio guards its own state against KeyboardInterrupt only under the default handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run_command_line()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
