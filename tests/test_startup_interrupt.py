@@ -30,6 +30,9 @@ def test_ctrl_c_during_start_up_exits_130_quietly(tmp_path: Path) -> None:
         stdout, stderr = child.communicate(timeout=30)
         if child.returncode == 0:  # it finished before the signal came
             continue
-        assert (child.returncode, stderr) == (130, ""), (delay, stdout, stderr)
+        # -SIGINT: the signal came while Python was shutting down, after restoring the default
+        # action; a shell sees 130 for that too.
+        assert child.returncode in (130, -signal.SIGINT), (delay, child.returncode, stderr)
+        assert stderr == "", (delay, stderr)
         interrupted += 1
     assert interrupted > 0, "every run ended before its Ctrl-C: the test proved nothing"
