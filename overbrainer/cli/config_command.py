@@ -10,7 +10,8 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.main import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
-from overbrainer.config.report import report_lines, secrets_of
+from overbrainer.config.env import SSH_CLIENT_ENV
+from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.project.directory import open_project
 
@@ -28,8 +29,10 @@ def check(resolve: bool) -> None:
     async def flow() -> None:
         project = open_project(project_dir())
         settings = load_settings(project.root)
-        for line in report_lines(settings):
+        for line in report_lines(settings, os.environ.get(SSH_CLIENT_ENV)):
             click.echo(line)
+        for warning in deprecation_warnings(settings):
+            click.echo(f"warning: {warning}", err=True)
         if resolve:
             for key, secret in secrets_of(settings):
                 await resolve_secret(secret, key, os.environ)

@@ -229,9 +229,8 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
         at = syntax_error_at(text, error)
         message = f"invalid configuration: TOML syntax error in {CONFIG_FILE}{at}"
         raise ConfigError(message) from None
-    env_only = [
-        f"{k}: must be set through env, not in overbrainer.toml" for k in env_only_keys(table)
-    ]
+    in_file = env_only_keys(table)
+    env_only = [f"{k}: must be set through env, not in overbrainer.toml" for k in in_file]
     paths = env_paths(env)
     overlay(table, paths)
     try:
@@ -242,7 +241,9 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     from overbrainer.config.ranges import check_sections
     from overbrainer.config.validate import check
 
-    problems = env_only + check(loaded) + check_sections(loaded)
+    # A key that may not be in the file at all gets that one problem, not one about its value.
+    checked = [p for p in check(loaded) + check_sections(loaded) if p.split(":")[0] not in in_file]
+    problems = env_only + checked
     if problems:
         raise ConfigError.invalid(problems)
     return attrs.evolve(loaded, from_env=frozenset(".".join(p) for p in paths))

@@ -201,8 +201,31 @@ def _compare(cfg: s.Settings) -> list[str]:
     return out
 
 
+def _web_url(url: str) -> bool:
+    """`http(s)://host[:port][/path]`, nothing else (no query, fragment or other scheme)."""
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, ValueError):
+        return False
+    return (
+        parsed.scheme in ("http", "https")
+        and "://" in url
+        and bool(parsed.host)
+        and "%" not in parsed.host
+        and (parsed.port is None or 1 <= parsed.port <= 65535)
+        and not parsed.query
+        and not parsed.fragment
+    )
+
+
 def _endpoints(cfg: s.Settings) -> list[str]:
     out: list[str] = []
+    for name, provider in cfg.providers.items():
+        if provider.base_url is not None and not _web_url(provider.base_url):
+            out.append(
+                f"providers.{name}.base_url: must be http(s)://host[:port][/path], "
+                "such as https://openrouter.ai/api/v1"
+            )
     if cfg.metrics.listen is not None and parse_listen(cfg.metrics.listen) is None:
         out.append(
             "metrics.listen: must be an IP address and port, such as 127.0.0.1:9464 or [::1]:9464"

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
+from overbrainer.config.env import SSH_CLIENT_ENV
+from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
-from overbrainer.config.settings import Pipeline, Settings
+from overbrainer.config.settings import (
+    DEFAULT_IMAGE,
+    DEFAULT_RUNPOD_IMAGE,
+    DEFAULT_RUNPOD_VENV,
+    DEFAULT_WORKDIR,
+    Engine,
+    LocalTarget,
+    Pipeline,
+    RunpodTarget,
+    Runtime,
+    Settings,
+    SshClient,
+    SshTarget,
+    Target,
+)
 
 ENV_MARK = "  (env)"
 
 
 def _secret(secret: Secret | None) -> str:
     return "(unset)" if secret is None else "***"
+
+
+def shown_url(url: str) -> str:
+    """`url` with any `user:password@` replaced by `***@`: userinfo is a credential."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
 
 
 def _pipeline_line(pipeline: Pipeline) -> str:
@@ -42,7 +69,70 @@ def _own_pipeline_lines(pipeline: Pipeline) -> list[tuple[str, str]]:
     ]
 
 
-def report_lines(settings: Settings) -> list[str]:
+def _number(value: float) -> str:
+    """A number as the reference prints it: `6`, `0.5`, never `6.0`."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
+def _runtime(target: LocalTarget | SshTarget) -> str:
+    if target.runtime is Runtime.DOCKER:
+        return f"{(target.engine or Engine.DOCKER).value} {target.image or DEFAULT_IMAGE}"
+    return f"native, venv {target.venv or '(axolotl on PATH)'}"
+
+
+def _runpod(target: RunpodTarget) -> str:
+    limits = []
+    if target.min_vram_gb is not None:
+        limits.append(f"at least {target.min_vram_gb} GB")
+    if target.max_price_per_hour is not None:
+        limits.append(f"at most ${_number(target.max_price_per_hour)}/h per GPU")
+    within = f" ({', '.join(limits)})" if limits else ""
+    cost = "" if target.max_cost_usd is None else f", max ${_number(target.max_cost_usd)}"
+    grows = "" if target.max_volume_gb is None else f" (grows up to {target.max_volume_gb} GB)"
+    centers = target.data_center_ids
+    return (
+        f"runpod {target.gpu_count}x [{target.gpu_types}]{within}, "
+        f"max {_number(target.max_hours)}h{cost}, "
+        f"image {target.image or DEFAULT_RUNPOD_IMAGE}, venv {target.venv or DEFAULT_RUNPOD_VENV}, "
+        f"disk {target.container_disk_gb} GB, boot grace {target.boot_grace_minutes} min, "
+        f"retrieve grace {target.retrieve_grace_minutes} min, "
+        f"data centers {centers if centers.auto or centers.items else 'any'}, "
+        f"network volume {target.network_volume_id or 'none'}{grows}"
+    )
+
+
+def target_summary(target: Target) -> str:
+    """A target on one line with its defaults applied, as the reference prints it."""
+    if isinstance(target, LocalTarget):
+        return f"local, {_runtime(target)}"
+    if isinstance(target, SshTarget):
+        host = target.host or "(host unset)"
+        return f"ssh {host} in {target.workdir or DEFAULT_WORKDIR}, {_runtime(target)}"
+    return _runpod(target)
+
+
+def ssh_client_line(target: SshTarget | RunpodTarget, ssh_client_env: str | None) -> str:
+    """The SSH client the target will use, and `(OVERBRAINER_SSH_CLIENT)` when that chose it."""
+    chosen = (ssh_client_env or "").strip().lower()
+    if not chosen:
+        return target.ssh_client.value
+    if chosen not in {client.value for client in SshClient}:
+        raise ConfigError(f"{SSH_CLIENT_ENV}: must be openssh or builtin")
+    return f"{chosen} ({SSH_CLIENT_ENV})"
+
+
+def deprecation_warnings(settings: Settings) -> list[str]:
+    """Keys that still work but are on their way out, each with what to do instead."""
+    if settings.training is not None and settings.training.hub_model_id is not None:
+        return [
+            "training.hub_model_id is deprecated: set [hub] repo instead "
+            "(`overbrainer migrate` moves it)"
+        ]
+    return []
+
+
+def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[str]:
     """The resolved configuration by section, as `config check` prints it."""
     env = settings.from_env
 
@@ -64,7 +154,10 @@ def report_lines(settings: Settings) -> list[str]:
             )
         )
         lines.append(
-            mark(f"{prefix}.base_url = {provider.base_url or '(unset)'}", f"{prefix}.base_url")
+            mark(
+                f"{prefix}.base_url = {shown_url(provider.base_url or '(unset)')}",
+                f"{prefix}.base_url",
+            )
         )
         lines.append(mark(f"{prefix}.api_key = {_secret(provider.api_key)}", f"{prefix}.api_key"))
     for role_name, role in settings.roles.all():
@@ -89,11 +182,15 @@ def report_lines(settings: Settings) -> list[str]:
             )
         )
     for name, target in settings.targets.items():
-        lines.append(mark(f"targets.{name} = {target.kind}", f"targets.{name}"))
+        lines.append(mark(f"targets.{name} = {target_summary(target)}", f"targets.{name}"))
+        if not isinstance(target, LocalTarget):
+            client = ssh_client_line(target, ssh_client_env)
+            key = f"targets.{name}.ssh_client"
+            lines.append(mark(f"{key} = {client}", key))
     if settings.metrics.listen is not None:
         lines.append(mark(f"metrics.listen = {settings.metrics.listen}", "metrics.listen"))
     lines.append(mark(f"runpod.api_key = {_secret(settings.runpod.api_key)}", "runpod.api_key"))
-    lines.append(mark(f"runpod.base_url = {settings.runpod.url}", "runpod.base_url"))
+    lines.append(mark(f"runpod.base_url = {shown_url(settings.runpod.url)}", "runpod.base_url"))
     lines.append(mark(f"hf_token = {_secret(settings.hf_token)}", "hf_token"))
     return lines
 
