@@ -99,7 +99,7 @@ async def test_faults_end_with_the_right_counts_then_a_rerun_retries_the_failed(
         stub.queue(
             Reply(status=429, content="slow down", headers={"retry-after": "0.1"}),
             Reply(content="fine", reasoning="thought", usage=(100, 50)),
-            Reply(body=b'{"choices": [', usage=(1, 1)),
+            Reply(body=b'{"choices": []}', usage=(1, 1)),
             Reply(content="cut", reasoning="long thought", finish_reason="length", usage=(100, 50)),
             Reply(content="", refusal="I cannot help with that", usage=(100, 50)),
             Reply(status=500, content="boom", headers=retry_now),
@@ -219,3 +219,18 @@ async def test_a_template_that_cannot_render_stops_force_before_it_rewrites(
     assert (root / "data" / "answers.jsonl").read_bytes() == stored
     assert len((root / "data" / "questions.jsonl").read_text().splitlines()) == 2
     assert len(history(root)) == 1
+
+
+async def test_malformed_200_bodies_are_retried_until_every_answer_is_stored(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    questions = write_questions(root, 4)
+    cut = b'{"choices": [{"message": {"content": "half'
+    async with open_stub(thoughtful) as stub:
+        stub.queue(Reply(body=cut), Reply(body=b"<html>bad gateway</html>"))
+        result = await overbrainer(root, "answers", url=stub.url)
+        assert result.code == 0, result.stderr
+        assert result.out_lines[0].startswith("answers: 4 done, 0 skipped, 0 failed, 0 excluded")
+        assert len(stub.completions) == 6
+    assert {e.id for e in read_examples(root)} == {q.id for q in questions}

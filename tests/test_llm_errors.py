@@ -142,13 +142,37 @@ async def test_retryable_statuses(
     assert len(stub.completions) == 2
 
 
-async def test_an_unreadable_body_is_not_retried(stub: StubProvider) -> None:
-    stub.queue(Reply(body=b"{not json"))
+async def test_a_body_that_is_not_json_is_retried_like_a_5xx(
+    stub: StubProvider, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    stub.queue(Reply(body=b"{not json"), Reply(body=b'{"choices": [{"mess'), Reply(content="ok"))
+    caplog.set_level(logging.DEBUG, logger="overbrainer.llm.http")
+    with trio.fail_after(60):
+        async with client_on(stub) as client:
+            assert (await client.complete(REQUEST)).content == "ok"
+    assert len(stub.completions) == 3
+    assert "a 200 body that is not JSON: b'{not json'" in caplog.text
+
+
+async def test_a_body_that_stays_unreadable_fails_with_the_parse_error(
+    stub: StubProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    stub.queue(*[Reply(body=b"{not json")] * 3)
+    with trio.fail_after(60):
+        async with client_on(stub, max_retries=2) as client:
+            with pytest.raises(InvalidResponse) as caught:
+                await client.complete(REQUEST)
+    assert caught.value.message.startswith("invalid response: Expecting property name")
+    assert len(stub.completions) == 3
+
+
+async def test_a_readable_body_of_the_wrong_shape_is_not_retried(stub: StubProvider) -> None:
+    stub.queue(Reply(body=b'{"choices": []}'))
     with trio.fail_after(10):
         async with client_on(stub) as client:
             with pytest.raises(InvalidResponse) as caught:
                 await client.complete(REQUEST)
-    assert caught.value.message.startswith("invalid response: Expecting property name")
+    assert caught.value.message == "invalid response: no choices"
     assert len(stub.completions) == 1
 
 

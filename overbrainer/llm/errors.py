@@ -80,6 +80,14 @@ class InvalidResponse(LlmError):
         self.detail = detail
 
 
+class MalformedBody(InvalidResponse):
+    """A 2xx body that is not JSON at all: a proxy hiccup or a cut-off reply, so try again."""
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
 class Unsupported(LlmError):
     """The protocol has no such operation (embeddings on anthropic)."""
 

@@ -14,7 +14,7 @@ import trio
 from overbrainer.llm.errors import (
     ClientBuildError,
     InvalidApiKey,
-    InvalidResponse,
+    MalformedBody,
     StatusError,
     TransportError,
 )
@@ -88,7 +88,14 @@ class HttpClient:
         try:
             decoded: Json = json.loads(response.content)
         except ValueError as error:
-            raise InvalidResponse(str(error)) from None
+            log.debug(
+                "%s %s: a %d body that is not JSON: %r",
+                method,
+                path,
+                status,
+                response.content[:120],
+            )
+            raise MalformedBody(str(error)) from None
         return decoded
 
 
