@@ -26,7 +26,7 @@ from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
 
 GENERATOR = Role(provider="stub", model="gen-model", max_tokens=1000)
 EMBEDDER = Role(provider="stub", model="embed-model")
-PRICE = Price(0.000001, 0.000002)
+PRICE = Price(1.0, 2.0)
 
 
 class Recorder:

@@ -54,7 +54,7 @@ async def test_the_first_attempt_asks_for_structured_output(tmp_path: Path) -> N
         h.stub.queue(Reply(content='{"items": ["a", "b"]}', usage=(10, 5)))
         asker = Asker()
         stats = await h.run(Stage.SUBTOPICS, asker)
-    assert asker.got == AskedList(["a", "b"], Usage(10, 5), 10 * 0.000001 + 5 * 0.000002)
+    assert asker.got == AskedList(["a", "b"], Usage(10, 5), 0.00002)
     assert _sent(h) == [(True, 1000)]
     assert h.stub.completions[0].prompt == "Reply with a JSON array of 2 strings."
     assert h.stub.completions[0].system is None

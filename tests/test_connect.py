@@ -173,8 +173,8 @@ async def test_prices_are_looked_up_once_per_provider_and_never_for_the_embedder
             async with connect_roles(cfg, ("generator", "parent", "embedder"), {}, book) as roles:
                 prices = {name: role.price for name, role in roles.items()}
     assert prices == {
-        "generator": Price(1e-6, 4e-6),
-        "parent": Price(1e-6, 4e-6),
+        "generator": Price(1.0, 4.0),
+        "parent": Price(1.0, 4.0),
         "embedder": None,
     }
     assert first.targets == ["/v1/models?detailed=true"]
@@ -231,8 +231,8 @@ async def test_a_model_missing_from_the_listing_uses_the_role_price(
                 base, roles=attrs.evolve(base.roles, generator=Role("main", "absent"))
             )
             async with connect_roles(cfg, ("generator", "parent"), {}, PriceBook()) as roles:
-                assert roles["generator"].price == Price(1e-6, 4e-6)
-                assert roles["parent"].price == Price(2e-6, 8e-6)
+                assert roles["generator"].price == Price(1.0, 4.0)
+                assert roles["parent"].price == Price(2.0, 8.0)
             async with connect_roles(generator_only, ("generator",), {}, PriceBook()) as roles:
                 assert roles["generator"].price is None
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == [

@@ -52,7 +52,7 @@ class Harness:
     recorder: Recorder = attrs.Factory(Recorder)
     interrupt: Interrupt = attrs.Factory(Interrupt)
     spend: SpendCap = attrs.Factory(SpendCap)
-    price: Price | None = attrs.Factory(lambda: Price(0.001, 0.002))
+    price: Price | None = attrs.Factory(lambda: Price(1000.0, 2000.0))
     drain: float = 30.0
 
     async def run(self, body: Body) -> StageStats:

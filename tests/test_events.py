@@ -117,7 +117,7 @@ def test_cost_is_known_only_with_a_price() -> None:
     unpriced = StageStats().add_usage(usage)
     assert unpriced.cost is None
     assert unpriced.usage == usage
-    priced = unpriced.add_usage(usage, Price(1e-6, 2e-6))
+    priced = unpriced.add_usage(usage, Price(1.0, 2.0))
     assert priced.cost == pytest.approx(2.0)
     assert priced.usage == Usage(2_000_000, 1_000_000)
 

@@ -99,7 +99,7 @@ async def test_listing_is_read_once_per_provider(caplog: pytest.LogCaptureFixtur
     with trio.fail_after(5):
         first = await book.price_for("openrouter", client, role())
         missing = await book.price_for("openrouter", client, role("absent/model"))
-    assert first == Price(2e-6, 0.0)
+    assert first == Price(2.0, 0.0)
     assert missing is None
     assert client.calls == 1
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
@@ -123,7 +123,7 @@ async def test_concurrent_lookups_share_one_read(autojump_clock: trio.testing.Mo
                 nursery.start_soon(look_up)
     assert client.calls == 1
     # The callers that waited on the first read get its listing, not a miss.
-    assert found == [Price(2e-6, 4e-6)] * 3
+    assert found == [Price(2.0, 4.0)] * 3
 
 
 async def test_a_failing_listing_never_fails_and_is_not_retried(
@@ -170,8 +170,8 @@ async def test_role_prices_apply_when_the_listing_has_none(
         {"data": [{"id": MODEL, "pricing": {"prompt": "0.000001", "completion": "0"}}]}
     )
     with trio.fail_after(5):
-        assert await PriceBook().price_for("p", listed, configured) == Price(1e-6, 0.0)
+        assert await PriceBook().price_for("p", listed, configured) == Price(1.0, 0.0)
         unlisted = await PriceBook().price_for("p", Listing({"data": []}), configured)
         failing = await PriceBook().price_for("p", Listing(StatusError(404, "nope")), configured)
-    assert unlisted == failing == Price(3e-6, 15e-6)
+    assert unlisted == failing == Price(3.0, 15.0)
     assert not any("no price listed" in r.getMessage() for r in caplog.records)

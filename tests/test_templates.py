@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from overbrainer.model.text import NotUtf8
 from overbrainer.project.templates import TEMPLATE_FILES, TemplateError, default_text, load_template
 
 
@@ -65,7 +66,15 @@ def test_a_directory_in_place_of_a_template_names_the_path(tmp_path: Path) -> No
     assert caught.value.message == f"cannot read {tmp_path / 'judge.txt'}: Is a directory"
 
 
+def test_an_override_that_is_not_utf8_names_the_path_and_byte(tmp_path: Path) -> None:
+    (tmp_path / "judge.txt").write_bytes(b"ok \xff\xfe\x00bad")
+    with pytest.raises(NotUtf8) as caught:
+        load_template(tmp_path, "judge.txt")
+    assert caught.value.message == f"{tmp_path / 'judge.txt'}: not valid UTF-8 at byte 3"
+    assert caught.value.exit_code == 2
+
+
 def test_unreadable_override_names_the_path(tmp_path: Path) -> None:
-    (tmp_path / "judge.txt").write_bytes(b"\xff\xfe\x00bad")
+    (tmp_path / "judge.txt").mkdir()
     with pytest.raises(TemplateError, match="cannot read .*judge.txt"):
         load_template(tmp_path, "judge.txt")

@@ -72,18 +72,18 @@ def per_million_price(listing: Json, model: str) -> tuple[float, float] | None:
 
 
 def find_price(listing: Json, model: str) -> Price | None:
-    """The per-token `Price` of `model` in a listing, or None when unknown."""
+    """The `Price` of `model` in a listing, or None when unknown."""
     found = per_million_price(listing, model)
     if found is None:
         return None
-    return Price(found[0] / PER_MILLION, found[1] / PER_MILLION)
+    return Price(*found)
 
 
 def role_price(role: Role) -> Price | None:
     """The role's own `price_in` / `price_out` (USD per million), when both are set."""
     if role.price_in is None or role.price_out is None:
         return None
-    return Price(role.price_in / PER_MILLION, role.price_out / PER_MILLION)
+    return Price(role.price_in, role.price_out)
 
 
 @attrs.define

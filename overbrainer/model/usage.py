@@ -20,13 +20,16 @@ class Usage:
 
 @attrs.frozen
 class Price:
-    """USD per token for input and output."""
+    """USD per million tokens for input and output, as providers list them."""
 
-    input_per_token: float
-    output_per_token: float
+    input_per_million: float
+    output_per_million: float
 
     def cost(self, usage: Usage) -> float:
-        """What `usage` costs at this price, in USD."""
+        """What `usage` costs at this price, in USD: `(in·p_in + out·p_out) / 1e6`."""
+        # The reference's formula and order of operations, so the same usage writes the same
+        # history text (0.0002, not 0.00019999999999999998).
         return (
-            usage.input_tokens * self.input_per_token + usage.output_tokens * self.output_per_token
-        )
+            usage.input_tokens * self.input_per_million
+            + usage.output_tokens * self.output_per_million
+        ) / 1e6
