@@ -27,7 +27,7 @@ def test_ctrl_c_during_start_up_exits_130_quietly(tmp_path: Path) -> None:
         )
         time.sleep(delay)
         child.send_signal(signal.SIGINT)
-        stdout, stderr = child.communicate(timeout=30)
+        _, stderr = child.communicate(timeout=30)
         if child.returncode == 0:  # it finished before the signal came
             continue
         # -SIGINT: the signal came while Python was shutting down, after restoring the default
