@@ -13,6 +13,8 @@ from overbrainer.config.settings import Pipeline, Role, Roles, Settings, Topic
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.devtools.stub_provider import StubProvider, open_stub
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.frontend import Line, Report
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.events.types import Event, ItemDone, ItemFailed, Stage, StageStats
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.connect import RoleClient
@@ -22,7 +24,7 @@ from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import Body, StageContext, load_templates, run_stage
 from overbrainer.project.directory import Project
 from overbrainer.storage.records import Question, Subtopic
-from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
+from overbrainer.ui.front import TuiFrontend
 
 GENERATOR = Role(provider="stub", model="gen-model", max_tokens=1000)
 EMBEDDER = Role(provider="stub", model="embed-model")

@@ -12,6 +12,8 @@ import trio.testing
 from overbrainer.config.settings import Pipeline, Role, Roles, Settings
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.frontend import Line, Report
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
@@ -39,7 +41,7 @@ from overbrainer.pipeline.engine import (
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached
 from overbrainer.project.directory import Project
 from overbrainer.storage.history import HistoryStatus, read_history
-from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
+from overbrainer.ui.front import TuiFrontend
 from tests.generator_harness import Recorder
 
 ROLE = Role(provider="stub", model="parent-model")

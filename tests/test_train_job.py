@@ -16,6 +16,7 @@ import trio.testing
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
 from overbrainer.targets import local as local_job
@@ -27,7 +28,6 @@ from overbrainer.training.prepare import job_commands
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
 from overbrainer.training.runtime import plan_job
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.ui.front import Interrupt
 from tests.train_helpers import kill_jobs, make_project, standin_env, wait_for
 
 MERGING = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)

@@ -14,6 +14,7 @@ from overbrainer.cli.options import cli_frontend, events_file
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings, Topic
 from overbrainer.events.bus import EventBus, Observers
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.llm.pricing import PriceBook
@@ -36,7 +37,7 @@ from overbrainer.storage.jsonl import Stamp as FileStamp
 from overbrainer.storage.jsonl import file_stamp, read_records
 from overbrainer.storage.records import Subtopic
 from overbrainer.training.lifecycle import train_after_split, warn_if_training_cannot_start
-from overbrainer.ui.front import CliFrontend, Interrupt
+from overbrainer.ui.front import CliFrontend
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.config.settings import LocalTarget, Runtime, Settings, Target, Training
 from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.project.directory import Project
 from overbrainer.system.sampler import LocalSampler
@@ -35,7 +36,6 @@ from overbrainer.training.run_store import (
 )
 from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.ui.front import Interrupt
 
 log = logging.getLogger(__name__)
 
