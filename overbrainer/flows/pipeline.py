@@ -175,7 +175,6 @@ class _Pipeline:
                     settings=self.config.settings,
                     topics=topics,
                     bus=self.bus,
-                    frontend=self.front,
                     interrupt=self.interrupt,
                     force=self.force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
                     topic_filter=self.topic_names or None,
@@ -183,7 +182,9 @@ class _Pipeline:
                     roles=roles,
                     spend=self.spend,
                 )
-                await run_stage(ctx, stage, _body(stage))
+                outcome = await run_stage(ctx, stage, _body(stage))
+                self.front.line(outcome.line)
+                outcome.check()
 
 
 async def pipeline_flow(

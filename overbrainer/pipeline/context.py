@@ -9,7 +9,6 @@ import attrs
 
 from overbrainer.config.settings import Role, Settings, Topic
 from overbrainer.events.bus import EventBus
-from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
 from overbrainer.llm.client import LlmClient
@@ -107,7 +106,6 @@ class StageContext:
     settings: Settings
     topics: tuple[Topic, ...]
     bus: EventBus
-    frontend: Frontend
     interrupt: Interrupt
     force: bool = False
     topic_filter: tuple[str, ...] | None = None
