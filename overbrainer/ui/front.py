@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 import click
 import trio
 
-from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
+from overbrainer.events.bus import CAPACITY, EventBus, Observer, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import OverbrainerError
@@ -64,14 +64,10 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
 class CliFrontend:
     """The terminal: its own bus rendered to stderr, Ctrl-C as the interrupt, lines on stdout."""
 
-    def __init__(self, observer: Observer | None = None) -> None:
-        self.observer = observer
-
     @contextlib.asynccontextmanager
     async def open_bus(self, observer: Observer | None = None) -> AsyncIterator[EventBus]:
         """A new bus, seen by `observer`, whose events are logged until it closes (all printed)."""
-        seen = Observers(self.observer, observer)
-        async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, seen) as bus:
+        async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, observer) as bus:
             nursery.start_soon(render, bus.subscribe())
             yield bus
 
