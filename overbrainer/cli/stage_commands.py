@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import click
 
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 from overbrainer.events.types import Stage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
