@@ -61,10 +61,9 @@ def open_events_file(path: Path | None) -> Iterator[Observer | None]:
 
 @contextlib.asynccontextmanager
 async def open_command(options: CommandOptions, front: Frontend) -> AsyncIterator[Command]:
-    """Open the project, lock it, catch the interruption, load the settings, serve the metrics
-    and open the bus (seen by the events file and the metrics) for one writing command.
+    """Set up one command: project, events file, lock, interrupt, settings, metrics and bus.
 
-    An OverbrainerError raised in the block (alone, or the only kind in an exception group) is
+    The bus is seen by the events file and the metrics observer. An OverbrainerError raised in the block (alone, or the only kind in an exception group) is
     held until the bus has printed every queued line, then raised, so that the progress lines
     come before the error line. Anything else goes out as is.
     """
