@@ -63,9 +63,10 @@ def open_events_file(path: Path | None) -> Iterator[Observer | None]:
 async def open_command(options: CommandOptions, front: Frontend) -> AsyncIterator[Command]:
     """Set up one command: project, events file, lock, interrupt, settings, metrics and bus.
 
-    The bus is seen by the events file and the metrics observer. An OverbrainerError raised in the block (alone, or the only kind in an exception group) is
-    held until the bus has printed every queued line, then raised, so that the progress lines
-    come before the error line. Anything else goes out as is.
+    The bus is seen by the events file and the metrics observer. An OverbrainerError raised in
+    the block (alone, or the only kind in an exception group) is held until the bus has printed
+    every queued line, then raised, so that the progress lines come before the error line.
+    Anything else goes out as is.
     """
     project = open_project(options.project_dir)
     failure: OverbrainerError | None = None
