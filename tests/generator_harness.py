@@ -13,6 +13,7 @@ from overbrainer.config.settings import Pipeline, Role, Roles, Settings, Topic
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.devtools.stub_provider import StubProvider, open_stub
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Event, ItemDone, ItemFailed, Stage, StageStats
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.connect import RoleClient
@@ -22,7 +23,6 @@ from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import Body, StageContext, load_templates, run_stage
 from overbrainer.project.directory import Project
 from overbrainer.storage.records import Question, Subtopic
-from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
 
 GENERATOR = Role(provider="stub", model="gen-model", max_tokens=1000)
 EMBEDDER = Role(provider="stub", model="embed-model")
@@ -110,10 +110,6 @@ class Harness:
         )
         topics = tuple(t for t in self.topics if not only or t.name in only)
 
-        def report(item: Report) -> None:
-            assert isinstance(item, Line)
-            self.lines.append(item.text)
-
         async with (
             open_event_bus(observer=self.recorder) as bus,
             open_provider(Protocol.OPENAI, self.stub.url) as http,
@@ -129,14 +125,15 @@ class Harness:
                 settings=settings,
                 topics=topics,
                 bus=bus,
-                frontend=TuiFrontend(bus, trio.Event(), Flag(), report),
                 interrupt=Interrupt(),
                 force=force,
                 topic_filter=only or None,
                 templates=load_templates(self.project),
                 roles=roles_map,
             )
-            return await run_stage(ctx, stage, body)
+            outcome = await run_stage(ctx, stage, body)
+        self.lines.append(outcome.line)
+        return outcome.check()
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,7 @@ import trio.testing
 from overbrainer.config.settings import Pipeline, Role, Roles, Settings
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
@@ -39,7 +40,6 @@ from overbrainer.pipeline.engine import (
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached
 from overbrainer.project.directory import Project
 from overbrainer.storage.history import HistoryStatus, read_history
-from overbrainer.ui.front import Flag, Interrupt, Line, Report, TuiFrontend
 from tests.generator_harness import Recorder
 
 ROLE = Role(provider="stub", model="parent-model")
@@ -69,24 +69,20 @@ class Harness:
             pipeline=Pipeline(concurrency=2, drain_secs=self.drain),
         )
 
-        def report(item: Report) -> None:
-            assert isinstance(item, Line)
-            self.lines.append(item.text)
-
         async with open_event_bus(observer=self.recorder) as bus:
-            front = TuiFrontend(bus, trio.Event(), Flag(), report)
             role = RoleClient("parent", ROLE, "stub", None, self.price)  # type: ignore[arg-type]
             ctx = StageContext(
                 project=Project(self.root),
                 settings=settings,
                 topics=(),
                 bus=bus,
-                frontend=front,
                 interrupt=self.interrupt,
                 roles={"parent": role},
                 spend=self.spend,
             )
-            return await run_stage(ctx, Stage.ANSWERS, body)
+            outcome = await run_stage(ctx, Stage.ANSWERS, body)
+        self.lines.append(outcome.line)
+        return outcome.check()
 
     def history(self) -> list[tuple[HistoryStatus, int, int, int, int]]:
         path = self.root / ".overbrainer" / "history.jsonl"

@@ -10,17 +10,10 @@ import pytest
 import trio
 import trio.lowlevel
 
+from overbrainer.events.frontend import Frontend, Line, Report, RunCreated, RunStopped
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.events.types import ItemDone, Stage, StageStarted
-from overbrainer.ui.front import (
-    CliFrontend,
-    Flag,
-    Interrupt,
-    Line,
-    Report,
-    RunCreated,
-    RunStopped,
-    TuiFrontend,
-)
+from overbrainer.ui.front import CliFrontend, TuiFrontend
 from tests.tasks import live_tasks
 
 
@@ -187,6 +180,18 @@ async def test_tui_front_end_shares_its_bus_flag_and_reports() -> None:
         front.run_stopped("r1")
         assert await outside.receive() == StageStarted(Stage.ANSWERS, 1)
     assert reports == [Line("answers: 1 done"), RunCreated("r1"), RunStopped("r1")]
+
+
+async def test_both_front_ends_satisfy_the_frontend_protocol() -> None:
+    from overbrainer.events.bus import open_event_bus
+
+    detach, abandon, reports = tui()
+    async with open_event_bus() as bus:
+        # mypy checks the assignment: each front end has every method flows call.
+        fronts: list[Frontend] = [CliFrontend(), TuiFrontend(bus, detach, abandon, reports.append)]
+        for front in fronts:
+            front.line("x")
+    assert reports == [Line("x")]
 
 
 async def test_tui_bus_is_rendered_until_the_flow_ends(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,4 +1,4 @@
-"""The global `--events FILE` flag's front end: every event as a flushed JSON line."""
+"""The global `--events FILE` flag: every event of the command's bus as a flushed JSON line."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.cli.options import cli_frontend
 from overbrainer.events.types import ItemDone, Stage, StageStarted
+from overbrainer.flows.setup import open_events_file
 from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Usage
+from overbrainer.ui.front import CliFrontend
 
 
 async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path) -> None:
     path = tmp_path / "out" / "events.jsonl"
-    with trio.fail_after(5), cli_frontend(path) as front:
-        async with front.open_bus() as bus:
+    with trio.fail_after(5), open_events_file(path) as observer:
+        async with CliFrontend().open_bus(observer) as bus:
             bus.publish(StageStarted(Stage.ANSWERS, 2))
             bus.publish(ItemDone(Stage.ANSWERS, "q1", Usage(3, 4), 0.5, False))
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -33,10 +34,10 @@ async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path
 
 
 def test_no_events_file_means_no_observer() -> None:
-    with cli_frontend(None) as front:
-        assert front.observer is None
+    with open_events_file(None) as observer:
+        assert observer is None
 
 
 def test_an_events_file_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot open the events file"), cli_frontend(tmp_path):
+    with pytest.raises(UsageError, match="cannot open the events file"), open_events_file(tmp_path):
         pass

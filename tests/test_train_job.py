@@ -16,6 +16,8 @@ import trio.testing
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
 from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.flows.train import train_after_split, train_run
 from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
 from overbrainer.targets import local as local_job
@@ -27,8 +29,7 @@ from overbrainer.training.prepare import job_commands
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
 from overbrainer.training.runtime import plan_job
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.ui.front import Interrupt
-from tests.train_helpers import kill_jobs, make_project, standin_env, wait_for
+from tests.train_helpers import Lines, kill_jobs, make_project, standin_env, wait_for
 
 MERGING = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
 STAGE = r"""{ printf '{"event":"stage","name":"%s","time":%s}\n' """
@@ -190,14 +191,14 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
         return await real_start(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(lifecycle, "start_job", start_then_ctrl_c)
-    lines: list[str] = []
+    lines = Lines()
     with trio.fail_after(10):
         async with open_event_bus() as bus:
             session = lifecycle.Session(
-                settings, Project(root), bus, interrupt, lines.append, FollowTimes(poll=0.05)
+                settings, Project(root), bus, interrupt, FollowTimes(poll=0.05)
             )
             with pytest.raises(lifecycle.Detached) as caught:
-                await lifecycle.train(session)
+                await train_run(session, lines)
     (run_id,) = Runs(root / "runs").ids()
     record = Runs(root / "runs").load(run_id)
     assert record.state is RunState.RUNNING
@@ -207,7 +208,7 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
         f"follow it again with `overbrainer train attach {run_id}`"
     )
     assert caught.value.exit_code == 130
-    assert lines == []
+    assert lines.lines == []
 
 
 def record_of(state: RunState) -> RunRecord:
@@ -291,14 +292,13 @@ async def test_run_stops_after_split_without_training(
     start, end = text.index("[training]"), text.index("[targets.local]")
     config.write_text(text[:start] + text[end:])
     settings = load_settings(root, environ={})
-    lines: list[str] = []
+    lines = Lines()
     with caplog.at_level(logging.INFO), trio.fail_after(10):
         async with open_event_bus() as bus:
-            result = await lifecycle.train_after_split(
-                settings, Project(root), bus, Interrupt(), lines.append
-            )
+            session = lifecycle.Session(settings, Project(root), bus, Interrupt())
+            result = await train_after_split(session, lines)
     assert result is None
-    assert lines == []
+    assert lines.lines == []
     assert caplog.records[-1].getMessage() == (
         "no [training] section in overbrainer.toml: run stops after split"
     )

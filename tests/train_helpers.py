@@ -20,6 +20,22 @@ STANDIN = Path(__file__).parent / "standin" / "axolotl_standin.py"
 EXAMPLE = '{"id":"q1","topic":"t","subtopic":"s","messages":[],"meta":{}}\n'
 
 
+class Lines:
+    """A result sink that keeps the lines a flow hands it (and ignores the run IDs)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def run_created(self, run_id: str) -> None:
+        pass
+
+    def run_stopped(self, run_id: str) -> None:
+        pass
+
+
 def make_project(root: Path, *, eval_lines: int = 1) -> Path:
     """A new project at `root` with one train example and `eval_lines` eval examples."""
     init_project(root)

@@ -7,7 +7,7 @@ import os
 import click
 
 from overbrainer.cli.context import project_dir
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
 from overbrainer.config.env import SSH_CLIENT_ENV

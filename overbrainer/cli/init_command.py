@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from overbrainer.cli.context import project_dir
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.init import init_project
 

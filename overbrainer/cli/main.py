@@ -1,57 +1,18 @@
-"""The `overbrainer` command group; command modules register themselves at the bottom."""
+"""The console script: the group with every command, and its outcome as an exit code."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from pathlib import Path
 
-import attrs
 import click
 
-from overbrainer import __version__
-from overbrainer.cli.context import PROJECT_DIR_KEY
-from overbrainer.cli.options import EVENTS_FILE_KEY
+# Each command module adds its commands to the group when imported (one line per module).
+from overbrainer.cli import commands_registry  # noqa: F401
+from overbrainer.cli.group import Epilogue, cli
 from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from overbrainer.project.directory import PREDATES_HINT, predates_versions
+from overbrainer.project.directory import PREDATES_HINT
 from overbrainer.ui.front import silence_stdout
-from overbrainer.ui.logs import init_logging
-
-NO_HINT_COMMANDS = frozenset({"init", "migrate"})
-"""Commands that do not end with the «run overbrainer migrate» hint on an older project."""
-
-
-@attrs.define
-class Epilogue:
-    """What `main` prints on stderr once the command is over, whatever its outcome."""
-
-    hint: bool = False
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="overbrainer")
-@click.option(
-    "-C",
-    "--project-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="The project directory.",
-)
-@click.option(
-    "--events",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write every progress event to FILE, one JSON line each, flushed as it happens.",
-)
-@click.pass_context
-def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
-    """Distil a large parent LLM into a small child model."""
-    init_logging()
-    ctx.meta[PROJECT_DIR_KEY] = project_dir
-    ctx.meta[EVENTS_FILE_KEY] = events
-    if isinstance(ctx.obj, Epilogue) and ctx.invoked_subcommand not in NO_HINT_COMMANDS:
-        ctx.obj.hint = predates_versions(project_dir)
 
 
 def main() -> None:
@@ -96,7 +57,3 @@ def usage_line(error: click.UsageError) -> str:
     if error.ctx is None:
         return message
     return f"{message}; see `{error.ctx.command_path} --help`"
-
-
-# Each command module adds its commands to `cli` when imported (one line per module).
-from overbrainer.cli import commands_registry  # noqa: E402, F401

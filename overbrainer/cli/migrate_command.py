@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import project_dir
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.project.directory import open_project, project_lock
 from overbrainer.project.migrate import NOTHING, change_lines, plan_migration

@@ -1,15 +1,13 @@
-"""The CLI front end a command runs with, honouring the global `--events FILE` flag."""
+"""The global flags (`-C DIR`, `--events FILE`) as the flows' plain `CommandOptions`."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from overbrainer.model.errors import UsageError
-from overbrainer.ui.front import CliFrontend
+from overbrainer.cli.context import project_dir
+from overbrainer.flows.setup import CommandOptions
 
 EVENTS_FILE_KEY = "overbrainer.events_file"
 
@@ -21,18 +19,6 @@ def events_file() -> Path | None:
     return path
 
 
-@contextlib.contextmanager
-def cli_frontend(events: Path | None = None) -> Iterator[CliFrontend]:
-    """A CliFrontend whose buses also write every event to `events` as JSON lines."""
-    if events is None:
-        yield CliFrontend()
-        return
-    # Imported on use: its converter costs every other command's start-up for nothing.
-    from overbrainer.events.codec import JsonlObserver
-
-    try:
-        observer = JsonlObserver(events)
-    except OSError as error:
-        raise UsageError(f"cannot open the events file {events}: {error.strerror}") from None
-    with observer:
-        yield CliFrontend(observer)
+def command_options() -> CommandOptions:
+    """The running command's global flags, handed to its flow."""
+    return CommandOptions(project_dir(), events_file())

@@ -10,7 +10,7 @@ import sys
 import click
 
 from overbrainer.cli.context import project_dir
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import open_project
 from overbrainer.training.run_store import RunRecord, Runs

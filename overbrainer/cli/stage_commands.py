@@ -7,10 +7,12 @@ from typing import TypeVar
 
 import click
 
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
+from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 from overbrainer.events.types import Stage
 from overbrainer.flows.pipeline import pipeline_flow
+from overbrainer.ui.front import CliFrontend
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -47,7 +49,12 @@ def _max_cost_option(command: F) -> F:
 def _stage_command(
     stage: Stage, topics: tuple[str, ...], force: bool, max_cost: float | None
 ) -> None:
-    run_flow(lambda: pipeline_flow([stage], topics, force=force, max_cost=max_cost))
+    options = command_options()
+    run_flow(
+        lambda: pipeline_flow(
+            options, CliFrontend(), [stage], topics, force=force, max_cost=max_cost
+        )
+    )
 
 
 @cli.command()
@@ -81,7 +88,9 @@ def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> Non
 @click.option("--topic", metavar="NAME", default=None, help="Count only this topic's answers.")
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
-    run_flow(lambda: pipeline_flow([Stage.SPLIT], () if topic is None else (topic,)))
+    options = command_options()
+    only = () if topic is None else (topic,)
+    run_flow(lambda: pipeline_flow(options, CliFrontend(), [Stage.SPLIT], only))
 
 
 @cli.command(name="run")
@@ -93,6 +102,14 @@ def split(topic: str | None) -> None:
 )
 def run_command(max_cost: float | None, no_train: bool) -> None:
     """Run every stage (subtopics, questions, answers, split), then train with [training]."""
+    options = command_options()
     run_flow(
-        lambda: pipeline_flow(list(Stage), max_cost=max_cost, whole_run=True, train=not no_train)
+        lambda: pipeline_flow(
+            options,
+            CliFrontend(),
+            list(Stage),
+            max_cost=max_cost,
+            whole_run=True,
+            train=not no_train,
+        )
     )

@@ -8,7 +8,7 @@ import click
 import trio
 
 from overbrainer.cli.context import project_dir
-from overbrainer.cli.main import cli
+from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED
 from overbrainer.model.job_kind import PROBE_EVERY

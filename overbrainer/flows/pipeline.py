@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Sequence
 
 import attrs
 
-from overbrainer.cli.context import project_dir
-from overbrainer.cli.options import cli_frontend, events_file
-from overbrainer.config import load_settings
-from overbrainer.config.settings import Settings, Topic
-from overbrainer.events.bus import EventBus, Observers
+from overbrainer.config.settings import Topic
+from overbrainer.events.bus import EventBus
+from overbrainer.events.frontend import Frontend
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
+from overbrainer.flows.config_state import ConfigState
+from overbrainer.flows.setup import CommandOptions, open_command
+from overbrainer.flows.train import train_after_split, training_session
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.llm.pricing import PriceBook
-from overbrainer.metrics.endpoint import open_metrics
-from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.context import check_templates
 from overbrainer.pipeline.engine import (
@@ -31,16 +30,12 @@ from overbrainer.pipeline.engine import (
     stage_role_name,
 )
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
-from overbrainer.project.directory import Project, open_project, project_lock
-from overbrainer.storage.jsonl import Stamp as FileStamp
-from overbrainer.storage.jsonl import file_stamp, read_records
+from overbrainer.project.directory import Project
+from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Subtopic
-from overbrainer.training.lifecycle import train_after_split, warn_if_training_cannot_start
-from overbrainer.ui.front import CliFrontend, Interrupt
+from overbrainer.training.lifecycle import warn_if_training_cannot_start
 
 log = logging.getLogger(__name__)
-
-Stamp = tuple[FileStamp | None, FileStamp | None]
 
 
 def _body(stage: Stage) -> Body:
@@ -58,40 +53,6 @@ def _body(stage: Stage) -> Body:
 
         return split_stage
     return answers_stage
-
-
-class ConfigState:
-    """The settings a command runs with, and what `run` needs to reload them between stages."""
-
-    def __init__(self, project: Project) -> None:
-        self.project = project
-        # The shell's environment, before `.env` added to it: a reload starts from it again.
-        self.shell_env = dict(os.environ)
-        self.stamp = self._stamp()
-        self.env = os.environ
-        self.settings: Settings = load_settings(project.root, self.env)
-
-    def _stamp(self) -> Stamp:
-        return file_stamp(self.project.config), file_stamp(self.project.env_file)
-
-    def reload_if_changed(self) -> bool:
-        """Re-read `overbrainer.toml` and `.env` when either changed; True when it did."""
-        stamp = self._stamp()
-        if stamp == self.stamp:
-            return False
-        env = dict(self.shell_env)
-        try:
-            settings = load_settings(self.project.root, env)
-        except OverbrainerError as error:
-            raise UsageError(
-                f"the configuration changed and cannot be used; the run stops: {error.message}"
-            ) from None
-        for key in set(os.environ) - set(env):
-            del os.environ[key]
-        os.environ.update(env)
-        self.stamp, self.settings = stamp, settings
-        log.info("config reloaded")
-        return True
 
 
 def _role_names(stages: Sequence[Stage]) -> list[str]:
@@ -124,7 +85,7 @@ class _Pipeline:
 
     project: Project
     config: ConfigState
-    front: CliFrontend
+    front: Frontend
     bus: EventBus
     interrupt: Interrupt
     topic_names: tuple[str, ...]
@@ -174,7 +135,6 @@ class _Pipeline:
                     settings=self.config.settings,
                     topics=topics,
                     bus=self.bus,
-                    frontend=self.front,
                     interrupt=self.interrupt,
                     force=self.force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
                     topic_filter=self.topic_names or None,
@@ -182,10 +142,14 @@ class _Pipeline:
                     roles=roles,
                     spend=self.spend,
                 )
-                await run_stage(ctx, stage, _body(stage))
+                outcome = await run_stage(ctx, stage, _body(stage))
+                self.front.line(outcome.line)
+                outcome.check()
 
 
 async def pipeline_flow(
+    options: CommandOptions,
+    front: Frontend,
     stages: Sequence[Stage],
     topic_names: Sequence[str] = (),
     *,
@@ -198,41 +162,34 @@ async def pipeline_flow(
 
     `train` False (`run --no-train`) stops `run` after split even with `[training]`.
     """
-    project = open_project(project_dir())
-    with cli_frontend(events_file()) as cli, project_lock(project):
-        async with cli.interrupt() as interrupt:
-            config = ConfigState(project)
-            topics = select_topics(config.settings, topic_names)
-            if whole_run and train:
-                warn_if_training_cannot_start(config.settings)
-            planned = list(stages)
-            if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
-                project, frozenset(t.name for t in topics)
-            ):
-                planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
-            cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
-            async with open_metrics(config.settings, project) as serving:
-                front = CliFrontend(Observers(cli.observer, serving.observer))
-                async with front.open_bus() as bus:
-                    pipeline = _Pipeline(
-                        project,
-                        config,
-                        front,
-                        bus,
-                        interrupt,
-                        tuple(topic_names),
-                        force,
-                        whole_run,
-                        SpendCap(cap),
-                    )
-                    await pipeline.run(planned, topics)
-                    if whole_run:
-                        if interrupt.caught:
-                            raise StageInterrupted()
-                        if not train:
-                            log.info("--no-train: run stops after split")
-                            return
-                        config.reload_if_changed()
-                        await train_after_split(
-                            config.settings, project, bus, interrupt, front.line, front.run_created
-                        )
+    async with open_command(options, front) as command:
+        project, config, interrupt = command.project, command.config, command.interrupt
+        topics = select_topics(config.settings, topic_names)
+        if whole_run and train:
+            warn_if_training_cannot_start(config.settings)
+        planned = list(stages)
+        if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
+            project, frozenset(t.name for t in topics)
+        ):
+            planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
+        cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
+        pipeline = _Pipeline(
+            project,
+            config,
+            front,
+            command.bus,
+            interrupt,
+            tuple(topic_names),
+            force,
+            whole_run,
+            SpendCap(cap),
+        )
+        await pipeline.run(planned, topics)
+        if whole_run:
+            if interrupt.caught:
+                raise StageInterrupted()
+            if not train:
+                log.info("--no-train: run stops after split")
+                return
+            config.reload_if_changed()
+            await train_after_split(training_session(command), front)

@@ -9,6 +9,7 @@ import attrs
 
 from overbrainer.config.settings import Role, Settings, Topic
 from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
 from overbrainer.llm.client import LlmClient
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -17,7 +18,6 @@ from overbrainer.pipeline.spend import SpendCap
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, load_template
 from overbrainer.storage.jsonl import read_records, rewrite
-from overbrainer.ui.front import Frontend, Interrupt
 
 PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
 """The templates the stages render (split loads none)."""
@@ -106,7 +106,6 @@ class StageContext:
     settings: Settings
     topics: tuple[Topic, ...]
     bus: EventBus
-    frontend: Frontend
     interrupt: Interrupt
     force: bool = False
     topic_filter: tuple[str, ...] | None = None

@@ -4,7 +4,8 @@ API for stage bodies (subtopics, questions, answers, split)
 -----------------------------------------------------------
 A body is ``async def body(ctx: StageContext, run: StageRun) -> None``. It reads its inputs,
 calls ``run.start(total)`` once it knows how many items it will process, handles each item,
-and returns. It never prints: the driver prints the summary line and records the history.
+and returns. It never prints: the driver makes the summary line and records the history, and
+the flow (``overbrainer/flows/pipeline.py``) prints the line.
 
 ``StageContext`` (one per stage execution; ``run`` builds a new one for each stage):
 - ``project`` (paths: ``project.data_file("answers")``, ``project.prompts``, …), ``settings``;
@@ -16,7 +17,7 @@ and returns. It never prints: the driver prints the summary line and records the
 - ``roles``: ``{"generator": RoleClient, "parent": …, "embedder"?: …}``; each has
   ``.name``, ``.role`` (config ``Role``), ``.provider``, ``.client`` (``ProtocolClient``) and
   ``.price`` (``Price | None``);
-- ``bus``, ``frontend``, ``interrupt`` and ``spend`` (the command's ``SpendCap``).
+- ``bus``, ``interrupt`` and ``spend`` (the command's ``SpendCap``).
 
 ``StageRun`` (the running stage's counters and events):
 - ``run.stage``, ``run.role`` (the stage's ``RoleClient``: generator for subtopics and
@@ -43,30 +44,32 @@ and returns. It never prints: the driver prints the summary line and records the
   an exception in ``work`` cancels the others and propagates.
 
 A body raises ``LlmError`` with ``stops_stage`` (HTTP 401–404, …) to stop the stage: the
-driver prints the summary and fails with «{stage} stopped: <cause>». Any other
-``OverbrainerError`` (a bad data line, a template error) fails the stage as is.
+stage ends with its summary and fails with «{stage} stopped: <cause>». Any other
+``OverbrainerError`` (a bad data line, a template error) is raised as is, without a summary.
 
 The driver ``run_stage(ctx, stage, body)``:
 - runs the body in a cancel scope; the first Ctrl-C stops admission and gives the requests in
   flight ``[pipeline] drain_secs`` to finish (stored as they complete); a second Ctrl-C or the
   end of that grace cancels them;
-- publishes ``StageFinished``, prints the summary line on stdout
+- publishes ``StageFinished``, makes the summary line for stdout
   («{stage}: {done} done, {skipped} skipped, {failed} failed, {excluded} excluded;
   tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
   line on every exit path (``ok`` / ``failed`` / ``interrupted``);
-- then raises ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1),
-  ``StageItemsFailed`` (exit 1) or ``StageStopped`` (exit 1), or returns the stats.
+- then returns a ``StageOutcome``: the stats, the summary line, and the error the stage fails
+  with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1), ``StageItemsFailed``
+  (exit 1), ``StageStopped`` (exit 1), or None. The flow prints the line, then raises the
+  error (``outcome.check()``).
 
 Stage bodies live in ``overbrainer/pipeline/``: ``subtopics.py`` exports
 ``subtopics_stage``, ``questions.py`` exports ``questions_stage`` (both use ``ask.ask_list``),
-``answers.py`` exports ``answers_stage`` and ``split_stage.py`` exports ``split_stage``; the
-commands in ``overbrainer/cli/stage_commands.py`` run them with ``run_stage``.
+``answers.py`` exports ``answers_stage`` and ``split_stage.py`` exports ``split_stage``; the flow in
+``overbrainer/flows/pipeline.py`` runs them with ``run_stage``.
 
 ``StageContext`` lives in ``context.py`` and ``StageRun`` in ``stage_run.py``; every name
 above is importable from this module.
 
 A split body calls ``run.finish_split(counts, excluded, line)`` instead of relying on the
-generic summary: it prints its own line and its history line carries the split counts.
+generic summary: its own line is the summary and its history line carries the split counts.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ __all__ = [
     "StageContext",
     "StageInterrupted",
     "StageItemsFailed",
+    "StageOutcome",
     "StageRole",
     "StageRun",
     "StageStopped",
@@ -191,8 +195,27 @@ async def _drive(ctx: StageContext, run: StageRun, body: Body) -> None:
             raise found from None
 
 
-async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageStats:
-    """Run one stage body: summary line, history line on every exit path, outcome errors."""
+@attrs.frozen
+class StageOutcome:
+    """How a stage that ran to its summary ended: its stats, its line, the error it fails with."""
+
+    stats: StageStats
+    line: str
+    """The summary line for stdout; the flow prints it before raising `error`."""
+    error: OverbrainerError | None = None
+
+    def check(self) -> StageStats:
+        """The stats of a stage that succeeded; the stage's error otherwise."""
+        if self.error is not None:
+            raise self.error
+        return self.stats
+
+
+async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome:
+    """Run one stage body: history line on every exit path; the outcome holds the summary.
+
+    An error that ends the stage before its summary (a bad data line, a bug) is raised.
+    """
     run = StageRun(ctx, stage)
     started_at = utc_now()
 
@@ -211,17 +234,17 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageStats:
         )
         append_history(ctx.project.history, attrs.evolve(entry, split=run.split))
 
-    def finish() -> None:
+    def finish() -> str:
         ctx.bus.publish(StageFinished(stage, run.stats))
-        ctx.frontend.line(run.summary_line())
+        return run.summary_line()
 
     try:
         await _drive(ctx, run, body)
     except LlmError as error:
         if error.stops_stage:
-            finish()
+            line = finish()
             record(HistoryStatus.FAILED, run.tally)
-            raise StageStopped(stage, error) from None
+            return StageOutcome(run.stats, line, StageStopped(stage, error))
         record(HistoryStatus.FAILED, run.tally)
         raise
     except OverbrainerError:
@@ -231,15 +254,15 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageStats:
         # Cancelled from outside, or a bug: the line still records what was done.
         record(HistoryStatus.INTERRUPTED, run.tally)
         raise
-    finish()
+    line = finish()
     if ctx.interrupt.caught:
         record(HistoryStatus.INTERRUPTED, run.tally)
-        raise StageInterrupted()
+        return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
         record(HistoryStatus.INTERRUPTED, run.tally)
-        raise ctx.spend.error()
+        return StageOutcome(run.stats, line, ctx.spend.error())
     if run.stats.failed:
         record(HistoryStatus.FAILED, run.stats)
-        raise StageItemsFailed(stage, run.stats.failed)
+        return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
     record(HistoryStatus.OK, run.stats)
-    return run.stats
+    return StageOutcome(run.stats, line)

@@ -15,6 +15,7 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.config.settings import LocalTarget, Runtime, Settings, Target, Training
 from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.project.directory import Project
 from overbrainer.system.sampler import LocalSampler
@@ -35,7 +36,6 @@ from overbrainer.training.run_store import (
 )
 from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.ui.front import Interrupt
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +59,16 @@ def detached(run_id: str, target: str) -> Detached:
 
 @attrs.frozen
 class Session:
-    """What a training command works with: settings, paths, its bus, interrupt and stdout."""
+    """What a training command works with: settings, paths, its bus and interrupt."""
 
     settings: Settings
     project: Project
     bus: EventBus
     interrupt: Interrupt
-    line: Callable[[str], None]
     times: FollowTimes = attrs.field(factory=FollowTimes.from_env)
     created: Callable[[str], None] = attrs.field(default=lambda run_id: None)
-    """Told each new run ID (the TUI follows it; the CLI does nothing)."""
+    """Told each new run ID while the start goes on (the front end's `run_created` result sink:
+    the TUI follows the run; the CLI does nothing)."""
 
     @property
     def runs(self) -> Runs:
@@ -80,6 +80,14 @@ class Session:
         if self.settings.training is None:
             raise UsageError(f"{what}no [training] section in overbrainer.toml")
         return self.settings.training
+
+
+@attrs.frozen
+class RunEnding:
+    """How a run ended for the user: the lines for stdout (§6.6), then the error it fails with."""
+
+    lines: tuple[str, ...]
+    error: WorkFailed | None = None
 
 
 def _has_examples(path: Path) -> bool:
@@ -302,74 +310,36 @@ def _model_word(run_dir: Path) -> str:
     return "model"
 
 
-def finish(session: Session, outcome: Outcome) -> None:
-    """Print the run's end (§6.6) on stdout; raise for a failed or cancelled run."""
+def ending(runs: Runs, outcome: Outcome) -> RunEnding:
+    """The run's end (§6.6): its lines for stdout, and the error of a failed or cancelled run."""
     record = outcome.record
     run_id = record.id
     head = f"train: run {run_id} {record.state.value}; {outcome.summary.describe()}"
     match record.state:
         case RunState.SUCCEEDED:
-            run_dir = session.runs.dir_of(run_id)
-            session.line(f"{head}; output in runs/{run_id}/output")
-            session.line(f"train: {_model_word(run_dir)} in runs/{run_id}/output")
+            run_dir = runs.dir_of(run_id)
+            lines = [
+                f"{head}; output in runs/{run_id}/output",
+                f"train: {_model_word(run_dir)} in runs/{run_id}/output",
+            ]
             if (run_dir / "output" / "merged").is_dir():
-                session.line(f"train: merged model in runs/{run_id}/output/merged")
+                lines.append(f"train: merged model in runs/{run_id}/output/merged")
+            return RunEnding(tuple(lines))
         case RunState.STOPPED:
             snap = record.snapshot
             assert snap is not None
-            session.line(
-                f"train: run {run_id} stopped at step {snap.step} ({snap.reason}): snapshot in "
-                f"runs/{run_id}/{snap.checkpoint}; resume with "
-                f"`overbrainer train --resume-from {run_id}`"
-            )
-            session.line(
-                f"train: runs/{run_id}/output also holds the partial model at step {snap.step}, "
-                "not a finished one"
+            return RunEnding(
+                (
+                    f"train: run {run_id} stopped at step {snap.step} ({snap.reason}): snapshot "
+                    f"in runs/{run_id}/{snap.checkpoint}; resume with "
+                    f"`overbrainer train --resume-from {run_id}`",
+                    f"train: runs/{run_id}/output also holds the partial model at step "
+                    f"{snap.step}, not a finished one",
+                )
             )
         case RunState.CANCELLED:
-            session.line(head)
-            raise WorkFailed(f"run {run_id} was cancelled")
+            return RunEnding((head,), WorkFailed(f"run {run_id} was cancelled"))
         case RunState.FAILED:
-            session.line(head)
-            raise WorkFailed(record.message or f"run {run_id} failed")
+            return RunEnding((head,), WorkFailed(record.message or f"run {run_id} failed"))
         case RunState.PREPARING | RunState.RUNNING:
-            raise WorkFailed(f"run {run_id} has no job")
-
-
-async def train(
-    session: Session,
-    *,
-    target_name: str | None = None,
-    resume_from: str | None = None,
-    keep_pod: bool = False,
-) -> RunRecord:
-    """Start a run, follow it and finish it: what `overbrainer train` and `run` do."""
-    record = await start_run(
-        session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod
-    )
-    outcome = await follow_to_end(session, record)
-    finish(session, outcome)
-    return outcome.record
-
-
-async def train_after_split(
-    settings: Settings,
-    project: Project,
-    bus: EventBus,
-    interrupt: Interrupt,
-    line: Callable[[str], None],
-    created: Callable[[str], None] | None = None,
-) -> RunRecord | None:
-    """What `overbrainer run` does after `split`: train when `[training]` exists (§1.1).
-
-    Call it inside the command's bus, interrupt and project lock; it prints the finish lines
-    through `line` (the front end's `line`), tells `created` (the front end's `run_created`)
-    the new run's ID, and raises like `overbrainer train` (Detached, exit 130, on Ctrl-C).
-    """
-    if settings.training is None:
-        log.info("no [training] section in overbrainer.toml: run stops after split")
-        return None
-    session = Session(settings, project, bus, interrupt, line)
-    if created is not None:
-        session = attrs.evolve(session, created=created)
-    return await train(session)
+            return RunEnding((), WorkFailed(f"run {run_id} has no job"))

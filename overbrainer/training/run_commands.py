@@ -15,12 +15,13 @@ from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.job_script import container_name
 from overbrainer.training.follow import CANCEL_BOUND
 from overbrainer.training.lifecycle import (
+    RunEnding,
     Session,
-    finish,
     follow_to_end,
     job_handle,
     local_target,
 )
+from overbrainer.training.outcome import Outcome
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 
@@ -70,15 +71,15 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     return adopted
 
 
-async def attach(session: Session, run_id: str) -> None:
-    """Follow a run again (or summarize an ended one), then finish it."""
+async def attach(session: Session, run_id: str) -> Outcome:
+    """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = session.runs.load(run_id)
     _check_target(session, record)
     record = adopt_unrecorded_job(session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
-    finish(session, await follow_to_end(session, record))
+    return await follow_to_end(session, record)
 
 
 def check_stoppable(record: RunRecord) -> None:
@@ -111,20 +112,16 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-async def stop(session: Session, run_id: str) -> None:
-    """Request a snapshot, then follow the run with the stop fallbacks and finish it."""
+def request_stop(session: Session, run_id: str) -> RunRecord:
+    """Request a snapshot of a stoppable run of a known target; the run to follow."""
     record = session.runs.load(run_id)
     check_stoppable(record)
     _check_target(session, record)
     request_snapshot(session.runs, record)
-    session.line(
-        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
-        "its current step, then stops"
-    )
-    finish(session, await follow_to_end(session, record, requested=True))
+    return record
 
 
-async def cancel(session: Session, run_id: str) -> None:
+async def cancel(session: Session, run_id: str) -> RunEnding:
     """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
     runs = session.runs
     record = runs.load(run_id)
@@ -150,11 +147,12 @@ async def cancel(session: Session, run_id: str) -> None:
     if status is None:
         raise WorkFailed(f"the cancel of run {run_id} did not finish in time; retry it")
     if not isinstance(status, Cancelled):
-        session.line(
-            f"train: the job of run {run_id} had already ended ({status_name(status)}): "
-            f"collect it with `overbrainer train attach {run_id}`"
+        return RunEnding(
+            (
+                f"train: the job of run {run_id} had already ended ({status_name(status)}): "
+                f"collect it with `overbrainer train attach {run_id}`",
+            )
         )
-        return
     cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
     runs.save(cancelled)  # its artifacts are already here: a local run directory is R itself
-    session.line(f"train: run {run_id} cancelled")
+    return RunEnding((f"train: run {run_id} cancelled",))

@@ -7,20 +7,18 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Callable
 
-import attrs
 import click
 import trio
 
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, open_event_bus
+from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.ui.progress import render, render_until
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 DRAIN_GRACE = 2.0
 """Seconds the TUI's renderer may take to log what is queued when its flow ends."""
@@ -33,99 +31,6 @@ def silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     finally:
         os.close(devnull)
-
-
-@attrs.frozen
-class Line:
-    """A line the CLI would print on stdout."""
-
-    text: str
-
-
-@attrs.frozen
-class RunCreated:
-    """A training run was created (the TUI follows it)."""
-
-    run_id: str
-
-
-@attrs.frozen
-class RunStopped:
-    """The flow stopped following a run (the TUI stops showing it as live)."""
-
-    run_id: str
-
-
-Report = Line | RunCreated | RunStopped
-
-
-@attrs.define
-class Flag:
-    """A shared "the user asked to stop" flag, checked between provisioning steps."""
-
-    interrupted: bool = False
-
-
-class Interrupt:
-    """The user's interruption (Ctrl-C, or the TUI's detach): flows are shielded or raced."""
-
-    def __init__(self, *, off: bool = False) -> None:
-        self._off = off
-        self._caught = trio.Event()
-        self._next = trio.Event()
-        self.count = 0
-
-    @property
-    def caught(self) -> bool:
-        """Whether the interruption came."""
-        return self._caught.is_set()
-
-    @property
-    def off(self) -> bool:
-        """True when the interruption could not be hooked and Ctrl-C behaves as usual."""
-        return self._off
-
-    def fire(self) -> None:
-        """Note one interruption (the signal watcher, the detach watcher and tests call this)."""
-        self.count += 1
-        self._caught.set()
-        self._next.set()
-        self._next = trio.Event()
-
-    async def wait(self) -> int:
-        """Wait for the next interruption after this call; the total count so far."""
-        await self._next.wait()
-        return self.count
-
-    async def wait_caught(self) -> None:
-        """Return once the interruption has come (at once if it already has)."""
-        await self._caught.wait()
-
-    async def shield(self, flow: Callable[[], Awaitable[T]]) -> T:
-        """Run `flow` to its end; an interruption meanwhile is only noted."""
-        with trio.CancelScope(shield=True):
-            result = await flow()
-        return result
-
-    async def race(self, flow: Callable[[], Awaitable[T]]) -> T | None:
-        """`flow`'s result, or None when the interruption comes first (or came already)."""
-        if self._off:
-            return await flow()
-        if self.caught:
-            return None
-        finished = False
-        result: T | None = None
-        async with trio.open_nursery() as nursery:
-
-            async def cancel_on_interrupt() -> None:
-                await self._caught.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(cancel_on_interrupt)
-            result = await flow()
-            finished = True
-            nursery.cancel_scope.cancel()
-        return result if finished else None
 
 
 async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], None]) -> None:
@@ -159,13 +64,10 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
 class CliFrontend:
     """The terminal: its own bus rendered to stderr, Ctrl-C as the interrupt, lines on stdout."""
 
-    def __init__(self, observer: Observer | None = None) -> None:
-        self.observer = observer
-
     @contextlib.asynccontextmanager
-    async def open_bus(self) -> AsyncIterator[EventBus]:
-        """A new bus whose events are logged until it closes (all queued lines printed)."""
-        async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, self.observer) as bus:
+    async def open_bus(self, observer: Observer | None = None) -> AsyncIterator[EventBus]:
+        """A new bus, seen by `observer`, whose events are logged until it closes (all printed)."""
+        async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, observer) as bus:
             nursery.start_soon(render, bus.subscribe())
             yield bus
 
@@ -222,8 +124,11 @@ class TuiFrontend:
         self.report = report
 
     @contextlib.asynccontextmanager
-    async def open_bus(self) -> AsyncIterator[EventBus]:
-        """The shared bus; its events are logged until the flow ends, then drained briefly."""
+    async def open_bus(self, observer: Observer | None = None) -> AsyncIterator[EventBus]:
+        """The shared bus; its events are logged until the flow ends, then drained briefly.
+
+        `observer` is not added: the app opened the shared bus with its own observers.
+        """
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(render_until, self.bus.subscribe(), stop)
@@ -267,6 +172,3 @@ class TuiFrontend:
     def run_stopped(self, run_id: str) -> None:
         """Tell the app a run stops being followed."""
         self.report(RunStopped(run_id))
-
-
-Frontend = CliFrontend | TuiFrontend

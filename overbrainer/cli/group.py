@@ -1,0 +1,50 @@
+"""The `overbrainer` click group and its global flags; command modules add their commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import click
+
+from overbrainer import __version__
+from overbrainer.cli.context import PROJECT_DIR_KEY
+from overbrainer.cli.options import EVENTS_FILE_KEY
+from overbrainer.project.directory import predates_versions
+from overbrainer.ui.logs import init_logging
+
+NO_HINT_COMMANDS = frozenset({"init", "migrate"})
+"""Commands that do not end with the «run overbrainer migrate» hint on an older project."""
+
+
+@attrs.define
+class Epilogue:
+    """What `main` prints on stderr once the command is over, whatever its outcome."""
+
+    hint: bool = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="overbrainer")
+@click.option(
+    "-C",
+    "--project-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The project directory.",
+)
+@click.option(
+    "--events",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write every progress event to FILE, one JSON line each, flushed as it happens.",
+)
+@click.pass_context
+def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
+    """Distil a large parent LLM into a small child model."""
+    init_logging()
+    ctx.meta[PROJECT_DIR_KEY] = project_dir
+    ctx.meta[EVENTS_FILE_KEY] = events
+    if isinstance(ctx.obj, Epilogue) and ctx.invoked_subcommand not in NO_HINT_COMMANDS:
+        ctx.obj.hint = predates_versions(project_dir)

@@ -1,0 +1,101 @@
+"""One setup for every command: project, events file, lock, interrupt, settings, metrics, bus."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import attrs
+
+from overbrainer.config.settings import Settings
+from overbrainer.events.bus import EventBus, Observer, Observers
+from overbrainer.events.frontend import Frontend
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.flows.config_state import ConfigState
+from overbrainer.metrics.endpoint import open_metrics
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.project.directory import Project, open_project, project_lock
+
+
+@attrs.frozen
+class CommandOptions:
+    """The global command-line values a command's setup needs (`-C DIR`, `--events FILE`)."""
+
+    project_dir: Path = Path(".")
+    events: Path | None = None
+
+
+@attrs.frozen
+class Command:
+    """What a command's flow works with once set up."""
+
+    project: Project
+    config: ConfigState
+    front: Frontend
+    bus: EventBus
+    interrupt: Interrupt
+
+    @property
+    def settings(self) -> Settings:
+        """The settings the command runs with (`run` may reload them between stages)."""
+        return self.config.settings
+
+
+@contextlib.contextmanager
+def open_events_file(path: Path | None) -> Iterator[Observer | None]:
+    """An observer writing every event to `path` as JSON lines; None without a path."""
+    if path is None:
+        yield None
+        return
+    # Imported on use: its converter costs every other command's start-up for nothing.
+    from overbrainer.events.codec import JsonlObserver
+
+    try:
+        observer = JsonlObserver(path)
+    except OSError as error:
+        raise UsageError(f"cannot open the events file {path}: {error.strerror}") from None
+    with observer:
+        yield observer
+
+
+@contextlib.asynccontextmanager
+async def open_command(options: CommandOptions, front: Frontend) -> AsyncIterator[Command]:
+    """Set up one command: project, events file, lock, interrupt, settings, metrics and bus.
+
+    The bus is seen by the events file and the metrics observer. An OverbrainerError raised in
+    the block (alone, or the only kind in an exception group) is held until the bus has printed
+    every queued line, then raised, so that the progress lines come before the error line.
+    Anything else goes out as is.
+    """
+    project = open_project(options.project_dir)
+    failure: OverbrainerError | None = None
+    with open_events_file(options.events) as events, project_lock(project):
+        async with front.interrupt() as interrupt:
+            config = ConfigState(project)
+            async with (
+                open_metrics(config.settings, project) as serving,
+                front.open_bus(Observers(events, serving.observer)) as bus,
+            ):
+                try:
+                    yield Command(project, config, front, bus, interrupt)
+                except OverbrainerError as error:
+                    failure = error
+                except BaseExceptionGroup as group:
+                    failure = single_error(group)
+                    if failure is None:
+                        raise
+    if failure is not None:
+        raise failure
+
+
+def single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
+    """The one OverbrainerError a group holds when that is all it holds, else None."""
+    matched, rest = group.split(OverbrainerError)
+    if rest is not None or matched is None:
+        return None
+    leaves: list[BaseException] = [matched]
+    while leaves and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions)
+    first = leaves[0] if leaves else None
+    return first if isinstance(first, OverbrainerError) else None

@@ -1,0 +1,133 @@
+"""The order of work of `train` and `train attach|stop|cancel`, and `run`'s training."""
+
+from __future__ import annotations
+
+import logging
+
+from overbrainer.events.frontend import Frontend, ResultSink
+from overbrainer.flows.setup import Command, CommandOptions, open_command
+from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.training import run_commands
+from overbrainer.training.lifecycle import (
+    RunEnding,
+    Session,
+    ending,
+    follow_to_end,
+    start_run,
+)
+from overbrainer.training.run_store import RunRecord, Runs
+
+log = logging.getLogger(__name__)
+
+
+def training_session(command: Command) -> Session:
+    """The training session of a set-up command; new run IDs go to its front end at once."""
+    return Session(
+        command.settings,
+        command.project,
+        command.bus,
+        command.interrupt,
+        created=command.front.run_created,
+    )
+
+
+def report(sink: ResultSink, end: RunEnding) -> None:
+    """Hand the run's lines to the sink, then raise the error it ends with."""
+    for line in end.lines:
+        sink.line(line)
+    if end.error is not None:
+        raise end.error
+
+
+async def train_run(
+    session: Session,
+    sink: ResultSink,
+    *,
+    target_name: str | None = None,
+    resume_from: str | None = None,
+    keep_pod: bool = False,
+) -> RunRecord:
+    """Start a run, follow it and report its end: what `overbrainer train` and `run` do."""
+    record = await start_run(
+        session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod
+    )
+    outcome = await follow_to_end(session, record)
+    report(sink, ending(session.runs, outcome))
+    return outcome.record
+
+
+async def train_after_split(session: Session, sink: ResultSink) -> RunRecord | None:
+    """What `overbrainer run` does after `split`: train when `[training]` exists (§1.1).
+
+    Call it inside the command's setup; it raises like `overbrainer train` (Detached, exit
+    130, on Ctrl-C).
+    """
+    if session.settings.training is None:
+        log.info("no [training] section in overbrainer.toml: run stops after split")
+        return None
+    return await train_run(session, sink)
+
+
+async def train_flow(
+    options: CommandOptions,
+    front: Frontend,
+    *,
+    target_name: str | None = None,
+    resume_from: str | None = None,
+    keep_pod: bool = False,
+) -> None:
+    """`overbrainer train`: a new run (or one resumed from a snapshot), followed to its end."""
+    async with open_command(options, front) as command:
+        await train_run(
+            training_session(command),
+            front,
+            target_name=target_name,
+            resume_from=resume_from,
+            keep_pod=keep_pod,
+        )
+
+
+async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
+    """`overbrainer train attach`: follow a run again until its job ends, then report it."""
+    async with open_command(options, front) as command:
+        session = training_session(command)
+        report(front, ending(session.runs, await run_commands.attach(session, run_id)))
+
+
+async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
+    """`overbrainer train stop`: request a snapshot, then follow the run to its end.
+
+    When another overbrainer holds the project, only the request is written: that process
+    collects the snapshot if it follows the run, `train attach` does otherwise.
+    """
+    project = open_project(options.project_dir)
+    runs = Runs(project.runs)
+    record = runs.load(run_id)
+    run_commands.check_stoppable(record)
+    try:
+        with project_lock(project):
+            pass
+    except ProjectLocked:
+        run_commands.request_snapshot(runs, record)
+        holder = run_commands.lock_holder(project)
+        front.line(
+            f"train: overbrainer ({holder}) is using this project: if it follows run "
+            f"{run_id}, it collects the snapshot; if not, collect it with "
+            f"`overbrainer train attach {run_id}`"
+        )
+        return
+    async with open_command(options, front) as command:
+        session = training_session(command)
+        record = run_commands.request_stop(session, run_id)
+        front.line(
+            f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end "
+            "of its current step, then stops"
+        )
+        outcome = await follow_to_end(session, record, requested=True)
+        report(front, ending(session.runs, outcome))
+
+
+async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
+    """`overbrainer train cancel`: stop a run's job and record it cancelled."""
+    async with open_command(options, front) as command:
+        report(front, await run_commands.cancel(training_session(command), run_id))
