@@ -14,6 +14,7 @@ from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
 from overbrainer.events.bus import Observers
 from overbrainer.metrics.endpoint import open_metrics
+from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
@@ -58,15 +59,11 @@ async def in_session(body: Callable[[Session], Awaitable[None]], *, lock: bool =
 
 
 def single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
-    """The one OverbrainerError a group holds when that is all it holds, else None."""
-    matched, rest = group.split(OverbrainerError)
-    if rest is not None or matched is None:
-        return None
-    leaves: list[BaseException] = [matched]
-    while leaves and isinstance(leaves[0], BaseExceptionGroup):
-        leaves = list(leaves[0].exceptions)
-    first = leaves[0] if leaves else None
-    return first if isinstance(first, OverbrainerError) else None
+    """The OverbrainerError a group stands for (bugs beside it logged), else None: a bug."""
+    found = meaningful_error(group)
+    if isinstance(found, KeyboardInterrupt):
+        raise found from None  # as its own: what it hid is logged once, here
+    return found
 
 
 @cli.group(invoke_without_command=True)
