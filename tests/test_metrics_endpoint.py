@@ -74,10 +74,10 @@ async def test_get_metrics_serves_the_observed_counts(
             assert reply.headers["content-type"] == OPENMETRICS
             lines = reply.text.splitlines()
             assert (
-                'overbrainer_tokens_total{stage="answers",model="parent",direction="in"} 400'
+                'overbrainer_tokens_total{direction="in",model="parent",stage="answers"} 400.0'
                 in lines
             )
-            assert 'overbrainer_stage_running{stage="answers"} 1' in lines
+            assert 'overbrainer_stage_running{stage="answers"} 1.0' in lines
             assert "sk-metrics-test" not in reply.text
             assert samples(reply.text)["overbrainer_stage_items_total"] == {
                 (("stage", "answers"), ("result", "done")): 1

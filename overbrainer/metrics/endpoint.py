@@ -58,9 +58,8 @@ def metrics_handler(observer: MetricsObserver) -> Handler:
             return Response(404)  # a HEAD answer carries no body
         if request.method != "GET" or request.path != "/metrics":
             return Response(404, b"not found\n", _TEXT)
-        spends = await trio.to_thread.run_sync(observer.read_spends)
         try:
-            body = observer.encode_with(spends)
+            body = await trio.to_thread.run_sync(observer.encode)
         except Exception:
             log.exception("cannot encode the metrics")
             return Response(500, b"cannot encode the metrics\n", _TEXT)
