@@ -224,7 +224,7 @@ async def test_the_metrics_endpoint_counts_the_stage_while_it_runs(tmp_path: Pat
         released.set()
         with trio.fail_after(10):
             assert await process.wait() == 0
-    assert 'overbrainer_stage_items_total{stage="answers",result="done"} 2\n' in scrape.text
+    assert 'overbrainer_stage_items_total{result="done",stage="answers"} 2.0\n' in scrape.text
 
 
 async def test_an_anthropic_parent_is_warned_about_and_its_thinking_excluded(

@@ -306,3 +306,33 @@ def test_observers_skip_none_and_contain_a_failing_one(caplog: pytest.LogCapture
     assert kept.seen == [(7, started), (7, None)]
     failures = [r for r in caplog.records if r.getMessage() == "an event observer failed"]
     assert len(failures) == 2
+
+
+class _Steps(trio.abc.Instrument):
+    """Counts the scheduler steps of one task."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+async def test_delivered_waits_for_the_fan_out_without_polling() -> None:
+    with trio.fail_after(5):
+        async with open_event_bus(capacity=8) as bus:
+            sub = bus.subscribe()
+            await bus.delivered()  # nothing pending: at once
+            steps = _Steps(trio.lowlevel.current_task())
+            trio.lowlevel.add_instrument(steps)
+            try:
+                for n in range(3):
+                    bus.publish(StageStarted(Stage.ANSWERS, n))
+                await bus.delivered()
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+            assert sub.receive_nowait() == [StageStarted(Stage.ANSWERS, n) for n in range(3)]
+            # Woken once by the fan-out, not rescheduled at every checkpoint meanwhile.
+            assert steps.steps <= 2

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import logging
+import os
 
 import httpx2
 import pytest
 import trio
 
-from overbrainer.net.http_server import Request, Response, serve_http
+from overbrainer.model.error_groups import error_leaves
+from overbrainer.net.http_server import ACCEPT_PAUSE, Request, Response, serve_http
 
 
 async def echo(request: Request) -> Response:
@@ -95,3 +99,54 @@ async def test_a_slow_client_is_cut_at_the_header_timeout(autojump_clock: trio.a
             assert 10 <= trio.current_time() - start < 11
             await stream.aclose()
             nursery.cancel_scope.cancel()
+
+
+def failing_accept(monkeypatch: pytest.MonkeyPatch, *errnos: int) -> list[int]:
+    """Make `accept` fail with `errnos` in turn, then work; returns the errnos raised so far."""
+    real = trio.SocketListener.accept
+    raised: list[int] = []
+
+    async def accept(self: trio.SocketListener) -> trio.SocketStream:
+        if len(raised) < len(errnos):
+            await trio.lowlevel.checkpoint()
+            code = errnos[len(raised)]
+            raised.append(code)
+            raise OSError(code, os.strerror(code))
+        return await real(self)
+
+    monkeypatch.setattr(trio.SocketListener, "accept", accept)
+    return raised
+
+
+async def test_accept_pauses_on_capacity_errors_then_serves(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    raised = failing_accept(monkeypatch, errno.EMFILE, errno.ENFILE, errno.ENOBUFS)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            started = trio.current_time()
+            host, port = await nursery.start(serve_http, echo)
+            async with httpx2.AsyncClient() as client:
+                reply = await client.get(f"http://{host}:{port}/after")
+            assert reply.text == "GET /after  0"
+            assert raised == [errno.EMFILE, errno.ENFILE, errno.ENOBUFS]
+            assert trio.current_time() - started >= 3 * ACCEPT_PAUSE
+            nursery.cancel_scope.cancel()
+    # One warning for the streak, not one per pause.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "cannot accept connections for now: [Errno 24] Too many open files; pausing"
+    ]
+
+
+async def test_another_accept_error_ends_serving_with_it_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raised = failing_accept(monkeypatch, errno.EBADF, errno.EBADF)
+    with trio.fail_after(10):
+        with pytest.raises(BaseExceptionGroup) as group:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(serve_http, echo)
+                await trio.sleep_forever()
+    [error] = error_leaves(group.value)
+    assert isinstance(error, OSError) and error.errno == errno.EBADF
+    assert raised == [errno.EBADF]  # no retry, no spin

@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.openmetrics.exposition import generate_latest
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import (
@@ -340,7 +341,7 @@ def test_seeding_from_the_history_file_leaves_retries_out(tmp_path: Path) -> Non
     )
 
 
-def test_exposition_lines_match_the_reference_text() -> None:
+def test_exposition_lines_are_prometheus_clients_openmetrics_text() -> None:
     observer = MetricsObserver()
     observer.event(1, StageStarted(Stage.SUBTOPICS, 1))
     observer.event(1, StageStarted(Stage.ANSWERS, 1))
@@ -348,14 +349,15 @@ def test_exposition_lines_match_the_reference_text() -> None:
     observer.event(1, ItemDone(Stage.ANSWERS, "q", Usage(400, 20), 0.5))
     text = observer.encode().decode()
     lines = text.splitlines()
-    assert 'overbrainer_stage_running{stage="subtopics"} 1' in lines
-    assert 'overbrainer_tokens_total{stage="answers",model="parent",direction="in"} 400' in lines
-    assert 'overbrainer_cost_usd_total{stage="answers",model="parent"} 0.5' in lines
+    assert 'overbrainer_stage_running{stage="subtopics"} 1.0' in lines
+    assert 'overbrainer_tokens_total{direction="in",model="parent",stage="answers"} 400.0' in lines
+    assert 'overbrainer_cost_usd_total{model="parent",stage="answers"} 0.5' in lines
     assert "# HELP overbrainer_stage_items Items of the pipeline stages, by result" in lines
     assert "# TYPE overbrainer_stage_items counter" in lines
     assert "# TYPE overbrainer_stage_running gauge" in lines
-    assert 'overbrainer_build_info{version="0.1.0"} 1' in lines
+    assert 'overbrainer_build_info{version="0.1.0"} 1.0' in lines
     assert text.endswith("\n# EOF\n")
+    assert observer.encode() == generate_latest(observer.registry)  # type: ignore[no-untyped-call]
 
 
 def test_every_family_of_the_reference_is_exposed_with_its_type_and_labels() -> None:

@@ -19,8 +19,11 @@ from overbrainer.metrics import endpoint as metrics_endpoint
 from overbrainer.metrics.endpoint import MAX_CONNECTIONS, open_metrics
 from overbrainer.metrics.observer import MetricsObserver
 from overbrainer.model.usage import Usage
+from overbrainer.net.http_server import ACCEPT_PAUSE
 from overbrainer.project.directory import Project
+from tests.pipeline_support import wait_until
 from tests.scrape import samples
+from tests.test_http_server import failing_accept
 
 CONFIG = """
 [project]
@@ -74,10 +77,10 @@ async def test_get_metrics_serves_the_observed_counts(
             assert reply.headers["content-type"] == OPENMETRICS
             lines = reply.text.splitlines()
             assert (
-                'overbrainer_tokens_total{stage="answers",model="parent",direction="in"} 400'
+                'overbrainer_tokens_total{direction="in",model="parent",stage="answers"} 400.0'
                 in lines
             )
-            assert 'overbrainer_stage_running{stage="answers"} 1' in lines
+            assert 'overbrainer_stage_running{stage="answers"} 1.0' in lines
             assert "sk-metrics-test" not in reply.text
             assert samples(reply.text)["overbrainer_stage_items_total"] == {
                 (("stage", "answers"), ("result", "done")): 1
@@ -282,3 +285,16 @@ async def test_the_runpod_spend_is_read_at_each_scrape(tmp_path: Path) -> None:
             await trio.Path(pod).write_text('{"state":"deleted","estimated_spend":0.64}')
             lines = (await client.get(url)).text.splitlines()
             assert 'overbrainer_runpod_spend_usd{run_id="20260101-000000-abcd"} 0.64' in lines
+
+
+async def test_a_broken_listener_stops_the_metrics_with_its_error_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raised = failing_accept(monkeypatch, errno.EBADF, errno.EBADF)
+    with trio.fail_after(10):
+        async with open_metrics(settings(tmp_path, "127.0.0.1:0"), Project(tmp_path)):
+            await wait_until(lambda: bool(raised))
+            await trio.sleep(3 * ACCEPT_PAUSE)  # long enough to see a retry, were there one
+    assert raised == [errno.EBADF]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["the metrics endpoint stopped: [Errno 9] Bad file descriptor"]

@@ -466,7 +466,7 @@ def test_train_serves_metrics_while_it_follows_the_job(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         assert "overbrainer_build_info" in text
-        step = re.search(r"^overbrainer_train_step\{[^}]*\} (\d+)$", text, re.MULTILINE)
-        assert step is not None and int(step.group(1)) >= 1, text
+        step = re.search(r"^overbrainer_train_step\{[^}]*\} ([\d.]+)$", text, re.MULTILINE)
+        assert step is not None and float(step.group(1)) >= 1, text
         assert process.wait(timeout=30) == 0
     assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()

@@ -11,20 +11,10 @@ from typing import NoReturn
 import click
 import trio
 
+from overbrainer.model.error_groups import error_leaves, meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 
 log = logging.getLogger(__name__)
-
-
-def _single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
-    errors = [e for e in _leaves(group) if isinstance(e, OverbrainerError)]
-    return errors[0] if errors else None
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
 
 
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
@@ -41,15 +31,15 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     except OverbrainerError as error:
         code = _report(error)
     except BaseExceptionGroup as group:
-        leaves = _leaves(group)
-        if any(isinstance(e, KeyboardInterrupt) for e in leaves):
-            code = EXIT_INTERRUPTED
-        elif any(isinstance(e, BrokenPipeError) for e in leaves):
+        leaves = error_leaves(group)
+        if any(isinstance(e, BrokenPipeError) for e in leaves) and not any(
+            isinstance(e, KeyboardInterrupt) for e in leaves
+        ):
             raise BrokenPipeError() from None  # stdout's reader went away: main() ends quietly
-        elif (found := _single_error(group)) is not None:
-            code = _report(found)
-        else:
+        found = meaningful_error(group)
+        if found is None:
             raise
+        code = EXIT_INTERRUPTED if isinstance(found, KeyboardInterrupt) else _report(found)
     finally:
         # For a caller that goes on after the command (a test running it in-process).
         gc.unfreeze()

@@ -146,6 +146,9 @@ class EventBus:
         self._subscribers: list[_Subscriber] = []
         self._next_seq = 0
         self._wakeup = trio.Event()
+        # Set while nothing waits for the fan-out: `delivered` waits on it instead of polling.
+        self._idle = trio.Event()
+        self._idle.set()
         self._closing = False
 
     def publish(self, event: Event) -> None:
@@ -161,6 +164,8 @@ class EventBus:
         self._next_seq += 1
         if self._subscribers:
             self._pending.append((seq, event))
+            if self._idle.is_set():
+                self._idle = trio.Event()
             if len(self._pending) > self.capacity:
                 # Every subscriber would drop this one anyway; keep memory bounded.
                 self._pending.popleft()
@@ -178,7 +183,7 @@ class EventBus:
     async def delivered(self) -> None:
         """Return once every event published so far is in its subscribers' buffers."""
         while self._pending and not self._closing:
-            await trio.lowlevel.checkpoint()
+            await self._idle.wait()
 
     def _deliver_pending(self) -> None:
         while self._pending:
@@ -196,6 +201,7 @@ class EventBus:
                     subscriber.start = -1
             if any(s.start < 0 for s in self._subscribers):
                 self._forget_closed()
+        self._idle.set()
 
     def _forget_closed(self) -> None:
         for subscriber in [s for s in self._subscribers if s.start < 0]:

@@ -14,6 +14,7 @@ from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.config_state import ConfigState
 from overbrainer.metrics.endpoint import open_metrics
+from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import Project, open_project, project_lock
 
@@ -90,12 +91,8 @@ async def open_command(options: CommandOptions, front: Frontend) -> AsyncIterato
 
 
 def single_error(group: BaseExceptionGroup[BaseException]) -> OverbrainerError | None:
-    """The one OverbrainerError a group holds when that is all it holds, else None."""
-    matched, rest = group.split(OverbrainerError)
-    if rest is not None or matched is None:
-        return None
-    leaves: list[BaseException] = [matched]
-    while leaves and isinstance(leaves[0], BaseExceptionGroup):
-        leaves = list(leaves[0].exceptions)
-    first = leaves[0] if leaves else None
-    return first if isinstance(first, OverbrainerError) else None
+    """The OverbrainerError a group stands for (bugs beside it logged), else None: a bug."""
+    found = meaningful_error(group)
+    if isinstance(found, KeyboardInterrupt):
+        raise found from None  # as its own: what it hid is logged once, here
+    return found

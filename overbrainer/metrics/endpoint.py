@@ -13,6 +13,7 @@ import attrs
 import trio
 
 from overbrainer.config.settings import Settings
+from overbrainer.model.error_groups import error_leaves
 from overbrainer.net.http_server import Handler, Request, Response, serve_http
 from overbrainer.project.directory import Project
 
@@ -58,9 +59,8 @@ def metrics_handler(observer: MetricsObserver) -> Handler:
             return Response(404)  # a HEAD answer carries no body
         if request.method != "GET" or request.path != "/metrics":
             return Response(404, b"not found\n", _TEXT)
-        spends = await trio.to_thread.run_sync(observer.read_spends)
         try:
-            body = observer.encode_with(spends)
+            body = await trio.to_thread.run_sync(observer.encode)
         except Exception:
             log.exception("cannot encode the metrics")
             return Response(500, b"cannot encode the metrics\n", _TEXT)
@@ -104,7 +104,8 @@ async def _serve_until_it_fails(
     except Exception as error:  # out of file descriptors, say: never the command's failure
         if not status.serving:
             raise
-        log.warning("the metrics endpoint stopped: %s", error)
+        causes = "; ".join(str(leaf) for leaf in error_leaves(error))
+        log.warning("the metrics endpoint stopped: %s", causes)
 
 
 def _address(host: str, port: int) -> str:

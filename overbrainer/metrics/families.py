@@ -1,15 +1,12 @@
-"""The Prometheus metric families of overbrainer, their series, and their OpenMetrics text."""
+"""The Prometheus metric families of overbrainer and their series."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Iterator
 from typing import Literal
 
 import attrs
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.utils import floatToGoString
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 """`application/openmetrics-text; version=1.0.0; charset=utf-8`."""
@@ -19,21 +16,20 @@ Labels = tuple[str, ...]
 
 @attrs.frozen
 class FamilySpec:
-    """A family's name (without `_total`), type, help, label names and value type."""
+    """A family's name (without `_total`), type, help and label names."""
 
     name: str
     kind: Literal["counter", "gauge"]
     help: str
     labels: Labels
-    integer: bool = False
 
 
-def _counter(name: str, help: str, labels: Labels, integer: bool = True) -> FamilySpec:
-    return FamilySpec(name, "counter", help, labels, integer)
+def _counter(name: str, help: str, labels: Labels) -> FamilySpec:
+    return FamilySpec(name, "counter", help, labels)
 
 
-def _gauge(name: str, help: str, labels: Labels, integer: bool = False) -> FamilySpec:
-    return FamilySpec(name, "gauge", help, labels, integer)
+def _gauge(name: str, help: str, labels: Labels) -> FamilySpec:
+    return FamilySpec(name, "gauge", help, labels)
 
 
 RUN = ("run_id",)
@@ -51,28 +47,19 @@ COST = _counter(
     "overbrainer_cost_usd",
     "Cost of the pipeline stages in USD, when the model price is known",
     ("stage", "model"),
-    integer=False,
 )
-STAGE_RUNNING = _gauge(
-    "overbrainer_stage_running", "Pipeline stages running now", ("stage",), integer=True
-)
+STAGE_RUNNING = _gauge("overbrainer_stage_running", "Pipeline stages running now", ("stage",))
 ITEM_RETRIES = _counter(
     "overbrainer_item_retries", "Failed attempts retried, since this process started", ("stage",)
 )
-TRAIN_STEP = _gauge(
-    "overbrainer_train_step", "Last optimizer step of a training run", RUN, integer=True
-)
+TRAIN_STEP = _gauge("overbrainer_train_step", "Last optimizer step of a training run", RUN)
 TRAIN_MAX_STEPS = _gauge(
-    "overbrainer_train_max_steps",
-    "Total optimizer steps of a training run, once known",
-    RUN,
-    integer=True,
+    "overbrainer_train_max_steps", "Total optimizer steps of a training run, once known", RUN
 )
 TRAIN_PHASE = _gauge(
     "overbrainer_train_phase",
     "What the job of a followed training run does: 1 for the current phase, 0 for the others",
     ("run_id", "phase"),
-    integer=True,
 )
 TRAIN_LOSS = _gauge("overbrainer_train_loss", "Last training loss of a run", RUN)
 EVAL_LOSS = _gauge("overbrainer_eval_loss", "Last evaluation loss of a run", RUN)
@@ -138,9 +125,8 @@ GPU_INFO = _gauge(
     "overbrainer_gpu_info",
     "A GPU of a run's target, with its model name",
     ("run_id", "gpu", "name"),
-    integer=True,
 )
-BUILD_INFO = _gauge("overbrainer_build_info", "Version of overbrainer", ("version",), integer=True)
+BUILD_INFO = _gauge("overbrainer_build_info", "Version of overbrainer", ("version",))
 
 FAMILIES: tuple[FamilySpec, ...] = (
     STAGE_ITEMS,
@@ -207,36 +193,3 @@ class Family:
         for labels, value in self.series.items():
             family.add_metric(labels, value)
         return family
-
-
-def _label_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _value(value: float, integer: bool) -> str:
-    number = float(value)
-    if not math.isfinite(number):
-        return str(floatToGoString(number))  # type: ignore[no-untyped-call]
-    if integer and number.is_integer():
-        return str(int(number))
-    # Python's shortest round-trip form: `26346164224.0` rather than Go's `2.6346164224e+10`.
-    return repr(number)
-
-
-def _lines(metrics: Iterable[Metric], integer: frozenset[str]) -> Iterator[str]:
-    for metric in metrics:
-        yield f"# HELP {metric.name} {metric.documentation}\n"
-        yield f"# TYPE {metric.name} {metric.type}\n"
-        is_integer = metric.name in integer
-        for sample in metric.samples:
-            # prometheus_client's encoder sorts labels and prints `400.0`; the reference keeps
-            # the declared order and prints integers, and scrapers and dashboards see the same.
-            labels = ",".join(f'{k}="{_label_value(v)}"' for k, v in sample.labels.items())
-            braces = f"{{{labels}}}" if labels else ""
-            yield f"{sample.name}{braces} {_value(sample.value, is_integer)}\n"
-
-
-def encode(metrics: Iterable[Metric]) -> bytes:
-    """OpenMetrics 1.0 text of `metrics`, labels in declared order, integer families as integers."""
-    integer = frozenset(spec.name for spec in FAMILIES if spec.integer)
-    return ("".join(_lines(metrics, integer)) + "# EOF\n").encode("utf-8")

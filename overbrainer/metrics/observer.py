@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from overbrainer import __version__
@@ -64,7 +65,6 @@ from overbrainer.metrics.families import (
     Family,
     FamilySpec,
     Labels,
-    encode,
 )
 from overbrainer.metrics.spend import SpendSource, pod_spends
 from overbrainer.model.job_status import is_finished
@@ -303,7 +303,7 @@ class MetricsObserver(Collector):
     def read_spends(self) -> list[tuple[str, float]] | None:
         """The Runpod spend of each run now; None without a source or when it cannot be read.
 
-        Blocking (it reads pod records): the endpoint calls it through `trio.to_thread`.
+        Blocking (it reads pod records): every scrape calls it, in the registry's `collect`.
         """
         if self._spend is None:
             return None
@@ -313,7 +313,9 @@ class MetricsObserver(Collector):
             log.debug("metrics: cannot read the Runpod spend: %s", error)
             return None
 
-    def _collect(self, spends: list[tuple[str, float]] | None) -> list[Metric]:
+    def collect(self) -> Iterator[Metric]:
+        """Every family as it is now, the Runpod spend read again (the registry's hook)."""
+        spends = self.read_spends()
         with self._lock:
             if spends is not None:
                 family = self._family(RUNPOD_SPEND)
@@ -321,16 +323,11 @@ class MetricsObserver(Collector):
                 family.series.clear()
                 for run_id, spend in spends:
                     family.set((run_id,), spend)
-            return [family.metric() for family in self._families.values()]
-
-    def collect(self) -> Iterator[Metric]:
-        """Every family as it is now, the Runpod spend read again (the registry's hook)."""
-        return iter(self._collect(self.read_spends()))
+            return iter([family.metric() for family in self._families.values()])
 
     def encode(self) -> bytes:
-        """The OpenMetrics text of every family, one consistent snapshot (reads the spend)."""
-        return self.encode_with(self.read_spends())
+        """The OpenMetrics text of the registry: every family, one snapshot (reads the spend).
 
-    def encode_with(self, spends: list[tuple[str, float]] | None) -> bytes:
-        """The OpenMetrics text, the spend as `read_spends()` gave it (None: left as it was)."""
-        return encode(self._collect(spends))
+        Blocking (it reads pod records): the endpoint calls it through `trio.to_thread`.
+        """
+        return bytes(generate_latest(self.registry))  # type: ignore[no-untyped-call]

@@ -7,6 +7,7 @@ module only moves bytes between the socket and h11 and calls one handler per req
 from __future__ import annotations
 
 import contextlib
+import errno
 import http
 import logging
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,9 @@ log = logging.getLogger(__name__)
 
 RECEIVE_SIZE = 65536
 ACCEPT_PAUSE = 0.1
-"""Seconds to wait after `accept` fails (no file descriptors left) before trying again."""
+"""Seconds to wait after `accept` fails for lack of capacity before trying again."""
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+"""`accept` errors that pass once connections close (as `trio.serve_listeners` treats them)."""
 MAX_BODY = 64 * 1024 * 1024
 """The largest request body accepted; a larger one gets 413 and the connection closes."""
 
@@ -188,15 +191,21 @@ async def _accept_loop(
         finally:
             connections.active -= 1
 
+    paused = False
     async with listener:
         while True:
             try:
                 stream = await listener.accept()
             except OSError as error:
+                if error.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise  # a broken listener (EBADF, …) would fail again at once, forever
                 # Out of file descriptors or memory: wait for connections to close, go on.
-                log.debug("cannot accept a connection: %s", error)
+                if not paused:
+                    log.warning("cannot accept connections for now: %s; pausing", error)
+                paused = True
                 await trio.sleep(ACCEPT_PAUSE)
                 continue
+            paused = False
             if connections.limit is not None and connections.active >= connections.limit:
                 await trio.aclose_forcefully(stream)
                 continue
@@ -217,7 +226,8 @@ async def serve_http(
 
     A client that takes longer than `header_timeout` to send a whole request (also between
     keep-alive requests) is disconnected. With `max_connections` open connections, a new one
-    is closed at once. Binding errors (`OSError`) reach the caller of `nursery.start`.
+    is closed at once. Binding errors (`OSError`) reach the caller of `nursery.start`; once
+    serving, `accept` pauses on the capacity errors and any other one ends the server with it.
     """
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()

@@ -81,6 +81,7 @@ import trio
 
 from overbrainer.events.types import Stage, StageFinished, StageStats
 from overbrainer.llm.errors import LlmError
+from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.pipeline.context import (
     PIPELINE_TEMPLATES,
@@ -140,22 +141,13 @@ class StageInterrupted(OverbrainerError):
         super().__init__(INTERRUPTED_LINE)
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
-
-
 def _meaningful(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
     """The error a group of task errors stands for: a stage stop first, then any of ours."""
-    leaves = [e for e in _leaves(group) if not isinstance(e, trio.Cancelled)]
-    for leaf in leaves:
-        if isinstance(leaf, LlmError) and leaf.stops_stage:
-            return leaf
-    for leaf in leaves:
-        if isinstance(leaf, OverbrainerError):
-            return leaf
-    return None
+    return meaningful_error(group, first=_stops_stage)
+
+
+def _stops_stage(error: OverbrainerError) -> bool:
+    return isinstance(error, LlmError) and error.stops_stage
 
 
 async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:

@@ -43,7 +43,6 @@ from overbrainer.training.axolotl_config import (
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 
 SNAPSHOT_REQUEST = "snapshot.request"
-SNAPSHOT_PROOF = "snapshot.json"
 METRICS_ENV = "OVERBRAINER_METRICS"
 SNAPSHOT_ENV = "OVERBRAINER_SNAPSHOT"
 _CHECKPOINT = re.compile(r"output/(checkpoint-\d+)")
