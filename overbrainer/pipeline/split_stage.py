@@ -6,9 +6,10 @@ import logging
 
 import attrs
 
+from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
-from overbrainer.pipeline.split import plan_split
-from overbrainer.storage.jsonl import file_stamp, read_records, read_records_at, rewrite_from
+from overbrainer.pipeline.split import SplitPlan, plan_split
+from overbrainer.storage.jsonl import Stamp, file_stamp, read_records, read_records_at, rewrite_from
 from overbrainer.storage.records import Meta, Question, example_head
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,11 @@ def _answer(line: str, start: int, length: int) -> _Answer:
     return _Answer(*example_head(line), start, length)
 
 
-async def split_stage(ctx: StageContext, run: StageRun) -> None:
-    """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
+def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
+    """Read every answer and question and split them; the answers file's stamp before it.
+
+    Blocking (reads every answer and question, then classifies): a worker thread's job.
+    """
     project = ctx.project
     source = project.data_file("answers")
     stamp = file_stamp(source)
@@ -55,12 +59,24 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
         pipeline.eval_ratio,
         pipeline.seed,
     )
+    return plan, stamp
+
+
+def _write(ctx: StageContext, plan: SplitPlan[_Answer], stamp: Stamp | None) -> None:
+    """Rewrite train and eval from the plan; blocking (two fsync'd atomic rewrites)."""
+    source = ctx.project.data_file("answers")
+    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
+        spans = [(answer.start, answer.length) for answer in chosen]
+        rewrite_from(ctx.project.data_file(name), source, spans, stamp)
+
+
+async def split_stage(ctx: StageContext, run: StageRun) -> None:
+    """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
+    plan, stamp = await read_in_thread(lambda: _plan(ctx))
     run.start(plan.counted)
     warning = plan.orphan_warning()
     if warning is not None:
         log.warning("%s", warning)
-    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
-        spans = [(answer.start, answer.length) for answer in chosen]
-        rewrite_from(project.data_file(name), source, spans, stamp)
+    await write_in_thread(lambda: _write(ctx, plan, stamp))
     report = plan.report
     run.finish_split(report.counts(), report.excluded_total, report.line())
