@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import Pipeline, Role, Roles, Settings, Topic
+from overbrainer.config.settings import Pipeline, Provider, Role, Roles, Settings, Topic
 from overbrainer.config.settings import Project as ProjectSection
 from overbrainer.devtools.stub_provider import StubProvider, open_stub
 from overbrainer.events.bus import open_event_bus
@@ -106,7 +106,11 @@ class Harness:
             generator=GENERATOR, parent=GENERATOR, embedder=EMBEDDER if self.embedder else None
         )
         settings = Settings(
-            project=ProjectSection("demo"), topics=self.topics, roles=roles, pipeline=self.pipeline
+            project=ProjectSection("demo"),
+            topics=self.topics,
+            roles=roles,
+            providers={"stub": Provider(Protocol.OPENAI)},
+            pipeline=self.pipeline,
         )
         topics = tuple(t for t in self.topics if not only or t.name in only)
 
@@ -120,7 +124,10 @@ class Harness:
         ):
             # No HTTP retries: each test scripts every attempt ask_list makes.
             client = ProtocolClient(http, Protocol.OPENAI, "gen-model", retry=RetryPolicy(0))
-            roles_map = {"generator": RoleClient("generator", GENERATOR, "stub", client, PRICE)}
+            roles_map = {
+                "generator": RoleClient("generator", GENERATOR, "stub", client, PRICE),
+                "parent": RoleClient("parent", GENERATOR, "stub", client, PRICE),
+            }
             if self.embedder:
                 embed = ProtocolClient(http, Protocol.OPENAI, "embed-model", retry=RetryPolicy(0))
                 roles_map["embedder"] = RoleClient("embedder", EMBEDDER, "stub", embed, None)
