@@ -73,9 +73,9 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
 async def attach(session: Session, run_id: str) -> None:
     """Follow a run again (or summarize an ended one), then finish it."""
     session.training()
-    record = session.runs.load(run_id)
+    record = await trio.to_thread.run_sync(session.runs.load, run_id)
     _check_target(session, record)
-    record = adopt_unrecorded_job(session, record)
+    record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     finish(session, await follow_to_end(session, record))
@@ -113,10 +113,10 @@ def lock_holder(project: Project) -> str:
 
 async def stop(session: Session, run_id: str) -> None:
     """Request a snapshot, then follow the run with the stop fallbacks and finish it."""
-    record = session.runs.load(run_id)
+    record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)
     _check_target(session, record)
-    request_snapshot(session.runs, record)
+    await trio.to_thread.run_sync(request_snapshot, session.runs, record)
     session.line(
         f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
         "its current step, then stops"
@@ -127,9 +127,9 @@ async def stop(session: Session, run_id: str) -> None:
 async def cancel(session: Session, run_id: str) -> None:
     """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
     runs = session.runs
-    record = runs.load(run_id)
+    record = await trio.to_thread.run_sync(runs.load, run_id)
     if record.target in session.settings.targets:
-        record = adopt_unrecorded_job(session, record)
+        record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.state is RunState.CANCELLED:
         raise WorkFailed(f"run {run_id} already ended: cancelled")
     if record.job is None:
@@ -156,5 +156,6 @@ async def cancel(session: Session, run_id: str) -> None:
         )
         return
     cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
-    runs.save(cancelled)  # its artifacts are already here: a local run directory is R itself
+    # Its artifacts are already here: a local run directory is R itself.
+    await trio.to_thread.run_sync(runs.save, cancelled)
     session.line(f"train: run {run_id} cancelled")
