@@ -102,6 +102,7 @@ async def sample_times(directory: Path, count: int = 20) -> tuple[float, float]:
         started = time.perf_counter()
         sample = await sampler.sample()
         samples.append((time.perf_counter() - started) * 1e3)
+    assert sample is not None
     print(f"  (the sample saw {len(sample.disks)} disks and {len(sample.gpus)} GPUs)")
     return first, statistics.median(samples)
 

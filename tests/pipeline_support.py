@@ -13,9 +13,10 @@ import attrs
 import trio
 
 from overbrainer.devtools.stub_provider import Json, StubProvider
+from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.storage.history import HistoryRecord, read_history
 from overbrainer.storage.ids import question_id, subtopic_id
-from overbrainer.storage.records import Example, Question, Subtopic
+from overbrainer.storage.records import Example, Exclusion, Message, Meta, Question, Subtopic
 
 CONFIG = """\
 [project]
@@ -86,6 +87,38 @@ def write_questions(
     (data / "subtopics.jsonl").write_text("".join(s.to_json() + "\n" for s in subtopics))
     (data / "questions.jsonl").write_text("".join(q.to_json() + "\n" for q in questions))
     return questions
+
+
+def write_answered(root: Path, count: int, topics: Sequence[str] = ("ownership",)) -> None:
+    """`count` questions spread over `topics` (ten subtopics each), every one answered, written
+    straight to subtopics, questions and answers (one excluded answer in fifty)."""
+    meta = Meta("parent-model", 41, 812, FinishReason.STOP, ReasoningKind.RAW)
+    truncated = attrs.evolve(meta, finish_reason=FinishReason.LENGTH, excluded=Exclusion.TRUNCATED)
+    subtopics = [
+        Subtopic(subtopic_id(topic, f"Part {n}"), topic, f"Part {n}")
+        for topic in topics
+        for n in range(10)
+    ]
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    with (
+        (data / "questions.jsonl").open("w") as questions,
+        (data / "answers.jsonl").open("w") as answers,
+    ):
+        for i in range(count):
+            sub = subtopics[i % len(subtopics)]
+            text = f"What happens to a borrowed value when its owner moves, in case {i}?"
+            question = Question(question_id(sub.id, text), sub.topic, sub.id, sub.name, text)
+            messages = (
+                Message("user", text),
+                Message("assistant", f"An answer to: {text}", f"Reasoning about: {text}"),
+            )
+            example = Example(
+                question.id, sub.topic, sub.id, messages, truncated if i % 50 == 0 else meta
+            )
+            questions.write(question.to_json() + "\n")
+            answers.write(example.to_json() + "\n")
+    (data / "subtopics.jsonl").write_text("".join(s.to_json() + "\n" for s in subtopics))
 
 
 def read_examples(root: Path, name: str = "answers") -> list[Example]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 import sys
 import threading
@@ -15,10 +16,17 @@ import psutil
 import pytest
 import trio
 
-from overbrainer.model.system_sample import Gpu
+from overbrainer.model.system_sample import Gpu, SystemSample
 from overbrainer.system.sampler import LocalSampler, import_pynvml
 
 MIB = 1024 * 1024
+
+
+async def take(sampler: LocalSampler) -> SystemSample:
+    """A sample that must not be skipped."""
+    sample = await sampler.sample()
+    assert sample is not None
+    return sample
 
 
 class FakeNVMLError(Exception):
@@ -141,7 +149,7 @@ async def test_nvml_gives_each_gpu_figures_off_the_event_loop(
 ) -> None:
     sampler = LocalSampler(tmp_path)
     with trio.fail_after(10):
-        sample = await sampler.sample()
+        sample = await take(sampler)
     assert sample.gpus == (
         Gpu(
             index=0,
@@ -166,11 +174,11 @@ async def test_a_gpu_that_disappears_between_samples_leaves_the_list(
 ) -> None:
     sampler = LocalSampler(tmp_path)
     with trio.fail_after(10):
-        first = await sampler.sample()
+        first = await take(sampler)
         fake_nvml.devices[0].lost = True  # fell off the bus: NVML still counts it
-        second = await sampler.sample()
+        second = await take(sampler)
         fake_nvml.devices.pop()  # gone for good
-        third = await sampler.sample()
+        third = await take(sampler)
     assert [gpu.index for gpu in first.gpus] == [0, 1]
     assert [gpu.name for gpu in second.gpus] == ["NVIDIA H100 80GB HBM3"]
     assert third.gpus == ()
@@ -180,7 +188,7 @@ async def test_a_gpu_that_disappears_between_samples_leaves_the_list(
 async def test_nvml_that_cannot_start_means_no_gpus(tmp_path: Path, fake_nvml: FakeNVML) -> None:
     fake_nvml.init_error = FakeNVMLError("NVML Shared Library Not Found")
     with trio.fail_after(10):
-        assert (await LocalSampler(tmp_path).sample()).gpus == ()
+        assert (await take(LocalSampler(tmp_path))).gpus == ()
 
 
 async def test_no_nvml_module_means_no_gpus(tmp_path: Path) -> None:
@@ -188,8 +196,8 @@ async def test_no_nvml_module_means_no_gpus(tmp_path: Path) -> None:
         raise ImportError("No module named 'pynvml'")
 
     with trio.fail_after(10):
-        assert (await LocalSampler(tmp_path, nvml=missing).sample()).gpus == ()
-        assert (await LocalSampler(tmp_path, nvml=None).sample()).gpus == ()
+        assert (await take(LocalSampler(tmp_path, nvml=missing))).gpus == ()
+        assert (await take(LocalSampler(tmp_path, nvml=None))).gpus == ()
 
 
 @pytest.mark.skipif(
@@ -198,7 +206,7 @@ async def test_no_nvml_module_means_no_gpus(tmp_path: Path) -> None:
 async def test_the_real_binding_without_the_nvml_library_gives_no_gpus(tmp_path: Path) -> None:
     assert import_pynvml().__name__ == "pynvml"
     with trio.fail_after(10):
-        assert (await LocalSampler(tmp_path).sample()).gpus == ()
+        assert (await take(LocalSampler(tmp_path))).gpus == ()
 
 
 async def test_a_hung_gpu_read_is_abandoned_when_the_sample_is_cancelled(
@@ -210,11 +218,43 @@ async def test_a_hung_gpu_read_is_abandoned_when_the_sample_is_cancelled(
     try:
         with trio.fail_after(5):
             with trio.move_on_after(0.2) as bound:
-                await sampler.sample()
+                await take(sampler)
         assert bound.cancelled_caught
         assert sampler.previous is None  # nothing half-recorded
     finally:
         release.set()
+
+
+async def test_samples_are_skipped_while_an_abandoned_read_is_stuck(
+    tmp_path: Path,
+    fake_nvml: FakeNVML,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    inits: list[int] = []
+
+    def hung_init() -> None:
+        inits.append(1)
+        release.wait(10)
+
+    monkeypatch.setattr(sys.modules["pynvml"], "nvmlInit", hung_init)
+    sampler = LocalSampler(tmp_path)
+    try:
+        with trio.fail_after(5):
+            with trio.move_on_after(0.2):
+                await sampler.sample()
+            with caplog.at_level(logging.DEBUG, logger="overbrainer.system.sampler"):
+                skipped = [await sampler.sample(), await sampler.sample()]
+        assert skipped == [None, None] and sampler.stuck and inits == [1]
+        assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG]
+        assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+    finally:
+        release.set()
+    with trio.fail_after(5):
+        while sampler.stuck:  # noqa: ASYNC110 - the slot is freed by a callback, no event
+            await trio.sleep(0.01)
+        assert (await take(sampler)).gpus != ()
 
 
 def is_mount_holding(mount: str, path: Path) -> bool:
@@ -224,10 +264,10 @@ def is_mount_holding(mount: str, path: Path) -> bool:
 async def test_this_machine_has_disks_cpu_and_memory(tmp_path: Path) -> None:
     sampler = LocalSampler(tmp_path, nvml=None)
     with trio.fail_after(10):
-        first = await sampler.sample()
+        first = await take(sampler)
         # Some CPU time must pass between the two samples for a usage to exist.
         await trio.to_thread.run_sync(lambda: sum(range(3_000_000)))
-        second = await sampler.sample()
+        second = await take(sampler)
     run_disk = first.run_disk()
     assert run_disk is not None
     assert is_mount_holding(run_disk.mount, tmp_path)

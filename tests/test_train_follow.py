@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from pathlib import Path
 
 import attrs
 import pytest
@@ -14,11 +17,14 @@ from overbrainer.events.types import Event, JobStatusChanged, MarkEvent, Metric,
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.model.train_metric import EndMark, JobStage, StageMark
+from overbrainer.system import sampler as sampler_module
+from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.local import READ_LIMIT, split_lines
 from overbrainer.training.follow import (
     FollowError,
     FollowTimes,
     MetricsTail,
+    Sampler,
     follow,
     guard_stop,
 )
@@ -94,7 +100,7 @@ class CountingSampler:
 
 
 async def run_follow(
-    job: FakeJob, sampler: CountingSampler | None = None
+    job: FakeJob, sampler: Sampler | None = None
 ) -> tuple[JobStatus, list[Event], MetricsSummary]:
     seen = Collected()
     tail = MetricsTail(MetricsSummary())
@@ -314,3 +320,69 @@ async def test_a_failing_sample_is_logged_at_debug_and_never_ends_the_follow(
     failures = [r for r in caplog.records if r.getMessage().startswith("cannot sample")]
     assert [r.getMessage() for r in failures] == ["cannot sample the target: no such device"] * 2
     assert all(r.levelno == logging.DEBUG for r in failures)
+
+
+@attrs.define
+class LoggingJob(FakeJob):
+    """A running job that logs one metric line per status poll, noting the shared threads in use."""
+
+    step: int = 0
+    borrowed: list[int] = attrs.Factory(list)
+
+    async def status(self) -> JobStatus:
+        self.step += 1
+        line = b'{"event":"log","time":%d.0,"step":%d,"loss":1.5}\n' % (self.step, self.step)
+        self.files["metrics.jsonl"] = self.files.get("metrics.jsonl", b"") + line
+        self.borrowed.append(trio.to_thread.current_default_thread_limiter().borrowed_tokens)
+        # As the local job does: a status read in a thread, which needs a free shared slot.
+        await trio.to_thread.run_sync(lambda: None)
+        return await super().status()
+
+
+async def test_a_hung_sample_read_never_stops_the_follow_nor_starves_the_threads(
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    release = threading.Event()
+    reads: list[float] = []
+
+    def hung_read(directory: Path, *_: object, **__: object) -> SystemSample:
+        reads.append(time.monotonic())
+        release.wait(60)  # a read stuck on a hung mount until the test lets it go
+        return SystemSample(at=0.0, disks=(), cpu=None, memory=None, gpus=())
+
+    monkeypatch.setattr(sampler_module, "sample_machine", hung_read)
+    sampler = LocalSampler(tmp_path, nvml=None)
+    polls = 500  # 1,000 s of following: 100 sample periods, 50 abandoned samples' worth
+    job = LoggingJob(files={"metrics.jsonl": STAGE}, statuses=[*[Running()] * polls, Exited(0)])
+    try:
+        with caplog.at_level(logging.DEBUG, logger="overbrainer.system.sampler"):
+            status, events, summary = await run_follow(job, sampler)
+        assert status == Exited(0)
+        # Every line the job wrote was followed, and both status changes came through.
+        assert job.step == polls + 1
+        assert sum(isinstance(e, Metric) for e in events) == summary.lines == job.step
+        assert [e for e in events if isinstance(e, JobStatusChanged)] == [
+            JobStatusChanged(Running()),
+            JobStatusChanged(Exited(0)),
+        ]
+        # One thread was stuck; no sample was taken again while it was.
+        assert len(reads) == 1 and sampler.stuck
+        assert not any(isinstance(e, System) for e in events)
+        # The stuck read holds the sampler's own slot, never one of the shared limiter's.
+        assert max(job.borrowed) == 0
+        assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+        logged = [r for r in caplog.records if r.name == "overbrainer.system.sampler"]
+        assert [r.levelno for r in logged if r.levelno >= logging.WARNING] == [logging.WARNING]
+        assert "stuck" in logged[0].getMessage()
+        assert sum(r.levelno == logging.DEBUG for r in logged) >= 90
+    finally:
+        release.set()
+    # Once the read returns, its slot is free and the sampler samples again.
+    with trio.fail_after(3600):
+        await trio.testing.wait_all_threads_completed()
+        while sampler.stuck:  # noqa: ASYNC110 - the slot is freed by a callback, no event
+            await trio.sleep(0.01)
+        assert await sampler.sample() is not None

@@ -33,7 +33,9 @@ def system(watch: bool, as_json: bool) -> None:
         async def show_forever() -> bool:
             while True:
                 sample = await sampler.sample()
-                if as_json:
+                if sample is None:  # an earlier read is still stuck: nothing new to show
+                    pass
+                elif as_json:
                     click.echo(json.dumps(converter.unstructure(sample), separators=(",", ":")))
                 else:
                     click.echo("\n".join(system_rows(sample)))

@@ -1,1 +1,2 @@
-"""The embedded stand-in provider for demos and tests; not product logic."""
+"""Developer tools for demos, tests and benchmarks (the stand-in provider, a loop stall
+meter); not product logic."""

@@ -118,7 +118,7 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
         return
     async with open_command(options, front) as command:
         session = training_session(command)
-        record = run_commands.request_stop(session, run_id)
+        record = await run_commands.request_stop(session, run_id)
         front.line(
             f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end "
             "of its current step, then stops"

@@ -9,8 +9,9 @@ from overbrainer.config.settings import Protocol, Role
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import Completion
 from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
-from overbrainer.storage.jsonl import open_appender, read_records
+from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import (
     Example,
     Exclusion,
@@ -102,17 +103,11 @@ def _answered(ctx: StageContext) -> set[str]:
     return {example.id for example in ctx.stored("answers", Example.from_json)}
 
 
-async def answers_stage(ctx: StageContext, run: StageRun) -> None:
-    """Answer every selected question not in `answers.jsonl`, `concurrency` at a time."""
-    assert run.role is not None
-    role_client = run.role
-    role = role_client.role
-    # Rendered first, so a template that cannot render fails before `--force` rewrites.
-    template = ctx.template("answer_system.txt")
-    systems = {
-        topic.name: template.render(topic=topic.name, description=topic.description)
-        for topic in ctx.topics
-    }
+def _pending(ctx: StageContext) -> tuple[list[Question], int]:
+    """The selected questions still to answer, in file order, and how many are answered.
+
+    Blocking: it reads every question and every stored answer (a worker thread's job).
+    """
     questions = read_records(ctx.project.data_file("questions"), Question.from_json)
     answered = _answered(ctx)
     selected = ctx.selected_topic_names
@@ -127,6 +122,22 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
         elif question.id not in seen:
             seen.add(question.id)
             pending.append(question)
+    return pending, skipped
+
+
+async def answers_stage(ctx: StageContext, run: StageRun) -> None:
+    """Answer every selected question not in `answers.jsonl`, `concurrency` at a time."""
+    assert run.role is not None
+    role_client = run.role
+    role = role_client.role
+    # Rendered first, so a template that cannot render fails before `--force` rewrites.
+    template = ctx.template("answer_system.txt")
+    systems = {
+        topic.name: template.render(topic=topic.name, description=topic.description)
+        for topic in ctx.topics
+    }
+    in_thread = write_in_thread if ctx.force else read_in_thread
+    pending, skipped = await in_thread(lambda: _pending(ctx))
     run.skipped(count=skipped)
 
     protocol = ctx.settings.provider_of(role).protocol
@@ -136,7 +147,7 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     keep_system = ctx.settings.pipeline.include_system_prompt
     run.start(len(pending))
 
-    with open_appender(ctx.project.data_file("answers")) as appender:
+    async with appending(ctx.project.data_file("answers")) as appender:
 
         async def answer(question: Question) -> None:
             system = systems[question.topic]

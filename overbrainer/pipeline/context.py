@@ -119,7 +119,11 @@ class StageContext:
         return frozenset(topic.name for topic in self.topics)
 
     def stored(self, name: str, parse: Callable[[str], R]) -> list[R]:
-        """`data/<name>.jsonl`'s records, after `--force` removed the selected topics' ones."""
+        """`data/<name>.jsonl`'s records, after `--force` removed the selected topics' ones.
+
+        Blocking (a read, with `--force` an fsync'd rewrite): stages call it in a worker
+        thread through `overbrainer.pipeline.blocking`.
+        """
         path = self.project.data_file(name)
         stored = read_records(path, parse)
         if not self.force:

@@ -116,6 +116,9 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_LINE = "interrupted: the stage resumes on its next run"
 
+HISTORY_BOUND = 10.0
+"""Seconds a stage waits for its history line (an fsync'd append) before leaving it."""
+
 
 class StageItemsFailed(WorkFailed):
     """Some items failed after their retries; a rerun retries them (exit 1)."""
@@ -211,7 +214,7 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     run = StageRun(ctx, stage)
     started_at = utc_now()
 
-    def record(status: HistoryStatus, stats: StageStats) -> None:
+    async def record(status: HistoryStatus, stats: StageStats, *, cancelled: bool = False) -> None:
         role = run.role
         if run.split is not None:
             stats = StageStats(excluded=run.stats.excluded)
@@ -224,7 +227,20 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             None if role is None else role.role.model,
             stats,
         )
-        append_history(ctx.project.history, attrs.evolve(entry, split=run.split))
+        entry = attrs.evolve(entry, split=run.split)
+        if not cancelled:
+            await trio.to_thread.run_sync(append_history, ctx.project.history, entry)
+            return
+        # Cancelled from outside: shielded, so the stage still records itself, and bounded,
+        # so a hung disk cannot hold the command; the line is then left to its thread.
+        with trio.move_on_after(HISTORY_BOUND, shield=True) as bound:
+            await trio.to_thread.run_sync(
+                append_history, ctx.project.history, entry, abandon_on_cancel=True
+            )
+        if bound.cancelled_caught:
+            log.warning(
+                "the %s stage's history line was not written within %gs", stage, HISTORY_BOUND
+            )
 
     def finish() -> str:
         ctx.bus.publish(StageFinished(stage, run.stats))
@@ -235,26 +251,26 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     except LlmError as error:
         if error.stops_stage:
             line = finish()
-            record(HistoryStatus.FAILED, run.tally)
+            await record(HistoryStatus.FAILED, run.tally)
             return StageOutcome(run.stats, line, StageStopped(stage, error))
-        record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED, run.tally)
         raise
     except OverbrainerError:
-        record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED, run.tally)
         raise
     except BaseException:
         # Cancelled from outside, or a bug: the line still records what was done.
-        record(HistoryStatus.INTERRUPTED, run.tally)
+        await record(HistoryStatus.INTERRUPTED, run.tally, cancelled=True)
         raise
     line = finish()
     if ctx.interrupt.caught:
-        record(HistoryStatus.INTERRUPTED, run.tally)
+        await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
-        record(HistoryStatus.INTERRUPTED, run.tally)
+        await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, ctx.spend.error())
     if run.stats.failed:
-        record(HistoryStatus.FAILED, run.stats)
+        await record(HistoryStatus.FAILED, run.stats)
         return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
-    record(HistoryStatus.OK, run.stats)
+    await record(HistoryStatus.OK, run.stats)
     return StageOutcome(run.stats, line)

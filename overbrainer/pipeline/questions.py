@@ -18,10 +18,11 @@ from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
+from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.storage.ids import question_id
-from overbrainer.storage.jsonl import Appender, open_appender, read_records
+from overbrainer.storage.jsonl import Appender, read_records
 from overbrainer.storage.records import Question, RejectedQuestion, Subtopic, rejected_from_json
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,6 @@ class _Slot:
     subtopic: Subtopic
     accepted: list[str]
     state: _TopicState
-
-
-def _stored(ctx: StageContext) -> list[Question]:
-    """The stored questions, after `--force` removed the selected topics' ones."""
-    return ctx.stored("questions", Question.from_json)
 
 
 def _embedder(ctx: StageContext) -> Embed | None:
@@ -112,9 +108,20 @@ async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool
     return True
 
 
-async def questions_stage(ctx: StageContext, run: StageRun) -> None:
-    """Fill every subtopic of the selected topics up to `questions_per_subtopic`."""
-    pipeline = ctx.settings.pipeline
+@attrs.frozen
+class _Stored:
+    """What the stage starts from: the selected subtopics and their topics' known texts."""
+
+    subtopics: list[Subtopic]
+    by_subtopic: dict[str, list[str]]
+    by_topic: dict[str, list[str]]
+
+
+def _read_stored(ctx: StageContext) -> _Stored:
+    """The selected subtopics, their stored questions, and every text each topic has seen.
+
+    Blocking (reads, and with `--force` an fsync'd rewrite): a worker thread's job.
+    """
     selected = ctx.selected_topic_names
     subtopics = [
         s
@@ -127,7 +134,7 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
         for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedQuestion) and r.topic in selected
     ]
-    stored = _stored(ctx)
+    stored = ctx.stored("questions", Question.from_json)
     by_subtopic: dict[str, list[str]] = {}
     by_topic: dict[str, list[str]] = {name: [] for name in selected}
     for question in stored:
@@ -136,6 +143,15 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
             by_topic[question.topic].append(question.text)
     for record in rejected:
         by_topic[record.topic].append(record.text)
+    return _Stored(subtopics, by_subtopic, by_topic)
+
+
+async def questions_stage(ctx: StageContext, run: StageRun) -> None:
+    """Fill every subtopic of the selected topics up to `questions_per_subtopic`."""
+    pipeline = ctx.settings.pipeline
+    in_thread = write_in_thread if ctx.force else read_in_thread
+    known = await in_thread(lambda: _read_stored(ctx))
+    subtopics, by_subtopic, by_topic = known.subtopics, known.by_subtopic, known.by_topic
 
     run.start(len(subtopics))
     embed = _embedder(ctx)
@@ -164,7 +180,7 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
     order = {s.id: index for index, s in enumerate(subtopics)}
     slots.sort(key=lambda slot: order[slot.subtopic.id])
 
-    with open_appender(ctx.project.data_file("questions")) as appender:
+    async with appending(ctx.project.data_file("questions")) as appender:
 
         async def fill(slot: _Slot) -> None:
             await _fill(ctx, run, slot, appender)

@@ -6,9 +6,10 @@ import logging
 
 import attrs
 
+from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
-from overbrainer.pipeline.split import plan_split
-from overbrainer.storage.jsonl import file_stamp, read_records, read_records_at, rewrite_from
+from overbrainer.pipeline.split import SplitPlan, plan_split
+from overbrainer.storage.jsonl import Stamp, file_stamp, read_records, read_records_at, rewrite_from
 from overbrainer.storage.records import Meta, Question, example_head
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,11 @@ def _answer(line: str, start: int, length: int) -> _Answer:
     return _Answer(*example_head(line), start, length)
 
 
-async def split_stage(ctx: StageContext, run: StageRun) -> None:
-    """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
+def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
+    """Read every answer and question and split them; the answers file's stamp before it.
+
+    Blocking (reads every answer and question, then classifies): a worker thread's job.
+    """
     project = ctx.project
     source = project.data_file("answers")
     stamp = file_stamp(source)
@@ -55,12 +59,30 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
         pipeline.eval_ratio,
         pipeline.seed,
     )
+    return plan, stamp
+
+
+def _write(ctx: StageContext, chosen: list[list[_Answer]], stamp: Stamp | None) -> None:
+    """Rewrite train, then eval, from `chosen`'s two lists; blocking (two fsync'd rewrites).
+
+    It empties `chosen` as it goes, so that the answers are freed in this thread too:
+    freeing 100,000 of them on the event loop would stall it for tens of milliseconds.
+    """
+    source = ctx.project.data_file("answers")
+    for name in ("train", "eval"):
+        spans = [(answer.start, answer.length) for answer in chosen.pop(0)]
+        rewrite_from(ctx.project.data_file(name), source, spans, stamp)
+
+
+async def split_stage(ctx: StageContext, run: StageRun) -> None:
+    """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
+    plan, stamp = await read_in_thread(lambda: _plan(ctx))
     run.start(plan.counted)
     warning = plan.orphan_warning()
     if warning is not None:
         log.warning("%s", warning)
-    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
-        spans = [(answer.start, answer.length) for answer in chosen]
-        rewrite_from(project.data_file(name), source, spans, stamp)
     report = plan.report
+    chosen = [plan.train, plan.eval]
+    del plan
+    await write_in_thread(lambda: _write(ctx, chosen, stamp))
     run.finish_split(report.counts(), report.excluded_total, report.line())

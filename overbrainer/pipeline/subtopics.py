@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.ask import ask_list
+from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.storage.ids import subtopic_id
-from overbrainer.storage.jsonl import open_appender, read_records
+from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import RejectedSubtopic, Subtopic, rejected_from_json
 
 
@@ -24,20 +25,24 @@ def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -
     return kept
 
 
-def _stored(ctx: StageContext) -> list[Subtopic]:
-    """The stored subtopics, after `--force` removed the selected topics' ones."""
-    return ctx.stored("subtopics", Subtopic.from_json)
+def _read_stored(ctx: StageContext) -> tuple[list[RejectedSubtopic], list[Subtopic]]:
+    """The rejected subtopics, and the stored ones after `--force` removed the selected topics'.
 
-
-async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
-    """Fill each selected topic up to its `subtopics` count, one topic after another."""
+    Blocking (reads, and with `--force` an fsync'd rewrite): a worker thread's job.
+    """
     # Every file is read before `--force` rewrites one, so a bad line fails with nothing changed.
     rejected = [
         r
         for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedSubtopic)
     ]
-    stored = _stored(ctx)
+    return rejected, ctx.stored("subtopics", Subtopic.from_json)
+
+
+async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
+    """Fill each selected topic up to its `subtopics` count, one topic after another."""
+    in_thread = write_in_thread if ctx.force else read_in_thread
+    rejected, stored = await in_thread(lambda: _read_stored(ctx))
     have: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     counts: dict[str, int] = {topic.name: 0 for topic in ctx.topics}
     for subtopic in stored:
@@ -51,7 +56,7 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
     run.skipped(count=len(ctx.topics) - len(short))
     run.start(len(short))
     template = ctx.template("subtopics.txt")
-    with open_appender(ctx.project.data_file("subtopics")) as appender:
+    async with appending(ctx.project.data_file("subtopics")) as appender:
         for topic in short:
             if not run.admitting():
                 return

@@ -227,6 +227,10 @@ class LocalSampler:
         self._nvml: ModuleType | None = None
         self._cgroup_root = cgroup_root
         self.previous: SystemSample | None = None
+        # Its own single slot: a read abandoned on a hung mount holds this slot, not one of
+        # the 40 that every other `trio.to_thread` call of the process shares.
+        self._limiter = trio.CapacityLimiter(1)
+        self._warned = False
 
     def _nvml_module(self) -> ModuleType | None:
         if self._load_nvml is None:
@@ -240,19 +244,43 @@ class LocalSampler:
                 return None
         return self._nvml
 
-    async def sample(self) -> SystemSample:
-        """A new sample; off the event loop, since psutil and NVML may block.
+    @property
+    def stuck(self) -> bool:
+        """Whether an abandoned read of an earlier sample is still running."""
+        return self._limiter.borrowed_tokens > 0
+
+    def _skip(self) -> None:
+        if self._warned:
+            log.debug("sample skipped: the previous one is still stuck")
+            return
+        self._warned = True
+        log.warning(
+            "a system sample is stuck (a hung mount or GPU driver?): "
+            "skipping samples until it returns"
+        )
+
+    async def sample(self) -> SystemSample | None:
+        """A new sample, off the event loop since psutil and NVML may block; None (skipped)
+        while the read of an earlier one is still stuck.
 
         A read that hangs (a stuck NFS mount, a wedged driver) is abandoned on cancel, so the
-        caller's time bound and Ctrl-C end the sample instead of waiting for the thread.
+        caller's time bound and Ctrl-C end the sample instead of waiting for the thread; its
+        thread keeps the sampler's one slot until it returns, and samples are skipped until
+        then rather than piling up more stuck threads.
         """
+        if self.stuck:
+            self._skip()
+            return None
         machine = await trio.to_thread.run_sync(
             lambda: sample_machine(self.directory, self.previous, cgroup_root=self._cgroup_root),
             abandon_on_cancel=True,
+            limiter=self._limiter,
         )
         nvml = self._nvml_module()
         gpus = (
-            await trio.to_thread.run_sync(read_gpus, nvml, abandon_on_cancel=True)
+            await trio.to_thread.run_sync(
+                read_gpus, nvml, abandon_on_cancel=True, limiter=self._limiter
+            )
             if nvml is not None
             else ()
         )

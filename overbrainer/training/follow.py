@@ -58,8 +58,8 @@ class FollowedJob(Protocol):
 class Sampler(Protocol):
     """Takes system samples of the job's machine."""
 
-    async def sample(self) -> SystemSample:
-        """One sample."""
+    async def sample(self) -> SystemSample | None:
+        """One sample, or None when this one is skipped (an earlier one is still stuck)."""
         ...
 
 
@@ -115,12 +115,18 @@ class MetricsTail:
 
 
 async def sample_forever(sampler: Sampler, bus: EventBus, every: float) -> None:
-    """A sample at once, then every `every` s; failures are logged at debug and skipped."""
+    """A sample at once, then every `every` s; failures are logged at debug and skipped.
+
+    A sample that does not answer within `PROBE_TIMEOUT` is abandoned; the sampler skips
+    the next ones while its read is still stuck, so following goes on either way.
+    """
     while True:
         started = trio.current_time()
         with trio.move_on_after(PROBE_TIMEOUT) as scope:
             try:
-                bus.publish(System(await sampler.sample()))
+                sample = await sampler.sample()
+                if sample is not None:
+                    bus.publish(System(sample))
             except Exception as error:  # psutil, NVML: a failed sample is skipped, never fatal
                 log.debug("cannot sample the target: %s", error)
         if scope.cancelled_caught:

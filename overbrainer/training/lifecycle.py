@@ -170,7 +170,11 @@ async def start_run(
     name = target_name or training.target
     target = local_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
-    resume = prepare.resume_source(runs, resume_from, training) if resume_from else None
+    resume = (
+        await trio.to_thread.run_sync(prepare.resume_source, runs, resume_from, training)
+        if resume_from
+        else None
+    )
     _warn_missing_axolotl(name, target)
     for warning in prepare.start_warnings(training, hf_token=session.settings.hf_token is not None):
         log.warning("%s", warning)
@@ -182,12 +186,14 @@ async def start_run(
     if secrets is None:
         raise Detached("interrupted before the run started")
     owner = new_owner()
-    record = runs.create(
-        session.settings.project.name,
-        name,
-        lambda run_id: str((runs.root / run_id).resolve()),
-        accept=lambda _, path: claim_dir(path, owner),
-        resumed_from=resume_from if resume is not None else None,
+    record = await trio.to_thread.run_sync(
+        lambda: runs.create(
+            session.settings.project.name,
+            name,
+            lambda run_id: str((runs.root / run_id).resolve()),
+            accept=lambda _, path: claim_dir(path, owner),
+            resumed_from=resume_from if resume is not None else None,
+        )
     )
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
     session.created(record.id)
@@ -205,7 +211,7 @@ async def start_run(
         failed = attrs.evolve(
             record, state=RunState.FAILED, message="the job did not start in time"
         )
-        runs.save(failed)
+        await trio.to_thread.run_sync(runs.save, failed)
         raise WorkFailed(f"run {record.id} failed: the job did not start in time")
     if session.interrupt.caught:
         raise detached(record.id, name)
@@ -245,7 +251,8 @@ async def _start(
         job = await start_job(run_dir, plan.commands, secrets)
     except (OSError, OverbrainerError) as error:
         message = error.message if isinstance(error, OverbrainerError) else str(error)
-        runs.save(attrs.evolve(record, state=RunState.FAILED, message=message))
+        failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+        await trio.to_thread.run_sync(runs.save, failed)
         raise WorkFailed(f"run {record.id} failed to start: {message}") from None
     container = None if plan.container is None else Container(*_container(plan.container))
     running = attrs.evolve(
@@ -255,7 +262,7 @@ async def _start(
         snapshots=True,
     )
     try:
-        runs.save(running)
+        await trio.to_thread.run_sync(runs.save, running)
     except OverbrainerError:
         with trio.move_on_after(CANCEL_BOUND):  # inside the start's shield
             await LocalRunJob(job, plan.container).cancel()
@@ -286,9 +293,16 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
             job, session.bus, tail, run_id=record.id, times=session.times, sampler=sampler
         )
         nursery.cancel_scope.cancel()
-    ended = await trio.to_thread.run_sync(conclude, record, status, tail.summary, run_dir)
-    session.runs.save(ended)
+    # One thread for both, as one step: nothing can cancel between concluding and saving.
+    ended = await trio.to_thread.run_sync(
+        lambda: _save(session.runs, conclude(record, status, tail.summary, run_dir))
+    )
     return Outcome(ended, tail.summary, True)
+
+
+def _save(runs: Runs, record: RunRecord) -> RunRecord:
+    runs.save(record)
+    return record
 
 
 async def follow_to_end(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:

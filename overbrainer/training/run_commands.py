@@ -74,9 +74,9 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
 async def attach(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
-    record = session.runs.load(run_id)
+    record = await trio.to_thread.run_sync(session.runs.load, run_id)
     _check_target(session, record)
-    record = adopt_unrecorded_job(session, record)
+    record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     return await follow_to_end(session, record)
@@ -112,21 +112,21 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-def request_stop(session: Session, run_id: str) -> RunRecord:
+async def request_stop(session: Session, run_id: str) -> RunRecord:
     """Request a snapshot of a stoppable run of a known target; the run to follow."""
-    record = session.runs.load(run_id)
+    record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)
     _check_target(session, record)
-    request_snapshot(session.runs, record)
+    await trio.to_thread.run_sync(request_snapshot, session.runs, record)
     return record
 
 
 async def cancel(session: Session, run_id: str) -> RunEnding:
     """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
     runs = session.runs
-    record = runs.load(run_id)
+    record = await trio.to_thread.run_sync(runs.load, run_id)
     if record.target in session.settings.targets:
-        record = adopt_unrecorded_job(session, record)
+        record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.state is RunState.CANCELLED:
         raise WorkFailed(f"run {run_id} already ended: cancelled")
     if record.job is None:
@@ -154,5 +154,6 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
             )
         )
     cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
-    runs.save(cancelled)  # its artifacts are already here: a local run directory is R itself
+    # Its artifacts are already here: a local run directory is R itself.
+    await trio.to_thread.run_sync(runs.save, cancelled)
     return RunEnding((f"train: run {run_id} cancelled",))

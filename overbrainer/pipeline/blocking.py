@@ -1,0 +1,59 @@
+"""The stages' file work, run in worker threads so the event loop never waits on the disk.
+
+Reading 100,000 stored answers takes over a second; on the loop, Ctrl-C, metric scrapes
+and progress would wait that long. `storage/` stays synchronous: these wrappers are where
+the stages call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from overbrainer.storage.jsonl import Appender, open_file_appender
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLOSE_BOUND = 10.0
+"""Seconds a cancelled stage waits for its appender's fsync before leaving it to its thread."""
+
+
+async def read_in_thread(read: Callable[[], T]) -> T:
+    """`read()` in a worker thread; on cancel the thread is left to finish and its result
+    dropped, which is safe because it changes nothing on disk."""
+    return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
+
+
+async def write_in_thread(write: Callable[[], T]) -> T:
+    """`write()` in a worker thread, always waited for: a rewrite left running would race
+    with whatever the stage does next to the same file."""
+    return await trio.to_thread.run_sync(write)
+
+
+@contextlib.asynccontextmanager
+async def appending(path: Path) -> AsyncIterator[Appender]:
+    """`open_appender` with its open (tail repair) and close (fsync) off the event loop.
+
+    Appends stay on the loop: each is one unbuffered `write` of one short line, cheaper
+    than a trip to a thread. When the stage ends early (an error, a cancel) the close is
+    shielded and bounded, so the records stored so far are still synced but a hung disk
+    cannot hold the command; they are already written, so a close left to its thread loses
+    nothing but the wait for durability.
+    """
+    appender = await write_in_thread(lambda: open_file_appender(path))
+    try:
+        yield appender
+    except BaseException:
+        with trio.move_on_after(CLOSE_BOUND, shield=True) as bound:
+            await trio.to_thread.run_sync(appender.close, abandon_on_cancel=True)
+        if bound.cancelled_caught:
+            log.warning("%s: not synced to disk within %gs; left to finish", path, CLOSE_BOUND)
+        raise
+    await write_in_thread(appender.close)

@@ -1,0 +1,59 @@
+"""The event loop keeps answering while a stage reads or rewrites a large project.
+
+The bound here is generous (CI machines are noisy); `bench/stall.py` reports the exact
+figures on 100,000 answers against the 50 ms target.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from overbrainer.config.settings import Topic
+from overbrainer.devtools.loop_stall import LoopStalls, measure_stalls
+from overbrainer.events.types import Stage
+from overbrainer.pipeline.answers import answers_stage
+from overbrainer.pipeline.engine import Body, StageContext, StageRun
+from overbrainer.pipeline.split_stage import split_stage
+from tests.generator_harness import harness
+from tests.pipeline_support import read_examples, write_answered
+
+ANSWERS = 20_000
+BOUND = 0.25
+"""Seconds: five times the target, since shared CI machines pause processes at times."""
+
+TOPIC = Topic("ownership", subtopics=10, questions_per_subtopic=ANSWERS // 10)
+
+
+def measured(body: Body, stalls: list[LoopStalls]) -> Body:
+    """`body`, with the loop's stalls measured while it runs (not the harness's set-up)."""
+
+    async def run_measured(ctx: StageContext, run: StageRun) -> None:
+        with measure_stalls() as measure:
+            await body(ctx, run)
+        stalls.append(measure)
+
+    return run_measured
+
+
+async def test_resuming_20000_answers_never_stalls_the_loop(tmp_path: Path) -> None:
+    write_answered(tmp_path, ANSWERS)
+    stalls: list[LoopStalls] = []
+    async with harness(tmp_path, TOPIC) as h:
+        stats = await h.run(Stage.ANSWERS, measured(answers_stage, stalls))
+    assert (stats.skipped, stats.done, h.stub.completions) == (ANSWERS, 0, [])
+    [measure] = stalls
+    assert measure.passes > 0
+    assert measure.longest < BOUND, f"the loop stalled {measure.longest * 1e3:.0f} ms"
+
+
+async def test_splitting_20000_answers_never_stalls_the_loop(tmp_path: Path) -> None:
+    write_answered(tmp_path, ANSWERS)
+    stalls: list[LoopStalls] = []
+    async with harness(tmp_path, TOPIC) as h:
+        stats = await h.run(Stage.SPLIT, measured(split_stage, stalls))
+    usable = ANSWERS - ANSWERS // 50
+    assert stats.done == usable
+    assert len(read_examples(tmp_path, "train")) + len(read_examples(tmp_path, "eval")) == usable
+    [measure] = stalls
+    assert measure.passes > 0
+    assert measure.longest < BOUND, f"the loop stalled {measure.longest * 1e3:.0f} ms"
