@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from pathlib import Path
@@ -380,8 +381,12 @@ async def test_a_hung_sample_read_never_stops_the_follow_nor_starves_the_threads
         assert sum(r.levelno == logging.DEBUG for r in logged) >= 90
     finally:
         release.set()
-    # Once the read returns, its slot is free and the sampler samples again.
-    with trio.fail_after(3600):
+    # Once the read returns, its slot is free and the sampler samples again. The clock runs at
+    # real speed from here: waiting on a real thread, an autojumping clock would leap past any
+    # deadline before the thread had run.
+    autojump_clock.autojump_threshold = math.inf
+    autojump_clock.rate = 1.0
+    with trio.fail_after(30):
         await trio.testing.wait_all_threads_completed()
         while sampler.stuck:  # noqa: ASYNC110 - the slot is freed by a callback, no event
             await trio.sleep(0.01)
