@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
+from overbrainer.storage.atomic import write_atomic_chunks
 
 log = logging.getLogger(__name__)
 
@@ -226,16 +227,8 @@ def open_appender(path: Path) -> Iterator[Appender]:
         appender.close()
 
 
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def rewrite(path: Path, lines: Iterable[str]) -> None:
-    """Replace `path` with `lines` atomically: `.<name>.tmp` beside it, fsync, rename."""
+    """Replace `path` with `lines` (a newline after each) atomically, as `write_atomic` does."""
     pending = iter(lines)
     # One encode and write per batch of lines: per line, both cost more than the bytes.
     batches = iter(lambda: list(itertools.islice(pending, _WRITE_BATCH)), [])
@@ -298,22 +291,8 @@ def rewrite_from(
 
 
 def _rewrite_bytes(path: Path, chunks: Iterable[bytes]) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "wb") as file:
-            for chunk in chunks:
-                file.write(chunk)
-            file.flush()
-            os.fsync(file.fileno())
-    except (OSError, DataError) as error:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        if isinstance(error, DataError):
-            raise
-        raise _access_error(temp, error) from error
-    try:
-        os.replace(temp, path)
-        _sync_dir(path.parent)
+        write_atomic_chunks(path, chunks)
     except OSError as error:
-        raise _access_error(path, error) from error
+        raise _access_error(Path(error.filename or path), error) from error
