@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.events.types import Stage
+from overbrainer.storage import jsonl
 from overbrainer.storage.history import (
     EMPTY_HISTORY,
     HistoryRecord,
@@ -105,3 +106,20 @@ def test_history_output_with_and_without_all() -> None:
     totals = format_history([ANSWERS, SPLIT, unpriced])
     assert totals[0] == ("answers    2 run(s), 5 done, 0 failed; tokens 400 in, 200 out; $0.0042+")
     assert totals[-1].startswith("total      3 run(s), 5 done, 0 failed; tokens 400 in, 200 out;")
+
+
+def test_history_and_data_files_share_the_appender(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "history.jsonl"
+    opened: list[tuple[Path, bool]] = []
+    real_open = jsonl.open_file_appender
+
+    def recording_open(target: Path, keep_torn: bool = False) -> jsonl.Appender:
+        opened.append((target, keep_torn))
+        return real_open(target, keep_torn)
+
+    monkeypatch.setattr(jsonl, "open_file_appender", recording_open)
+    assert append_history(path, ANSWERS)
+    # The history is never cut: a torn line is ended and then skipped by the reader.
+    assert opened == [(path, True)]

@@ -131,6 +131,34 @@ def test_each_record_is_one_write_syscall(tmp_path: Path, monkeypatch: pytest.Mo
     assert calls == [_line(A), _line(B)]
 
 
+def test_several_records_can_be_one_write_syscall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    calls: list[bytes] = []
+    real_write = os.write
+
+    def counting_write(fd: int, data: bytes) -> int:
+        calls.append(bytes(data))
+        return real_write(fd, data)
+
+    with open_appender(path) as out:
+        monkeypatch.setattr(os, "write", counting_write)
+        out.append_all(record.to_json() for record in (A, B, C))
+        with pytest.raises(ValueError):
+            out.append_all([A.to_json(), '{"a":\n1}'])
+    assert calls == [_line(A) + _line(B) + _line(C)]
+    assert path.read_bytes() == calls[0]
+
+
+@pytest.mark.parametrize("tail", [_line(B)[:-5], b"garbage"])
+def test_an_appender_that_keeps_torn_lines_only_ends_them(tmp_path: Path, tail: bytes) -> None:
+    path = _write(tmp_path / "s.jsonl", _line(A) + tail)
+    with open_appender(path, keep_torn=True) as out:
+        out.append(C.to_json())
+    assert path.read_bytes() == _line(A) + tail + b"\n" + _line(C)
+
+
 def test_a_record_with_a_newline_is_refused(tmp_path: Path) -> None:
     with open_appender(tmp_path / "s.jsonl") as out, pytest.raises(ValueError):
         out.append('{"a":\n1}')
@@ -223,7 +251,9 @@ def test_a_failed_rewrite_leaves_the_old_file_and_no_temp(tmp_path: Path) -> Non
         yield B.to_json()
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(DataError, match=r"^cannot access .*\.train\.jsonl\.tmp: No space left"):
+    with pytest.raises(
+        DataError, match=r"^cannot access .*\.train\.jsonl\.[0-9a-f]{16}\.tmp: No space left"
+    ):
         rewrite(path, failing())
     assert path.read_bytes() == _line(A)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]

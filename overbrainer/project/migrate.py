@@ -91,8 +91,8 @@ class Backfill:
         """All the records in one append to the history."""
         try:
             append_records(project.history, self.records)
-        except OSError as error:
-            raise MigrateError(f"cannot write {project.history}: {error.strerror}") from None
+        except DataError as error:
+            raise MigrateError(f"cannot write {project.history}: {error.cause}") from None
 
 
 @attrs.frozen

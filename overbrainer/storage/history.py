@@ -6,7 +6,6 @@ import datetime
 import enum
 import json
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -14,6 +13,7 @@ from typing import TypeVar
 import attrs
 
 from overbrainer.events.types import Stage, StageStats
+from overbrainer.storage.jsonl import DataError, open_appender
 
 log = logging.getLogger(__name__)
 
@@ -205,35 +205,19 @@ def append_history(path: Path, record: HistoryRecord) -> bool:
     """
     try:
         append_records(path, (record,))
-    except OSError as error:
-        log.warning("cannot record the %s stage in %s: %s", record.stage, path, error)
+    except DataError as error:
+        log.warning("cannot record the %s stage in %s: %s", record.stage, path, error.cause)
         return False
     return True
 
 
 def append_records(path: Path, records: Sequence[HistoryRecord]) -> None:
-    """Append every record in a single write call; raises OSError.
+    """Append every record in a single write call; DataError when it cannot.
 
-    A last line left without its newline by a crash gets one first.
+    A last line left without its newline by a crash gets one first: the history is never cut.
     """
-    data = "".join(record.to_json() + "\n" for record in records).encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    with open_appender(path, keep_torn=True) as out:
+        out.append_all(record.to_json() for record in records)
 
 
 def read_history(path: Path) -> list[HistoryRecord]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
+from overbrainer.storage.atomic import write_atomic_chunks
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ class DataError(OverbrainerError):
 
     def __init__(self, message: str, cause: str | None = None) -> None:
         super().__init__(message if not cause else f"{message}: {cause}")
+        self.cause = cause
 
 
 def _access_error(path: Path, error: OSError) -> DataError:
@@ -134,7 +136,7 @@ def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
 
 
 class Appender:
-    """An open JSONL file that appends one record per `write` syscall, unbuffered."""
+    """An open JSONL file that appends records straight to the OS, one `write` syscall each."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
@@ -142,9 +144,14 @@ class Appender:
 
     def append(self, json_line: str) -> None:
         """Write one record (compact JSON, no newline) as one line, straight to the OS."""
-        if "\n" in json_line:
+        self.append_all((json_line,))
+
+    def append_all(self, json_lines: Iterable[str]) -> None:
+        """Write records as lines in a single `write`, so a crash keeps all of them or none."""
+        lines = list(json_lines)
+        if any("\n" in line for line in lines):
             raise ValueError("a record must fit on one line")
-        data = (json_line + "\n").encode("utf-8")
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
         try:
             written = os.write(self._fd, data)
             # A regular file takes the whole write unless the disk is full; finish it if not.
@@ -186,8 +193,8 @@ def _is_whole_record(tail: bytes) -> bool:
         return False
 
 
-def _repair_tail(path: Path, fd: int) -> None:
-    """Give a torn last line back its newline if it is whole JSON, else cut it off."""
+def _repair_tail(path: Path, fd: int, keep_torn: bool) -> None:
+    """End a torn last line with a newline when it is whole JSON or `keep_torn`; else cut it."""
     size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return
@@ -196,20 +203,27 @@ def _repair_tail(path: Path, fd: int) -> None:
     if tail.strip() and _is_whole_record(tail):
         os.write(fd, b"\n")
         log.warning("%s: the last line only lacked its newline; added it", path)
+    elif keep_torn:
+        os.write(fd, b"\n")
+        log.warning("%s: ended an incomplete last line left by an interrupted write", path)
     else:
         os.ftruncate(fd, keep)
         log.warning("%s: dropped an incomplete last line left by an interrupted write", path)
 
 
-def open_file_appender(path: Path) -> Appender:
-    """Open `path` for appending (creating it and its directory), repairing a torn tail."""
+def open_file_appender(path: Path, keep_torn: bool = False) -> Appender:
+    """Open `path` for appending (creating it and its directory), repairing a torn tail.
+
+    A torn last line is cut off, unless it is whole JSON (only its newline was lost) or
+    `keep_torn` says the file is never shortened (the history: its reader skips bad lines).
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     except OSError as error:
         raise _access_error(path, error) from error
     try:
-        _repair_tail(path, fd)
+        _repair_tail(path, fd, keep_torn)
     except OSError as error:
         os.close(fd)
         raise _access_error(path, error) from error
@@ -217,25 +231,17 @@ def open_file_appender(path: Path) -> Appender:
 
 
 @contextlib.contextmanager
-def open_appender(path: Path) -> Iterator[Appender]:
+def open_appender(path: Path, keep_torn: bool = False) -> Iterator[Appender]:
     """`with open_appender(path) as out: out.append(record.to_json())`; closes (and syncs)."""
-    appender = open_file_appender(path)
+    appender = open_file_appender(path, keep_torn)
     try:
         yield appender
     finally:
         appender.close()
 
 
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def rewrite(path: Path, lines: Iterable[str]) -> None:
-    """Replace `path` with `lines` atomically: `.<name>.tmp` beside it, fsync, rename."""
+    """Replace `path` with `lines` (a newline after each) atomically, as `write_atomic` does."""
     pending = iter(lines)
     # One encode and write per batch of lines: per line, both cost more than the bytes.
     batches = iter(lambda: list(itertools.islice(pending, _WRITE_BATCH)), [])
@@ -298,22 +304,8 @@ def rewrite_from(
 
 
 def _rewrite_bytes(path: Path, chunks: Iterable[bytes]) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "wb") as file:
-            for chunk in chunks:
-                file.write(chunk)
-            file.flush()
-            os.fsync(file.fileno())
-    except (OSError, DataError) as error:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        if isinstance(error, DataError):
-            raise
-        raise _access_error(temp, error) from error
-    try:
-        os.replace(temp, path)
-        _sync_dir(path.parent)
+        write_atomic_chunks(path, chunks)
     except OSError as error:
-        raise _access_error(path, error) from error
+        raise _access_error(Path(error.filename or path), error) from error

@@ -37,6 +37,7 @@ __all__ = [
 Role: TypeAlias = Literal["system", "user", "assistant"]
 """Who wrote a chat message."""
 
+# Mapped through this table so that every stored message shares one string per role.
 _ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant"}
 _U64_MAX = 2**64 - 1
 E = TypeVar("E", bound=enum.Enum)
@@ -73,17 +74,16 @@ def _load(line: str | bytes) -> Any:
     return value
 
 
-def _object(value: Any, what: str, required: frozenset[str], optional: frozenset[str]) -> None:
-    """Check that `value` is an object with exactly the allowed fields."""
+def _object(value: Any, what: str, required: frozenset[str], allowed: frozenset[str]) -> None:
+    """Check that `value` is an object with every `required` field and only `allowed` ones."""
     if type(value) is not dict:
         raise ValueError(f"{what} is not an object")
     keys = value.keys()
-    if keys - required - optional:
-        unknown = sorted(keys - required - optional)[0]
-        raise ValueError(f"unknown field `{unknown}` in {what}")
-    if required - keys:
-        missing = sorted(required - keys)[0]
-        raise ValueError(f"missing field `{missing}` in {what}")
+    if keys <= allowed and keys >= required:
+        return
+    if keys - allowed:
+        raise ValueError(f"unknown field `{sorted(keys - allowed)[0]}` in {what}")
+    raise ValueError(f"missing field `{sorted(required - keys)[0]}` in {what}")
 
 
 def _str(value: Any, field: str) -> str:
@@ -98,14 +98,10 @@ def _u64(value: Any, field: str) -> int:
     return value
 
 
-def _choice(table: dict[str, Any], value: Any, field: str) -> Any:
+def _choice(table: dict[str, E], value: Any, field: str) -> E:
     if type(value) is not str or value not in table:
         raise ValueError(f"`{field}` has an unknown value")
     return table[value]
-
-
-def _enum_get(table: dict[str, E], value: Any) -> E | None:
-    return table.get(value) if type(value) is str else None
 
 
 _SUBTOPIC_FIELDS = frozenset(("id", "topic", "name"))
@@ -127,7 +123,7 @@ class Subtopic:
     def from_json(cls, line: str | bytes) -> Subtopic:
         """Parse one line; `ValueError` when it is not exactly a Subtopic."""
         raw = _load(line)
-        _object(raw, "subtopic", _SUBTOPIC_FIELDS, frozenset())
+        _object(raw, "subtopic", _SUBTOPIC_FIELDS, _SUBTOPIC_FIELDS)
         return cls(_str(raw["id"], "id"), _str(raw["topic"], "topic"), _str(raw["name"], "name"))
 
 
@@ -160,11 +156,7 @@ class Question:
     def from_json(cls, line: str | bytes) -> Question:
         """Parse one line; `ValueError` when it is not exactly a Question."""
         raw = _load(line)
-        if type(raw) is dict and raw.keys() == _QUESTION_FIELDS:
-            values = (raw["id"], raw["topic"], raw["subtopic_id"], raw["subtopic"], raw["text"])
-            if all(type(value) is str for value in values):
-                return cls(*values)
-        _object(raw, "question", _QUESTION_FIELDS, frozenset())
+        _object(raw, "question", _QUESTION_FIELDS, _QUESTION_FIELDS)
         return cls(
             _str(raw["id"], "id"),
             _str(raw["topic"], "topic"),
@@ -193,36 +185,18 @@ class Message:
             fields["reasoning_content"] = self.reasoning_content
         return fields
 
-    @classmethod
-    def _parse(cls, raw: Any) -> Message:
-        # The common case in few operations; anything unusual takes the detailed path.
-        if _plain_message(raw):
-            return cls(_ROLES[raw["role"]], raw["content"], raw.get("reasoning_content"))
-        return cls._check(raw)
 
-    @classmethod
-    def _check(cls, raw: Any) -> Message:
-        _object(raw, "message", _MESSAGE_REQUIRED, _MESSAGE_OPTIONAL)
-        role: Role = _choice(_ROLES, raw["role"], "role")
-        reasoning = raw.get("reasoning_content")
-        if reasoning is not None:
-            _str(reasoning, "reasoning_content")
-        return cls(role, _str(raw["content"], "content"), reasoning)
-
-
-def _plain_message(raw: Any) -> bool:
-    """Whether `raw` is a valid message with nothing unusual (`Message._parse`'s fast path)."""
-    if type(raw) is not dict or not raw.keys() <= _MESSAGE_ALL:
-        return False
-    role = raw.get("role")
-    content = raw.get("content")
+def _check_message(raw: Any) -> None:
+    """Check one message of an example (`ValueError` naming what is wrong), building nothing."""
+    _object(raw, "message", _MESSAGE_REQUIRED, _MESSAGE_ALL)
+    role = raw["role"]
+    if type(role) is not str or role not in _ROLES:
+        raise ValueError("`role` has an unknown value")
+    if type(raw["content"]) is not str:
+        raise ValueError("`content` is not a string")
     reasoning = raw.get("reasoning_content")
-    return (
-        type(role) is str
-        and role in _ROLES
-        and type(content) is str
-        and (reasoning is None or type(reasoning) is str)
-    )
+    if reasoning is not None and type(reasoning) is not str:
+        raise ValueError("`reasoning_content` is not a string")
 
 
 _META_REQUIRED = frozenset(
@@ -255,35 +229,20 @@ class Meta:
 
     @classmethod
     def _parse(cls, raw: Any) -> Meta:
-        if type(raw) is dict and raw.keys() <= _META_ALL:
-            model = raw.get("model")
-            tokens_in = raw.get("input_tokens")
-            tokens_out = raw.get("output_tokens")
-            finish = _enum_get(_FINISH, raw.get("finish_reason"))
-            kind = _enum_get(_KIND, raw.get("reasoning_kind"))
-            excluded = raw.get("excluded")
-            exclusion = None if excluded is None else _enum_get(_EXCLUSION, excluded)
-            if (
-                type(model) is str
-                and type(tokens_in) is int
-                and 0 <= tokens_in <= _U64_MAX
-                and type(tokens_out) is int
-                and 0 <= tokens_out <= _U64_MAX
-                and finish is not None
-                and kind is not None
-                and (excluded is None or exclusion is not None)
-            ):
-                return cls(model, tokens_in, tokens_out, finish, kind, exclusion)
-        return cls._check(raw)
-
-    @classmethod
-    def _check(cls, raw: Any) -> Meta:
-        _object(raw, "meta", _META_REQUIRED, _META_OPTIONAL)
+        # Checked inline, not through the helpers: this runs for every answer read.
+        _object(raw, "meta", _META_REQUIRED, _META_ALL)
+        model, tokens_in, tokens_out = raw["model"], raw["input_tokens"], raw["output_tokens"]
+        if type(model) is not str:
+            raise ValueError("`model` is not a string")
+        if type(tokens_in) is not int or not 0 <= tokens_in <= _U64_MAX:
+            raise ValueError("`input_tokens` is not an unsigned 64-bit integer")
+        if type(tokens_out) is not int or not 0 <= tokens_out <= _U64_MAX:
+            raise ValueError("`output_tokens` is not an unsigned 64-bit integer")
         excluded = raw.get("excluded")
         return cls(
-            _str(raw["model"], "model"),
-            _u64(raw["input_tokens"], "input_tokens"),
-            _u64(raw["output_tokens"], "output_tokens"),
+            model,
+            tokens_in,
+            tokens_out,
             _choice(_FINISH, raw["finish_reason"], "finish_reason"),
             _choice(_KIND, raw["reasoning_kind"], "reasoning_kind"),
             None if excluded is None else _choice(_EXCLUSION, excluded, "excluded"),
@@ -323,34 +282,32 @@ class Example:
     @classmethod
     def from_json(cls, line: str | bytes) -> Example:
         """Parse one line; `ValueError` when it is not exactly an Example."""
-        raw = _load(line)
-        if type(raw) is dict and raw.keys() == _EXAMPLE_FIELDS:
-            id_, topic, subtopic = raw["id"], raw["topic"], raw["subtopic"]
-            messages = raw["messages"]
-            if (
-                type(id_) is str
-                and type(topic) is str
-                and type(subtopic) is str
-                and type(messages) is list
-            ):
-                return cls(
-                    id_,
-                    topic,
-                    subtopic,
-                    tuple(map(Message._parse, messages)),
-                    Meta._parse(raw["meta"]),
-                )
-        _object(raw, "example", _EXAMPLE_FIELDS, frozenset())
-        messages = raw["messages"]
-        if type(messages) is not list:
-            raise ValueError("`messages` is not a list")
-        return cls(
-            _str(raw["id"], "id"),
-            _str(raw["topic"], "topic"),
-            _str(raw["subtopic"], "subtopic"),
-            tuple(Message._parse(message) for message in messages),
-            Meta._parse(raw["meta"]),
-        )
+        raw, meta = _example_parts(line)
+        messages = tuple(map(_checked_message, raw["messages"]))
+        return cls(raw["id"], raw["topic"], raw["subtopic"], messages, meta)
+
+
+def _checked_message(raw: dict[str, Any]) -> Message:
+    """A message `_check_message` has passed."""
+    return Message(_ROLES[raw["role"]], raw["content"], raw.get("reasoning_content"))
+
+
+def _example_parts(line: str | bytes) -> tuple[dict[str, Any], Meta]:
+    """The checked JSON object of an Example line, and its meta; `ValueError` when invalid."""
+    raw = _load(line)
+    _object(raw, "example", _EXAMPLE_FIELDS, _EXAMPLE_FIELDS)
+    if type(raw["id"]) is not str:
+        raise ValueError("`id` is not a string")
+    if type(raw["topic"]) is not str:
+        raise ValueError("`topic` is not a string")
+    if type(raw["subtopic"]) is not str:
+        raise ValueError("`subtopic` is not a string")
+    messages = raw["messages"]
+    if type(messages) is not list:
+        raise ValueError("`messages` is not a list")
+    for message in messages:
+        _check_message(message)
+    return raw, Meta._parse(raw["meta"])
 
 
 def example_head(line: str | bytes) -> tuple[str, str, str, Meta]:
@@ -360,21 +317,8 @@ def example_head(line: str | bytes) -> tuple[str, str, str, Meta]:
     For `split`, which places answers by these fields only: building every message of
     100,000 answers costs a good part of reading them.
     """
-    raw = _load(line)
-    if type(raw) is dict and raw.keys() == _EXAMPLE_FIELDS:
-        id_, topic, subtopic = raw["id"], raw["topic"], raw["subtopic"]
-        messages = raw["messages"]
-        if (
-            type(id_) is str
-            and type(topic) is str
-            and type(subtopic) is str
-            and type(messages) is list
-            and all(map(_plain_message, messages))
-        ):
-            return id_, topic, subtopic, Meta._parse(raw["meta"])
-    # Anything unusual: the full parse gives the same record or the same error.
-    example = Example.from_json(line)
-    return example.id, example.topic, example.subtopic, example.meta
+    raw, meta = _example_parts(line)
+    return raw["id"], raw["topic"], raw["subtopic"], meta
 
 
 # A line as `Example.to_json` (and the reference) writes it: a 32-hex `id` first, `meta` last.
@@ -400,7 +344,7 @@ def example_id(line: str | bytes) -> str:
         found = line[len(_ID_START) : _ID_END]
         if _HEX.issuperset(found):
             return found
-    return Example.from_json(line).id
+    return str(_example_parts(line)[0]["id"])
 
 
 _REJECTED_SUBTOPIC_FIELDS = frozenset(("kind", "id", "topic", "name"))
@@ -471,12 +415,12 @@ def rejected_from_json(line: str | bytes) -> Rejected:
         raise ValueError("rejected record is not an object")
     kind = raw.get("kind")
     if kind == "subtopic":
-        _object(raw, "rejected subtopic", _REJECTED_SUBTOPIC_FIELDS, frozenset())
+        _object(raw, "rejected subtopic", _REJECTED_SUBTOPIC_FIELDS, _REJECTED_SUBTOPIC_FIELDS)
         return RejectedSubtopic(
             _str(raw["id"], "id"), _str(raw["topic"], "topic"), _str(raw["name"], "name")
         )
     if kind == "question":
-        _object(raw, "rejected question", _REJECTED_QUESTION_FIELDS, frozenset())
+        _object(raw, "rejected question", _REJECTED_QUESTION_FIELDS, _REJECTED_QUESTION_FIELDS)
         return RejectedQuestion(
             _str(raw["id"], "id"),
             _str(raw["topic"], "topic"),

@@ -24,6 +24,7 @@ import attrs
 from overbrainer.config.settings import Adapter, Training
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.train_metric import JobStage
+from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.job_script import Command
 from overbrainer.training.axolotl_config import (
     CONFIG_FILE,
@@ -161,7 +162,7 @@ def prepare_run(
     try:
         plugin = run_dir / PLUGIN_DIR / PLUGIN_FILE
         plugin.parent.mkdir(parents=True, exist_ok=True)
-        plugin.write_text(plugin_source(), encoding="utf-8")
+        write_atomic(plugin, plugin_source())
         checkpoint = None
         if resume is not None:
             checkpoint = resume.checkpoint

@@ -20,7 +20,7 @@ The API (reference-training.md §2):
   now=None, accept=None)` claims `runs/<id>` with an exclusive `mkdir` (skipping numbers whose
   directory exists, and numbers `accept(id, path)` turns down, e.g. a target-side claim that
   is taken; the empty directory is then released) and saves its `preparing` record;
-  `save(record)` writes `run.json` atomically (`.run.json.<16hex>.tmp` + fsync + rename);
+  `save(record)` writes `run.json` atomically (`storage.atomic.write_atomic`);
   `load(id)` (`RunNotFound`: `no run X in runs/`, exit 2; `InvalidRecord`);
   `list()` every readable run, ordered by `created` then ID, unreadable ones skipped with a
   warning; `ids()` the IDs of `list()`.
@@ -42,6 +42,7 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.storage.atomic import write_atomic
 from overbrainer.training.run_record import (
     ENDED,
     RECORD_FILE,
@@ -247,19 +248,13 @@ class Runs:
         return record
 
     def save(self, record: RunRecord) -> None:
-        """Write `record` to its `run.json` atomically (temp file, fsync, rename)."""
+        """Write `record` to its `run.json` atomically (`write_atomic`)."""
         folder = self.dir_of(record.id)
         path = folder / RECORD_FILE
-        temp = folder / f".{RECORD_FILE}.{secrets.token_hex(8)}.tmp"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            with open(temp, "wb") as file:
-                file.write(record.to_json().encode("utf-8"))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, path)
+            write_atomic(path, record.to_json())
         except OSError as error:
-            temp.unlink(missing_ok=True)
             raise RunsError(f"cannot write {path}: {error.strerror}") from None
 
     def load(self, run_id: str) -> RunRecord:
