@@ -11,7 +11,7 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED
-from overbrainer.model.job_kind import PROBE_EVERY
+from overbrainer.system.sampler import SAMPLE_EVERY
 from overbrainer.ui.front import CliFrontend
 
 
@@ -41,7 +41,7 @@ def system(watch: bool, as_json: bool) -> None:
                     click.echo("\n".join(system_rows(sample)))
                 if not watch:
                     return True
-                await trio.sleep(PROBE_EVERY)
+                await trio.sleep(SAMPLE_EVERY)
                 if not as_json:
                     click.echo()
 

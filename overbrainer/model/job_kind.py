@@ -28,7 +28,3 @@ class JobKind(enum.Enum):
         if self is JobKind.EXPORT:
             return f"export again with `overbrainer export {run}`"
         return f"compare again with `overbrainer compare --run {run}`"
-
-
-PROBE_EVERY = 10.0
-"""Seconds between two system samples of a followed job."""

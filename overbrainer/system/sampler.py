@@ -19,6 +19,9 @@ from overbrainer.system.probe import Parts, cpu_from_parts, is_shared, memory_fr
 
 log = logging.getLogger(__name__)
 
+SAMPLE_EVERY = 10.0
+"""Seconds between two system samples (a followed job, `system --watch`)."""
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 """Where the container's cgroup files are read from."""
 

@@ -14,9 +14,9 @@ import trio
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import JobStatusChanged, RunWatched, System
 from overbrainer.model.errors import WorkFailed
-from overbrainer.model.job_kind import PROBE_EVERY
 from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
+from overbrainer.system.sampler import SAMPLE_EVERY
 from overbrainer.targets.local import READ_LIMIT, split_lines
 from overbrainer.training.summary import MetricsSummary
 
@@ -68,7 +68,7 @@ class FollowTimes:
     """The follow loop's clocks, in seconds (tests shorten them through the environment)."""
 
     poll: float = 2.0
-    probe: float = PROBE_EVERY
+    probe: float = SAMPLE_EVERY
     request_watch: float = 30.0
     no_proof: float = 30 * 60.0
     after_proof: float = 10 * 60.0
