@@ -92,12 +92,6 @@ def _str(value: Any, field: str) -> str:
     return value
 
 
-def _u64(value: Any, field: str) -> int:
-    if type(value) is not int or not 0 <= value <= _U64_MAX:
-        raise ValueError(f"`{field}` is not an unsigned 64-bit integer")
-    return value
-
-
 def _choice(table: dict[str, E], value: Any, field: str) -> E:
     if type(value) is not str or value not in table:
         raise ValueError(f"`{field}` has an unknown value")
