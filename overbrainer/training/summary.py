@@ -51,7 +51,7 @@ class MetricsSummary:
 
     def add_line(self, line: MetricLine) -> LineEvent | None:
         """Take one parsed line; returns the event to publish, if any."""
-        if type(line) is Log:  # nearly every line: skip the pattern matching below
+        if isinstance(line, Log):  # nearly every line: before the pattern matching below
             metric = line.metric
             self.lines += 1
             if metric.step > self.step:
@@ -70,16 +70,6 @@ class MetricsSummary:
                 if max_steps is not None:
                     self.max_steps = max_steps
                 return None
-            case Log(metric=metric):
-                self.lines += 1
-                self.step = max(self.step, metric.step)
-                if metric.max_steps is not None:
-                    self.max_steps = metric.max_steps
-                if metric.eval_loss is not None:
-                    self.eval_loss = metric.eval_loss
-                if metric.loss is not None:
-                    self.last_train = metric
-                return Metric(metric)
             case Eval() | End():
                 self.lines += 1
                 if isinstance(line, End):
