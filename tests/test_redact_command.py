@@ -19,8 +19,14 @@ import trio
 
 from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
 from overbrainer.net.http_server import Request, Response, serve_http
-from tests.pipeline_support import PRICES, Result, command, command_env, make_project
-from tests.pipeline_support import write_questions
+from tests.pipeline_support import (
+    PRICES,
+    Result,
+    command,
+    command_env,
+    make_project,
+    write_questions,
+)
 
 KEY = "sk-SENTINEL-4f9c2b7e1d0a"
 VAULT_KEY = "sk-VAULTED-SENTINEL-8e21c3"
