@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import traceback
+from types import TracebackType
 
 import click
 
@@ -11,6 +13,7 @@ import click
 from overbrainer.cli import commands_registry  # noqa: F401
 from overbrainer.cli.group import Epilogue, cli
 from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from overbrainer.model.redact import redact
 from overbrainer.project.directory import PREDATES_HINT
 from overbrainer.ui.front import silence_stdout
 
@@ -18,6 +21,7 @@ from overbrainer.ui.front import silence_stdout
 def main() -> None:
     """Entry point of the console script: bad arguments give one `error:` line and exit 2."""
     epilogue = Epilogue()
+    sys.excepthook = show_bug
     try:
         _run(epilogue)
     finally:
@@ -35,10 +39,10 @@ def _run(epilogue: Epilogue) -> None:
         sys.exit(EXIT_USAGE)
     except click.UsageError as error:
         epilogue.hint = False  # the command line was refused: no command ran
-        click.echo(f"error: {usage_line(error)}", err=True)
+        click.echo(redact(f"error: {usage_line(error)}"), err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as error:
-        click.echo(f"error: {error.format_message()}", err=True)
+        click.echo(redact(f"error: {error.format_message()}"), err=True)
         sys.exit(error.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(EXIT_INTERRUPTED)
@@ -57,3 +61,11 @@ def usage_line(error: click.UsageError) -> str:
     if error.ctx is None:
         return message
     return f"{message}; see `{error.ctx.command_path} --help`"
+
+
+def show_bug(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+    """Print an uncaught exception's traceback (a bug) with known secrets masked."""
+    text = "".join(traceback.format_exception(kind, error, trace))
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(redact(text))
+        sys.stderr.flush()

@@ -13,6 +13,7 @@ import trio
 
 from overbrainer.model.error_groups import error_leaves, meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
+from overbrainer.model.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -51,5 +52,5 @@ def _report(error: OverbrainerError) -> int:
     # An interruption is not an error: its line (e.g. «interrupted: the stage resumes on its
     # next run») is printed as is.
     prefix = "" if error.exit_code == EXIT_INTERRUPTED else "error: "
-    click.echo(f"{prefix}{error.message}", err=True)
+    click.echo(redact(f"{prefix}{error.message}"), err=True)
     return error.exit_code

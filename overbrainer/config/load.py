@@ -20,6 +20,7 @@ from overbrainer.config.env import PREFIX as ENV_PREFIX
 from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
+from overbrainer.model import redact
 from overbrainer.model.text import decode_utf8
 
 CONFIG_FILE = "overbrainer.toml"
@@ -211,6 +212,21 @@ def syntax_error_at(text: str, error: tomllib.TOMLDecodeError) -> str:
     return ""
 
 
+def register_secrets(settings: s.Settings) -> None:
+    """Have every literal secret and URL userinfo of `settings` masked from now on.
+
+    `vault:` references are no secret; their values are registered when resolved.
+    """
+    literals = [provider.api_key for provider in settings.providers.values()]
+    literals += [settings.runpod.api_key, settings.hf_token]
+    for secret in literals:
+        if secret is not None and not secret.is_reference:
+            redact.register(secret.text)
+    urls = [provider.base_url for provider in settings.providers.values()]
+    for url in [*urls, settings.runpod.base_url, settings.hub.base_url]:
+        redact.register_url(url)
+
+
 def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = None) -> s.Settings:
     """Load and validate the project's configuration; raises ConfigError (exit code 2)."""
     env = os.environ if environ is None else environ
@@ -238,6 +254,7 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     except Exception as error:  # cattrs wraps every problem; each is named by its key path
         problems = [_name_env_var(problem, paths) for problem in _problems(error, "")]
         raise ConfigError.parse(problems) from None
+    register_secrets(loaded)
     from overbrainer.config.ranges import check_sections
     from overbrainer.config.validate import check
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import attrs
 import httpx2
 
+from overbrainer.model import redact
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 
 VAULT_PREFIX = "vault:"
@@ -68,15 +69,20 @@ def parse_reference(text: str) -> VaultRef:
 
 
 def vault_token(environ: Mapping[str, str], home: Path | None = None) -> str | None:
-    """The token from `VAULT_TOKEN`, else `~/.vault-token` (trimmed, non-empty), else None."""
+    """The token from `VAULT_TOKEN`, else `~/.vault-token` (trimmed, non-empty), else None.
+
+    The token found is registered for redaction.
+    """
     token = environ.get("VAULT_TOKEN", "").strip()
     if token:
+        redact.register(token)
         return token
     token_file = (home if home is not None else Path(os.path.expanduser("~"))) / ".vault-token"
     try:
         token = token_file.read_text(encoding="utf-8").strip()
     except OSError:
         return None
+    redact.register(token)
     return token or None
 
 
@@ -89,20 +95,22 @@ async def resolve_secret(
     """The secret's value; a reference is read from Vault/OpenBao KV v2.
 
     `key` names the setting (e.g. `providers.openrouter.api_key`) in the error
-    `cannot resolve <key>: <cause>`; the value never appears in it.
+    `cannot resolve <key>: <cause>`; the value never appears in it. The value is registered
+    for redaction before it is returned.
     """
     env = os.environ if environ is None else environ
     try:
         ref = secret.reference()
-        if ref is None:
-            return secret.text
-        return await _read_vault(ref, env, home)
+        value = secret.text if ref is None else await _read_vault(ref, env, home)
+        redact.register(value)
+        return value
     except SecretError as error:
         raise SecretError(f"cannot resolve {key}: {error.message}") from None
 
 
 async def _read_vault(ref: VaultRef, environ: Mapping[str, str], home: Path | None) -> str:
     address = environ.get("VAULT_ADDR", "").strip()
+    redact.register_url(address)
     if not address:
         raise SecretError("a vault: reference was found but VAULT_ADDR is not set")
     token = vault_token(environ, home)

@@ -109,6 +109,8 @@ class Reply:
     headers: dict[str, str] = attrs.field(factory=dict)
     body: bytes | None = None
     drop: bool = False
+    echo_auth: bool = False
+    """An error reply (`status`) whose message quotes the request's credential headers."""
 
 
 @attrs.frozen
@@ -261,6 +263,20 @@ def _json_response(
     return Response(status, json.dumps(value).encode(), JSON_HEADERS + extra)
 
 
+def _echoed_auth(request: Recorded) -> str:
+    """What a careless upstream says: the credentials it got, verbatim."""
+    sent = [
+        f"{name}: {request.headers[name]}"
+        for name in ("authorization", "x-api-key")
+        if name in request.headers
+    ]
+    return (
+        f"upstream rejected the request with headers {'; '.join(sent)}"
+        if sent
+        else "no credentials"
+    )
+
+
 class StubProvider:
     """The scripted provider; `serve` runs it, `url` is its base URL once started."""
 
@@ -317,7 +333,8 @@ class StubProvider:
         if reply.body is not None:
             return Response(reply.status, reply.body, JSON_HEADERS + tuple(reply.headers.items()))
         if reply.status != 200:
-            error: Json = {"error": {"message": reply.content}}
+            text = _echoed_auth(recorded) if reply.echo_auth else reply.content
+            error: Json = {"error": {"message": text}}
             return _json_response(error, reply.status, reply.headers)
         serial = len(self.requests)
         if request.path.endswith("/messages"):

@@ -18,6 +18,7 @@ from overbrainer.events.types import Event
 from overbrainer.model import job_status as js
 from overbrainer.model import pod_status as pod
 from overbrainer.model import train_metric as mt
+from overbrainer.model.redact import redact
 from overbrainer.model.system_sample import Cpu
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,10 @@ def event_from_json(text: str) -> Event:
 
 
 class JsonlObserver:
-    """An Observer writing each event as one JSON line, flushed at once; never raises on write."""
+    """An Observer writing each event as one JSON line, flushed at once; never raises on write.
+
+    Known secrets are masked in the line (they can reach an event through provider text).
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,7 +228,7 @@ class JsonlObserver:
         if self._file is None or self._failed:
             return
         try:
-            self._file.write(event_to_json(event) + "\n")
+            self._file.write(redact(event_to_json(event)) + "\n")
             self._file.flush()
         except Exception as exc:
             # publish must never raise: a broken events file only loses its lines.

@@ -43,7 +43,7 @@ class StatusError(LlmError):
 
     @classmethod
     def from_body(cls, status: int, body: str, retry_after: float | None = None) -> StatusError:
-        """The error for `status`, keeping provider text only where it cannot quote the key."""
+        """The error for `status` with the provider's text (known secrets in it are masked)."""
         return cls(status, status_message(status, body), retry_after)
 
     @property

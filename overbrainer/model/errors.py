@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from overbrainer.model.redact import redact
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -14,6 +16,8 @@ class OverbrainerError(Exception):
     exit_code = EXIT_FAILED
 
     def __init__(self, message: str) -> None:
+        # Provider text (an echoed header, a URL) can quote a key: mask what is known.
+        message = redact(message)
         super().__init__(message)
         self.message = message
 

@@ -13,6 +13,7 @@ from typing import TypeVar
 import attrs
 
 from overbrainer.events.types import Stage, StageStats
+from overbrainer.model.redact import redact
 from overbrainer.storage.jsonl import DataError, open_appender
 
 log = logging.getLogger(__name__)
@@ -215,9 +216,10 @@ def append_records(path: Path, records: Sequence[HistoryRecord]) -> None:
     """Append every record in a single write call; DataError when it cannot.
 
     A last line left without its newline by a crash gets one first: the history is never cut.
+    Known secrets are masked (a model name is free text).
     """
     with open_appender(path, keep_torn=True) as out:
-        out.append_all(record.to_json() for record in records)
+        out.append_all(redact(record.to_json()) for record in records)
 
 
 def read_history(path: Path) -> list[HistoryRecord]:

@@ -16,6 +16,7 @@ from overbrainer.events.bus import CAPACITY, EventBus, Observer, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.redact import redact
 from overbrainer.ui.progress import render, render_until
 
 log = logging.getLogger(__name__)
@@ -94,9 +95,9 @@ class CliFrontend:
             yield flag
 
     def line(self, text: str) -> None:
-        """Print a result line on stdout (dropped once stdout's reader has gone)."""
+        """Print a result line on stdout, secrets masked (dropped once its reader has gone)."""
         try:
-            click.echo(text)
+            click.echo(redact(text))
         except BrokenPipeError:
             # `overbrainer run | head -1`: the work and its history go on without stdout.
             silence_stdout()

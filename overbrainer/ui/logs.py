@@ -15,6 +15,8 @@ from typing import TextIO
 
 import attrs
 
+from overbrainer.model.redact import redact
+
 LOG_ENV = "OVERBRAINER_LOG"
 DEFAULT_FILTER = "overbrainer=info,warn"
 LOG_LINES = 5000
@@ -142,7 +144,10 @@ def record_message(record: logging.LogRecord) -> str:
 
 
 class LineFormatter(logging.Formatter):
-    """`<RFC3339 UTC time, microseconds>Z <LEVEL:>5> <message>`, the level coloured if asked."""
+    """`<RFC3339 UTC time, microseconds>Z <LEVEL:>5> <message>`, the level coloured if asked.
+
+    Known secrets are masked in the whole text, the traceback included.
+    """
 
     def __init__(self, colour: bool) -> None:
         super().__init__()
@@ -158,7 +163,9 @@ class LineFormatter(logging.Formatter):
         line = f"{at.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z {level} {record_message(record)}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return line
+        if record.stack_info:
+            line += "\n" + self.formatStack(record.stack_info)
+        return redact(line)
 
 
 @attrs.frozen(kw_only=True)
@@ -250,7 +257,7 @@ class BufferHandler(logging.Handler):
                     level=record.levelno,
                     target=record.name,
                     time=record.created,
-                    message=record_message(record),
+                    message=redact(record_message(record)),
                 )
             )
         except Exception:
