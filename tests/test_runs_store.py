@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import threading
 from pathlib import Path
 
 import attrs
@@ -318,3 +319,31 @@ def test_an_unwritable_runs_directory_is_a_one_line_error(tmp_path: Path) -> Non
     with pytest.raises(RunsError) as caught:
         claim_dir(blocker / "r", "0123456789abcdef")
     assert caught.value.message == f"cannot claim {blocker / 'r'}: Not a directory"
+
+
+def test_update_is_a_compare_and_set_that_other_saves_wait_for(tmp_path: Path) -> None:
+    runs = Runs(tmp_path)
+    runs.save(RUNNING)
+    before = runs.record_path(RUNNING.id).read_bytes()
+    assert runs.update(RUNNING.id, lambda record: None) == RUNNING
+    assert runs.record_path(RUNNING.id).read_bytes() == before
+    entered, release = threading.Event(), threading.Event()
+
+    def cancel(record: RunRecord) -> RunRecord:
+        entered.set()
+        release.wait(10)
+        return attrs.evolve(record, state=RunState.CANCELLED)
+
+    updater = threading.Thread(target=runs.update, args=(RUNNING.id, cancel))
+    updater.start()
+    assert entered.wait(10)
+    failed = attrs.evolve(RUNNING, state=RunState.FAILED, message="lost")
+    saver = threading.Thread(target=runs.save, args=(failed,))
+    saver.start()
+    saver.join(0.3)
+    assert saver.is_alive()  # held off by the update's lock on runs/<id>/
+    release.set()
+    updater.join(10)
+    saver.join(10)
+    assert runs.load(RUNNING.id) == failed  # written after the update, never between
+    assert sorted(p.name for p in (tmp_path / RUNNING.id).iterdir()) == ["run.json"]

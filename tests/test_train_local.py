@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import json
 import os
 import re
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,13 +16,14 @@ from tests.train_helpers import (
     group_alive,
     kill_jobs,
     make_project,
+    only_run,
     overbrainer,
     record,
     run_ids,
     standin_env,
-    start,
+    start_and_detach,
+    training,
     wait_for,
-    wait_for_steps,
 )
 
 
@@ -38,12 +37,6 @@ def project(tmp_path: Path) -> collections.abc.Iterator[Path]:
 @pytest.fixture
 def bin_dir(tmp_path: Path) -> Path:
     return tmp_path / "bin"
-
-
-def only_run(project: Path) -> str:
-    ids = run_ids(project)
-    assert len(ids) == 1, ids
-    return ids[0]
 
 
 def metric_lines(stderr: str) -> list[str]:
@@ -151,35 +144,6 @@ def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) 
     assert record(project, run_id)["message"] == message
 
 
-@contextlib.contextmanager
-def training(
-    project: Path, env: dict[str, str], err: Path, steps: int = 2
-) -> collections.abc.Iterator[subprocess.Popen[str]]:
-    """`train` started in the background once its job has logged `steps` steps; killed after."""
-    train = start(project, env, err, "train")
-    try:
-        wait_for_steps(project, steps)
-        yield train
-    finally:
-        train.kill()
-        train.wait()
-
-
-def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
-    """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
-    with training(project, env, err) as train:
-        train.send_signal(signal.SIGINT)
-        out, _ = train.communicate(timeout=10)
-    run_id = only_run(project)
-    assert train.returncode == 130
-    assert out == ""
-    assert err.read_text().splitlines()[-1] == (
-        f"interrupted: run {run_id} keeps running on target `local`; "
-        f"follow it again with `overbrainer train attach {run_id}`"
-    )
-    return run_id
-
-
 def test_ctrl_c_detaches_and_attach_collects_the_end(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
@@ -280,7 +244,7 @@ def test_cancel_stops_the_group_and_records_it(
     assert (project / "runs" / run_id / "cancelled").exists()
     assert record(project, run_id)["state"] == "cancelled"
     again = overbrainer(project, env, "train", "cancel", run_id)
-    assert again.returncode == 1
+    assert again.returncode == 2
     assert again.stderr.splitlines()[-1] == f"error: run {run_id} already ended: cancelled"
 
 

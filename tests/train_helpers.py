@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import json
 import os
@@ -135,3 +136,39 @@ def kill_jobs(root: Path) -> None:
     for pid_file in root.rglob("job.pid"):
         with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def only_run(project: Path) -> str:
+    """The ID of the only run; fails when there is not exactly one."""
+    ids = run_ids(project)
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+@contextlib.contextmanager
+def training(
+    project: Path, env: dict[str, str], err: Path, steps: int = 2
+) -> collections.abc.Iterator[subprocess.Popen[str]]:
+    """`train` started in the background once its job has logged `steps` steps; killed after."""
+    train = start(project, env, err, "train")
+    try:
+        wait_for_steps(project, steps)
+        yield train
+    finally:
+        train.kill()
+        train.wait()
+
+
+def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
+    """Start `train`, wait until the job logs a few steps, Ctrl-C it; the run ID."""
+    with training(project, env, err) as train:
+        train.send_signal(signal.SIGINT)
+        out, _ = train.communicate(timeout=10)
+    run_id = only_run(project)
+    assert train.returncode == 130
+    assert out == ""
+    assert err.read_text().splitlines()[-1] == (
+        f"interrupted: run {run_id} keeps running on target `local`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+    return run_id

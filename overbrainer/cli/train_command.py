@@ -15,14 +15,23 @@ from overbrainer.ui.front import CliFrontend
 @click.option("--target", "target_name", metavar="NAME", help="Train on this [targets] entry.")
 @click.option("--resume-from", metavar="RUN_ID", help="Resume from the snapshot of a stopped run.")
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after the run.")
+@click.option(
+    "--force", is_flag=True, help="Start even while another run still trains on the target."
+)
 @click.pass_context
 def train(
-    ctx: click.Context, target_name: str | None, resume_from: str | None, keep_pod: bool
+    ctx: click.Context,
+    target_name: str | None,
+    resume_from: str | None,
+    keep_pod: bool,
+    force: bool,
 ) -> None:
     """Fine-tune the child on data/train.jsonl with Axolotl and follow the run to its end."""
     if ctx.invoked_subcommand is not None:
-        if target_name is not None or resume_from is not None or keep_pod:
-            raise click.UsageError("--target, --resume-from and --keep-pod go without a subcommand")
+        if target_name is not None or resume_from is not None or keep_pod or force:
+            raise click.UsageError(
+                "--target, --resume-from, --keep-pod and --force go without a subcommand"
+            )
         return
     options = command_options()
     run_flow(
@@ -32,6 +41,7 @@ def train(
             target_name=target_name,
             resume_from=resume_from,
             keep_pod=keep_pod,
+            force=force,
         )
     )
 

@@ -33,7 +33,10 @@ from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Subtopic
-from overbrainer.training.lifecycle import warn_if_training_cannot_start
+from overbrainer.training.lifecycle import (
+    warn_if_a_run_still_trains,
+    warn_if_training_cannot_start,
+)
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +170,7 @@ async def pipeline_flow(
         topics = select_topics(config.settings, topic_names)
         if whole_run and train:
             warn_if_training_cannot_start(config.settings)
+            await warn_if_a_run_still_trains(config.settings, project)
         planned = list(stages)
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
             project, frozenset(t.name for t in topics)

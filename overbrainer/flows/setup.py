@@ -61,21 +61,26 @@ def open_events_file(path: Path | None) -> Iterator[Observer | None]:
 
 
 @contextlib.asynccontextmanager
-async def open_command(options: CommandOptions, front: Frontend) -> AsyncIterator[Command]:
+async def open_command(
+    options: CommandOptions, front: Frontend, *, shared: bool = False
+) -> AsyncIterator[Command]:
     """Set up one command: project, events file, lock, interrupt, settings, metrics and bus.
 
     The bus is seen by the events file and the metrics observer. An OverbrainerError raised in
     the block (alone, or the only kind in an exception group) is held until the bus has printed
     every queued line, then raised, so that the progress lines come before the error line.
-    Anything else goes out as is.
+    Anything else goes out as is. `shared` is for a command that works beside the process
+    holding the project (`train cancel`): no lock is taken and no metrics are served (the
+    holder serves them).
     """
     project = open_project(options.project_dir)
     failure: OverbrainerError | None = None
-    with open_events_file(options.events) as events, project_lock(project):
+    lock = contextlib.nullcontext() if shared else project_lock(project)
+    with open_events_file(options.events) as events, lock:
         async with front.interrupt() as interrupt:
             config = ConfigState(project)
             async with (
-                open_metrics(config.settings, project) as serving,
+                open_metrics(config.settings, project, enabled=not shared) as serving,
                 front.open_bus(Observers(events, serving.observer)) as bus,
             ):
                 try:

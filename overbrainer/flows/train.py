@@ -6,7 +6,7 @@ import logging
 
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.flows.setup import Command, CommandOptions, open_command
-from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
 from overbrainer.training.lifecycle import (
     RunEnding,
@@ -46,10 +46,11 @@ async def train_run(
     target_name: str | None = None,
     resume_from: str | None = None,
     keep_pod: bool = False,
+    force: bool = False,
 ) -> RunRecord:
     """Start a run, follow it and report its end: what `overbrainer train` and `run` do."""
     record = await start_run(
-        session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod
+        session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
     outcome = await follow_to_end(session, record)
     report(sink, ending(session.runs, outcome))
@@ -75,8 +76,12 @@ async def train_flow(
     target_name: str | None = None,
     resume_from: str | None = None,
     keep_pod: bool = False,
+    force: bool = False,
 ) -> None:
-    """`overbrainer train`: a new run (or one resumed from a snapshot), followed to its end."""
+    """`overbrainer train`: a new run (or one resumed from a snapshot), followed to its end.
+
+    `force` starts it even while another run of this project still trains on the target.
+    """
     async with open_command(options, front) as command:
         await train_run(
             training_session(command),
@@ -84,6 +89,7 @@ async def train_flow(
             target_name=target_name,
             resume_from=resume_from,
             keep_pod=keep_pod,
+            force=force,
         )
 
 
@@ -92,6 +98,15 @@ async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     async with open_command(options, front) as command:
         session = training_session(command)
         report(front, ending(session.runs, await run_commands.attach(session, run_id)))
+
+
+def held_elsewhere(project: Project) -> bool:
+    """Whether another overbrainer process holds the project's lock right now."""
+    try:
+        with project_lock(project):
+            return False
+    except ProjectLocked:
+        return True
 
 
 async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
@@ -104,10 +119,7 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
     runs = Runs(project.runs)
     record = runs.load(run_id)
     run_commands.check_stoppable(record)
-    try:
-        with project_lock(project):
-            pass
-    except ProjectLocked:
+    if held_elsewhere(project):
         run_commands.request_snapshot(runs, record)
         holder = run_commands.lock_holder(project)
         front.line(
@@ -128,6 +140,19 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
 
 
 async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
-    """`overbrainer train cancel`: stop a run's job and record it cancelled."""
-    async with open_command(options, front) as command:
+    """`overbrainer train cancel`: stop a run's job and record it cancelled.
+
+    Like `train stop`, it works while another overbrainer holds the project (a follower of
+    the run, say): it then runs without the project lock, and the run's own lock orders its
+    record write with the follower's.
+    """
+    project = open_project(options.project_dir)
+    shared = held_elsewhere(project)
+    if shared:
+        log.info(
+            "train: overbrainer (%s) is using this project: cancelling run %s beside it",
+            run_commands.lock_holder(project),
+            run_id,
+        )
+    async with open_command(options, front, shared=shared) as command:
         report(front, await run_commands.cancel(training_session(command), run_id))

@@ -126,15 +126,16 @@ async def open_metrics(
     observer: MetricsObserver | None = None,
     *,
     header_timeout: float = HEADER_TIMEOUT,
+    enabled: bool = True,
 ) -> AsyncIterator[MetricsServing]:
     """Serve the project's metrics on `[metrics] listen` until the block ends.
 
-    Does nothing when `listen` is unset. Never fails the command: an address that cannot be
-    bound logs «cannot serve the metrics on ADDRESS: …» and the block runs without metrics.
-    Leaving the block closes every connection and frees the port.
+    Does nothing when `listen` is unset or not `enabled`. Never fails the command: an address
+    that cannot be bound logs «cannot serve the metrics on ADDRESS: …» and the block runs
+    without metrics. Leaving the block closes every connection and frees the port.
     """
     listen = settings.metrics
-    if listen.listen is None or listen.host is None or listen.port is None:
+    if not enabled or listen.listen is None or listen.host is None or listen.port is None:
         yield MetricsServing()
         return
     if not _is_loopback(listen.host):

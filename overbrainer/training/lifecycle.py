@@ -24,6 +24,7 @@ from overbrainer.targets.local import LocalJob, LocalRunJob, start_job
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
+from overbrainer.training.live_runs import live_runs, refuse_if_training, still_training
 from overbrainer.training.outcome import Outcome, conclude, local_summary
 from overbrainer.training.run_store import (
     Container,
@@ -152,6 +153,19 @@ def warn_if_training_cannot_start(settings: Settings) -> None:
         _warn_missing_axolotl(name, target)
 
 
+async def warn_if_a_run_still_trains(settings: Settings, project: Project) -> None:
+    """Before `run`'s stages: say at once when its training would be refused (a live run)."""
+    if settings.training is None:
+        return
+    name = settings.training.target
+    live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name)
+    if live:
+        log.warning(
+            "%s; `run` trains after split only if it has ended by then",
+            still_training(live, name).message,
+        )
+
+
 async def _hf_token(settings: Settings) -> dict[str, str]:
     if settings.hf_token is None:
         return {}
@@ -164,12 +178,19 @@ async def start_run(
     target_name: str | None = None,
     resume_from: str | None = None,
     keep_pod: bool = False,
+    force: bool = False,
 ) -> RunRecord:
-    """Create and start a run (§6.1 steps 1-5); Detached when Ctrl-C came meanwhile."""
+    """Create and start a run (§6.1 steps 1-5); Detached when Ctrl-C came meanwhile.
+
+    Refused (RunStillTraining, exit 2) while a run of this project still trains on the same
+    target, unless `force`.
+    """
     training = session.training()
     name = target_name or training.target
     target = local_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
+    if not force:
+        await trio.to_thread.run_sync(refuse_if_training, runs, name)
     resume = (
         await trio.to_thread.run_sync(prepare.resume_source, runs, resume_from, training)
         if resume_from
@@ -301,8 +322,9 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
 
 
 def _save(runs: Runs, record: RunRecord) -> RunRecord:
-    runs.save(record)
-    return record
+    # The follower knows most about the end (a snapshot proof, the metrics), so its record
+    # wins; `update` only orders it with a `train cancel` writing beside it.
+    return runs.update(record.id, lambda _: record)
 
 
 async def follow_to_end(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:

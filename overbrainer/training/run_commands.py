@@ -121,22 +121,32 @@ async def request_stop(session: Session, run_id: str) -> RunRecord:
     return record
 
 
+def check_cancellable(record: RunRecord) -> None:
+    """Refuse a run whose job cannot be cancelled, with `train stop`'s words and exit code 2."""
+    if record.state.ended:
+        raise UsageError(f"run {record.id} already ended: {record.state.value}")
+    if record.job is None:
+        raise UsageError(f"run {record.id} has not started: there is no job to cancel yet")
+
+
+def _record_cancelled(record: RunRecord) -> RunRecord | None:
+    """The cancelled record, unless a follower already recorded how the run ended."""
+    if record.state.ended:
+        return None
+    return attrs.evolve(record, state=RunState.CANCELLED, message=None)
+
+
 async def cancel(session: Session, run_id: str) -> RunEnding:
-    """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C."""
+    """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C.
+
+    Safe beside a process that follows the run: the record is written only while it is not
+    ended yet, under the run's lock; the follower records the end itself from the job's status.
+    """
     runs = session.runs
     record = await trio.to_thread.run_sync(runs.load, run_id)
     if record.target in session.settings.targets:
         record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
-    if record.state is RunState.CANCELLED:
-        raise WorkFailed(f"run {run_id} already ended: cancelled")
-    if record.job is None:
-        raise WorkFailed(f"run {run_id} has not started")
-    if record.state.ended:
-        log.info(
-            "train: run %s already ended: %s; stopping any job left on the target",
-            run_id,
-            record.state.value,
-        )
+    check_cancellable(record)
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
     _check_target(session, record)
     job = job_handle(record, runs.dir_of(run_id))
@@ -153,7 +163,13 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
                 f"collect it with `overbrainer train attach {run_id}`",
             )
         )
-    cancelled = attrs.evolve(record, state=RunState.CANCELLED, message=None)
     # Its artifacts are already here: a local run directory is R itself.
-    await trio.to_thread.run_sync(runs.save, cancelled)
-    return RunEnding((f"train: run {run_id} cancelled",))
+    saved = await trio.to_thread.run_sync(runs.update, run_id, _record_cancelled)
+    if saved.state is RunState.CANCELLED:
+        return RunEnding((f"train: run {run_id} cancelled",))
+    return RunEnding(
+        (
+            f"train: the job of run {run_id} was cancelled; the process following it recorded "
+            f"the run {saved.state.value}",
+        )
+    )

@@ -20,7 +20,10 @@ The API (reference-training.md §2):
   now=None, accept=None)` claims `runs/<id>` with an exclusive `mkdir` (skipping numbers whose
   directory exists, and numbers `accept(id, path)` turns down, e.g. a target-side claim that
   is taken; the empty directory is then released) and saves its `preparing` record;
-  `save(record)` writes `run.json` atomically (`storage.atomic.write_atomic`);
+  `save(record)` writes `run.json` atomically (`storage.atomic.write_atomic`) under the run
+  directory's lock; `update(id, change)` re-reads the record and saves `change(record)` under
+  that same lock (a compare-and-set for processes that share a run, e.g. `train cancel` beside
+  a follower);
   `load(id)` (`RunNotFound`: `no run X in runs/`, exit 2; `InvalidRecord`);
   `list()` every readable run, ordered by `created` then ID, unreadable ones skipped with a
   warning; `ids()` the IDs of `list()`.
@@ -32,7 +35,9 @@ The API (reference-training.md §2):
 from __future__ import annotations
 
 import builtins
+import contextlib
 import datetime as dt
+import fcntl
 import logging
 import os
 import re
@@ -248,14 +253,50 @@ class Runs:
         return record
 
     def save(self, record: RunRecord) -> None:
-        """Write `record` to its `run.json` atomically (`write_atomic`)."""
+        """Write `record` to its `run.json` atomically (`write_atomic`), under the run's lock."""
         folder = self.dir_of(record.id)
-        path = folder / RECORD_FILE
         try:
             folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RunsError(f"cannot write {folder / RECORD_FILE}: {error.strerror}") from None
+        with self._locked(record.id):
+            self._write(record)
+
+    def update(self, run_id: str, change: Callable[[RunRecord], RunRecord | None]) -> RunRecord:
+        """Save `change(record on disk)` unless it is None; the record as it now stands.
+
+        Read and write happen under the run's lock, so no other process's save falls between.
+        """
+        with self._locked(run_id):
+            current = self.load(run_id)
+            changed = change(current)
+            if changed is None or changed == current:
+                return current
+            self._write(changed)
+            return changed
+
+    def _write(self, record: RunRecord) -> None:
+        path = self.record_path(record.id)
+        try:
             write_atomic(path, record.to_json())
         except OSError as error:
             raise RunsError(f"cannot write {path}: {error.strerror}") from None
+
+    @contextlib.contextmanager
+    def _locked(self, run_id: str) -> Iterator[None]:
+        """Hold an exclusive `flock` on `runs/<id>/` itself (no lock file to leave behind)."""
+        folder = self.dir_of(run_id)
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise RunNotFound(f"no run {run_id} in runs/") from None
+        except OSError as error:
+            raise RunsError(f"cannot lock {folder}: {error.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the only descriptor releases the lock
 
     def load(self, run_id: str) -> RunRecord:
         """The record of run `run_id`: RunNotFound when there is none, InvalidRecord if broken."""
