@@ -214,7 +214,13 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     run = StageRun(ctx, stage)
     started_at = utc_now()
 
-    async def record(status: HistoryStatus, stats: StageStats, *, cancelled: bool = False) -> None:
+    async def record(
+        status: HistoryStatus,
+        stats: StageStats,
+        *,
+        cancelled: bool = False,
+        reason: str | None = None,
+    ) -> None:
         role = run.role
         if run.split is not None:
             stats = StageStats(excluded=run.stats.excluded)
@@ -227,7 +233,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             None if role is None else role.role.model,
             stats,
         )
-        entry = attrs.evolve(entry, split=run.split)
+        entry = attrs.evolve(
+            entry, split=run.split, cost_estimated=run.estimated, reason=reason
+        )
         if not cancelled:
             await trio.to_thread.run_sync(append_history, ctx.project.history, entry)
             return
@@ -267,8 +275,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
         await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
-        await record(HistoryStatus.INTERRUPTED, run.tally)
-        return StageOutcome(run.stats, line, ctx.spend.error())
+        capped = ctx.spend.error()
+        await record(HistoryStatus.INTERRUPTED, run.tally, reason=capped.reason)
+        return StageOutcome(run.stats, line, capped)
     if run.stats.failed:
         await record(HistoryStatus.FAILED, run.stats)
         return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
