@@ -122,9 +122,7 @@ def _make_converter() -> cattrs.Converter:
     attrs.resolve_types(ev.ItemDone)
     converter.register_unstructure_hook(
         ev.ItemDone,
-        make_dict_unstructure_fn(
-            ev.ItemDone, converter, estimated=override(omit_if_default=True)
-        ),
+        make_dict_unstructure_fn(ev.ItemDone, converter, estimated=override(omit_if_default=True)),
     )
     _register_tagged(
         converter,

@@ -159,7 +159,11 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
             if paid is None:
                 return
             example = build_example(
-                question, paid.completion, role, system if keep_system else None, warning is not None
+                question,
+                paid.completion,
+                role,
+                system if keep_system else None,
+                warning is not None,
             )
             appender.append(example.to_json())
             run.done(

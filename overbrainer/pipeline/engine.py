@@ -233,9 +233,7 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             None if role is None else role.role.model,
             stats,
         )
-        entry = attrs.evolve(
-            entry, split=run.split, cost_estimated=run.estimated, reason=reason
-        )
+        entry = attrs.evolve(entry, split=run.split, cost_estimated=run.estimated, reason=reason)
         if not cancelled:
             await trio.to_thread.run_sync(append_history, ctx.project.history, entry)
             return

@@ -5,7 +5,8 @@ granted only while `spent + reserved + this reservation <= cap`. When a reply co
 reservation is settled with its real cost (or an estimate, when the reply carries no usage);
 a request that fails without a reply releases it. A reservation that does not fit waits for the
 ones in flight to settle; one that does not fit with nothing in flight stops the command.
-Amounts are exact fractions of the float prices, so rounding never lets a request pass the cap.
+Amounts are exact fractions of the decimal prices and cap (`0.1` is 1/10), so rounding never
+lets a request pass the cap, nor refuses one that fits exactly.
 """
 
 from __future__ import annotations
@@ -59,11 +60,16 @@ class UnknownPrices(UsageError):
         super().__init__("--max-cost needs known prices")
 
 
+def decimal(value: float) -> Fraction:
+    """The decimal a float was written as (its shortest repr), exactly: `0.1` is 1/10."""
+    return Fraction(repr(float(value)))
+
+
 def exact_cost(usage: Usage, price: Price) -> Fraction:
     """What `usage` costs at `price` in USD, without rounding."""
     return (
-        usage.input_tokens * Fraction(price.input_per_million)
-        + usage.output_tokens * Fraction(price.output_per_million)
+        usage.input_tokens * decimal(price.input_per_million)
+        + usage.output_tokens * decimal(price.output_per_million)
     ) / 1_000_000
 
 
@@ -148,6 +154,7 @@ class SpendCap:
     refused: Fraction | None = None
     """The reservation the cap refused, once one was: no request starts after it."""
     _settled: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _line: trio.Lock = attrs.field(factory=trio.Lock, init=False)
 
     @property
     def reached(self) -> bool:
@@ -156,27 +163,29 @@ class SpendCap:
 
     def fits(self, amount: Fraction) -> bool:
         """Whether a reservation of `amount` fits now: `spent + reserved + amount <= limit`."""
-        return self.limit is None or self.spent + self.reserved + amount <= Fraction(self.limit)
+        return self.limit is None or self.spent + self.reserved + amount <= decimal(self.limit)
 
     async def reserve(self, amount: Fraction) -> Reservation | None:
         """Reserve `amount`, waiting for reservations in flight to settle while it does not fit.
 
-        None when the cap refuses it: it does not fit with nothing else in flight, or another
-        request was refused meanwhile. Nothing is reserved then.
+        Requests are served in the order they asked (a trio.Lock is fair), so a big one is
+        not overtaken forever by small ones. None when the cap refuses it: it does not fit with
+        nothing else in flight, or another request was refused meanwhile. Nothing is reserved
+        then.
         """
-        while not self.reached:
-            if self.fits(amount):
-                self.reserved += amount
-                return Reservation(self, amount)
-            if self.reserved == 0:
-                self.refused = amount
-                self.changed()
-                return None
-            await self._settled.wait()
+        async with self._line:
+            while not self.reached:
+                if self.fits(amount):
+                    self.reserved += amount
+                    return Reservation(self, amount)
+                if self.reserved == 0:
+                    self.refused = amount
+                    return None
+                await self._settled.wait()
         return None
 
     def changed(self) -> None:
-        """Wake the requests waiting for room (a reservation closed, or the cap refused one)."""
+        """Wake the request waiting for room: a reservation closed."""
         self._settled.set()
         self._settled = trio.Event()
 
