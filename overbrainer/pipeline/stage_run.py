@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from fractions import Fraction
 from typing import TypeVar
@@ -24,6 +25,8 @@ from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
 from overbrainer.pipeline.spend import counted_usage, exact_cost, worst_usage
 from overbrainer.storage.history import SplitCounts
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -133,7 +136,13 @@ class StageRun:
         """Count one attempt's usage at the role's price; its cost when the price is known."""
         price = self.price
         self.stats = self.stats.add_usage(usage, price)
-        self.estimated = self.estimated or estimated
+        if estimated and not self.estimated:
+            self.estimated = True
+            log.warning(
+                "%s: a reply had no token usage: its tokens and cost are estimated "
+                "from its text (UTF-8 bytes / 3), marked `(estimated)`",
+                self.stage,
+            )
         return None if price is None else price.cost(usage)
 
     def done(
