@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import attrs
@@ -24,6 +25,7 @@ from overbrainer.events.types import (
 )
 from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.errors import StatusError
+from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.model.errors import EXIT_INTERRUPTED
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.engine import (
@@ -54,6 +56,7 @@ class Harness:
     spend: SpendCap = attrs.Factory(SpendCap)
     price: Price | None = attrs.Factory(lambda: Price(1000.0, 2000.0))
     drain: float = 30.0
+    client: object = None
 
     async def run(self, body: Body) -> StageStats:
         try:
@@ -70,7 +73,7 @@ class Harness:
         )
 
         async with open_event_bus(observer=self.recorder) as bus:
-            role = RoleClient("parent", ROLE, "stub", None, self.price)  # type: ignore[arg-type]
+            role = RoleClient("parent", ROLE, "stub", self.client, self.price)  # type: ignore[arg-type]
             ctx = StageContext(
                 project=Project(self.root),
                 settings=settings,
@@ -229,23 +232,49 @@ async def test_the_grace_ends_and_a_second_interrupt_cancels_at_once(
         assert h.history() == [(HistoryStatus.INTERRUPTED, 0, 0, 0, 0)]
 
 
+class SlowModel:
+    """A model answering every request after a second, with `USAGE` ($0.20 at the price)."""
+
+    async def complete(self, request: CompletionRequest, on_retry: object = None) -> Completion:
+        await trio.sleep(1.0)
+        return Completion("ok", usage=USAGE)
+
+
 async def test_the_spend_cap_stops_admission_and_fails_the_command(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    h = Harness(tmp_path, spend=SpendCap(0.5))
+    h = Harness(tmp_path, spend=SpendCap(0.5), client=SlowModel())
 
     async def body(ctx: StageContext, run: StageRun) -> None:
         run.start(10)
-        await finish_items(run, [str(n) for n in range(10)], pause=1.0)
+
+        async def one(item: str) -> None:
+            paid = await run.complete(run.request("q", max_tokens=100), item)
+            if paid is not None:
+                run.done(item, paid.usage, paid.cost)
+
+        await run.each([str(n) for n in range(10)], one)
 
     with pytest.raises(SpendCapReached) as caught:
         await h.run(body)
-    # Two at a time, $0.20 each: 0.4 spent at t=1 admits two more, 0.8 at t=2 admits none.
-    assert h.spend.spent == pytest.approx(0.8)
+    # Each request reserves (1 + 16) in at $1000/M and 100 out at $2000/M: $0.217. Two fit
+    # under $0.50 and the third waits; once they settle at $0.20 each, $0.40 + $0.217 does not
+    # fit with nothing in flight, so the cap refuses it.
+    assert h.spend.spent == Fraction(2, 5)
+    assert h.spend.reserved == 0
     assert caught.value.message == (
-        "spend cap of $0.5000 reached after $0.8000; run the command again to continue"
+        "spend cap reached: $0.4000 of $0.5000 (the next request could cost up to $0.2170); "
+        "run the command again to continue"
     )
-    assert h.history()[0][0] is HistoryStatus.INTERRUPTED
+    assert h.lines == [
+        "answers: 2 done, 0 skipped, 0 failed, 0 excluded; tokens 200 in, 100 out; cost $0.4000"
+    ]
+    [line] = read_history(tmp_path / ".overbrainer" / "history.jsonl")
+    assert (line.status, line.done, line.reason) == (
+        HistoryStatus.INTERRUPTED,
+        2,
+        "spend cap reached: $0.4000 of $0.5000",
+    )
 
 
 def test_unknown_topics_are_refused_by_name() -> None:

@@ -214,24 +214,3 @@ async def test_ctrl_c_during_questions_stops_run_and_a_rerun_finishes(tmp_path: 
         assert rerun.code == 0, rerun.stderr
         assert rerun.out_lines[1].startswith("questions: 2 done, 2 skipped, 0 failed")
         assert rerun.out_lines[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
-
-
-async def test_the_spend_cap_covers_every_stage_of_run(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p")
-    async with open_stub() as stub:
-        stub.models = {
-            "data": [
-                {"id": "gen-model", "pricing": {"prompt": "0.01", "completion": "0.01"}},
-                {"id": "parent-model", "pricing": {"prompt": "0.01", "completion": "0.01"}},
-            ]
-        }
-        result = await overbrainer(root, "run", "--max-cost", "0.5", url=stub.url)
-        assert len(stub.completions) == 1
-    assert result.code == 1
-    assert len(result.out_lines) == 1
-    assert result.out_lines[0].startswith("subtopics: 1 done, 0 skipped, 0 failed")
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: spend cap of $0.5000 reached after $")
-    assert [(h.stage.value, h.status) for h in history(root)] == [
-        ("subtopics", HistoryStatus.INTERRUPTED)
-    ]

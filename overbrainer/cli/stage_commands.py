@@ -41,8 +41,8 @@ def _max_cost_option(command: F) -> F:
         type=click.FloatRange(min=0.0),
         default=None,
         metavar="USD",
-        help="Start no new request once this command's known spend reaches USD "
-        "(default: [pipeline] max_cost_usd).",
+        help="Spend at most USD in this command: a request starts only if its worst-case "
+        "cost fits under it (default: [pipeline] max_cost_usd).",
     )(command)
 
 

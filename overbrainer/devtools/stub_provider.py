@@ -103,7 +103,8 @@ class Reply:
     thinking: str | None = None
     refusal: str | None = None
     finish_reason: str = "stop"
-    usage: tuple[int, int] = (10, 5)
+    usage: tuple[int, int] | None = (10, 5)
+    """Input and output tokens; None leaves `usage` out of the reply, as some providers do."""
     delay: float = 0.0
     status: int = 200
     headers: dict[str, str] = attrs.field(factory=dict)
@@ -225,18 +226,20 @@ def _openai_body(reply: Reply, model: str, serial: int) -> Json:
         message["reasoning_details"] = reply.reasoning_details
     if reply.refusal is not None:
         message["refusal"] = reply.refusal
-    tokens_in, tokens_out = reply.usage
-    return {
+    body: dict[str, Json] = {
         "id": f"stub-{serial}",
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        "usage": {
+    }
+    if reply.usage is not None:
+        tokens_in, tokens_out = reply.usage
+        body["usage"] = {
             "prompt_tokens": tokens_in,
             "completion_tokens": tokens_out,
             "total_tokens": tokens_in + tokens_out,
-        },
-    }
+        }
+    return body
 
 
 def _anthropic_body(reply: Reply, model: str, serial: int) -> Json:
@@ -244,16 +247,18 @@ def _anthropic_body(reply: Reply, model: str, serial: int) -> Json:
     if reply.thinking is not None:
         blocks.append({"type": "thinking", "thinking": reply.thinking, "signature": "stub"})
     blocks.append({"type": "text", "text": reply.content})
-    tokens_in, tokens_out = reply.usage
-    return {
+    body: dict[str, Json] = {
         "id": f"msg_stub_{serial}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": blocks,
         "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
-        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
     }
+    if reply.usage is not None:
+        tokens_in, tokens_out = reply.usage
+        body["usage"] = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+    return body
 
 
 def _json_response(

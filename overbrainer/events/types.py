@@ -82,6 +82,8 @@ class ItemDone:
     usage: Usage | None = None
     cost: float | None = None
     excluded: bool = False
+    estimated: bool = False
+    """The reply had no usage: `usage` and `cost` are estimated from its text."""
 
 
 @attrs.frozen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overbrainer.llm.openai import read_usage
+from overbrainer.llm.openai import read_usage, reports_usage
 from overbrainer.llm.types import (
     Completion,
     CompletionRequest,
@@ -81,5 +81,7 @@ def parse_message(answer: Json) -> Completion:
         reasoning = Reasoning.none()
     stop = fields.get("stop_reason")
     finish = _STOP.get(stop, FinishReason.OTHER) if isinstance(stop, str) else FinishReason.OTHER
-    usage = read_usage(fields.get("usage"), "input_tokens", "output_tokens")
-    return Completion("".join(texts), reasoning, usage, finish)
+    counts = fields.get("usage")
+    usage = read_usage(counts, "input_tokens", "output_tokens")
+    reported = reports_usage(counts, "input_tokens", "output_tokens")
+    return Completion("".join(texts), reasoning, usage, finish, reported)

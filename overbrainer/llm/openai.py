@@ -84,6 +84,15 @@ def read_usage(usage: Json, input_key: str, output_key: str) -> Usage:
     return Usage(_count(fields.get(input_key)), _count(fields.get(output_key)))
 
 
+def reports_usage(usage: Json, input_key: str, output_key: str) -> bool:
+    """Whether a usage object counts any tokens at all (some providers leave it out)."""
+    fields = _obj(usage)
+    return any(
+        isinstance(fields.get(key), int) and not isinstance(fields.get(key), bool)
+        for key in (input_key, output_key)
+    )
+
+
 def parse_chat(answer: Json) -> Completion:
     """A `Completion` from a chat-completions answer."""
     choices = _obj(answer).get("choices")
@@ -101,8 +110,10 @@ def parse_chat(answer: Json) -> Completion:
             else (FinishReason.OTHER)
         )
     content, reasoning = split_message(message)
-    usage = read_usage(_obj(answer).get("usage"), "prompt_tokens", "completion_tokens")
-    return Completion(content, reasoning, usage, finish)
+    counts = _obj(answer).get("usage")
+    usage = read_usage(counts, "prompt_tokens", "completion_tokens")
+    reported = reports_usage(counts, "prompt_tokens", "completion_tokens")
+    return Completion(content, reasoning, usage, finish, reported)
 
 
 def _from_details(details: list[Json]) -> Reasoning | None:

@@ -61,3 +61,5 @@ class Completion:
     reasoning: Reasoning = attrs.field(factory=Reasoning.none)
     usage: Usage = attrs.field(factory=Usage)
     finish: FinishReason = FinishReason.STOP
+    usage_reported: bool = True
+    """False when the reply carried no token counts (`usage` is then all zeros)."""

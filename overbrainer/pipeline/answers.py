@@ -152,17 +152,22 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
         async def answer(question: Question) -> None:
             system = systems[question.topic]
             try:
-                completion = await role_client.client.complete(
-                    run.request(question.text, system), run.on_retry(question.id)
-                )
+                paid = await run.complete(run.request(question.text, system), question.id)
             except LlmError as error:
                 run.failed(question.id, error)
                 return
-            cost = run.add_usage(completion.usage)
+            if paid is None:
+                return
             example = build_example(
-                question, completion, role, system if keep_system else None, warning is not None
+                question,
+                paid.completion,
+                role,
+                system if keep_system else None,
+                warning is not None,
             )
             appender.append(example.to_json())
-            run.done(question.id, completion.usage, cost, excluded=not example.usable)
+            run.done(
+                question.id, paid.usage, paid.cost, not example.usable, estimated=paid.estimated
+            )
 
         await run.each(pending, answer)

@@ -25,6 +25,8 @@ class AskedList:
     items: list[str]
     usage: Usage
     cost: float | None
+    estimated: bool = False
+    """Some attempt's reply had no usage: its tokens and cost are estimated."""
 
 
 def add_cost(total: float | None, cost: float | None) -> float | None:
@@ -40,34 +42,39 @@ async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None
     Up to `max_retries + 1` attempts. The first asks for structured output; a failed request
     drops it for the next attempts (a second failure is raised). An answer that is not a list
     is asked again, with twice the token limit (up to 4× the role's) when it was cut short.
-    Every attempt's usage is counted in the stage at once. Raises `InvalidResponse` (not
-    fatal) when no attempt gave a list; None when the stage stopped admitting new requests.
+    Every attempt is a paid request (`run.complete`), its usage counted in the stage at once.
+    Raises `InvalidResponse` (not fatal) when no attempt gave a list; None when the stage
+    stopped admitting new requests (Ctrl-C, or the spend cap refused the next attempt).
     """
     assert run.role is not None, "ask_list needs the stage's role"
-    client = run.role.client
     base = run.role.role.max_tokens
     limit = base
     structured = True
     usage = Usage()
     cost: float | None = None
+    estimated = False
     attempts = run.ctx.settings.pipeline.max_retries + 1
     for attempt in range(attempts):
         if attempt > 0 and not run.admitting():
             return None
         request = run.request(prompt, json_list=structured, max_tokens=limit)
         try:
-            completion = await client.complete(request, run.on_retry(item_id))
+            paid = await run.complete(request, item_id)
         except LlmError as error:
             if not structured:
                 raise
             structured = False
             run.retrying(item_id, NO_STRUCTURED.format(error=error.message))
             continue
-        cost = add_cost(cost, run.add_usage(completion.usage))
-        usage = usage + completion.usage
+        if paid is None:
+            return None
+        completion = paid.completion
+        cost = add_cost(cost, paid.cost)
+        usage = usage + paid.usage
+        estimated = estimated or paid.estimated
         items = string_array(completion.content)
         if items:
-            return AskedList(items, usage, cost)
+            return AskedList(items, usage, cost, estimated)
         if completion.finish is FinishReason.LENGTH and limit < LIMIT_GROWTH * base:
             limit = min(limit * 2, LIMIT_GROWTH * base)
             run.retrying(item_id, CUT_SHORT)

@@ -23,17 +23,23 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.stage``, ``run.role`` (the stage's ``RoleClient``: generator for subtopics and
   questions, parent for answers, None for split), ``run.stats`` (a ``StageStats``);
 - ``run.start(total)``: publishes ``StageStarted`` then ``StageModel`` (not for split);
-- ``run.admitting()``: False once Ctrl-C came or the spend cap is reached: start no new
-  request then, let the ones in flight finish, and return;
+- ``run.admitting()``: False once Ctrl-C came or the spend cap refused a request: start no
+  new request then, let the ones in flight finish, and return;
 - ``run.request(prompt, system=None, json_list=False, max_tokens=None)``: a
   ``CompletionRequest`` with the role's knobs (max_tokens, temperature, reasoning, effort,
   thinking budget);
 - ``run.on_retry(item_id)``: an ``OnRetry`` for ``client.complete(request, on_retry)`` that
   publishes the retryable ``ItemFailed`` «{error}; retrying in {secs:.1f}s»;
-- ``run.add_usage(usage) -> cost | None``: every attempt's usage, priced with the role's
-  price, added to the stats and the spend; returns its cost;
-- ``run.done(item_id, usage, cost, excluded=False)``: the item ended with output (``done``
-  or ``excluded`` += 1) and ``ItemDone`` carrying the item's summed usage (already added);
+- ``await run.complete(request, item_id) -> Paid | None``: every paid request goes through
+  it: it reserves the request's worst-case cost in the spend cap (None, nothing sent, when
+  the cap refuses it: return and leave the item), sends it with its retries, and settles the
+  reservation with the reply's usage (estimated from the text when the reply has none);
+  ``Paid`` holds the completion, the counted usage and cost, and ``estimated``;
+- ``run.add_usage(usage, estimated=False) -> cost | None``: a counted usage, priced with the
+  role's price, added to the stats (``run.complete`` calls it); returns its cost;
+- ``run.done(item_id, usage, cost, excluded=False, estimated=False)``: the item ended with
+  output (``done`` or ``excluded`` += 1) and ``ItemDone`` carrying the item's summed usage
+  (already added);
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
@@ -56,7 +62,8 @@ The driver ``run_stage(ctx, stage, body)``:
   tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
   line on every exit path (``ok`` / ``failed`` / ``interrupted``);
 - then returns a ``StageOutcome``: the stats, the summary line, and the error the stage fails
-  with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1), ``StageItemsFailed``
+  with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1; the history line is
+  ``interrupted`` with its ``reason``), ``StageItemsFailed``
   (exit 1), ``StageStopped`` (exit 1), or None. The flow prints the line, then raises the
   error (``outcome.check()``).
 
@@ -214,7 +221,13 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     run = StageRun(ctx, stage)
     started_at = utc_now()
 
-    async def record(status: HistoryStatus, stats: StageStats, *, cancelled: bool = False) -> None:
+    async def record(
+        status: HistoryStatus,
+        stats: StageStats,
+        *,
+        cancelled: bool = False,
+        reason: str | None = None,
+    ) -> None:
         role = run.role
         if run.split is not None:
             stats = StageStats(excluded=run.stats.excluded)
@@ -227,7 +240,7 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             None if role is None else role.role.model,
             stats,
         )
-        entry = attrs.evolve(entry, split=run.split)
+        entry = attrs.evolve(entry, split=run.split, cost_estimated=run.estimated, reason=reason)
         if not cancelled:
             await trio.to_thread.run_sync(append_history, ctx.project.history, entry)
             return
@@ -267,8 +280,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
         await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
-        await record(HistoryStatus.INTERRUPTED, run.tally)
-        return StageOutcome(run.stats, line, ctx.spend.error())
+        capped = ctx.spend.error()
+        await record(HistoryStatus.INTERRUPTED, run.tally, reason=capped.reason)
+        return StageOutcome(run.stats, line, capped)
     if run.stats.failed:
         await record(HistoryStatus.FAILED, run.stats)
         return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))

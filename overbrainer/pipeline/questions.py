@@ -64,6 +64,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
     stalls = 0
     usage = Usage()
     cost: float | None = None
+    estimated = False
     template = ctx.template("questions.txt")
     while len(slot.accepted) < target and stalls < patience:
         if not run.admitting():
@@ -81,6 +82,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
             if asked is None:
                 return
             usage, cost = usage + asked.usage, add_cost(cost, asked.cost)
+            estimated = estimated or asked.estimated
             async with slot.state.lock:
                 admitted = await slot.state.dedup.admit(asked.items[:count])
                 for text in admitted:
@@ -95,7 +97,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
         slot.accepted.extend(admitted)
     if len(slot.accepted) < target:
         log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
-    run.done(subtopic.id, usage, cost)
+    run.done(subtopic.id, usage, cost, estimated=estimated)
 
 
 async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool:

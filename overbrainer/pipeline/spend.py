@@ -1,21 +1,52 @@
-"""The spend cap of one command: no new request once the known spend reaches it."""
+"""The spend cap of one command: a ledger of what was spent and what requests in flight may cost.
+
+The rule: a request starts only once its worst-case cost is reserved, and a reservation is
+granted only while `spent + reserved + this reservation <= cap`. When a reply comes, its
+reservation is settled with its real cost (or an estimate, when the reply carries no usage);
+a request that fails without a reply releases it. A reservation that does not fit waits for the
+ones in flight to settle; one that does not fit with nothing in flight stops the command.
+Amounts are exact fractions of the decimal prices and cap (`0.1` is 1/10), so rounding never
+lets a request pass the cap, nor refuses one that fits exactly.
+"""
 
 from __future__ import annotations
 
-import attrs
+import math
+from fractions import Fraction
+from types import TracebackType
 
+import attrs
+import trio
+
+from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.usage import Price, Usage
+
+MESSAGE_TOKENS = 16
+"""Tokens a chat message may add to its text (role markers, separators), generously."""
+
+LIST_FORMAT_TOKENS = 256
+"""Tokens the structured-output schema of a list request may add to the prompt."""
+
+BYTES_PER_TOKEN = 3
+"""The estimate of a text's tokens when a reply has no usage: UTF-8 bytes / 3, rounded up."""
+
+
+def usd(amount: float | Fraction) -> str:
+    """`$0.0006`, `$0.5000`, `$0.00001`: four decimals at least, six at most, as needed."""
+    text = f"{float(amount):.6f}".rstrip("0")
+    whole, _, decimals = text.partition(".")
+    return f"${whole}.{decimals.ljust(4, '0')}"
 
 
 class SpendCapReached(WorkFailed):
-    """The command's known spend reached `[pipeline] max_cost_usd` / `--max-cost` (exit 1).
+    """The next request could pass `[pipeline] max_cost_usd` / `--max-cost` (exit 1)."""
 
-    Amounts show four decimals, like the cost on the summary lines.
-    """
-
-    def __init__(self, limit: float, spent: float) -> None:
+    def __init__(self, limit: float, spent: Fraction, refused: Fraction) -> None:
+        self.reason = f"spend cap reached: {usd(spent)} of {usd(limit)}"
+        """What the history line records as the reason the stage stopped."""
         super().__init__(
-            f"spend cap of ${limit:.4f} reached after ${spent:.4f}; "
+            f"{self.reason} (the next request could cost up to {usd(refused)}); "
             "run the command again to continue"
         )
         self.limit = limit
@@ -29,24 +60,136 @@ class UnknownPrices(UsageError):
         super().__init__("--max-cost needs known prices")
 
 
+def decimal(value: float) -> Fraction:
+    """The decimal a float was written as (its shortest repr), exactly: `0.1` is 1/10."""
+    return Fraction(repr(float(value)))
+
+
+def exact_cost(usage: Usage, price: Price) -> Fraction:
+    """What `usage` costs at `price` in USD, without rounding."""
+    return (
+        usage.input_tokens * decimal(price.input_per_million)
+        + usage.output_tokens * decimal(price.output_per_million)
+    ) / 1_000_000
+
+
+def estimate_tokens(*texts: str | None) -> int:
+    """The tokens of `texts` when no provider counted them: their UTF-8 bytes / 3, rounded up."""
+    size = sum(len(text.encode()) for text in texts if text)
+    return math.ceil(size / BYTES_PER_TOKEN)
+
+
+def worst_usage(request: CompletionRequest) -> Usage:
+    """The most `request` can use: a token per prompt byte, and the whole output limit.
+
+    A byte-level tokenizer never makes more tokens than bytes; the output stops at
+    `max_tokens` (reasoning included) on both protocols.
+    """
+    messages = [text for text in (request.system, request.prompt) if text is not None]
+    prompt = sum(len(text.encode()) + MESSAGE_TOKENS for text in messages)
+    if request.json_list:
+        prompt += LIST_FORMAT_TOKENS
+    return Usage(prompt, request.max_tokens)
+
+
+def counted_usage(request: CompletionRequest, completion: Completion) -> tuple[Usage, bool]:
+    """The usage to count for a reply, and whether it is estimated (the reply had none)."""
+    if completion.usage_reported:
+        return completion.usage, False
+    estimate = Usage(
+        estimate_tokens(request.system, request.prompt),
+        estimate_tokens(completion.content, completion.reasoning.text),
+    )
+    return estimate, True
+
+
+@attrs.define(eq=False)
+class Reservation:
+    """The worst-case cost of one request in flight; settle or release it exactly once.
+
+    As a context manager it releases itself on exit unless it was settled.
+    """
+
+    ledger: SpendCap
+    amount: Fraction
+    open: bool = True
+
+    def settle(self, cost: Fraction, *, estimated: bool = False) -> None:
+        """The reply came: its real (or estimated) cost replaces the reservation."""
+        self._close()
+        self.ledger.spent += cost
+        self.ledger.estimated = self.ledger.estimated or estimated
+
+    def release(self) -> None:
+        """The request ended without a reply to pay for: its reservation is given back."""
+        self._close()
+
+    def _close(self) -> None:
+        if self.open:
+            self.open = False
+            self.ledger.reserved -= self.amount
+            self.ledger.changed()
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
 @attrs.define
 class SpendCap:
-    """The known spend of a command (every stage of `run` shares one) against its cap."""
+    """The spend of a command (every stage of `run` shares one) and its reservations."""
 
     limit: float | None = None
-    spent: float = 0.0
-
-    def add(self, cost: float | None) -> None:
-        """Count a request's known cost."""
-        if cost is not None:
-            self.spent += cost
+    spent: Fraction = Fraction(0)
+    reserved: Fraction = Fraction(0)
+    estimated: bool = False
+    """Whether some counted cost was estimated, because a reply had no usage."""
+    refused: Fraction | None = None
+    """The reservation the cap refused, once one was: no request starts after it."""
+    _settled: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _line: trio.Lock = attrs.field(factory=trio.Lock, init=False)
 
     @property
     def reached(self) -> bool:
         """Whether no new request may start."""
-        return self.limit is not None and self.spent >= self.limit
+        return self.refused is not None
+
+    def fits(self, amount: Fraction) -> bool:
+        """Whether a reservation of `amount` fits now: `spent + reserved + amount <= limit`."""
+        return self.limit is None or self.spent + self.reserved + amount <= decimal(self.limit)
+
+    async def reserve(self, amount: Fraction) -> Reservation | None:
+        """Reserve `amount`, waiting for reservations in flight to settle while it does not fit.
+
+        Requests are served in the order they asked (a trio.Lock is fair), so a big one is
+        not overtaken forever by small ones. None when the cap refuses it: it does not fit with
+        nothing else in flight, or another request was refused meanwhile. Nothing is reserved
+        then.
+        """
+        async with self._line:
+            while not self.reached:
+                if self.fits(amount):
+                    self.reserved += amount
+                    return Reservation(self, amount)
+                if self.reserved == 0:
+                    self.refused = amount
+                    return None
+                await self._settled.wait()
+        return None
+
+    def changed(self) -> None:
+        """Wake the request waiting for room: a reservation closed."""
+        self._settled.set()
+        self._settled = trio.Event()
 
     def error(self) -> SpendCapReached:
         """The error that ends a command stopped by the cap."""
-        assert self.limit is not None
-        return SpendCapReached(self.limit, self.spent)
+        assert self.limit is not None and self.refused is not None
+        return SpendCapReached(self.limit, self.spent, self.refused)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable
+from fractions import Fraction
 from typing import TypeVar
 
 import attrs
@@ -18,12 +20,25 @@ from overbrainer.events.types import (
 )
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.retry import OnRetry, retry_message
-from overbrainer.llm.types import CompletionRequest
+from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
+from overbrainer.pipeline.spend import counted_usage, exact_cost, worst_usage
 from overbrainer.storage.history import SplitCounts
 
+log = logging.getLogger(__name__)
+
 T = TypeVar("T")
+
+
+@attrs.frozen
+class Paid:
+    """A reply and what it counted: its usage (estimated when it had none) and cost."""
+
+    completion: Completion
+    usage: Usage
+    cost: float | None
+    estimated: bool = False
 
 
 class StageRun:
@@ -39,6 +54,8 @@ class StageRun:
         self.tally = StageStats()
         self.in_flight = 0
         self.held_back = False
+        self.estimated = False
+        """Whether some counted usage was estimated (a reply without usage)."""
         self.split: SplitCounts | None = None
         self._split_line: str | None = None
 
@@ -92,21 +109,56 @@ class StageRun:
 
         return publish
 
-    def add_usage(self, usage: Usage) -> float | None:
+    async def complete(self, request: CompletionRequest, item_id: str) -> Paid | None:
+        """One paid request of the stage's role, its retries included; None: the cap refused it.
+
+        Its worst-case cost is reserved before it starts and settled with what the reply
+        counts (`pipeline/spend.py` has the rule); an error releases the reservation.
+        """
+        assert self.role is not None, "this stage has no role"
+        price = self.price
+        worst = Fraction(0) if price is None else exact_cost(worst_usage(request), price)
+        reservation = await self.ctx.spend.reserve(worst)
+        if reservation is None:
+            self.held_back = True
+            return None
+        with reservation:
+            if self.ctx.interrupt.caught:
+                return None
+            completion = await self.role.client.complete(request, self.on_retry(item_id))
+            usage, estimated = counted_usage(request, completion)
+            reservation.settle(
+                Fraction(0) if price is None else exact_cost(usage, price), estimated=estimated
+            )
+        return Paid(completion, usage, self.add_usage(usage, estimated), estimated)
+
+    def add_usage(self, usage: Usage, estimated: bool = False) -> float | None:
         """Count one attempt's usage at the role's price; its cost when the price is known."""
         price = self.price
         self.stats = self.stats.add_usage(usage, price)
-        cost = None if price is None else price.cost(usage)
-        self.ctx.spend.add(cost)
-        return cost
+        if estimated and not self.estimated:
+            self.estimated = True
+            log.warning(
+                "%s: a reply had no token usage: its tokens and cost are estimated "
+                "from its text (UTF-8 bytes / 3), marked `(estimated)`",
+                self.stage,
+            )
+        return None if price is None else price.cost(usage)
 
-    def done(self, item_id: str, usage: Usage, cost: float | None, excluded: bool = False) -> None:
+    def done(
+        self,
+        item_id: str,
+        usage: Usage,
+        cost: float | None,
+        excluded: bool = False,
+        estimated: bool = False,
+    ) -> None:
         """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
         if excluded:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
             self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded))
+        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded, estimated))
 
     def skipped(self, item_id: str | None = None, count: int = 1) -> None:
         """Items already stored: counted, and announced when `item_id` is given."""
@@ -170,12 +222,17 @@ class StageRun:
         """The stage's line on stdout."""
         if self._split_line is not None:
             return self._split_line
-        return summary_line(self.stage, self.stats)
+        return summary_line(self.stage, self.stats, estimated=self.estimated)
 
 
-def summary_line(stage: Stage, stats: StageStats) -> str:
-    """`{stage}: N done, N skipped, N failed, N excluded; tokens N in, N out; cost …`."""
+def summary_line(stage: Stage, stats: StageStats, *, estimated: bool = False) -> str:
+    """`{stage}: N done, N skipped, N failed, N excluded; tokens N in, N out; cost …`.
+
+    `(estimated)` ends it when some reply had no usage and its tokens were estimated.
+    """
     cost = "cost unknown" if stats.cost is None else f"cost ${stats.cost:.4f}"
+    if estimated:
+        cost += " (estimated)"
     return (
         f"{stage}: {stats.done} done, {stats.skipped} skipped, {stats.failed} failed, "
         f"{stats.excluded} excluded; tokens {stats.usage.input_tokens} in, "

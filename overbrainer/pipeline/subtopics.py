@@ -71,4 +71,4 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
                 return
             for subtopic in new_subtopics(topic.name, asked.items, have[topic.name], missing):
                 appender.append(subtopic.to_json())
-            run.done(topic.name, asked.usage, asked.cost)
+            run.done(topic.name, asked.usage, asked.cost, estimated=asked.estimated)

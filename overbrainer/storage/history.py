@@ -68,6 +68,10 @@ class HistoryRecord:
     cost: float | None = None
     split: SplitCounts | None = None
     backfilled: bool = False
+    cost_estimated: bool = False
+    """Ours: some reply had no usage, so tokens and cost are partly estimated."""
+    reason: str | None = None
+    """Ours: why the stage stopped early (`spend cap reached: $X of $Y`)."""
 
     @classmethod
     def from_stats(
@@ -122,6 +126,11 @@ class HistoryRecord:
             }
         if self.backfilled:
             data["backfilled"] = True
+        # Fields of ours, written only when set: the reference's reader ignores unknown keys.
+        if self.cost_estimated:
+            data["cost_estimated"] = True
+        if self.reason is not None:
+            data["reason"] = self.reason
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -146,7 +155,9 @@ class HistoryRecord:
             output_tokens=_count(data, "output_tokens"),
             cost=_cost(data),
             split=None if split is None else _split(split),
-            backfilled=_backfilled(data),
+            backfilled=_flag(data, "backfilled"),
+            cost_estimated=_flag(data, "cost_estimated"),
+            reason=data["reason"] if isinstance(data.get("reason"), str) else None,
         )
 
 
@@ -191,10 +202,10 @@ def _split(value: object) -> SplitCounts:
     return SplitCounts(_count(value, "train"), _count(value, "eval"), _count(value, "orphaned"))
 
 
-def _backfilled(data: dict[str, object]) -> bool:
-    value = data.get("backfilled", False)
+def _flag(data: dict[str, object], key: str) -> bool:
+    value = data.get(key, False)
     if not isinstance(value, bool):
-        raise ValueError("`backfilled` has the wrong type")
+        raise ValueError(f"`{key}` has the wrong type")
     return value
 
 
@@ -349,6 +360,10 @@ def record_line(record: HistoryRecord) -> str:
         f"{record.failed} failed, {record.excluded} excluded; tokens {record.input_tokens} in, "
         f"{record.output_tokens} out; {CostTotal.first(record.cost)}"
     )
+    if record.cost_estimated:
+        line += " (estimated)"
+    if record.reason is not None:
+        line += f" ({record.reason})"
     return line + (" (backfilled)" if record.backfilled else "")
 
 
