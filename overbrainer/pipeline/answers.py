@@ -13,7 +13,6 @@ from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.replacement import read_current
 from overbrainer.storage.records import (
     Example,
     Exclusion,
@@ -22,6 +21,7 @@ from overbrainer.storage.records import (
     Question,
     example_id,
 )
+from overbrainer.storage.replacement import read_current
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import trio
 from overbrainer.pipeline.blocking import write_in_thread
 from overbrainer.pipeline.context import StageContext
 from overbrainer.storage.force_state import ForceState, save_force_state
-from overbrainer.storage.replacement import Head, RecordKind, begin, settle
 from overbrainer.storage.records import Question, Subtopic, example_head
+from overbrainer.storage.replacement import Head, RecordKind, begin, settle
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,8 @@ async def replacing(ctx: StageContext, name: str) -> AsyncIterator[Replacement]:
             except Exception as error:  # the stage's own error matters more
                 log.warning("%s: not compacted: %s", kind.data, error)
         if bound.cancelled_caught:
-            log.warning("%s: not compacted within %gs; the next run does it", kind.data, SETTLE_BOUND)
+            log.warning(
+                "%s: not compacted within %gs; the next run does it", kind.data, SETTLE_BOUND
+            )
         raise
     await write_in_thread(lambda: settle(kind, state))

@@ -38,7 +38,9 @@ class RecordKind:
     record of the ID is stored, the item is replaced."""
 
 
-def current(records: Iterable[T], id_of: Callable[[T], str], dropped: Iterable[str] = ()) -> list[T]:
+def current(
+    records: Iterable[T], id_of: Callable[[T], str], dropped: Iterable[str] = ()
+) -> list[T]:
     """The records a reader should see: the last record of each ID (at its own place), none
     whose ID is dropped."""
     gone = set(dropped)
