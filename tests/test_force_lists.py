@@ -19,11 +19,12 @@ from tests.force_support import Watcher, delayed, force_state, old_questions, wh
 from tests.pipeline_support import make_project, overbrainer, start, wait_until
 
 
-def _view(root: Path, name: str) -> list[Subtopic] | list[Question]:
+def _view(root: Path, name: str) -> list[Subtopic | Question]:
     """The records of `data/<name>.jsonl` as every reader sees them."""
-    parse = Subtopic.from_json if name == "subtopics" else Question.from_json
     data, state = root / "data" / f"{name}.jsonl", root / ".overbrainer" / f"force-{name}.json"
-    return read_current(data, state, parse, lambda record: record.id)  # type: ignore[arg-type]
+    if name == "subtopics":
+        return [*read_current(data, state, Subtopic.from_json, lambda record: record.id)]
+    return [*read_current(data, state, Question.from_json, lambda record: record.id)]
 
 
 def _sets(root: Path, name: str) -> dict[str, set[str]]:
