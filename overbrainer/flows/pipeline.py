@@ -31,8 +31,8 @@ from overbrainer.pipeline.engine import (
 )
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
-from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Subtopic
+from overbrainer.storage.replacement import read_current
 from overbrainer.training.lifecycle import (
     warn_if_a_run_still_trains,
     warn_if_training_cannot_start,
@@ -77,7 +77,12 @@ def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
 
 
 def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
-    stored = read_records(project.data_file("subtopics"), Subtopic.from_json)
+    stored = read_current(
+        project.data_file("subtopics"),
+        project.force_state("subtopics"),
+        Subtopic.from_json,
+        lambda subtopic: subtopic.id,
+    )
     have = {subtopic.topic for subtopic in stored}
     return any(name not in have for name in names)
 

@@ -9,8 +9,9 @@ from overbrainer.config.settings import Protocol, Role
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import Completion
 from overbrainer.model.finish import FinishReason, ReasoningKind
-from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
+from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import (
     Example,
@@ -20,6 +21,7 @@ from overbrainer.storage.records import (
     Question,
     example_id,
 )
+from overbrainer.storage.replacement import read_current
 
 log = logging.getLogger(__name__)
 
@@ -95,49 +97,57 @@ def build_example(
     return Example(question.id, question.topic, question.subtopic, tuple(messages), meta)
 
 
-def _answered(ctx: StageContext) -> set[str]:
-    """The IDs of the stored answers, after `--force` removed the selected topics' ones."""
-    path = ctx.project.data_file("answers")
-    if not ctx.force:
-        return set(read_records(path, example_id))
-    return {example.id for example in ctx.stored("answers", Example.from_json)}
+def _pending(ctx: StageContext, redo: set[str]) -> tuple[list[Question], int, set[str]]:
+    """The selected questions to answer, in file order; how many are answered; which of the
+    `redo` IDs (answers a force replaces) no longer have a question.
 
-
-def _pending(ctx: StageContext) -> tuple[list[Question], int]:
-    """The selected questions still to answer, in file order, and how many are answered.
-
-    Blocking: it reads every question and every stored answer (a worker thread's job).
+    A question is answered when `answers.jsonl` has a record of its ID, unless a force is
+    still to replace that record. Blocking: it reads every question and every stored answer.
     """
-    questions = read_records(ctx.project.data_file("questions"), Question.from_json)
-    answered = _answered(ctx)
+    project = ctx.project
+    questions = read_current(
+        project.data_file("questions"),
+        project.force_state("questions"),
+        Question.from_json,
+        lambda question: question.id,
+    )
+    answered = set(read_records(project.data_file("answers"), example_id))
     selected = ctx.selected_topic_names
     pending: list[Question] = []
-    seen: set[str] = set()
     skipped = 0
     for question in questions:
         if question.topic not in selected:
             continue
-        if question.id in answered:
+        if question.id in answered and question.id not in redo:
             skipped += 1
-        elif question.id not in seen:
-            seen.add(question.id)
+        else:
             pending.append(question)
-    return pending, skipped
+    return pending, skipped, redo - {question.id for question in questions}
 
 
 async def answers_stage(ctx: StageContext, run: StageRun) -> None:
-    """Answer every selected question not in `answers.jsonl`, `concurrency` at a time."""
-    assert run.role is not None
-    role_client = run.role
-    role = role_client.role
-    # Rendered first, so a template that cannot render fails before `--force` rewrites.
+    """Answer every selected question not in `answers.jsonl` (or whose answer a force
+    replaces), `concurrency` at a time."""
+    # Rendered first, so a template that cannot render fails before a force begins.
     template = ctx.template("answer_system.txt")
     systems = {
         topic.name: template.render(topic=topic.name, description=topic.description)
         for topic in ctx.topics
     }
-    in_thread = write_in_thread if ctx.force else read_in_thread
-    pending, skipped = await in_thread(lambda: _pending(ctx))
+    async with replacing(ctx, "answers") as replacement:
+        await _answer_pending(ctx, run, replacement, systems)
+
+
+async def _answer_pending(
+    ctx: StageContext, run: StageRun, replacement: Replacement, systems: dict[str, str]
+) -> None:
+    """Answer the pending questions, appending each answer as it comes."""
+    assert run.role is not None
+    role_client = run.role
+    role = role_client.role
+    redo = set(replacement.pending(ctx.selected_topic_names))
+    pending, skipped, gone = await read_in_thread(lambda: _pending(ctx, redo))
+    replacement.forget(gone)
     run.skipped(count=skipped)
 
     protocol = ctx.settings.provider_of(role).protocol

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -17,26 +17,9 @@ from overbrainer.model.usage import Price
 from overbrainer.pipeline.spend import SpendCap
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, load_template
-from overbrainer.storage.jsonl import read_records, rewrite
 
 PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
 """The templates the stages render (split loads none)."""
-
-
-class TopicRecord(Protocol):
-    """A stored record of one topic that can be written back."""
-
-    @property
-    def topic(self) -> str:
-        """The record's topic name."""
-        ...
-
-    def to_json(self) -> str:
-        """The record as one compact JSON line."""
-        ...
-
-
-R = TypeVar("R", bound=TopicRecord)
 
 
 class StageRole(Protocol):
@@ -84,7 +67,7 @@ def check_templates(templates: Mapping[str, Template], topics: Sequence[Topic]) 
     """Render each stage template once per topic with sample values; raises TemplateError.
 
     A template that cannot render (an undefined variable) then stops the command before any
-    stage writes, rather than after `--force` has already emptied the stage's file.
+    stage writes or a force begins.
     """
     for topic in topics:
         common: dict[str, object] = {"topic": topic.name, "description": topic.description}
@@ -117,21 +100,6 @@ class StageContext:
     def selected_topic_names(self) -> frozenset[str]:
         """The names of the selected topics."""
         return frozenset(topic.name for topic in self.topics)
-
-    def stored(self, name: str, parse: Callable[[str], R]) -> list[R]:
-        """`data/<name>.jsonl`'s records, after `--force` removed the selected topics' ones.
-
-        Blocking (a read, with `--force` an fsync'd rewrite): stages call it in a worker
-        thread through `overbrainer.pipeline.blocking`.
-        """
-        path = self.project.data_file(name)
-        stored = read_records(path, parse)
-        if not self.force:
-            return stored
-        kept = [record for record in stored if record.topic not in self.selected_topic_names]
-        if len(kept) != len(stored):
-            rewrite(path, [record.to_json() for record in kept])
-        return kept
 
     def template(self, name: str) -> Template:
         """A loaded prompt template, e.g. `template("answer_system.txt")`."""

@@ -18,12 +18,14 @@ from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
-from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
+from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage.ids import question_id
 from overbrainer.storage.jsonl import Appender, read_records
 from overbrainer.storage.records import Question, RejectedQuestion, Subtopic, rejected_from_json
+from overbrainer.storage.replacement import read_current
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,18 @@ def _embedder(ctx: StageContext) -> Embed | None:
     return None if role is None else role.client.embed
 
 
-async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender) -> None:
-    """Ask for batches until the subtopic is full or the generator stops giving new ones."""
+def _kept(slot: _Slot) -> set[str]:
+    """The IDs of the slot's current (not replaced) questions."""
+    return {question_id(slot.subtopic.id, text) for text in slot.accepted}
+
+
+async def _fill(
+    ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender, replacement: Replacement
+) -> None:
+    """Ask for batches until the subtopic is full or the generator stops giving new ones.
+
+    Under a force, the subtopic's old questions are dropped once this ends with `done`.
+    """
     pipeline = ctx.settings.pipeline
     subtopic, topic = slot.subtopic, slot.state.topic
     target = topic.questions_per_subtopic
@@ -97,6 +109,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
         slot.accepted.extend(admitted)
     if len(slot.accepted) < target:
         log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
+    await replacement.complete(topic.name, subtopic.id, _kept(slot))
     run.done(subtopic.id, usage, cost, estimated=estimated)
 
 
@@ -119,28 +132,40 @@ class _Stored:
     by_topic: dict[str, list[str]]
 
 
-def _read_stored(ctx: StageContext) -> _Stored:
+def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
     """The selected subtopics, their stored questions, and every text each topic has seen.
 
-    Blocking (reads, and with `--force` an fsync'd rewrite): a worker thread's job.
+    Questions in `old` (those a force is replacing) count for nothing: they stay stored until
+    their subtopic's new set is complete, but neither fill it nor block their own text.
+    Blocking (reads): a worker thread's job.
     """
     selected = ctx.selected_topic_names
+    project = ctx.project
     subtopics = [
         s
-        for s in read_records(ctx.project.data_file("subtopics"), Subtopic.from_json)
+        for s in read_current(
+            project.data_file("subtopics"),
+            project.force_state("subtopics"),
+            Subtopic.from_json,
+            lambda subtopic: subtopic.id,
+        )
         if s.topic in selected
     ]
-    # Every file is read before `--force` rewrites one, so a bad line fails with nothing changed.
     rejected = [
         r
-        for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
+        for r in read_records(project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedQuestion) and r.topic in selected
     ]
-    stored = ctx.stored("questions", Question.from_json)
+    stored = read_current(
+        project.data_file("questions"),
+        project.force_state("questions"),
+        Question.from_json,
+        lambda question: question.id,
+    )
     by_subtopic: dict[str, list[str]] = {}
     by_topic: dict[str, list[str]] = {name: [] for name in selected}
     for question in stored:
-        if question.topic in selected:
+        if question.topic in selected and question.id not in old:
             by_subtopic.setdefault(question.subtopic_id, []).append(question.text)
             by_topic[question.topic].append(question.text)
     for record in rejected:
@@ -150,10 +175,17 @@ def _read_stored(ctx: StageContext) -> _Stored:
 
 async def questions_stage(ctx: StageContext, run: StageRun) -> None:
     """Fill every subtopic of the selected topics up to `questions_per_subtopic`."""
+    async with replacing(ctx, "questions") as replacement:
+        await _fill_subtopics(ctx, run, replacement)
+
+
+async def _fill_subtopics(ctx: StageContext, run: StageRun, replacement: Replacement) -> None:
     pipeline = ctx.settings.pipeline
-    in_thread = write_in_thread if ctx.force else read_in_thread
-    known = await in_thread(lambda: _read_stored(ctx))
+    old = replacement.old_ids(ctx.selected_topic_names)
+    known = await read_in_thread(lambda: _read_stored(ctx, old))
     subtopics, by_subtopic, by_topic = known.subtopics, known.by_subtopic, known.by_topic
+    forced = replacement.pending(ctx.selected_topic_names)
+    replacement.forget(set(forced) - {subtopic.id for subtopic in subtopics})
 
     run.start(len(subtopics))
     embed = _embedder(ctx)
@@ -161,7 +193,12 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
     for topic in ctx.topics:
         own = [s for s in subtopics if s.topic == topic.name]
         target = topic.questions_per_subtopic
-        if all(len(by_subtopic.get(s.id, ())) >= target for s in own):
+        full = [s for s in own if len(by_subtopic.get(s.id, ())) >= target]
+        for subtopic in full:
+            # A new set stored by a run that stopped before saying so.
+            kept = {question_id(subtopic.id, text) for text in by_subtopic[subtopic.id]}
+            await replacement.complete(topic.name, subtopic.id, kept)
+        if len(full) == len(own):
             # Nothing to fill: not seeded, so its questions are not embedded again.
             for subtopic in own:
                 run.skipped(subtopic.id)
@@ -185,6 +222,6 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
     async with appending(ctx.project.data_file("questions")) as appender:
 
         async def fill(slot: _Slot) -> None:
-            await _fill(ctx, run, slot, appender)
+            await _fill(ctx, run, slot, appender, replacement)
 
         await run.each(slots, fill)

@@ -9,8 +9,9 @@ import attrs
 from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.split import SplitPlan, plan_split
-from overbrainer.storage.jsonl import Stamp, file_stamp, read_records, read_records_at, rewrite_from
+from overbrainer.storage.jsonl import Stamp, file_stamp, read_records_at, rewrite_from
 from overbrainer.storage.records import Meta, Question, example_head
+from overbrainer.storage.replacement import current, read_current
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,17 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
     project = ctx.project
     source = project.data_file("answers")
     stamp = file_stamp(source)
-    answers = read_records_at(source, _answer)
-    question_ids = set(read_records(project.data_file("questions"), _question_id))
+    # A later record of an ID replaces an earlier one (an unfinished `--force`), and a
+    # question a force dropped is gone: its answer is orphaned.
+    answers = current(read_records_at(source, _answer), lambda answer: answer.id)
+    question_ids = set(
+        read_current(
+            project.data_file("questions"),
+            project.force_state("questions"),
+            _question_id,
+            lambda question: question,
+        )
+    )
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
     plan = plan_split(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.ask import ask_list
-from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
+from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.replacing import Replacement, replacing
+from overbrainer.project.templates import Template
 from overbrainer.storage.ids import subtopic_id
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import RejectedSubtopic, Subtopic, rejected_from_json
+from overbrainer.storage.replacement import read_current
 
 
 def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -> list[Subtopic]:
@@ -26,36 +29,56 @@ def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -
 
 
 def _read_stored(ctx: StageContext) -> tuple[list[RejectedSubtopic], list[Subtopic]]:
-    """The rejected subtopics, and the stored ones after `--force` removed the selected topics'.
-
-    Blocking (reads, and with `--force` an fsync'd rewrite): a worker thread's job.
-    """
-    # Every file is read before `--force` rewrites one, so a bad line fails with nothing changed.
+    """The rejected subtopics and the stored ones (as readers see them: a later record of an
+    ID replaces an earlier one, a force's dropped records are gone). Blocking: reads."""
     rejected = [
         r
         for r in read_records(ctx.project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedSubtopic)
     ]
-    return rejected, ctx.stored("subtopics", Subtopic.from_json)
+    stored = read_current(
+        ctx.project.data_file("subtopics"),
+        ctx.project.force_state("subtopics"),
+        Subtopic.from_json,
+        lambda subtopic: subtopic.id,
+    )
+    return rejected, stored
 
 
 async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
-    """Fill each selected topic up to its `subtopics` count, one topic after another."""
-    in_thread = write_in_thread if ctx.force else read_in_thread
-    rejected, stored = await in_thread(lambda: _read_stored(ctx))
+    """Fill each selected topic up to its `subtopics` count, one topic after another.
+
+    Under a force, a topic's old subtopics count for nothing here (they are being replaced)
+    and stay stored until its new set is: then they are dropped at once.
+    """
+    template = ctx.template("subtopics.txt")
+    async with replacing(ctx, "subtopics") as replacement:
+        await _fill_topics(ctx, run, replacement, template)
+
+
+async def _fill_topics(
+    ctx: StageContext, run: StageRun, replacement: Replacement, template: Template
+) -> None:
+    old = replacement.old_ids(ctx.selected_topic_names)
+    forced = replacement.pending(ctx.selected_topic_names)
+    rejected, stored = await read_in_thread(lambda: _read_stored(ctx))
     have: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
-    counts: dict[str, int] = {topic.name: 0 for topic in ctx.topics}
+    mine: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     for subtopic in stored:
-        if subtopic.topic in have:
+        if subtopic.topic in have and subtopic.id not in old:
             have[subtopic.topic].add(subtopic.id)
-            counts[subtopic.topic] += 1
+            mine[subtopic.topic].add(subtopic.id)
+    counts = {name: len(ids) for name, ids in mine.items()}
     for record in rejected:
         if record.topic in have:
             have[record.topic].add(record.id)
     short = [topic for topic in ctx.topics if counts[topic.name] < topic.subtopics]
+    for topic in ctx.topics:
+        if topic.name in forced and topic not in short:
+            # Its new set was stored by a run that stopped before saying so.
+            await replacement.complete(topic.name, topic.name, mine[topic.name])
     run.skipped(count=len(ctx.topics) - len(short))
     run.start(len(short))
-    template = ctx.template("subtopics.txt")
     async with appending(ctx.project.data_file("subtopics")) as appender:
         for topic in short:
             if not run.admitting():
@@ -69,6 +92,9 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
                 continue
             if asked is None:
                 return
-            for subtopic in new_subtopics(topic.name, asked.items, have[topic.name], missing):
-                appender.append(subtopic.to_json())
+            new = new_subtopics(topic.name, asked.items, have[topic.name], missing)
+            # One write: a crash keeps the topic's whole new set or none of it.
+            appender.append_all(subtopic.to_json() for subtopic in new)
+            kept = mine[topic.name] | {subtopic.id for subtopic in new}
+            await replacement.complete(topic.name, topic.name, kept)
             run.done(topic.name, asked.usage, asked.cost, estimated=asked.estimated)

@@ -78,6 +78,10 @@ class Project:
         """`.overbrainer/history.jsonl`."""
         return self.state / "history.jsonl"
 
+    def force_state(self, name: str) -> Path:
+        """`.overbrainer/force-<name>.json`: an unfinished `--force` of `data/<name>.jsonl`."""
+        return self.state / f"force-{name}.json"
+
     @property
     def lock_file(self) -> Path:
         """`.overbrainer/lock`."""

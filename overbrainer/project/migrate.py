@@ -21,6 +21,7 @@ from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_records, read_history
 from overbrainer.storage.jsonl import DataError, read_records
 from overbrainer.storage.records import Example
+from overbrainer.storage.replacement import current
 
 NOTHING = "nothing to migrate"
 
@@ -193,7 +194,10 @@ def backfill_records(project: Project) -> list[HistoryRecord]:
     """One backfilled `answers` record per model of `answers.jsonl`, sorted by model, dated by
     the file's modification time (answers keep no time or provider of their own)."""
     path = project.data_file("answers")
-    answers: Sequence[Example] = read_records(path, Example.from_json)
+    # A later record of an ID replaces an earlier one (an unfinished `--force`).
+    answers: Sequence[Example] = current(
+        read_records(path, Example.from_json), lambda answer: answer.id
+    )
     if not answers:
         return []
     try:

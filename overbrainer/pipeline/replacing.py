@@ -1,0 +1,116 @@
+"""A stage's side of `--force`: begin or continue a force, mark items replaced, settle at the end.
+
+The file work is `overbrainer.storage.replacement`'s; this wraps it for a stage body: off the
+event loop, one state write at a time, and a settle on every exit path that is shielded and
+bounded, so an interrupted stage still compacts what it replaced but a hung disk cannot hold
+the command (an unsettled file is settled by the next run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import trio
+
+from overbrainer.pipeline.blocking import write_in_thread
+from overbrainer.pipeline.context import StageContext
+from overbrainer.storage.force_state import ForceState, save_force_state
+from overbrainer.storage.records import Question, Subtopic, example_head
+from overbrainer.storage.replacement import Head, RecordKind, begin, settle
+
+log = logging.getLogger(__name__)
+
+SETTLE_BOUND = 30.0
+"""Seconds an ending stage waits for its compaction before leaving it to its thread."""
+
+
+def _subtopic_head(line: str) -> Head:
+    record = Subtopic.from_json(line)
+    return record.id, record.topic, record.topic
+
+
+def _question_head(line: str) -> Head:
+    record = Question.from_json(line)
+    return record.id, record.topic, record.subtopic_id
+
+
+def _answer_head(line: str) -> Head:
+    record_id, topic, _, _ = example_head(line)
+    return record_id, topic, record_id
+
+
+_HEADS: dict[str, tuple[Callable[[str], Head], bool]] = {
+    "subtopics": (_subtopic_head, False),
+    "questions": (_question_head, False),
+    "answers": (_answer_head, True),
+}
+
+
+def record_kind(ctx: StageContext, name: str) -> RecordKind:
+    """The replaceable data file `data/<name>.jsonl` of the context's project."""
+    head, single = _HEADS[name]
+    project = ctx.project
+    return RecordKind(project.data_file(name), project.force_state(name), head, single)
+
+
+class Replacement:
+    """An unfinished force of one stage, as its body sees it (`state` None: no force)."""
+
+    def __init__(self, kind: RecordKind, state: ForceState | None) -> None:
+        self.kind = kind
+        self.state = state
+        self._lock = trio.Lock()
+
+    def pending(self, topics: frozenset[str]) -> dict[str, list[str]]:
+        """The items of `topics` still to replace, with their old record IDs."""
+        return {} if self.state is None else self.state.pending_keys(topics)
+
+    def old_ids(self, topics: frozenset[str]) -> set[str]:
+        """The old record IDs of the items of `topics` still to replace."""
+        return set() if self.state is None else self.state.old_ids(topics)
+
+    def forget(self, keys: set[str]) -> None:
+        """Stop replacing these items (gone upstream); saved by the next save or settle."""
+        if self.state is not None:
+            for key in keys:
+                self.state.forget(key)
+
+    async def complete(self, topic: str, key: str, kept: set[str]) -> None:
+        """Item `key` has its new records (their IDs `kept`): drop its other old ones, durably."""
+        state = self.state
+        if state is None or key not in state.pending.get(topic, {}):
+            return
+        async with self._lock:
+            state.complete(topic, key, kept)
+            await write_in_thread(lambda: save_force_state(self.kind.state, state))
+
+
+@contextlib.asynccontextmanager
+async def replacing(ctx: StageContext, name: str) -> AsyncIterator[Replacement]:
+    """Begin (with `--force`) or continue the stage's force; settle it however the body ends.
+
+    Enter it before the stage's appender, so that the appender is closed before the settle
+    rewrites the file.
+    """
+    kind = record_kind(ctx, name)
+    configured = frozenset(topic.name for topic in ctx.settings.topics)
+    state = await write_in_thread(
+        lambda: begin(kind, ctx.selected_topic_names, configured, ctx.force)
+    )
+    replacement = Replacement(kind, state)
+    try:
+        yield replacement
+    except BaseException:
+        with trio.move_on_after(SETTLE_BOUND, shield=True) as bound:
+            try:
+                await trio.to_thread.run_sync(settle, kind, state, abandon_on_cancel=True)
+            except Exception as error:  # the stage's own error matters more
+                log.warning("%s: not compacted: %s", kind.data, error)
+        if bound.cancelled_caught:
+            log.warning(
+                "%s: not compacted within %gs; the next run does it", kind.data, SETTLE_BOUND
+            )
+        raise
+    await write_in_thread(lambda: settle(kind, state))
