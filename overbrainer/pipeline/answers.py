@@ -153,7 +153,7 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
             system = systems[question.topic]
             try:
                 completion = await role_client.client.complete(
-                    run.request(question.text, system), run.on_retry(question.id)
+                    run.request(question.text, system), run.on_retry(question.id), gate=run
                 )
             except LlmError as error:
                 run.failed(question.id, error)

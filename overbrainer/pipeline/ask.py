@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from overbrainer.llm.errors import InvalidResponse, LlmError
+from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError
+from overbrainer.llm.retry import RetryHalted
 from overbrainer.model.finish import FinishReason
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageRun
@@ -16,6 +17,8 @@ NOT_A_LIST = "the answer is not a list of strings"
 GAVE_UP = "no list of strings after all retries"
 LIMIT_GROWTH = 4
 """The token limit doubles on a cut-short answer, up to this many times the role's."""
+STRUCTURED_REFUSALS = (400, 415, 422)
+"""Statuses with which a provider may refuse structured output (then asked without it)."""
 
 
 @attrs.frozen
@@ -37,11 +40,13 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
 async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None:
     """The generator's list of strings for `prompt` (the only message, no system prompt).
 
-    Up to `max_retries + 1` attempts. The first asks for structured output; a failed request
-    drops it for the next attempts (a second failure is raised). An answer that is not a list
-    is asked again, with twice the token limit (up to 4× the role's) when it was cut short.
-    Every attempt's usage is counted in the stage at once. Raises `InvalidResponse` (not
-    fatal) when no attempt gave a list; None when the stage stopped admitting new requests.
+    Up to `max_retries + 1` attempts. The first asks for structured output; a request the
+    provider refuses with a client error (400, 415, 422) drops it for the next attempts; any
+    other error, a second failure, or a failure on the last attempt is raised as it is, so the
+    real cause is reported. An answer that is not a list is asked again, with twice the token
+    limit (up to 4× the role's) when it was cut short. Every attempt's usage is counted in the
+    stage at once. Raises `InvalidResponse` (not fatal) when no attempt gave a list; None when
+    the stage stopped admitting new requests or barred a retry.
     """
     assert run.role is not None, "ask_list needs the stage's role"
     client = run.role.client
@@ -56,9 +61,12 @@ async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None
             return None
         request = run.request(prompt, json_list=structured, max_tokens=limit)
         try:
-            completion = await client.complete(request, run.on_retry(item_id))
+            completion = await client.complete(request, run.on_retry(item_id), gate=run)
+        except RetryHalted:
+            return None
         except LlmError as error:
-            if not structured:
+            refused = isinstance(error, StatusError) and error.status in STRUCTURED_REFUSALS
+            if not (structured and refused) or attempt + 1 == attempts:
                 raise
             structured = False
             run.retrying(item_id, NO_STRUCTURED.format(error=error.message))

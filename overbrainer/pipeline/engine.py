@@ -80,7 +80,7 @@ import attrs
 import trio
 
 from overbrainer.events.types import Stage, StageFinished, StageStats
-from overbrainer.llm.errors import LlmError
+from overbrainer.llm.errors import LlmError, ProviderUnreachable
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.pipeline.context import (
@@ -131,7 +131,9 @@ class StageStopped(WorkFailed):
     """An error fatal for the stage (HTTP 401–404, …) stopped it (exit 1)."""
 
     def __init__(self, stage: Stage, cause: LlmError) -> None:
-        super().__init__(f"{stage} stopped: {cause.message}")
+        # An unreachable provider names itself and its host: the stage adds nothing to that.
+        standalone = isinstance(cause, ProviderUnreachable)
+        super().__init__(cause.message if standalone else f"{stage} stopped: {cause.message}")
         self.cause = cause
 
 
@@ -153,19 +155,30 @@ def _stops_stage(error: OverbrainerError) -> bool:
     return isinstance(error, LlmError) and error.stops_stage
 
 
-async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
-    """First Ctrl-C: a grace for the requests in flight; a second one, or its end: cancel."""
+async def _relay_interrupt(run: StageRun) -> None:
+    """The first Ctrl-C bars every new request and retry of the stage at once."""
+    await run.ctx.interrupt.wait_caught()
+    run.halt()
+
+
+async def _watch_halt(run: StageRun, scope: trio.CancelScope) -> None:
+    """Once halted, a grace for the requests in flight; the end of it, or Ctrl-C: cancel.
+
+    Halted by Ctrl-C, the next Ctrl-C cancels; stopped by an error, the first one does.
+    """
+    await run.wait_closed()
     interrupt = run.ctx.interrupt
-    await interrupt.wait_caught()
     drain = run.ctx.settings.pipeline.drain_secs
     if interrupt.count < 2:
         if run.in_flight:
+            again = "again " if interrupt.caught else ""
             log.warning(
                 "%s: stopping: waiting up to %gs for the %d request(s) in flight "
-                "(Ctrl-C again to stop at once)",
+                "(Ctrl-C %sto stop at once)",
                 run.stage,
                 drain,
                 run.in_flight,
+                again,
             )
         with trio.move_on_after(drain):
             await interrupt.wait()
@@ -175,12 +188,13 @@ async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
 
 
 async def _drive(ctx: StageContext, run: StageRun, body: Body) -> None:
-    """Run the body until it returns, or until the interruption's watcher cancels it."""
+    """Run the body until it returns, or until the halt watcher cancels it."""
     with trio.CancelScope() as scope:
         try:
             async with trio.open_nursery() as nursery:
                 if not ctx.interrupt.off:
-                    nursery.start_soon(_watch_interrupt, run, scope)
+                    nursery.start_soon(_relay_interrupt, run)
+                nursery.start_soon(_watch_halt, run, scope)
                 await body(ctx, run)
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
@@ -263,6 +277,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
         await record(HistoryStatus.INTERRUPTED, run.tally, cancelled=True)
         raise
     line = finish()
+    if run.stop_cause is not None:
+        await record(HistoryStatus.FAILED, run.tally)
+        return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
     if ctx.interrupt.caught:
         await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, StageInterrupted())

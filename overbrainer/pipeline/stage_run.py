@@ -16,14 +16,17 @@ from overbrainer.events.types import (
     StageStarted,
     StageStats,
 )
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.retry import OnRetry, retry_message
+from overbrainer.llm.errors import LlmError, RepeatedError, StatusError
+from overbrainer.llm.retry import OnRetry, RetryHalted, retry_message
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
 from overbrainer.storage.history import SplitCounts
 
 T = TypeVar("T")
+
+REPEAT_LIMIT = 3
+"""Items in a row failing with the same client error (HTTP 400, …) that stop the stage."""
 
 
 class StageRun:
@@ -41,6 +44,29 @@ class StageRun:
         self.held_back = False
         self.split: SplitCounts | None = None
         self._split_line: str | None = None
+        self.stop_cause: LlmError | None = None
+        """The error that stopped the stage (401/403, an unreachable provider, …), if any."""
+        self._halted = trio.Event()
+        self._repeated: tuple[str, int] = ("", 0)
+
+    @property
+    def closed(self) -> bool:
+        """Whether new attempts are barred: Ctrl-C came or the stage is stopping (a `Gate`)."""
+        return self._halted.is_set() or self.ctx.interrupt.caught
+
+    async def wait_closed(self) -> None:
+        """Return once new attempts are barred (waits for backoff and `Retry-After` end then)."""
+        await self._halted.wait()
+
+    def halt(self) -> None:
+        """Bar every new request and retry of this stage, at once."""
+        self._halted.set()
+
+    def stop(self, cause: LlmError) -> None:
+        """Stop the stage for `cause` (the first one counts): nothing new starts after it."""
+        if self.stop_cause is None:
+            self.stop_cause = cause
+        self.halt()
 
     @property
     def price(self) -> Price | None:
@@ -55,7 +81,7 @@ class StageRun:
 
     def admitting(self) -> bool:
         """Whether a new request may start: not after Ctrl-C, nor once the cap is reached."""
-        if self.ctx.interrupt.caught:
+        if self.closed:
             return False
         if self.ctx.spend.reached:
             self.held_back = True
@@ -102,6 +128,7 @@ class StageRun:
 
     def done(self, item_id: str, usage: Usage, cost: float | None, excluded: bool = False) -> None:
         """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
+        self._repeated = ("", 0)
         if excluded:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
@@ -116,12 +143,25 @@ class StageRun:
             self.ctx.bus.publish(ItemDone(self.stage, item_id))
 
     def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good; an error fatal for the stage is raised again."""
+        """The item failed for good; an error fatal for the stage stops it (see `stop`).
+
+        The item of a fatal error is not counted: the next run asks it again. The same client
+        error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request) stops it too.
+        """
         if isinstance(error, LlmError) and error.stops_stage:
-            raise error
+            self.stop(error)
+            return
         self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
         self.tally = attrs.evolve(self.tally, failed=self.tally.failed + 1)
         self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
+        if isinstance(error, StatusError) and not error.retryable:
+            last, count = self._repeated
+            count = count + 1 if error.message == last else 1
+            self._repeated = (error.message, count)
+            if count >= REPEAT_LIMIT:
+                self.stop(RepeatedError(error, count))
+        else:
+            self._repeated = ("", 0)
 
     def retrying(self, item_id: str, message: str) -> None:
         """An attempt failed and the item will be tried again in this run."""
@@ -137,12 +177,17 @@ class StageRun:
         self.ctx.bus.publish(event)
 
     async def each(self, items: Iterable[T], work: Callable[[T], Awaitable[None]]) -> None:
-        """`work(item)` for each item, `concurrency` at once, while new items are admitted."""
+        """`work(item)` for each item, `concurrency` at once, while new items are admitted.
+
+        An item whose retry was barred (`RetryHalted`) is left as it is, for the next run.
+        """
         slots = trio.Semaphore(self.ctx.settings.pipeline.concurrency)
 
         async def one(item: T) -> None:
             try:
                 await work(item)
+            except RetryHalted:
+                pass  # its next attempt was barred: the item is left for the next run
             finally:
                 self.in_flight -= 1
                 slots.release()
