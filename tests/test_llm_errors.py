@@ -240,7 +240,9 @@ async def test_refused_connection_is_a_transport_error() -> None:
         ) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
-    assert caught.value.message == f"request failed: cannot connect to 127.0.0.1:{port}: connection refused"
+    assert caught.value.message == (
+        f"request failed: cannot connect to 127.0.0.1:{port}: connection refused"
+    )
     assert caught.value.retryable and not caught.value.stops_stage
     assert caught.value.connecting
 
