@@ -2,7 +2,8 @@
 
 Tests and benchmarks script it reply by reply (answers, reasoning fields, usage, finish
 reasons, refusals, error statuses with `Retry-After`, delays, malformed bodies, dropped
-connections) and read back every request it got. Without a script it answers like a tiny,
+connections, bodies cut midway, connection resets, replies without `usage`) and read back every
+request it got. Without a script it answers like a tiny,
 deterministic model, so `python -m overbrainer.devtools.stub_provider` can stand in for a real
 provider in a demo of the whole pipeline.
 """
@@ -109,6 +110,12 @@ class Reply:
     headers: dict[str, str] = attrs.field(factory=dict)
     body: bytes | None = None
     drop: bool = False
+    cut: bool = False
+    """Send the head and half the body, then close the connection."""
+    reset: bool = False
+    """Answer nothing and reset the connection (TCP RST)."""
+    no_usage: bool = False
+    """Leave `usage` out of a 200 answer, as some providers do."""
 
 
 @attrs.frozen
@@ -312,8 +319,8 @@ class StubProvider:
         delay = reply.delay or self.delay
         if delay > 0:
             await trio.sleep(delay)
-        if reply.drop:
-            return Response(drop=True)
+        if reply.drop or reply.reset:
+            return Response(drop=reply.drop, reset=reply.reset)
         if reply.body is not None:
             return Response(reply.status, reply.body, JSON_HEADERS + tuple(reply.headers.items()))
         if reply.status != 200:
@@ -321,8 +328,12 @@ class StubProvider:
             return _json_response(error, reply.status, reply.headers)
         serial = len(self.requests)
         if request.path.endswith("/messages"):
-            return _json_response(_anthropic_body(reply, model_name, serial), 200, reply.headers)
-        return _json_response(_openai_body(reply, model_name, serial), 200, reply.headers)
+            answer = _anthropic_body(reply, model_name, serial)
+        else:
+            answer = _openai_body(reply, model_name, serial)
+        if reply.no_usage and isinstance(answer, dict):
+            del answer["usage"]
+        return attrs.evolve(_json_response(answer, 200, reply.headers), cut=reply.cut)
 
     def _embeddings(self, body: Json) -> Response:
         inputs = body.get("input") if isinstance(body, dict) else None
