@@ -67,7 +67,7 @@ async def test_a_provider_that_answered_is_given_up_only_after_the_outage_lasts(
     assert breaker.failed_to_connect("connection refused") is None
     assert breaker.failed_to_connect("connection refused") is None
     assert breaker.failed_to_connect("connection refused") is None  # 3 in a row, at once
-    await trio.sleep(10)
+    await trio.sleep(5)
     tripped = breaker.failed_to_connect("connection refused")
     assert tripped is not None and tripped.message == (
         "cannot reach provider `stub` at 127.0.0.1:1: connection refused"

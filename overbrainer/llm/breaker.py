@@ -14,8 +14,12 @@ reply between them, across items or retries, is a provider that is down, mistype
 unreachable, and every further request would only wait through its own backoff to fail too.
 """
 
-OUTAGE_SECS = 10.0
-"""How long the failures must have gone on before a provider that did answer is given up."""
+OUTAGE_SECS = 5.0
+"""How long the failures must have gone on before a provider that did answer is given up.
+
+Five seconds spans a couple of backoff rounds: a blip that refuses every request in flight at
+once does not stop the stage, a provider that died does within seconds.
+"""
 
 
 class Breaker:
