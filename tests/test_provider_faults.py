@@ -8,6 +8,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
@@ -45,8 +46,9 @@ def last_line(text: str) -> str:
     return text.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 async def test_no_request_after_the_first_sigint_during_a_retry_after_wait(
-    tmp_path: Path,
+    tmp_path: Path, signum: signal.Signals
 ) -> None:
     root = make_project(tmp_path / "p", concurrency=2)
     write_questions(root, 6)
@@ -57,7 +59,7 @@ async def test_no_request_after_the_first_sigint_during_a_retry_after_wait(
             # Both requests were refused and both items now wait 20 s for their retry.
             await wait_until(lambda: stderr.read_text().count("retrying in 20.0s") == 2)
             begun = trio.current_time()
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signum)
             with trio.fail_after(10):
                 code = await process.wait()
             took = trio.current_time() - begun

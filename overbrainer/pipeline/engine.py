@@ -28,8 +28,11 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.request(prompt, system=None, json_list=False, max_tokens=None)``: a
   ``CompletionRequest`` with the role's knobs (max_tokens, temperature, reasoning, effort,
   thinking budget);
-- ``run.on_retry(item_id)``: an ``OnRetry`` for ``client.complete(request, on_retry)`` that
-  publishes the retryable ``ItemFailed`` «{error}; retrying in {secs:.1f}s»;
+- ``run.on_retry(item_id)``: an ``OnRetry`` for ``client.complete(request, on_retry, gate=run)``
+  that publishes the retryable ``ItemFailed`` «{error}; retrying in {secs:.1f}s»;
+- ``run`` is the ``Gate`` of its requests (``run.closed``, ``run.wait_closed()``): closed on
+  the first Ctrl-C or a stop, it bars every new attempt and ends retry waits at once
+  (``RetryHalted``, which ``run.each`` swallows: the item is left for the next run);
 - ``run.add_usage(usage) -> cost | None``: every attempt's usage, priced with the role's
   price, added to the stats and the spend; returns its cost;
 - ``run.done(item_id, usage, cost, excluded=False)``: the item ended with output (``done``
@@ -37,20 +40,23 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
-  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` is raised again to stop the stage;
+  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage instead (not counted):
+  no new request, the ones in flight finish; so does the same client error for 3 items in a
+  row (``RepeatedError``);
 - ``run.retrying(item_id, message)``: a retryable ``ItemFailed`` (e.g. a parse re-ask);
 - ``run.each(items, work)``: ``await work(item)`` for each item with at most
   ``[pipeline] concurrency`` at once, admitting no new item once ``admitting()`` is False;
   an exception in ``work`` cancels the others and propagates.
 
-A body raises ``LlmError`` with ``stops_stage`` (HTTP 401–404, …) to stop the stage: the
-stage ends with its summary and fails with «{stage} stopped: <cause>». Any other
+A body reports an ``LlmError`` with ``stops_stage`` (HTTP 401–404, an unreachable provider,
+…) through ``run.failed`` (or raises it) to stop the stage: the stage ends with its summary and
+fails with «{stage} stopped: <cause>» (an unreachable provider's message stands alone). Any other
 ``OverbrainerError`` (a bad data line, a template error) is raised as is, without a summary.
 
 The driver ``run_stage(ctx, stage, body)``:
-- runs the body in a cancel scope; the first Ctrl-C stops admission and gives the requests in
-  flight ``[pipeline] drain_secs`` to finish (stored as they complete); a second Ctrl-C or the
-  end of that grace cancels them;
+- runs the body in a cancel scope; the first Ctrl-C (or a stop) closes the gate and gives the
+  requests in flight ``[pipeline] drain_secs`` to finish (stored as they complete); a second
+  Ctrl-C (the first after a stop) or the end of that grace cancels them;
 - publishes ``StageFinished``, makes the summary line for stdout
   («{stage}: {done} done, {skipped} skipped, {failed} failed, {excluded} excluded;
   tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
