@@ -204,7 +204,11 @@ async def _drive(ctx: StageContext, run: StageRun, body: Body) -> None:
                 await body(ctx, run)
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            found = _meaningful(group)
+            errors: BaseExceptionGroup[BaseException] = group
+            if run.stop_cause is not None:
+                # The stop came first: it is what the stage fails with; a bug beside it is logged.
+                errors = BaseExceptionGroup("stage", [run.stop_cause, group])
+            found = _meaningful(errors)
             if found is None:
                 raise
             raise found from None
