@@ -176,7 +176,9 @@ async def test_a_timeout_is_retried(tmp_path: Path) -> None:
     assert result.out_lines[0].startswith("answers: 1 done, 0 skipped, 0 failed, 0 excluded")
 
 
-async def test_a_provider_that_refuses_connections_fails_the_items_quickly(tmp_path: Path) -> None:
+async def test_a_provider_that_refuses_connections_stops_the_stage_at_once(
+    tmp_path: Path,
+) -> None:
     root = make_project(tmp_path / "p")
     write_questions(root, 2)
     with socket.socket() as probe:
@@ -185,14 +187,14 @@ async def test_a_provider_that_refuses_connections_fails_the_items_quickly(tmp_p
     result = await overbrainer(root, "answers", url=f"http://127.0.0.1:{port}/v1", limit=20)
     assert result.code == 1, result.stderr
     assert result.out_lines == [
-        "answers: 0 done, 0 skipped, 2 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+        "answers: 0 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
     ]
     err = result.stderr.splitlines()
-    assert err[-1] == "error: 2 answers item(s) failed; run the command again to retry them"
-    assert sum(line.endswith(" failed: request failed: cannot connect") for line in err) == 2
+    # The price listing, then both items' first attempts: three refusals in a row.
+    assert err[-1] == f"error: cannot reach provider `stub` at 127.0.0.1:{port}: connection refused"
     assert read_examples(root) == []
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 2)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 0)
 
 
 async def test_a_template_that_cannot_render_stops_force_before_it_rewrites(

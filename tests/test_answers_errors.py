@@ -12,7 +12,7 @@ from overbrainer.config.settings import Pipeline, Topic
 from overbrainer.devtools.stub_provider import Recorded, Reply
 from overbrainer.events.types import Stage
 from overbrainer.llm.client import ProtocolClient
-from overbrainer.llm.retry import OnRetry
+from overbrainer.llm.retry import Gate, OnRetry
 from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.pipeline import answers
 from overbrainer.pipeline.answers import answers_stage
@@ -43,11 +43,14 @@ async def test_a_type_error_beside_a_403_is_logged_with_its_traceback(
         both_ended = trio.Event()
 
         async def complete_together(
-            self: ProtocolClient, request: CompletionRequest, on_retry: OnRetry | None = None
+            self: ProtocolClient,
+            request: CompletionRequest,
+            on_retry: OnRetry | None = None,
+            gate: Gate | None = None,
         ) -> Completion:
             nonlocal ended
             try:
-                return await complete(self, request, on_retry)
+                return await complete(self, request, on_retry, gate)
             finally:
                 ended += 1
                 if ended == 2:

@@ -12,7 +12,7 @@ from overbrainer.events.types import Stage, StageStats
 from overbrainer.llm.errors import InvalidResponse, StatusError
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import AskedList, ask_list
-from overbrainer.pipeline.engine import StageContext, StageItemsFailed, StageRun
+from overbrainer.pipeline.engine import StageContext, StageItemsFailed, StageRun, StageStopped
 from tests.generator_harness import Harness, harness
 
 TOPIC = Topic("rust", subtopics=1, questions_per_subtopic=1)
@@ -65,7 +65,7 @@ async def test_the_first_attempt_asks_for_structured_output(tmp_path: Path) -> N
 async def test_a_failed_structured_request_is_retried_without_it(tmp_path: Path) -> None:
     async with harness(tmp_path, TOPIC) as h:
         h.stub.queue(
-            Reply(status=401, body=b'{"error": {"message": "no"}}'),
+            Reply(status=400, body=b'{"error": {"message": "no response_format"}}'),
             Reply(content='["x"]', usage=(3, 4)),
         )
         asker = Asker()
@@ -75,11 +75,30 @@ async def test_a_failed_structured_request_is_retried_without_it(tmp_path: Path)
     assert h.failures() == [
         (
             "item",
-            "HTTP 401: authentication failed, check the provider API key; "
-            "retrying without structured output",
+            "HTTP 400: no response_format; retrying without structured output",
             True,
         )
     ]
+
+
+async def test_a_401_stops_at_once_without_another_request(tmp_path: Path) -> None:
+    async with harness(tmp_path, TOPIC) as h:
+        h.stub.queue(Reply(status=401, body=b"{}"), Reply(content='["x"]'))
+        with pytest.raises(StageStopped) as stopped:
+            await h.run(Stage.SUBTOPICS, Asker())
+    assert stopped.value.message == (
+        "subtopics stopped: HTTP 401: authentication failed, check the provider API key"
+    )
+    assert _sent(h) == [(True, 1000)]
+
+
+async def test_without_retries_the_real_cause_is_raised(tmp_path: Path) -> None:
+    async with harness(tmp_path, TOPIC, pipeline=Pipeline(max_retries=0)) as h:
+        h.stub.queue(Reply(status=400, body=b'{"error": {"message": "bad request"}}'))
+        with pytest.raises(StatusError) as caught:
+            await h.run(Stage.SUBTOPICS, Asker())
+    assert caught.value.message == "HTTP 400: bad request"
+    assert _sent(h) == [(True, 1000)]
 
 
 async def test_a_failure_without_structured_output_is_raised(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from overbrainer.events.types import (
 )
 from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.errors import StatusError
+from overbrainer.llm.retry import RetryPolicy, with_retry
 from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.model.errors import EXIT_INTERRUPTED
 from overbrainer.model.usage import Price, Usage
@@ -150,33 +151,132 @@ async def test_failed_items_fail_the_stage_after_its_line(tmp_path: Path) -> Non
     assert failed == ItemFailed(Stage.ANSWERS, "b", "HTTP 500: boom", retryable=False)
 
 
-async def test_a_fatal_error_stops_the_stage_and_cancels_the_others(tmp_path: Path) -> None:
+async def test_a_fatal_error_stops_admission_and_keeps_what_was_in_flight(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
     h = Harness(tmp_path)
-    cancelled: list[str] = []
+    started: list[str] = []
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(4)
+
+        async def one(item: str) -> None:
+            started.append(item)
+            if item == "bad":
+                await trio.sleep(0.1)
+                run.failed(item, StatusError(403, "permission denied by the provider"))
+                return
+            await trio.sleep(10)  # in flight when the 403 comes: paid for, so kept
+            run.done(item, USAGE, run.add_usage(USAGE))
+
+        await run.each(["slow", "bad", "never", "nor"], one)
+
+    begun = trio.current_time()
+    with pytest.raises(StageStopped) as caught:
+        await h.run(body)
+    assert trio.current_time() - begun == pytest.approx(10)
+    assert caught.value.message == ("answers stopped: HTTP 403: permission denied by the provider")
+    assert started == ["slow", "bad"]
+    assert h.lines == [
+        "answers: 1 done, 0 skipped, 0 failed, 0 excluded; tokens 100 in, 50 out; cost $0.2000"
+    ]
+    assert h.history() == [(HistoryStatus.FAILED, 1, 0, 0, 0)]
+
+
+async def test_a_stop_gives_the_requests_in_flight_the_grace_then_cancels(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(tmp_path, drain=5.0)
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(2)
+
+        async def one(item: str) -> None:
+            if item == "bad":
+                run.failed(item, StatusError(401, "authentication failed"))
+                return
+            await trio.sleep(100)
+            run.done(item, USAGE, run.add_usage(USAGE))
+
+        await run.each(["slow", "bad"], one)
+
+    begun = trio.current_time()
+    with pytest.raises(StageStopped):
+        await h.run(body)
+    assert trio.current_time() - begun == pytest.approx(5)
+    assert h.lines[0].startswith("answers: 0 done")
+
+
+async def test_the_same_client_error_for_three_items_in_a_row_stops_the_stage(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(tmp_path)
+    ended: list[str] = []
+
+    async def body(ctx: StageContext, run: StageRun) -> None:
+        run.start(9)
+
+        async def one(item: tuple[int, str]) -> None:
+            index, name = item
+            await trio.sleep(1 + index * 0.1)  # items end in list order
+            ended.append(name)
+            if name == "ok":
+                run.done(name, USAGE, run.add_usage(USAGE))
+            else:
+                run.failed(name, StatusError(400, "unknown model parent-model"))
+
+        names = ["a", "b", "ok", "c", "d", "e", "f", "g", "h"]
+        await run.each(list(enumerate(names)), one)
+
+    with pytest.raises(StageStopped) as caught:
+        await h.run(body)
+    assert caught.value.message == (
+        "answers stopped: HTTP 400: unknown model parent-model (the same for 3 items in a row)"
+    )
+    # The answer between a, b and c, d, e breaks the run of errors; e is the third in a row,
+    # and f, in flight beside it (two at a time), still ends.
+    assert ended == ["a", "b", "ok", "c", "d", "e", "f"]
+    assert h.history() == [(HistoryStatus.FAILED, 1, 0, 6, 0)]
+
+
+class Waiting(Exception):
+    """A retryable error whose server asked for a long wait."""
+
+    retryable = True
+    retry_after = 20.0
+
+
+async def test_the_first_interrupt_ends_a_retry_wait_and_starts_no_attempt(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    h = Harness(tmp_path)
+    attempts: list[str] = []
 
     async def body(ctx: StageContext, run: StageRun) -> None:
         run.start(3)
 
+        async def later() -> None:
+            await trio.sleep(1)
+            ctx.interrupt.fire()
+
         async def one(item: str) -> None:
-            if item == "bad":
-                await trio.sleep(0.1)
-                run.failed(item, StatusError(403, "permission denied by the provider"))
-            try:
-                await trio.sleep(10)
-            except trio.Cancelled:
-                cancelled.append(item)
-                raise
+            async def attempt() -> None:
+                attempts.append(item)
+                raise Waiting()
 
-        await run.each(["slow", "bad"], one)
+            await with_retry(RetryPolicy(max_retries=5), attempt, gate=run)
 
-    with pytest.raises(StageStopped) as caught:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later)
+            await run.each(["a", "b", "c"], one)
+
+    begun = trio.current_time()
+    with pytest.raises(StageInterrupted):
         await h.run(body)
-    assert caught.value.message == ("answers stopped: HTTP 403: permission denied by the provider")
-    assert cancelled == ["slow"]
-    assert h.lines == [
-        "answers: 0 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
-    ]
-    assert h.history() == [(HistoryStatus.FAILED, 0, 0, 0, 0)]
+    assert trio.current_time() - begun == pytest.approx(1)
+    assert sorted(attempts) == ["a", "b"]
+    # Neither is failed: both are left for the next run.
+    assert h.history() == [(HistoryStatus.INTERRUPTED, 0, 0, 0, 0)]
 
 
 async def test_first_interrupt_lets_the_items_in_flight_finish(
@@ -235,7 +335,9 @@ async def test_the_grace_ends_and_a_second_interrupt_cancels_at_once(
 class SlowModel:
     """A model answering every request after a second, with `USAGE` ($0.20 at the price)."""
 
-    async def complete(self, request: CompletionRequest, on_retry: object = None) -> Completion:
+    async def complete(
+        self, request: CompletionRequest, on_retry: object = None, gate: object = None
+    ) -> Completion:
         await trio.sleep(1.0)
         return Completion("ok", usage=USAGE)
 

@@ -230,6 +230,31 @@ async def test_a_dropped_connection_is_a_retried_transport_error(
     ] * 2
 
 
+async def test_a_cut_body_and_a_reset_are_retried_and_never_open_the_breaker(
+    stub: StubProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    stub.queue(*[Reply(cut=True), Reply(reset=True)] * 2, Reply(content="fine"))
+    retries = Retries()
+    with trio.fail_after(60):
+        async with client_on(stub) as client:
+            client.retry = RetryPolicy(max_retries=4)
+            assert (await client.complete(REQUEST, retries)).content == "fine"
+            assert client.http.breaker.tripped is None
+    assert [message.split(";")[0] for _, message, _ in retries.calls] == [
+        "request failed: the connection was closed without a complete answer",
+        "request failed: the connection broke",
+    ] * 2
+
+
+async def test_an_answer_without_usage_counts_no_tokens(stub: StubProvider) -> None:
+    stub.queue(Reply(content="fine", usage=None))
+    with trio.fail_after(10):
+        async with client_on(stub) as client:
+            completion = await client.complete(REQUEST)
+    assert (completion.content, completion.usage.input_tokens) == ("fine", 0)
+    assert completion.usage.output_tokens == 0
+
+
 async def test_refused_connection_is_a_transport_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -240,8 +265,11 @@ async def test_refused_connection_is_a_transport_error() -> None:
         ) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
-    assert caught.value.message == "request failed: cannot connect"
+    assert caught.value.message == (
+        f"request failed: cannot connect to 127.0.0.1:{port}: connection refused"
+    )
     assert caught.value.retryable and not caught.value.stops_stage
+    assert caught.value.connecting
 
 
 async def test_a_slow_reply_times_out(

@@ -134,3 +134,55 @@ def test_command_line_prints_its_url_and_stops_on_sigint() -> None:
     finally:
         process.kill()
         process.wait()
+
+
+async def raw_exchange(url: str, body: bytes) -> bytes:
+    """Send one POST on a plain socket and read until the server closes; raises on a reset."""
+    host_port = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = host_port.split(":")
+    stream = await trio.open_tcp_stream(host, int(port))
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host_port}\r\n"
+        f"connection: close\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    async with stream:
+        await stream.send_all(head + body)
+        got = b""
+        while chunk := await stream.receive_some(65536):
+            got += chunk
+    return got
+
+
+async def test_a_cut_reply_sends_its_head_and_half_its_body_then_closes() -> None:
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            stub.queue(Reply(content="x" * 400, cut=True), Reply(content="x" * 400))
+            cut = await raw_exchange(stub.url, b'{"model": "m"}')
+            whole = await raw_exchange(stub.url, b'{"model": "m"}')
+    head, _, body = cut.partition(b"\r\n\r\n")
+    whole_body = whole.partition(b"\r\n\r\n")[2]
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert f"content-length: {len(whole_body)}".encode() in head.lower()
+    assert len(body) == len(whole_body) // 2  # the same answer but its serial, cut in half
+    assert body.startswith(b'{"id": "stub-') and not body.endswith(b"}")
+
+
+async def test_a_reset_resets_the_connection_without_an_answer() -> None:
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            stub.queue(Reply(reset=True))
+            with pytest.raises(trio.BrokenResourceError) as caught:
+                await raw_exchange(stub.url, b'{"model": "m"}')
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+    assert len(stub.completions) == 1
+
+
+async def test_a_reply_without_usage_has_no_usage_field() -> None:
+    with trio.fail_after(10):
+        async with open_stub() as stub:
+            stub.queue(Reply(content="a", usage=None), Reply(content="b", usage=None))
+            openai = (await post(f"{stub.url}/chat/completions", {"model": "m"})).json()
+            anthropic = (await post(f"{stub.url}/messages", {"model": "m"})).json()
+    assert "usage" not in openai and openai["choices"][0]["message"]["content"] == "a"
+    assert "usage" not in anthropic and anthropic["content"][-1]["text"] == "b"

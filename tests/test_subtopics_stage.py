@@ -132,9 +132,9 @@ async def test_a_failed_topic_does_not_stop_the_next_one(tmp_path: Path) -> None
 
 async def test_a_fatal_error_stops_the_stage(tmp_path: Path) -> None:
     async with harness(tmp_path, OWNERSHIP, ASYNC) as h:
-        # The structured attempt fails and is retried without it; the second 401 is fatal.
+        # A 401 is fatal at once: not even asked again without structured output.
         h.stub.queue(*[Reply(status=401, body=b"{}")] * 2)
         with pytest.raises(StageStopped, match=r"^subtopics stopped: HTTP 401: authentication"):
             await h.run(Stage.SUBTOPICS, subtopics_stage)
-        assert len(h.stub.completions) == 2
+        assert len(h.stub.completions) == 1
     assert not (tmp_path / "data" / "subtopics.jsonl").read_text()

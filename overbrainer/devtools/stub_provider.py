@@ -2,7 +2,8 @@
 
 Tests and benchmarks script it reply by reply (answers, reasoning fields, usage, finish
 reasons, refusals, error statuses with `Retry-After`, delays, malformed bodies, dropped
-connections) and read back every request it got. Without a script it answers like a tiny,
+connections, bodies cut midway, connection resets, replies without `usage`) and read back every
+request it got. Without a script it answers like a tiny,
 deterministic model, so `python -m overbrainer.devtools.stub_provider` can stand in for a real
 provider in a demo of the whole pipeline.
 """
@@ -112,6 +113,10 @@ class Reply:
     drop: bool = False
     echo_auth: bool = False
     """An error reply (`status`) whose message quotes the request's credential headers."""
+    cut: bool = False
+    """Send the head and half the body, then close the connection."""
+    reset: bool = False
+    """Answer nothing and reset the connection (TCP RST)."""
 
 
 @attrs.frozen
@@ -333,8 +338,8 @@ class StubProvider:
         delay = reply.delay or self.delay
         if delay > 0:
             await trio.sleep(delay)
-        if reply.drop:
-            return Response(drop=True)
+        if reply.drop or reply.reset:
+            return Response(drop=reply.drop, reset=reply.reset)
         if reply.body is not None:
             return Response(reply.status, reply.body, JSON_HEADERS + tuple(reply.headers.items()))
         if reply.status != 200:
@@ -343,8 +348,10 @@ class StubProvider:
             return _json_response(error, reply.status, reply.headers)
         serial = len(self.requests)
         if request.path.endswith("/messages"):
-            return _json_response(_anthropic_body(reply, model_name, serial), 200, reply.headers)
-        return _json_response(_openai_body(reply, model_name, serial), 200, reply.headers)
+            answer = _anthropic_body(reply, model_name, serial)
+        else:
+            answer = _openai_body(reply, model_name, serial)
+        return attrs.evolve(_json_response(answer, 200, reply.headers), cut=reply.cut)
 
     def _embeddings(self, body: Json) -> Response:
         inputs = body.get("input") if isinstance(body, dict) else None

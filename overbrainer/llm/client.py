@@ -10,7 +10,7 @@ from typing import Protocol as TypingProtocol
 from overbrainer.llm import anthropic, openai
 from overbrainer.llm.errors import Unsupported
 from overbrainer.llm.http import CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpClient, open_http
-from overbrainer.llm.retry import DEFAULT_MAX_RETRIES, OnRetry, RetryPolicy, with_retry
+from overbrainer.llm.retry import DEFAULT_MAX_RETRIES, Gate, OnRetry, RetryPolicy, with_retry
 from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
 
 MODELS_PATH = "models?detailed=true"
@@ -20,12 +20,14 @@ class LlmClient(TypingProtocol):
     """What the pipeline needs of a model: completions and embeddings."""
 
     async def complete(
-        self, request: CompletionRequest, on_retry: OnRetry | None = None
+        self, request: CompletionRequest, on_retry: OnRetry | None = None, gate: Gate | None = None
     ) -> Completion:
-        """One answer, retried by the client's policy."""
+        """One answer, retried by the client's policy while `gate` is open."""
         ...
 
-    async def embed(self, inputs: list[str], on_retry: OnRetry | None = None) -> list[list[float]]:
+    async def embed(
+        self, inputs: list[str], on_retry: OnRetry | None = None, gate: Gate | None = None
+    ) -> list[list[float]]:
         """One vector per input, in input order."""
         ...
 
@@ -40,8 +42,9 @@ async def open_provider(
     connect_timeout: float = CONNECT_TIMEOUT,
     headers: Mapping[str, str] | None = None,
     max_connections: int | None = None,
+    provider: str = "",
 ) -> AsyncIterator[HttpClient]:
-    """One pooled connection to a provider, with its protocol's headers and key."""
+    """One pooled connection to `provider`, with its protocol's headers and key."""
     if protocol is Protocol.ANTHROPIC:
         plain = {**anthropic.plain_headers(), **(headers or {})}
         secret = anthropic.auth_headers(api_key)
@@ -55,6 +58,7 @@ async def open_provider(
         request_timeout=request_timeout,
         connect_timeout=connect_timeout,
         max_connections=max_connections,
+        provider=provider,
     ) as http:
         yield http
 
@@ -84,11 +88,11 @@ class ProtocolClient:
         )
 
     async def complete(
-        self, request: CompletionRequest, on_retry: OnRetry | None = None
+        self, request: CompletionRequest, on_retry: OnRetry | None = None, gate: Gate | None = None
     ) -> Completion:
         """One answer to `request`, retried on 408, 429, 5xx and transport errors."""
         return await with_retry(
-            self.retry, lambda: self.complete_once(request), on_retry, rng=self._rng
+            self.retry, lambda: self.complete_once(request), on_retry, rng=self._rng, gate=gate
         )
 
     async def complete_once(self, request: CompletionRequest) -> Completion:
@@ -101,7 +105,9 @@ class ProtocolClient:
         answer = await self.http.post(openai.CHAT_PATH, openai.chat_body(self.model, request))
         return openai.parse_chat(answer)
 
-    async def embed(self, inputs: list[str], on_retry: OnRetry | None = None) -> list[list[float]]:
+    async def embed(
+        self, inputs: list[str], on_retry: OnRetry | None = None, gate: Gate | None = None
+    ) -> list[list[float]]:
         """One vector per input in input order; `[]` for no inputs, without a request."""
         if self.protocol is Protocol.ANTHROPIC:
             raise Unsupported("embeddings")
@@ -114,7 +120,7 @@ class ProtocolClient:
             )
             return openai.parse_embeddings(answer, len(inputs))
 
-        return await with_retry(self.retry, once, on_retry, rng=self._rng)
+        return await with_retry(self.retry, once, on_retry, rng=self._rng, gate=gate)
 
     async def models(self) -> Json:
         """The provider's raw model listing (`GET {base}/models?detailed=true`), one attempt."""

@@ -90,6 +90,7 @@ async def _open(
                 api_key,
                 request_timeout=float(settings.pipeline.request_timeout_secs),
                 connect_timeout=CONNECT_TIMEOUT,
+                provider=name,
             )
         )
     except LlmError as error:

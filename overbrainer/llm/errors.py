@@ -62,13 +62,39 @@ class StatusError(LlmError):
 class TransportError(LlmError):
     """Connecting, sending or receiving failed, or the request timed out."""
 
-    def __init__(self, cause: str = "") -> None:
+    def __init__(self, cause: str = "", *, connecting: bool = False) -> None:
         # «request failed», then a cause in words (never the URL, headers or body) so a user
         # can tell a refused connection from a timeout.
         super().__init__(f"request failed: {cause}" if cause else "request failed")
+        self.connecting = connecting
+        """True when no connection could be made (refused, DNS, TLS, connect timeout)."""
 
     @property
     def retryable(self) -> bool:
+        return True
+
+
+class ProviderUnreachable(LlmError):
+    """The circuit breaker is open: the provider could not be reached, so the stage stops."""
+
+    def __init__(self, provider: str, address: str, cause: str) -> None:
+        who = f"provider `{provider}`" if provider else "the provider"
+        super().__init__(f"cannot reach {who} at {address}: {cause}")
+
+    @property
+    def stops_stage(self) -> bool:
+        return True
+
+
+class RepeatedError(LlmError):
+    """The same client error failed several items in a row: every other item would fail too."""
+
+    def __init__(self, error: LlmError, count: int) -> None:
+        super().__init__(f"{error.message} (the same for {count} items in a row)")
+        self.error = error
+
+    @property
+    def stops_stage(self) -> bool:
         return True
 
 

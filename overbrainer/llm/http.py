@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Mapping
+import socket
+import ssl
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import httpx2
 import trio
 
+from overbrainer.llm.breaker import Breaker
 from overbrainer.llm.errors import (
     ClientBuildError,
     InvalidApiKey,
@@ -44,6 +48,19 @@ def valid_header_value(value: str) -> bool:
     return all(ch == "\t" or " " <= ch <= "~" for ch in value)
 
 
+def address_of(base_url: str) -> str:
+    """`host:port` of a base URL (the scheme's port when none is given), never its userinfo."""
+    try:
+        url = httpx2.URL(base_url)
+    except Exception:  # a URL the config check let through cannot break an error message
+        return "?"
+    host = url.host or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return f"{host}:{port}"
+
+
 def join_url(base_url: str, path: str) -> str:
     """`base_url` without trailing slashes, then `/`, then `path`."""
     return base_url.rstrip("/") + "/" + path.lstrip("/")
@@ -52,10 +69,18 @@ def join_url(base_url: str, path: str) -> str:
 class HttpClient:
     """A provider's connection pool; requests return decoded JSON or raise `LlmError`."""
 
-    def __init__(self, client: httpx2.AsyncClient, base_url: str, request_timeout: float) -> None:
+    def __init__(
+        self,
+        client: httpx2.AsyncClient,
+        base_url: str,
+        request_timeout: float,
+        provider: str = "",
+    ) -> None:
         self._client = client
         self.base_url = base_url.rstrip("/")
         self.request_timeout = request_timeout
+        self.address = address_of(base_url)
+        self.breaker = Breaker(provider, self.address)
 
     def __repr__(self) -> str:
         return f"HttpClient(base_url={self.base_url!r})"
@@ -69,6 +94,7 @@ class HttpClient:
         return await self._send("POST", path, json.dumps(body).encode())
 
     async def _send(self, method: str, path: str, content: bytes | None) -> Json:
+        self.breaker.check()
         url = join_url(self.base_url, path)
         response: httpx2.Response | None = None
         with trio.move_on_after(self.request_timeout):
@@ -76,11 +102,12 @@ class HttpClient:
                 response = await self._client.request(method, url, content=content)
             except httpx2.HTTPError as error:
                 log.debug("%s %s failed: %s", method, path, type(error).__name__)
-                raise TransportError(transport_cause(error)) from error
+                raise self._transport_error(error) from error
         if response is None:
             log.debug("%s %s timed out after %ss", method, path, self.request_timeout)
             cause = f"no answer within {self.request_timeout:g}s"
             raise TransportError(cause) from TimeoutError(cause)
+        self.breaker.replied()
         status = response.status_code
         retry_after = parse_retry_after(response.headers.get("retry-after"))
         if not 200 <= status < 300:
@@ -98,6 +125,16 @@ class HttpClient:
             raise MalformedBody(str(error)) from None
         return decoded
 
+    def _transport_error(self, error: httpx2.HTTPError) -> Exception:
+        """The error for a failed request; a connection failure may open the breaker."""
+        reason = connect_reason(error)
+        if reason is None:
+            return TransportError(transport_cause(error))
+        tripped = self.breaker.failed_to_connect(reason)
+        if tripped is not None:
+            return tripped
+        return TransportError(f"cannot connect to {self.address}: {reason}", connecting=True)
+
 
 @contextlib.asynccontextmanager
 async def open_http(
@@ -108,8 +145,9 @@ async def open_http(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     connect_timeout: float = CONNECT_TIMEOUT,
     max_connections: int | None = None,
+    provider: str = "",
 ) -> AsyncIterator[HttpClient]:
-    """Open one pooled client for a provider; `secret_headers` are never logged or shown."""
+    """Open one pooled client for `provider`; `secret_headers` are never logged or shown."""
     all_headers = {"content-type": "application/json", **(headers or {})}
     for name, value in (secret_headers or {}).items():
         if not valid_header_value(value):
@@ -127,7 +165,7 @@ async def open_http(
     except Exception as error:  # any failure to build is reported the same way
         raise ClientBuildError() from error
     async with client:
-        yield HttpClient(client, base_url, request_timeout)
+        yield HttpClient(client, base_url, request_timeout, provider)
 
 
 _CAUSES: tuple[tuple[type[httpx2.HTTPError], str], ...] = (
@@ -145,3 +183,34 @@ def transport_cause(error: httpx2.HTTPError) -> str:
         if isinstance(error, kind):
             return words
     return type(error).__name__
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """`error`, its causes and contexts, and the members of exception groups among them."""
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
+def connect_reason(error: httpx2.HTTPError) -> str | None:
+    """Why no connection could be made, in a few words; None when one was made."""
+    if isinstance(error, httpx2.ConnectTimeout):
+        return "connection timed out"
+    if not isinstance(error, httpx2.ConnectError):
+        return None
+    for inner in _chain(error):
+        if isinstance(inner, socket.gaierror):
+            return "host not found"
+        if isinstance(inner, ssl.SSLError):
+            return "TLS handshake failed"
+        if isinstance(inner, OSError) and inner.errno == errno.ECONNREFUSED:
+            return "connection refused"
+    return "cannot connect"

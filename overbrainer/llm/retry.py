@@ -35,6 +35,26 @@ class Retryable(Protocol):
         ...
 
 
+class Gate(Protocol):
+    """Whether new attempts may start (a stage closes it on Ctrl-C or when it stops)."""
+
+    @property
+    def closed(self) -> bool:
+        """True once no new attempt may start."""
+        ...
+
+    async def wait_closed(self) -> None:
+        """Return once the gate is closed."""
+        ...
+
+
+class RetryHalted(Exception):
+    """No attempt was started because the gate closed: the work is left for the next run."""
+
+    def __init__(self) -> None:
+        super().__init__("stopped before the next attempt")
+
+
 OnRetry = Callable[[int, Exception, float], None]
 """Called before each wait with the retry's 1-based number, the error and the wait in s."""
 
@@ -66,10 +86,17 @@ async def with_retry(
     on_retry: OnRetry | None = None,
     *,
     rng: random.Random | None = None,
+    gate: Gate | None = None,
 ) -> T:
-    """Run `op`, retrying retryable errors by `policy`; the last error is raised."""
+    """Run `op`, retrying retryable errors by `policy`; the last error is raised.
+
+    With a `gate`, no attempt starts once it is closed, and a wait for the next attempt
+    (backoff or `Retry-After`) ends the moment it closes: `RetryHalted` is raised instead.
+    """
     attempt = 0
     while True:
+        if gate is not None and gate.closed:
+            raise RetryHalted()
         try:
             return await op()
         except Exception as error:
@@ -77,10 +104,16 @@ async def with_retry(
                 raise
             if attempt >= policy.max_retries:
                 raise
+            if gate is not None and gate.closed:
+                raise RetryHalted() from error
             jitter = (rng or random).random()
             wait = policy.delay(attempt, error.retry_after, jitter)
             attempt += 1
             if on_retry is not None:
                 on_retry(attempt, error, wait)
             log.debug("retry %d in %.1fs after: %s", attempt, wait, error)
-        await trio.sleep(wait)
+        if gate is None:
+            await trio.sleep(wait)
+        else:
+            with trio.move_on_after(wait):
+                await gate.wait_closed()

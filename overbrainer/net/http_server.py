@@ -10,6 +10,8 @@ import contextlib
 import errno
 import http
 import logging
+import socket
+import struct
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -49,12 +51,18 @@ class Request:
 
 @attrs.frozen
 class Response:
-    """A response to send; `drop` closes the connection without answering at all."""
+    """A response to send; `drop` closes the connection without answering at all.
+
+    Faults for tests: `cut` sends the head and half the body, then closes; `reset` answers
+    nothing and resets the connection (TCP RST).
+    """
 
     status: int = 200
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     drop: bool = False
+    cut: bool = False
+    reset: bool = False
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -118,10 +126,17 @@ async def _send(
     data = conn.send(start)
     assert data is not None
     out = [data]
-    if response.body and not head:
-        out.append(conn.send(h11.Data(data=response.body)) or b"")
-    out.append(conn.send(h11.EndOfMessage()) or b"")
+    body = response.body[: len(response.body) // 2] if response.cut else response.body
+    if body and not head:
+        out.append(conn.send(h11.Data(data=body)) or b"")
+    if not response.cut:
+        out.append(conn.send(h11.EndOfMessage()) or b"")
     await stream.send_all(b"".join(out))
+
+
+def _reset(stream: trio.SocketStream) -> None:
+    """Make closing `stream` reset the connection: linger on, with a zero timeout."""
+    stream.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 async def _answer_error(stream: trio.SocketStream, conn: h11.Connection, status: int) -> None:
@@ -148,10 +163,15 @@ async def _serve_connection(
                 response = Response(500, b"internal error")
             if response.drop:
                 return
+            if response.reset:
+                _reset(stream)
+                return
             try:
                 await _send(stream, conn, response, head=request.method == "HEAD")
             except h11.LocalProtocolError:
                 log.exception("the HTTP handler returned a response h11 cannot send")
+                return
+            if response.cut:
                 return
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return

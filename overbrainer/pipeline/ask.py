@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from overbrainer.llm.errors import InvalidResponse, LlmError
+from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError
 from overbrainer.model.finish import FinishReason
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageRun
@@ -16,6 +16,8 @@ NOT_A_LIST = "the answer is not a list of strings"
 GAVE_UP = "no list of strings after all retries"
 LIMIT_GROWTH = 4
 """The token limit doubles on a cut-short answer, up to this many times the role's."""
+STRUCTURED_REFUSALS = (400, 415, 422)
+"""Statuses with which a provider may refuse structured output (then asked without it)."""
 
 
 @attrs.frozen
@@ -39,12 +41,14 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
 async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None:
     """The generator's list of strings for `prompt` (the only message, no system prompt).
 
-    Up to `max_retries + 1` attempts. The first asks for structured output; a failed request
-    drops it for the next attempts (a second failure is raised). An answer that is not a list
-    is asked again, with twice the token limit (up to 4× the role's) when it was cut short.
-    Every attempt is a paid request (`run.complete`), its usage counted in the stage at once.
-    Raises `InvalidResponse` (not fatal) when no attempt gave a list; None when the stage
-    stopped admitting new requests (Ctrl-C, or the spend cap refused the next attempt).
+    Up to `max_retries + 1` attempts. The first asks for structured output; a request the
+    provider refuses with a client error (400, 415, 422) drops it for the next attempts; any
+    other error, a second failure, or a failure on the last attempt is raised as it is, so the
+    real cause is reported. An answer that is not a list is asked again, with twice the token
+    limit (up to 4× the role's) when it was cut short. Every attempt is a paid request
+    (`run.complete`), its usage counted in the stage at once. Raises `InvalidResponse` (not
+    fatal) when no attempt gave a list; None when the stage stopped admitting new requests
+    (Ctrl-C, a stop, or the spend cap refused the next attempt) or barred a retry.
     """
     assert run.role is not None, "ask_list needs the stage's role"
     base = run.role.role.max_tokens
@@ -61,7 +65,8 @@ async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None
         try:
             paid = await run.complete(request, item_id)
         except LlmError as error:
-            if not structured:
+            refused = isinstance(error, StatusError) and error.status in STRUCTURED_REFUSALS
+            if not (structured and refused) or attempt + 1 == attempts:
                 raise
             structured = False
             run.retrying(item_id, NO_STRUCTURED.format(error=error.message))

@@ -28,13 +28,17 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.request(prompt, system=None, json_list=False, max_tokens=None)``: a
   ``CompletionRequest`` with the role's knobs (max_tokens, temperature, reasoning, effort,
   thinking budget);
-- ``run.on_retry(item_id)``: an ``OnRetry`` for ``client.complete(request, on_retry)`` that
-  publishes the retryable ``ItemFailed`` «{error}; retrying in {secs:.1f}s»;
+- ``run.on_retry(item_id)``: an ``OnRetry`` that publishes the retryable ``ItemFailed``
+  «{error}; retrying in {secs:.1f}s»;
 - ``await run.complete(request, item_id) -> Paid | None``: every paid request goes through
   it: it reserves the request's worst-case cost in the spend cap (None, nothing sent, when
-  the cap refuses it: return and leave the item), sends it with its retries, and settles the
-  reservation with the reply's usage (estimated from the text when the reply has none);
-  ``Paid`` holds the completion, the counted usage and cost, and ``estimated``;
+  the cap refuses it: return and leave the item), sends it with its retries behind the
+  stage's gate, and settles the reservation with the reply's usage (estimated from the text
+  when the reply has none); ``Paid`` holds the completion, the counted usage and cost, and
+  ``estimated``; None too when the gate barred a retry (the item is left for the next run);
+- ``run`` is the ``Gate`` of its requests (``run.closed``, ``run.wait_closed()``): closed on
+  the first Ctrl-C or a stop, it bars every new attempt and ends retry waits at once
+  (``RetryHalted``, which ``run.complete`` and ``run.each`` turn into "left for the next run");
 - ``run.add_usage(usage, estimated=False) -> cost | None``: a counted usage, priced with the
   role's price, added to the stats (``run.complete`` calls it); returns its cost;
 - ``run.done(item_id, usage, cost, excluded=False, estimated=False)``: the item ended with
@@ -43,20 +47,23 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
-  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` is raised again to stop the stage;
+  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage instead (not counted):
+  no new request, the ones in flight finish; so does the same client error for 3 items in a
+  row (``RepeatedError``);
 - ``run.retrying(item_id, message)``: a retryable ``ItemFailed`` (e.g. a parse re-ask);
 - ``run.each(items, work)``: ``await work(item)`` for each item with at most
   ``[pipeline] concurrency`` at once, admitting no new item once ``admitting()`` is False;
   an exception in ``work`` cancels the others and propagates.
 
-A body raises ``LlmError`` with ``stops_stage`` (HTTP 401–404, …) to stop the stage: the
-stage ends with its summary and fails with «{stage} stopped: <cause>». Any other
+A body reports an ``LlmError`` with ``stops_stage`` (HTTP 401–404, an unreachable provider,
+…) through ``run.failed`` (or raises it) to stop the stage: the stage ends with its summary and
+fails with «{stage} stopped: <cause>» (an unreachable provider's message stands alone). Any other
 ``OverbrainerError`` (a bad data line, a template error) is raised as is, without a summary.
 
 The driver ``run_stage(ctx, stage, body)``:
-- runs the body in a cancel scope; the first Ctrl-C stops admission and gives the requests in
-  flight ``[pipeline] drain_secs`` to finish (stored as they complete); a second Ctrl-C or the
-  end of that grace cancels them;
+- runs the body in a cancel scope; the first Ctrl-C (or a stop) closes the gate and gives the
+  requests in flight ``[pipeline] drain_secs`` to finish (stored as they complete); a second
+  Ctrl-C (the first after a stop) or the end of that grace cancels them;
 - publishes ``StageFinished``, makes the summary line for stdout
   («{stage}: {done} done, {skipped} skipped, {failed} failed, {excluded} excluded;
   tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
@@ -87,7 +94,7 @@ import attrs
 import trio
 
 from overbrainer.events.types import Stage, StageFinished, StageStats
-from overbrainer.llm.errors import LlmError
+from overbrainer.llm.errors import LlmError, ProviderUnreachable
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.pipeline.context import (
@@ -138,7 +145,9 @@ class StageStopped(WorkFailed):
     """An error fatal for the stage (HTTP 401–404, …) stopped it (exit 1)."""
 
     def __init__(self, stage: Stage, cause: LlmError) -> None:
-        super().__init__(f"{stage} stopped: {cause.message}")
+        # An unreachable provider names itself and its host: the stage adds nothing to that.
+        standalone = isinstance(cause, ProviderUnreachable)
+        super().__init__(cause.message if standalone else f"{stage} stopped: {cause.message}")
         self.cause = cause
 
 
@@ -160,19 +169,30 @@ def _stops_stage(error: OverbrainerError) -> bool:
     return isinstance(error, LlmError) and error.stops_stage
 
 
-async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
-    """First Ctrl-C: a grace for the requests in flight; a second one, or its end: cancel."""
+async def _relay_interrupt(run: StageRun) -> None:
+    """The first Ctrl-C bars every new request and retry of the stage at once."""
+    await run.ctx.interrupt.wait_caught()
+    run.halt()
+
+
+async def _watch_halt(run: StageRun, scope: trio.CancelScope) -> None:
+    """Once halted, a grace for the requests in flight; the end of it, or Ctrl-C: cancel.
+
+    Halted by Ctrl-C, the next Ctrl-C cancels; stopped by an error, the first one does.
+    """
+    await run.wait_closed()
     interrupt = run.ctx.interrupt
-    await interrupt.wait_caught()
     drain = run.ctx.settings.pipeline.drain_secs
     if interrupt.count < 2:
         if run.in_flight:
+            again = "again " if interrupt.caught else ""
             log.warning(
                 "%s: stopping: waiting up to %gs for the %d request(s) in flight "
-                "(Ctrl-C again to stop at once)",
+                "(Ctrl-C %sto stop at once)",
                 run.stage,
                 drain,
                 run.in_flight,
+                again,
             )
         with trio.move_on_after(drain):
             await interrupt.wait()
@@ -182,16 +202,21 @@ async def _watch_interrupt(run: StageRun, scope: trio.CancelScope) -> None:
 
 
 async def _drive(ctx: StageContext, run: StageRun, body: Body) -> None:
-    """Run the body until it returns, or until the interruption's watcher cancels it."""
+    """Run the body until it returns, or until the halt watcher cancels it."""
     with trio.CancelScope() as scope:
         try:
             async with trio.open_nursery() as nursery:
                 if not ctx.interrupt.off:
-                    nursery.start_soon(_watch_interrupt, run, scope)
+                    nursery.start_soon(_relay_interrupt, run)
+                nursery.start_soon(_watch_halt, run, scope)
                 await body(ctx, run)
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            found = _meaningful(group)
+            errors: BaseExceptionGroup[BaseException] = group
+            if run.stop_cause is not None:
+                # The stop came first: it is what the stage fails with; a bug beside it is logged.
+                errors = BaseExceptionGroup("stage", [run.stop_cause, group])
+            found = _meaningful(errors)
             if found is None:
                 raise
             raise found from None
@@ -276,6 +301,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
         await record(HistoryStatus.INTERRUPTED, run.tally, cancelled=True)
         raise
     line = finish()
+    if run.stop_cause is not None:
+        await record(HistoryStatus.FAILED, run.tally)
+        return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
     if ctx.interrupt.caught:
         await record(HistoryStatus.INTERRUPTED, run.tally)
         return StageOutcome(run.stats, line, StageInterrupted())

@@ -7,6 +7,7 @@ topic admits one batch at a time while up to `concurrency` slots ask the generat
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -16,6 +17,7 @@ import trio
 from overbrainer.config.settings import Topic
 from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.retry import RetryHalted
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
@@ -52,9 +54,9 @@ class _Slot:
     state: _TopicState
 
 
-def _embedder(ctx: StageContext) -> Embed | None:
+def _embedder(ctx: StageContext, run: StageRun) -> Embed | None:
     role = ctx.roles.get(EMBEDDER)
-    return None if role is None else role.client.embed
+    return None if role is None else functools.partial(role.client.embed, gate=run)
 
 
 def _kept(slot: _Slot) -> set[str]:
@@ -117,6 +119,8 @@ async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool
     """Seed a topic's deduplicator; False (the topic failed) when that fails non-fatally."""
     try:
         await state.dedup.record(seeds)
+    except RetryHalted:
+        return False
     except LlmError as error:
         run.failed(state.topic.name, error)
         return False
@@ -188,7 +192,7 @@ async def _fill_subtopics(ctx: StageContext, run: StageRun, replacement: Replace
     replacement.forget(set(forced) - {subtopic.id for subtopic in subtopics})
 
     run.start(len(subtopics))
-    embed = _embedder(ctx)
+    embed = _embedder(ctx, run)
     slots: list[_Slot] = []
     for topic in ctx.topics:
         own = [s for s in subtopics if s.topic == topic.name]

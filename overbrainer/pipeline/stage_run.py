@@ -18,8 +18,8 @@ from overbrainer.events.types import (
     StageStarted,
     StageStats,
 )
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.retry import OnRetry, retry_message
+from overbrainer.llm.errors import LlmError, RepeatedError, StatusError
+from overbrainer.llm.retry import OnRetry, RetryHalted, retry_message
 from overbrainer.llm.types import Completion, CompletionRequest
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
@@ -29,6 +29,9 @@ from overbrainer.storage.history import SplitCounts
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+REPEAT_LIMIT = 3
+"""Items in a row failing with the same client error (HTTP 400, …) that stop the stage."""
 
 
 @attrs.frozen
@@ -58,6 +61,29 @@ class StageRun:
         """Whether some counted usage was estimated (a reply without usage)."""
         self.split: SplitCounts | None = None
         self._split_line: str | None = None
+        self.stop_cause: LlmError | None = None
+        """The error that stopped the stage (401/403, an unreachable provider, …), if any."""
+        self._halted = trio.Event()
+        self._repeated: tuple[str, int] = ("", 0)
+
+    @property
+    def closed(self) -> bool:
+        """Whether new attempts are barred: Ctrl-C came or the stage is stopping (a `Gate`)."""
+        return self._halted.is_set() or self.ctx.interrupt.caught
+
+    async def wait_closed(self) -> None:
+        """Return once new attempts are barred (waits for backoff and `Retry-After` end then)."""
+        await self._halted.wait()
+
+    def halt(self) -> None:
+        """Bar every new request and retry of this stage, at once."""
+        self._halted.set()
+
+    def stop(self, cause: LlmError) -> None:
+        """Stop the stage for `cause` (the first one counts): nothing new starts after it."""
+        if self.stop_cause is None:
+            self.stop_cause = cause
+        self.halt()
 
     @property
     def price(self) -> Price | None:
@@ -72,7 +98,7 @@ class StageRun:
 
     def admitting(self) -> bool:
         """Whether a new request may start: not after Ctrl-C, nor once the cap is reached."""
-        if self.ctx.interrupt.caught:
+        if self.closed:
             return False
         if self.ctx.spend.reached:
             self.held_back = True
@@ -110,7 +136,8 @@ class StageRun:
         return publish
 
     async def complete(self, request: CompletionRequest, item_id: str) -> Paid | None:
-        """One paid request of the stage's role, its retries included; None: the cap refused it.
+        """One paid request of the stage's role, its retries included; None: not sent or not
+        retried (the cap refused it, or Ctrl-C or a stop of the stage barred it).
 
         Its worst-case cost is reserved before it starts and settled with what the reply
         counts (`pipeline/spend.py` has the rule); an error releases the reservation.
@@ -123,9 +150,14 @@ class StageRun:
             self.held_back = True
             return None
         with reservation:
-            if self.ctx.interrupt.caught:
+            if self.closed:
                 return None
-            completion = await self.role.client.complete(request, self.on_retry(item_id))
+            try:
+                completion = await self.role.client.complete(
+                    request, self.on_retry(item_id), gate=self
+                )
+            except RetryHalted:
+                return None  # Ctrl-C or a stop barred its retry: left for the next run
             usage, estimated = counted_usage(request, completion)
             reservation.settle(
                 Fraction(0) if price is None else exact_cost(usage, price), estimated=estimated
@@ -154,6 +186,7 @@ class StageRun:
         estimated: bool = False,
     ) -> None:
         """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
+        self._repeated = ("", 0)
         if excluded:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
@@ -168,12 +201,25 @@ class StageRun:
             self.ctx.bus.publish(ItemDone(self.stage, item_id))
 
     def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good; an error fatal for the stage is raised again."""
+        """The item failed for good; an error fatal for the stage stops it (see `stop`).
+
+        The item of a fatal error is not counted: the next run asks it again. The same client
+        error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request) stops it too.
+        """
         if isinstance(error, LlmError) and error.stops_stage:
-            raise error
+            self.stop(error)
+            return
         self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
         self.tally = attrs.evolve(self.tally, failed=self.tally.failed + 1)
         self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
+        if isinstance(error, StatusError) and not error.retryable:
+            last, count = self._repeated
+            count = count + 1 if error.message == last else 1
+            self._repeated = (error.message, count)
+            if count >= REPEAT_LIMIT:
+                self.stop(RepeatedError(error, count))
+        else:
+            self._repeated = ("", 0)
 
     def retrying(self, item_id: str, message: str) -> None:
         """An attempt failed and the item will be tried again in this run."""
@@ -189,12 +235,17 @@ class StageRun:
         self.ctx.bus.publish(event)
 
     async def each(self, items: Iterable[T], work: Callable[[T], Awaitable[None]]) -> None:
-        """`work(item)` for each item, `concurrency` at once, while new items are admitted."""
+        """`work(item)` for each item, `concurrency` at once, while new items are admitted.
+
+        An item whose retry was barred (`RetryHalted`) is left as it is, for the next run.
+        """
         slots = trio.Semaphore(self.ctx.settings.pipeline.concurrency)
 
         async def one(item: T) -> None:
             try:
                 await work(item)
+            except RetryHalted:
+                pass  # its next attempt was barred: the item is left for the next run
             finally:
                 self.in_flight -= 1
                 slots.release()
