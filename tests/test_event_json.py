@@ -86,7 +86,14 @@ def test_round_trip(event: ev.Event) -> None:
         (
             ev.ItemDone(ev.Stage.ANSWERS, "q1", Usage(3, 4)),
             '{"event":"item_done","stage":"answers","id":"q1",'
-            '"usage":{"input_tokens":3,"output_tokens":4},"cost":null,"excluded":false}',
+            '"usage":{"input_tokens":3,"output_tokens":4},"cost":null,"excluded":false,'
+            '"written":null}',
+        ),
+        (
+            ev.ItemDone(ev.Stage.QUESTIONS, "s1", Usage(3, 4), 0.5, written=30),
+            '{"event":"item_done","stage":"questions","id":"s1",'
+            '"usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"excluded":false,'
+            '"written":30}',
         ),
         (ev.JobStatusChanged(js.Exited(3)), '{"event":"job_status","status":{"exited":3}}'),
         (ev.JobStatusChanged(js.Running()), '{"event":"job_status","status":"running"}'),
@@ -152,7 +159,9 @@ stages = st.sampled_from(list(ev.Stage))
 counts = st.integers(min_value=0, max_value=2**53)
 costs = st.none() | st.floats(allow_nan=False, allow_infinity=False)
 usages = st.builds(Usage, counts, counts)
-item_done = st.builds(ev.ItemDone, stages, st.text(), st.none() | usages, costs, st.booleans())
+item_done = st.builds(
+    ev.ItemDone, stages, st.text(), st.none() | usages, costs, st.booleans(), st.none() | counts
+)
 stats = st.builds(ev.StageStats, counts, counts, counts, counts, usages, costs)
 stage_finished = st.builds(ev.StageFinished, stages, stats)
 

@@ -75,13 +75,18 @@ class StageStarted:
 
 @attrs.frozen
 class ItemDone:
-    """One item ended; `usage` None means it was already stored and skipped."""
+    """One item ended; `usage` None means it was already stored and skipped.
+
+    `written` counts the records the item added where it makes several of another kind
+    (subtopics of a topic, questions of a subtopic); None where the item is its own record.
+    """
 
     stage: Stage
     id: str
     usage: Usage | None = None
     cost: float | None = None
     excluded: bool = False
+    written: int | None = None
 
 
 @attrs.frozen

@@ -64,6 +64,7 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
     stalls = 0
     usage = Usage()
     cost: float | None = None
+    written = 0
     template = ctx.template("questions.txt")
     while len(slot.accepted) < target and stalls < patience:
         if not run.admitting():
@@ -92,10 +93,11 @@ async def _fill(ctx: StageContext, run: StageRun, slot: _Slot, appender: Appende
             run.failed(subtopic.id, error)
             return
         stalls = 0 if admitted else stalls + 1
+        written += len(admitted)
         slot.accepted.extend(admitted)
     if len(slot.accepted) < target:
         log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
-    run.done(subtopic.id, usage, cost)
+    run.done(subtopic.id, usage, cost, written=written)
 
 
 async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool:

@@ -100,13 +100,23 @@ class StageRun:
         self.ctx.spend.add(cost)
         return cost
 
-    def done(self, item_id: str, usage: Usage, cost: float | None, excluded: bool = False) -> None:
-        """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
+    def done(
+        self,
+        item_id: str,
+        usage: Usage,
+        cost: float | None,
+        excluded: bool = False,
+        written: int | None = None,
+    ) -> None:
+        """The item ended with output; `usage` and `cost` were added by `add_usage` already.
+
+        `written`: the records of another kind it added (subtopics, questions), for progress.
+        """
         if excluded:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
             self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded))
+        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded, written))
 
     def skipped(self, item_id: str | None = None, count: int = 1) -> None:
         """Items already stored: counted, and announced when `item_id` is given."""

@@ -69,6 +69,7 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
                 continue
             if asked is None:
                 return
-            for subtopic in new_subtopics(topic.name, asked.items, have[topic.name], missing):
+            kept = new_subtopics(topic.name, asked.items, have[topic.name], missing)
+            for subtopic in kept:
                 appender.append(subtopic.to_json())
-            run.done(topic.name, asked.usage, asked.cost)
+            run.done(topic.name, asked.usage, asked.cost, written=len(kept))
