@@ -11,7 +11,6 @@ import pytest
 import trio
 from rich.console import Console
 
-from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import (
     ItemDone,
     ItemFailed,

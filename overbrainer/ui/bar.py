@@ -33,9 +33,11 @@ UNITS: dict[Stage, tuple[str, str | None]] = {
     Stage.SUBTOPICS: ("topics", "subtopics"),
     Stage.QUESTIONS: ("subtopics", "questions"),
     Stage.ANSWERS: ("answers", None),
-    Stage.SPLIT: ("examples", None),
 }
-"""Each stage's item, and the records it writes where they are of another kind."""
+"""Each stage with a bar: its item, and the records it writes where they are of another kind.
+
+Split has none: it publishes no item events and ends at once; its summary line says it all.
+"""
 
 
 def rate_words(per_second: float) -> str:
@@ -143,7 +145,7 @@ class StageTally:
         """Two lines: the bar with counts, rate and ETA; then tokens, spend, failures, retries."""
         grid = Table.grid(padding=(0, 1))
         grid.add_row(
-            Text(f"{self.stage}", style="bold"),
+            Text(f"{self.stage:<9}", style="bold"),
             ProgressBar(total=max(self.total, 1), completed=self.finished, width=BAR_WIDTH),
             Text(f"{self.count_words()}  {self.time_words(now)}"),
         )
@@ -168,7 +170,8 @@ class BarScreen:
         match event:
             case StageStarted(stage=stage, total=total):
                 self.freeze()
-                self.tally = StageTally(stage, total, self.clock())
+                if stage in UNITS:
+                    self.tally = StageTally(stage, total, self.clock())
             case StageFinished(stage=stage) if self.tally is not None:
                 if self.tally.stage is stage:
                     self.tally.ended = self.clock()
