@@ -86,7 +86,7 @@ async def test_a_live_bar_on_a_terminal_then_ctrl_c_leaves_it_clean(tmp_path: Pa
     assert "Traceback" not in text
     assert "━" in text and "ETA" in text
     # The last frame stays, with what was done, spent and how long it took.
-    assert re.search(r"answers \S* *\d+/10 answers  [\d.]+/(s|min), took \d+s", text)
+    assert re.search(r"answers\s+[━╸╺]+\s+\d+/10 answers  [\d.]+/(s|min), took \d+s", text)
     assert re.search(r"tokens \d+ in, \d+ out · \$0\.\d{4} · 0 failed · 0 retries", text)
     assert text.rstrip().splitlines()[-1] == "interrupted: the stage resumes on its next run"
     # The cursor is shown again after the last time the bar hid it.
