@@ -6,6 +6,7 @@ import io
 import logging
 import re
 import threading
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -24,6 +25,18 @@ from overbrainer.ui.bar import BarScreen, StageTally, rate_words
 from overbrainer.ui.display import Display, choose_display
 from overbrainer.ui.front import CliFrontend
 from overbrainer.ui.logs import init_logging, reset_logging
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging() -> Iterator[None]:
+    """Each test installs its own handler; the root logger's level is put back after."""
+    root = logging.getLogger()
+    level = root.level
+    reset_logging()
+    yield
+    reset_logging()
+    root.setLevel(level)
+
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -114,26 +127,24 @@ async def test_the_bar_is_refreshed_by_a_trio_task_and_no_thread(
     text = plain(out)
     assert "4/4 answers  2.0/s, took 2s" in text
     # The cursor is shown again once the bar stops.
-    assert out.getvalue().rstrip().endswith("\x1b[?25h") or "\x1b[?25h" in out.getvalue()
+    raw = out.getvalue()
+    assert raw.rfind("\x1b[?25h") > raw.rfind("\x1b[?25l") >= 0
 
 
 async def test_log_lines_print_above_the_live_bar(autojump_clock: trio.testing.MockClock) -> None:
     console, out = fake_terminal()
     stream = io.StringIO()
     init_logging(stream=stream, colour=False, force=True, environ={})
-    try:
-        front = CliFrontend(Display.BAR, console)
-        a = Stage.ANSWERS
-        with trio.fail_after(60):
-            async with front.open_bus() as bus:
-                bus.publish(StageStarted(a, 2))
-                await trio.sleep(0.3)
-                bus.publish(ItemFailed(a, "q1", "HTTP 503: busy; retrying in 1s", retryable=True))
-                await trio.sleep(0.3)
-                bus.publish(ItemDone(a, "q1", Usage(1, 1), None))
-                await trio.sleep(0.3)
-    finally:
-        reset_logging()
+    front = CliFrontend(Display.BAR, console)
+    a = Stage.ANSWERS
+    with trio.fail_after(60):
+        async with front.open_bus() as bus:
+            bus.publish(StageStarted(a, 2))
+            await trio.sleep(0.3)
+            bus.publish(ItemFailed(a, "q1", "HTTP 503: busy; retrying in 1s", retryable=True))
+            await trio.sleep(0.3)
+            bus.publish(ItemDone(a, "q1", Usage(1, 1), None))
+            await trio.sleep(0.3)
     text = plain(out)
     assert "WARN answers: q1: HTTP 503: busy; retrying in 1s" in text
     # Through the bar's console, not past it; and no item lines the bar replaces.
@@ -144,13 +155,10 @@ async def test_log_lines_print_above_the_live_bar(autojump_clock: trio.testing.M
 def test_quiet_logging_keeps_warnings_and_errors_only(caplog: pytest.LogCaptureFixture) -> None:
     stream = io.StringIO()
     init_logging(stream=stream, colour=False, force=True, environ={}, quiet=True)
-    try:
-        log = logging.getLogger("overbrainer.test")
-        log.info("answers: 10 to process")
-        log.warning("answers: q1: slow")
-        log.error("answers: q2 failed: boom")
-    finally:
-        reset_logging()
+    log = logging.getLogger("overbrainer.test")
+    log.info("answers: 10 to process")
+    log.warning("answers: q1: slow")
+    log.error("answers: q2 failed: boom")
     lines = [line.split(" ", 1)[1].strip() for line in stream.getvalue().splitlines()]
     assert lines == ["WARN answers: q1: slow", "ERROR answers: q2 failed: boom"]
 

@@ -30,6 +30,7 @@ async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path
         "usage": {"input_tokens": 3, "output_tokens": 4},
         "cost": 0.5,
         "excluded": False,
+        "written": None,
     }
 
 
