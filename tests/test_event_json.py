@@ -88,6 +88,12 @@ def test_round_trip(event: ev.Event) -> None:
             '{"event":"item_done","stage":"answers","id":"q1",'
             '"usage":{"input_tokens":3,"output_tokens":4},"cost":null,"excluded":false}',
         ),
+        (
+            ev.ItemDone(ev.Stage.QUESTIONS, "s1", Usage(3, 4), 0.5, written=30),
+            '{"event":"item_done","stage":"questions","id":"s1",'
+            '"usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"excluded":false,'
+            '"written":30}',
+        ),
         (ev.JobStatusChanged(js.Exited(3)), '{"event":"job_status","status":{"exited":3}}'),
         (ev.JobStatusChanged(js.Running()), '{"event":"job_status","status":"running"}'),
         (ev.MarkEvent(mt.EvalMark(2, 5)), '{"event":"mark","mark":{"eval":{"step":2,"total":5}}}'),
@@ -152,7 +158,16 @@ stages = st.sampled_from(list(ev.Stage))
 counts = st.integers(min_value=0, max_value=2**53)
 costs = st.none() | st.floats(allow_nan=False, allow_infinity=False)
 usages = st.builds(Usage, counts, counts)
-item_done = st.builds(ev.ItemDone, stages, st.text(), st.none() | usages, costs, st.booleans())
+item_done = st.builds(
+    ev.ItemDone,
+    stages,
+    st.text(),
+    st.none() | usages,
+    costs,
+    st.booleans(),
+    st.booleans(),
+    st.none() | counts,
+)
 stats = st.builds(ev.StageStats, counts, counts, counts, counts, usages, costs)
 stage_finished = st.builds(ev.StageFinished, stages, stats)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import attrs
 import click
 
 from overbrainer import __version__
-from overbrainer.cli.context import PROJECT_DIR_KEY
+from overbrainer.cli.context import DISPLAY_KEY, PROJECT_DIR_KEY
 from overbrainer.cli.options import EVENTS_FILE_KEY
 from overbrainer.project.directory import predates_versions
+from overbrainer.ui.display import choose_display
 from overbrainer.ui.logs import init_logging
 
 NO_HINT_COMMANDS = frozenset({"init", "migrate"})
@@ -40,10 +43,17 @@ class Epilogue:
     default=None,
     help="Also write every progress event to FILE, one JSON line each, flushed as it happens.",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Show only warnings, errors and the summary lines: no progress lines, no bar.",
+)
 @click.pass_context
-def cli(ctx: click.Context, project_dir: Path, events: Path | None) -> None:
+def cli(ctx: click.Context, project_dir: Path, events: Path | None, quiet: bool) -> None:
     """Distil a large parent LLM into a small child model."""
-    init_logging()
+    init_logging(quiet=quiet)
+    ctx.meta[DISPLAY_KEY] = choose_display(quiet, sys.stderr, os.environ)
     ctx.meta[PROJECT_DIR_KEY] = project_dir
     ctx.meta[EVENTS_FILE_KEY] = events
     if isinstance(ctx.obj, Epilogue) and ctx.invoked_subcommand not in NO_HINT_COMMANDS:

@@ -7,12 +7,12 @@ from typing import TypeVar
 
 import click
 
+from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 from overbrainer.events.types import Stage
 from overbrainer.flows.pipeline import pipeline_flow
-from overbrainer.ui.front import CliFrontend
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -52,7 +52,7 @@ def _stage_command(
     options = command_options()
     run_flow(
         lambda: pipeline_flow(
-            options, CliFrontend(), [stage], topics, force=force, max_cost=max_cost
+            options, cli_frontend(), [stage], topics, force=force, max_cost=max_cost
         )
     )
 
@@ -90,7 +90,7 @@ def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
     options = command_options()
     only = () if topic is None else (topic,)
-    run_flow(lambda: pipeline_flow(options, CliFrontend(), [Stage.SPLIT], only))
+    run_flow(lambda: pipeline_flow(options, cli_frontend(), [Stage.SPLIT], only))
 
 
 @cli.command(name="run")
@@ -106,7 +106,7 @@ def run_command(max_cost: float | None, no_train: bool) -> None:
     run_flow(
         lambda: pipeline_flow(
             options,
-            CliFrontend(),
+            cli_frontend(),
             list(Stage),
             max_cost=max_cost,
             whole_run=True,

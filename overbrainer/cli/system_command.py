@@ -7,12 +7,11 @@ import json
 import click
 import trio
 
-from overbrainer.cli.context import project_dir
+from overbrainer.cli.context import cli_frontend, project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED
 from overbrainer.system.sampler import SAMPLE_EVERY
-from overbrainer.ui.front import CliFrontend
 
 
 @cli.command()
@@ -45,7 +44,7 @@ def system(watch: bool, as_json: bool) -> None:
                 if not as_json:
                     click.echo()
 
-        async with CliFrontend().interrupt() as interrupt:
+        async with cli_frontend().interrupt() as interrupt:
             if await interrupt.race(show_forever) is None:
                 return EXIT_INTERRUPTED
         return 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
+from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
-from overbrainer.ui.front import CliFrontend
 
 
 @cli.group(invoke_without_command=True)
@@ -37,7 +37,7 @@ def train(
     run_flow(
         lambda: train_flow(
             options,
-            CliFrontend(),
+            cli_frontend(),
             target_name=target_name,
             resume_from=resume_from,
             keep_pod=keep_pod,
@@ -51,7 +51,7 @@ def train(
 def attach(run_id: str) -> None:
     """Follow a run again until its job ends, then record and report how it ended."""
     options = command_options()
-    run_flow(lambda: attach_flow(options, CliFrontend(), run_id))
+    run_flow(lambda: attach_flow(options, cli_frontend(), run_id))
 
 
 @train.command()
@@ -59,7 +59,7 @@ def attach(run_id: str) -> None:
 def stop(run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop, then follow it to its end."""
     options = command_options()
-    run_flow(lambda: stop_flow(options, CliFrontend(), run_id))
+    run_flow(lambda: stop_flow(options, cli_frontend(), run_id))
 
 
 @train.command()
@@ -67,4 +67,4 @@ def stop(run_id: str) -> None:
 def cancel(run_id: str) -> None:
     """Stop a run's job (TERM, then KILL after 10 s) and record it cancelled."""
     options = command_options()
-    run_flow(lambda: cancel_flow(options, CliFrontend(), run_id))
+    run_flow(lambda: cancel_flow(options, cli_frontend(), run_id))

@@ -119,11 +119,17 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(
         Cpu, make_dict_structure_fn(Cpu, converter, times=override(omit=True))
     )
-    # Written only when true, so the lines of replies with usage stay as they were.
+    # Our two fields beyond the reference's `item_done` are written only when they say
+    # something (`estimated` true, `written` set), so its lines stay as the reference writes them.
     attrs.resolve_types(ev.ItemDone)
     converter.register_unstructure_hook(
         ev.ItemDone,
-        make_dict_unstructure_fn(ev.ItemDone, converter, estimated=override(omit_if_default=True)),
+        make_dict_unstructure_fn(
+            ev.ItemDone,
+            converter,
+            estimated=override(omit_if_default=True),
+            written=override(omit_if_default=True),
+        ),
     )
     _register_tagged(
         converter,

@@ -75,7 +75,11 @@ class StageStarted:
 
 @attrs.frozen
 class ItemDone:
-    """One item ended; `usage` None means it was already stored and skipped."""
+    """One item ended; `usage` None means it was already stored and skipped.
+
+    `written` counts the records the item added where it makes several of another kind
+    (subtopics of a topic, questions of a subtopic); None where the item is its own record.
+    """
 
     stage: Stage
     id: str
@@ -84,6 +88,8 @@ class ItemDone:
     excluded: bool = False
     estimated: bool = False
     """The reply had no usage: `usage` and `cost` are estimated from its text."""
+    written: int | None = None
+    """Records of another kind the item added (subtopics, questions), for progress."""
 
 
 @attrs.frozen

@@ -79,6 +79,7 @@ async def _fill(
     usage = Usage()
     cost: float | None = None
     estimated = False
+    written = 0
     template = ctx.template("questions.txt")
     while len(slot.accepted) < target and stalls < patience:
         if not run.admitting():
@@ -108,11 +109,12 @@ async def _fill(
             run.failed(subtopic.id, error)
             return
         stalls = 0 if admitted else stalls + 1
+        written += len(admitted)
         slot.accepted.extend(admitted)
     if len(slot.accepted) < target:
         log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
     await replacement.complete(topic.name, subtopic.id, _kept(slot))
-    run.done(subtopic.id, usage, cost, estimated=estimated)
+    run.done(subtopic.id, usage, cost, estimated=estimated, written=written)
 
 
 async def _seed(run: StageRun, state: _TopicState, seeds: Sequence[str]) -> bool:

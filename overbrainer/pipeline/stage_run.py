@@ -184,14 +184,18 @@ class StageRun:
         cost: float | None,
         excluded: bool = False,
         estimated: bool = False,
+        written: int | None = None,
     ) -> None:
-        """The item ended with output; `usage` and `cost` were added by `add_usage` already."""
+        """The item ended with output; `usage` and `cost` were added by `add_usage` already.
+
+        `written`: the records of another kind it added (subtopics, questions), for progress.
+        """
         self._repeated = ("", 0)
         if excluded:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
             self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded, estimated))
+        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written))
 
     def skipped(self, item_id: str | None = None, count: int = 1) -> None:
         """Items already stored: counted, and announced when `item_id` is given."""

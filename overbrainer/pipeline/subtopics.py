@@ -97,4 +97,6 @@ async def _fill_topics(
             appender.append_all(subtopic.to_json() for subtopic in new)
             kept = mine[topic.name] | {subtopic.id for subtopic in new}
             await replacement.complete(topic.name, topic.name, kept)
-            run.done(topic.name, asked.usage, asked.cost, estimated=asked.estimated)
+            run.done(
+                topic.name, asked.usage, asked.cost, estimated=asked.estimated, written=len(new)
+            )

@@ -11,12 +11,15 @@ from collections.abc import AsyncIterator, Callable
 
 import click
 import trio
+from rich.console import Console
 
-from overbrainer.events.bus import CAPACITY, EventBus, Observer, open_event_bus
+from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.redact import redact
+from overbrainer.ui.bar import BarScreen
+from overbrainer.ui.display import Display
 from overbrainer.ui.progress import render, render_until
 
 log = logging.getLogger(__name__)
@@ -65,12 +68,36 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
 class CliFrontend:
     """The terminal: its own bus rendered to stderr, Ctrl-C as the interrupt, lines on stdout."""
 
+    def __init__(self, display: Display = Display.LINES, console: Console | None = None) -> None:
+        self.display = display
+        self.console = console
+        self._screen: BarScreen | None = None
+
     @contextlib.asynccontextmanager
     async def open_bus(self, observer: Observer | None = None) -> AsyncIterator[EventBus]:
-        """A new bus, seen by `observer`, whose events are logged until it closes (all printed)."""
-        async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, observer) as bus:
-            nursery.start_soon(render, bus.subscribe())
-            yield bus
+        """A new bus, seen by `observer`, whose events are logged until it closes (all printed).
+
+        With the bar display, a live bar per stage is drawn too, and the item lines it replaces
+        (start, tenths, end) are not logged.
+        """
+        if self.display is not Display.BAR:
+            async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, observer) as bus:
+                nursery.start_soon(render, bus.subscribe())
+                yield bus
+            return
+        screen = BarScreen(self.console or Console(stderr=True, highlight=False))
+        self._screen = screen
+        try:
+            async with (
+                trio.open_nursery() as nursery,
+                open_event_bus(CAPACITY, Observers(observer, screen)) as bus,
+            ):
+                nursery.start_soon(render, bus.subscribe(), False)
+                nursery.start_soon(screen.run)
+                yield bus
+        finally:
+            self._screen = None
+            screen.freeze()
 
     @contextlib.asynccontextmanager
     async def interrupt(self) -> AsyncIterator[Interrupt]:
@@ -95,7 +122,12 @@ class CliFrontend:
             yield flag
 
     def line(self, text: str) -> None:
-        """Print a result line on stdout, secrets masked (dropped once its reader has gone)."""
+        """Print a result line on stdout, secrets masked (dropped once its reader has gone).
+
+        A live bar is frozen first, so the line comes below its last frame, never through it.
+        """
+        if self._screen is not None:
+            self._screen.freeze()
         try:
             click.echo(redact(text))
         except BrokenPipeError:

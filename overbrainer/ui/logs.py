@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 import attrs
@@ -264,6 +264,31 @@ class BufferHandler(logging.Handler):
             self.handleError(record)
 
 
+class StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes lines to its stream, or hands them to `above` while a live bar holds the screen."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.above: Callable[[str], None] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write the record's line, above the bar when one is live."""
+        above = self.above
+        if above is None:
+            super().emit(record)
+            return
+        try:
+            above(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def print_above(above: Callable[[str], None] | None) -> None:
+    """Route stderr log lines through `above` (a live bar's console), or back to the stream."""
+    if isinstance(_installed, StderrHandler):
+        _installed.above = above
+
+
 _installed: logging.Handler | None = None
 
 
@@ -275,11 +300,12 @@ def init_logging(
     buffer: LogBuffer | None = None,
     colour: bool | None = None,
     force: bool = False,
+    quiet: bool = False,
 ) -> None:
     """Install the one root handler for `mode`; later calls do nothing unless `force`.
 
     `colour` None means: colour when the stream is a TTY and `NO_COLOR` is not set.
-    TUI mode needs `buffer`.
+    TUI mode needs `buffer`. `quiet` (`-q`) keeps warnings and errors only.
     """
     global _installed
     if _installed is not None:
@@ -297,9 +323,11 @@ def init_logging(
         if colour is None:
             isatty = getattr(out, "isatty", None)
             colour = "NO_COLOR" not in environ and bool(isatty is not None and isatty())
-        handler = logging.StreamHandler(out)
+        handler = StderrHandler(out)
         handler.setFormatter(LineFormatter(colour))
     handler.addFilter(DirectiveFilter(directives))
+    if quiet:
+        handler.setLevel(logging.WARNING)
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(directives.lowest())

@@ -137,6 +137,8 @@ class Progress:
     eval_tenth: int = 0
     subject: str = "train"
     judged_tenth: int = 1
+    item_lines: bool = True
+    """Whether stage start, tenth and end lines are logged (off while a live bar shows them)."""
 
     def advance(self) -> int | None:
         """Count one finished item; the count when it crosses the next tenth."""
@@ -178,7 +180,7 @@ class Progress:
         return p if fresh else None
 
     def _reset(self, total: int) -> None:
-        fresh = Progress(total=total)
+        fresh = Progress(total=total, item_lines=self.item_lines)
         for field in attrs.fields(Progress):
             setattr(self, field.name, getattr(fresh, field.name))
 
@@ -188,7 +190,8 @@ class Progress:
         match event:
             case StageStarted(stage=stage, total=total):
                 self._reset(total)
-                log.info("%s: %d to process", stage, total)
+                if self.item_lines:
+                    log.info("%s: %d to process", stage, total)
             case ItemDone(stage=stage, id=item):
                 log.debug("%s: %s done", stage, item)
                 self._report(stage)
@@ -198,7 +201,8 @@ class Progress:
                 log.error("%s: %s failed: %s", stage, item, error)
                 self._report(stage)
             case StageFinished(stage=stage, stats=stats):
-                log.info("%s: finished", stage)
+                if self.item_lines:
+                    log.info("%s: finished", stage)
                 log.debug("%s: %r", stage, stats)
             case Metric(metric=m):
                 if self.show_metric(m, at):
@@ -231,7 +235,7 @@ class Progress:
 
     def _report(self, stage: Stage) -> None:
         count = self.advance()
-        if count is not None:
+        if count is not None and self.item_lines:
             log.info("%s: %d/%d", stage, count, self.total)
 
     def _tell_phase(self) -> None:
@@ -248,9 +252,9 @@ def _handle(progress: Progress, items: list[Event | Lagged]) -> None:
             progress.log(item)
 
 
-async def render(subscription: Subscription) -> None:
-    """Log every event of `subscription` until its bus closes."""
-    progress = Progress()
+async def render(subscription: Subscription, item_lines: bool = True) -> None:
+    """Log every event of `subscription` until its bus closes (`item_lines`: see Progress)."""
+    progress = Progress(item_lines=item_lines)
     while True:
         try:
             items = await subscription.receive_batch()
