@@ -43,20 +43,18 @@ def _pipeline_line(pipeline: Pipeline) -> str:
     def word(value: object) -> str:
         if isinstance(value, bool):
             return "true" if value else "false"
-        if value is None:
-            return "None"
         return str(value)
 
     fields = ", ".join(
-        f"{attribute.name}: {word(getattr(pipeline, attribute.name))}"
+        f"{attribute.name} {word(getattr(pipeline, attribute.name))}"
         for attribute in Pipeline.__attrs_attrs__
         if attribute.name not in OWN_PIPELINE_KEYS
     )
-    return f"pipeline = Pipeline {{ {fields} }}"
+    return f"pipeline: {fields}"
 
 
-# Our own [pipeline] keys: the `pipeline = Pipeline { … }` line keeps the reference's exact
-# fields, and each of these gets a line of its own, only when set to other than its default.
+# Our own [pipeline] keys: the `pipeline: …` line keeps the reference's fields, and each of
+# these gets a line of its own, only when set to other than its default.
 OWN_PIPELINE_KEYS = ("max_cost_usd", "drain_secs")
 
 
@@ -150,7 +148,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         prefix = f"providers.{name}"
         lines.append(
             mark(
-                f"{prefix}.protocol = {provider.protocol.value.capitalize()}", f"{prefix}.protocol"
+                f"{prefix}.protocol = {provider.protocol.value}", f"{prefix}.protocol"
             )
         )
         lines.append(
@@ -177,7 +175,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         lines.append(
             mark(
                 f"training = {training.base_model} on {training.target} "
-                f"({training.adapter.value.capitalize()})",
+                f"({training.adapter.value})",
                 "training",
             )
         )
