@@ -214,7 +214,6 @@ class JsonlObserver:
     """An Observer writing each event as one JSON line, flushed at once; never raises on write."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[str] | None = path.open("a", encoding="utf-8")
         self._failed = False
