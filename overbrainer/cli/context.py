@@ -10,7 +10,11 @@ PROJECT_DIR_KEY = "overbrainer.project_dir"
 
 
 def project_dir() -> Path:
-    """The `-C/--project-dir` directory of the running command (default: the current one)."""
+    """Where the running command looks for its project: `-C DIR`, else the current directory.
+
+    As with `git -C`, the search starts there and walks up to the nearest `overbrainer.toml`
+    (see `project.directory.find_root`); `init` writes in this directory itself.
+    """
     path = click.get_current_context().meta.get(PROJECT_DIR_KEY, Path("."))
     assert isinstance(path, Path)
     return path
