@@ -22,6 +22,8 @@ _SECRETS = (
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1***"),
 )
 
+NO_RUNS = "no runs yet: start one with `overbrainer train`"
+
 
 def ls_line(record: RunRecord, width: int) -> str:
     """One `runs ls` line: ID, state, target, creation time, and a stopped run's snapshot."""
@@ -66,7 +68,11 @@ def runs_ls() -> None:
     except OverbrainerError as error:
         _fail(error)
         return
-    width = max((len(record.id) for record in records), default=0)
+    if not records:
+        # On stderr: stdout stays a list of runs, empty when there are none, for scripts.
+        click.echo(NO_RUNS, err=True)
+        return
+    width = max(len(record.id) for record in records)
     for record in records:
         click.echo(ls_line(record, width))
 

@@ -146,11 +146,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         )
     for name, provider in settings.providers.items():
         prefix = f"providers.{name}"
-        lines.append(
-            mark(
-                f"{prefix}.protocol = {provider.protocol.value}", f"{prefix}.protocol"
-            )
-        )
+        lines.append(mark(f"{prefix}.protocol = {provider.protocol.value}", f"{prefix}.protocol"))
         lines.append(
             mark(
                 f"{prefix}.base_url = {shown_url(provider.base_url or '(unset)')}",
@@ -174,8 +170,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         training = settings.training
         lines.append(
             mark(
-                f"training = {training.base_model} on {training.target} "
-                f"({training.adapter.value})",
+                f"training = {training.base_model} on {training.target} ({training.adapter.value})",
                 "training",
             )
         )

@@ -142,8 +142,7 @@ def open_project(start: Path) -> Project:
     if not project.config.is_file():
         # The reference's wording («cannot read …: <io error>»), plus what to do about it.
         raise ProjectError(
-            f"cannot read {project.config}: No such file or directory; "
-            "run `overbrainer init` first"
+            f"cannot read {project.config}: No such file or directory; run `overbrainer init` first"
         )
     version = project.format_version()
     if version is not None and version > FORMAT_VERSION:
