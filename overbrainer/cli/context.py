@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 PROJECT_DIR_KEY = "overbrainer.project_dir"
+PROJECT_DIR_PARAM = "project_dir"
+"""The name of the group's `-C/--project-dir` parameter."""
 
 
 def project_dir() -> Path:

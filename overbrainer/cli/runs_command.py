@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -78,7 +79,7 @@ def runs_ls() -> None:
 
 
 @runs.command("logs")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 @click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N lines.")
 def runs_logs(run_id: str, tail: int | None) -> None:
     """Print the job.log of a run, one printable line per log line, secrets masked."""

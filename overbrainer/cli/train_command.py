@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from overbrainer.cli.completion import complete_run_ids, complete_targets
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
@@ -12,8 +13,19 @@ from overbrainer.ui.front import CliFrontend
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--target", "target_name", metavar="NAME", help="Train on this [targets] entry.")
-@click.option("--resume-from", metavar="RUN_ID", help="Resume from the snapshot of a stopped run.")
+@click.option(
+    "--target",
+    "target_name",
+    metavar="NAME",
+    shell_complete=complete_targets,
+    help="Train on this [targets] entry.",
+)
+@click.option(
+    "--resume-from",
+    metavar="RUN_ID",
+    shell_complete=complete_run_ids,
+    help="Resume from the snapshot of a stopped run.",
+)
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after the run.")
 @click.pass_context
 def train(
@@ -37,7 +49,7 @@ def train(
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def attach(run_id: str) -> None:
     """Follow a run again until its job ends, then record and report how it ended."""
     options = command_options()
@@ -45,7 +57,7 @@ def attach(run_id: str) -> None:
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def stop(run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop, then follow it to its end."""
     options = command_options()
@@ -53,7 +65,7 @@ def stop(run_id: str) -> None:
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def cancel(run_id: str) -> None:
     """Stop a run's job (TERM, then KILL after 10 s) and record it cancelled."""
     options = command_options()
