@@ -156,6 +156,15 @@ def test_outside_any_project_the_message_names_the_start(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]
 
 
+def test_a_missing_start_directory_is_not_searched_from(tmp_path: Path) -> None:
+    make_project(tmp_path / "demo")
+    done = overbrainer("-C", "demo/nope", "history", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: cannot read demo/nope/overbrainer.toml: {MISSING}\n",
+    )
+
+
 def test_init_in_a_subdirectory_writes_there(tmp_path: Path) -> None:
     make_project(tmp_path)
     (tmp_path / "nested").mkdir()

@@ -107,10 +107,13 @@ def find_root(start: Path) -> Path:
 
     `start` itself when it holds `overbrainer.toml` (kept as given, so messages show the path
     the user typed), else the nearest parent that does (absolute), else `start` unchanged.
+    A `start` that is not a directory is not searched from (as `git -C` cannot go there).
     """
     if _has_config(start):
         return start
     try:
+        if not start.is_dir():
+            return start
         resolved = start.resolve()
     except (OSError, RuntimeError):
         return start
