@@ -66,7 +66,7 @@ def test_a_missing_project_directory(tmp_path: Path) -> None:
     done = overbrainer("-C", str(missing), "run")
     assert (done.returncode, done.stderr) == (
         2,
-        f"error: cannot read {missing}/overbrainer.toml: No such file or directory (os error 2); "
+        f"error: cannot read {missing}/overbrainer.toml: No such file or directory; "
         "run `overbrainer init` first\n",
     )
     assert not missing.exists()

@@ -54,7 +54,7 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(tmp_path, {})
     assert caught.value.message == (
-        f"cannot read {tmp_path}/overbrainer.toml: No such file or directory (os error 2)"
+        f"cannot read {tmp_path}/overbrainer.toml: No such file or directory"
     )
 
 

@@ -178,7 +178,7 @@ def test_round_trip_property(event: ev.Event) -> None:
 
 
 async def test_jsonl_observer_writes_flushed_lines(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "events.jsonl"
+    path = tmp_path / "events.jsonl"
     with JsonlObserver(path) as observer, trio.fail_after(5):
         async with open_event_bus(observer=observer) as bus:
             for event in EVENTS:

@@ -94,7 +94,7 @@ def test_outside_a_project(tmp_path: Path) -> None:
     done = history(tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "error: cannot read overbrainer.toml: No such file or directory (os error 2); "
+        "error: cannot read overbrainer.toml: No such file or directory; "
         "run `overbrainer init` first"
     )
 

@@ -67,13 +67,15 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert lines[0] == "project.name = my_project"
     assert "topics.ownership = 10 subtopics x 30 questions" in lines
     assert "providers.openrouter.api_key = (unset)" in lines
-    assert "training = Qwen/Qwen3-4B on local (Qlora)" in lines
-    # The reference's literal line; our own keys get lines of their own only when set.
+    assert "providers.openrouter.protocol = openai" in lines
+    assert "training = Qwen/Qwen3-4B on local (qlora)" in lines
+    # The reference's fields in words; our own keys get lines of their own only when set.
     assert (
-        "pipeline = Pipeline { concurrency: 8, max_retries: 5, dedup_threshold: 0.8, "
-        "eval_ratio: 0.1, seed: 42, include_system_prompt: false, embedding_threshold: 0.9, "
-        "question_batch_size: 10, request_timeout_secs: 600 }"
+        "pipeline: concurrency 8, max_retries 5, dedup_threshold 0.8, eval_ratio 0.1, seed 42, "
+        "include_system_prompt false, embedding_threshold 0.9, question_batch_size 10, "
+        "request_timeout_secs 600"
     ) in lines
+    assert not [line for line in lines if "(os error" in line or "Pipeline {" in line]
     assert not [line for line in lines if "max_cost_usd" in line or "drain_secs" in line]
     env = {"OVERBRAINER_PIPELINE__MAX_COST_USD": "2.5", "OVERBRAINER_PIPELINE__DRAIN_SECS": "5"}
     own = overbrainer("config", "check", cwd=demo, env=env).stdout.splitlines()
@@ -108,7 +110,8 @@ def test_config_check_marks_env_values_and_masks_secrets(tmp_path: Path) -> None
     )
     assert result.returncode == 0, result.stderr
     assert "providers.openrouter.api_key = ***  (env)" in result.stdout.splitlines()
-    assert "concurrency: 16" in result.stdout
+    assert "pipeline: concurrency 16, max_retries 5" in result.stdout
+    assert result.stdout.splitlines()[7].endswith("request_timeout_secs 600  (env)")
     assert "SECRET" not in result.stdout + result.stderr
 
 

@@ -16,7 +16,7 @@ from overbrainer.ui.front import CliFrontend
 
 
 async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path) -> None:
-    path = tmp_path / "out" / "events.jsonl"
+    path = tmp_path / "events.jsonl"
     with trio.fail_after(5), open_events_file(path) as observer:
         async with CliFrontend().open_bus(observer) as bus:
             bus.publish(StageStarted(Stage.ANSWERS, 2))
@@ -41,3 +41,15 @@ def test_no_events_file_means_no_observer() -> None:
 def test_an_events_file_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot open the events file"), open_events_file(tmp_path):
         pass
+
+
+def test_an_events_file_in_a_missing_directory_is_refused_and_nothing_is_made(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "missing" / "dir" / "events.jsonl"
+    with pytest.raises(UsageError) as caught, open_events_file(path):
+        pass
+    assert caught.value.message == (
+        f"cannot open the events file {path}: directory {path.parent} does not exist"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -51,7 +51,7 @@ def test_missing_config_is_named_and_nothing_is_created(tmp_path: Path) -> None:
     with pytest.raises(ProjectError) as caught:
         open_project(tmp_path)
     assert caught.value.message == (
-        f"cannot read {tmp_path}/overbrainer.toml: No such file or directory (os error 2); "
+        f"cannot read {tmp_path}/overbrainer.toml: No such file or directory; "
         "run `overbrainer init` first"
     )
     assert list(tmp_path.iterdir()) == []

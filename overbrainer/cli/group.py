@@ -11,6 +11,7 @@ import click
 
 from overbrainer import __version__
 from overbrainer.cli.context import DISPLAY_KEY, PROJECT_DIR_KEY
+from overbrainer.cli.global_options import GLOBAL_OPTIONS_EPILOG, GlobalOptionsGroup
 from overbrainer.cli.options import EVENTS_FILE_KEY
 from overbrainer.project.directory import predates_versions
 from overbrainer.ui.display import choose_display
@@ -27,7 +28,11 @@ class Epilogue:
     hint: bool = False
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=GlobalOptionsGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=GLOBAL_OPTIONS_EPILOG,
+)
 @click.version_option(__version__, prog_name="overbrainer")
 @click.option(
     "-C",
@@ -35,7 +40,8 @@ class Epilogue:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
     show_default=True,
-    help="The project directory.",
+    help="Where to look for the project: this directory, else the nearest parent holding "
+    "overbrainer.toml (as `git -C`).",
 )
 @click.option(
     "--events",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import traceback
 from types import TracebackType
@@ -11,6 +12,7 @@ import click
 
 # Each command module adds its commands to the group when imported (one line per module).
 from overbrainer.cli import commands_registry  # noqa: F401
+from overbrainer.cli.completion import completion_instruction, run_completion
 from overbrainer.cli.group import Epilogue, cli
 from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from overbrainer.model.redact import redact
@@ -20,6 +22,9 @@ from overbrainer.ui.front import silence_stdout
 
 def main() -> None:
     """Entry point of the console script: bad arguments give one `error:` line and exit 2."""
+    instruction = completion_instruction(os.environ)
+    if instruction is not None:
+        sys.exit(run_completion(cli, instruction))
     epilogue = Epilogue()
     sys.excepthook = show_bug
     try:

@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -21,6 +22,8 @@ _SECRETS = (
     (re.compile(r"sk-[A-Za-z0-9_-]{16,}"), "sk-***"),
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1***"),
 )
+
+NO_RUNS = "no runs yet: start one with `overbrainer train`"
 
 
 def ls_line(record: RunRecord, width: int) -> str:
@@ -66,13 +69,17 @@ def runs_ls() -> None:
     except OverbrainerError as error:
         _fail(error)
         return
-    width = max((len(record.id) for record in records), default=0)
+    if not records:
+        # On stderr: stdout stays a list of runs, empty when there are none, for scripts.
+        click.echo(NO_RUNS, err=True)
+        return
+    width = max(len(record.id) for record in records)
     for record in records:
         click.echo(ls_line(record, width))
 
 
 @runs.command("logs")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 @click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N lines.")
 def runs_logs(run_id: str, tail: int | None) -> None:
     """Print the job.log of a run, one printable line per log line, secrets masked."""

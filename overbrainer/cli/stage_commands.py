@@ -7,6 +7,7 @@ from typing import TypeVar
 
 import click
 
+from overbrainer.cli.completion import complete_topics
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
@@ -23,6 +24,7 @@ def _topic_option(command: F) -> F:
         "topics",
         multiple=True,
         metavar="NAME",
+        shell_complete=complete_topics,
         help="Only this topic (repeatable); all configured topics when unset.",
     )(command)
 
@@ -85,7 +87,13 @@ def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> Non
 
 
 @cli.command()
-@click.option("--topic", metavar="NAME", default=None, help="Count only this topic's answers.")
+@click.option(
+    "--topic",
+    metavar="NAME",
+    default=None,
+    shell_complete=complete_topics,
+    help="Count only this topic's answers.",
+)
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
     options = command_options()

@@ -11,6 +11,7 @@ from overbrainer.cli.context import cli_frontend, project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED
+from overbrainer.project.directory import find_root
 from overbrainer.system.sampler import SAMPLE_EVERY
 
 
@@ -25,7 +26,7 @@ def system(watch: bool, as_json: bool) -> None:
     from overbrainer.system.sampler import LocalSampler
 
     async def flow() -> int:
-        sampler = LocalSampler(project_dir().resolve())
+        sampler = LocalSampler(find_root(project_dir()).resolve())
         await sampler.sample()  # the first sample has no CPU usage yet: take a short baseline
         await trio.sleep(0.2)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from overbrainer.cli.completion import complete_run_ids, complete_targets
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
@@ -12,8 +13,19 @@ from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_f
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--target", "target_name", metavar="NAME", help="Train on this [targets] entry.")
-@click.option("--resume-from", metavar="RUN_ID", help="Resume from the snapshot of a stopped run.")
+@click.option(
+    "--target",
+    "target_name",
+    metavar="NAME",
+    shell_complete=complete_targets,
+    help="Train on this [targets] entry.",
+)
+@click.option(
+    "--resume-from",
+    metavar="RUN_ID",
+    shell_complete=complete_run_ids,
+    help="Resume from the snapshot of a stopped run.",
+)
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after the run.")
 @click.option(
     "--force", is_flag=True, help="Start even while another run still trains on the target."
@@ -47,7 +59,7 @@ def train(
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def attach(run_id: str) -> None:
     """Follow a run again until its job ends, then record and report how it ended."""
     options = command_options()
@@ -55,7 +67,7 @@ def attach(run_id: str) -> None:
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def stop(run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop, then follow it to its end."""
     options = command_options()
@@ -63,7 +75,7 @@ def stop(run_id: str) -> None:
 
 
 @train.command()
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_run_ids)
 def cancel(run_id: str) -> None:
     """Stop a run's job (TERM, then KILL after 10 s) and record it cancelled."""
     options = command_options()

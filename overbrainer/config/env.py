@@ -37,7 +37,7 @@ def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[st
     except FileNotFoundError:
         return []
     except OSError as error:
-        raise ConfigError(f"cannot read .env: {error.strerror} (os error {error.errno})") from None
+        raise ConfigError(f"cannot read .env: {error.strerror}") from None
     text = decode_utf8(raw, str(path)).removeprefix("\ufeff")
     entries: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):

@@ -235,9 +235,7 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise ConfigError(
-            f"cannot read {project_dir}/{CONFIG_FILE}: {error.strerror} (os error {error.errno})"
-        ) from None
+        raise ConfigError(f"cannot read {project_dir}/{CONFIG_FILE}: {error.strerror}") from None
     text = decode_utf8(raw, str(path))
     try:
         table: dict[str, object] = tomllib.loads(text)

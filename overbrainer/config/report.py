@@ -43,20 +43,18 @@ def _pipeline_line(pipeline: Pipeline) -> str:
     def word(value: object) -> str:
         if isinstance(value, bool):
             return "true" if value else "false"
-        if value is None:
-            return "None"
         return str(value)
 
     fields = ", ".join(
-        f"{attribute.name}: {word(getattr(pipeline, attribute.name))}"
+        f"{attribute.name} {word(getattr(pipeline, attribute.name))}"
         for attribute in Pipeline.__attrs_attrs__
         if attribute.name not in OWN_PIPELINE_KEYS
     )
-    return f"pipeline = Pipeline {{ {fields} }}"
+    return f"pipeline: {fields}"
 
 
-# Our own [pipeline] keys: the `pipeline = Pipeline { … }` line keeps the reference's exact
-# fields, and each of these gets a line of its own, only when set to other than its default.
+# Our own [pipeline] keys: the `pipeline: …` line keeps the reference's fields, and each of
+# these gets a line of its own, only when set to other than its default.
 OWN_PIPELINE_KEYS = ("max_cost_usd", "drain_secs")
 
 
@@ -148,11 +146,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         )
     for name, provider in settings.providers.items():
         prefix = f"providers.{name}"
-        lines.append(
-            mark(
-                f"{prefix}.protocol = {provider.protocol.value.capitalize()}", f"{prefix}.protocol"
-            )
-        )
+        lines.append(mark(f"{prefix}.protocol = {provider.protocol.value}", f"{prefix}.protocol"))
         lines.append(
             mark(
                 f"{prefix}.base_url = {shown_url(provider.base_url or '(unset)')}",
@@ -176,8 +170,7 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         training = settings.training
         lines.append(
             mark(
-                f"training = {training.base_model} on {training.target} "
-                f"({training.adapter.value.capitalize()})",
+                f"training = {training.base_model} on {training.target} ({training.adapter.value})",
                 "training",
             )
         )

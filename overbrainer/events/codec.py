@@ -230,7 +230,6 @@ class JsonlObserver:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[str] | None = path.open("a", encoding="utf-8")
         self._failed = False

@@ -24,6 +24,7 @@ class CommandOptions:
     """The global command-line values a command's setup needs (`-C DIR`, `--events FILE`)."""
 
     project_dir: Path = Path(".")
+    """Where the project search starts (`open_project` walks up from it)."""
     events: Path | None = None
 
 
@@ -45,10 +46,17 @@ class Command:
 
 @contextlib.contextmanager
 def open_events_file(path: Path | None) -> Iterator[Observer | None]:
-    """An observer writing every event to `path` as JSON lines; None without a path."""
+    """An observer writing every event to `path` as JSON lines; None without a path.
+
+    A missing parent directory is refused, never created: it is most often a typo.
+    """
     if path is None:
         yield None
         return
+    if not path.parent.is_dir():
+        raise UsageError(
+            f"cannot open the events file {path}: directory {path.parent} does not exist"
+        )
     # Imported on use: its converter costs every other command's start-up for nothing.
     from overbrainer.events.codec import JsonlObserver
 

@@ -106,23 +106,50 @@ class Project:
             raise ProjectError(f"{self.version_file} does not hold a format number") from None
 
 
-def predates_versions(root: Path) -> bool:
-    """Whether `root` holds a project (an `overbrainer.toml`) made before the version file."""
-    project = Project(root)
+def find_root(start: Path) -> Path:
+    """The project holding `start`, found as git finds a repository; `start` when none does.
+
+    `start` itself when it holds `overbrainer.toml` (kept as given, so messages show the path
+    the user typed), else the nearest parent that does (absolute), else `start` unchanged.
+    A `start` that is not a directory is not searched from (as `git -C` cannot go there).
+    """
+    if _has_config(start):
+        return start
+    try:
+        if not start.is_dir():
+            return start
+        resolved = start.resolve()
+    except (OSError, RuntimeError):
+        return start
+    for parent in resolved.parents:
+        if _has_config(parent):
+            return parent
+    return start
+
+
+def _has_config(directory: Path) -> bool:
+    try:
+        return (directory / CONFIG_FILE).is_file()
+    except OSError:
+        return False
+
+
+def predates_versions(start: Path) -> bool:
+    """Whether the project holding `start` was made before the version file."""
+    project = Project(find_root(start))
     try:
         return project.config.is_file() and not os.path.lexists(project.version_file)
     except OSError:
         return False
 
 
-def open_project(root: Path) -> Project:
-    """The project at `root`; fails naming `overbrainer.toml` when it is missing or too new."""
-    project = Project(root)
+def open_project(start: Path) -> Project:
+    """The project holding `start` (see `find_root`); fails when there is none or it is too new."""
+    project = Project(find_root(start))
     if not project.config.is_file():
         # The reference's wording («cannot read …: <io error>»), plus what to do about it.
         raise ProjectError(
-            f"cannot read {project.config}: No such file or directory (os error 2); "
-            "run `overbrainer init` first"
+            f"cannot read {project.config}: No such file or directory; run `overbrainer init` first"
         )
     version = project.format_version()
     if version is not None and version > FORMAT_VERSION:
