@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import attrs
 
 from overbrainer.config.settings import Topic
+from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
@@ -105,7 +106,13 @@ class _Pipeline:
         # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
         roles = await self.interrupt.race(
             lambda: connection.enter_async_context(
-                connect_roles(self.config.settings, names, self.config.env, self.prices)
+                connect_roles(
+                    self.config.settings,
+                    names,
+                    self.config.env,
+                    self.prices,
+                    stub_transports(self.config.settings),
+                )
             )
         )
         if roles is None:
