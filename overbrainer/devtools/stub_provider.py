@@ -294,6 +294,8 @@ class StubProvider:
         self.models: Json = {"data": []}
         self.embedder: Callable[[str], list[float]] = default_embedding
         self.url = ""
+        self.api_key: str | None = None
+        """When set, a request without this key (`Bearer` or `x-api-key`) gets a 401."""
         self._queue: collections.deque[Reply] = collections.deque()
 
     def queue(self, *replies: Reply) -> None:
@@ -323,6 +325,11 @@ class StubProvider:
         self.requests.append(recorded)
         model = body.get("model") if isinstance(body, dict) else None
         model_name = model if isinstance(model, str) else "stub"
+        if self.api_key is not None and self.api_key not in (
+            request.headers.get("authorization", "").removeprefix("Bearer "),
+            request.headers.get("x-api-key"),
+        ):
+            return _json_response({"error": {"message": "invalid api key"}}, 401)
         if request.method == "GET" and request.path.endswith("/models"):
             return _json_response(self.models)
         if request.method != "POST":
