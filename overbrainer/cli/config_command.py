@@ -11,8 +11,8 @@ from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.config import load_settings
 from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
 from overbrainer.config.preflight import PreflightError
+from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.flows.config_check import online as online_roles
 from overbrainer.flows.config_check import preflight

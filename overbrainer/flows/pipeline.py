@@ -105,9 +105,7 @@ class _Pipeline:
     ) -> dict[str, RoleClient]:
         if not names:
             return {}
-        await trio.to_thread.run_sync(
-            check_roles, self.config.settings, names, self.config.env
-        )
+        await trio.to_thread.run_sync(check_roles, self.config.settings, names, self.config.env)
         # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
         roles = await self.interrupt.race(
             lambda: connection.enter_async_context(

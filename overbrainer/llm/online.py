@@ -59,7 +59,8 @@ def _listed_ids(listing: Json) -> list[str] | None:
 
 
 def _usd(value: float) -> str:
-    return f"${value:.2f}" if round(value, 2) == value else f"${value:g}"
+    # Listed per token, so $0.10 per million arrives as 0.09999999999999999.
+    return f"${value:.2f}" if abs(round(value, 2) - value) < 1e-9 else f"${value:.6g}"
 
 
 def _price(price: Price) -> str:
