@@ -20,13 +20,17 @@ from tests.pipeline_support import make_project, write_answered
 MISSING = "No such file or directory; run `overbrainer init` first"
 
 
+LOOPBACK = "http://127.0.0.1:9/v1"
+
+
 def overbrainer(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run the real command in `cwd` to its end (none of these reach a provider)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
     return subprocess.run(
         [sys.executable, "-m", "overbrainer", *args],
         cwd=cwd,
-        env={**clean, "NO_COLOR": "1"},
+        # A loopback URL for the projects' provider, so config check's pre-flight passes.
+        env={**clean, "NO_COLOR": "1", "OVERBRAINER_PROVIDERS__STUB__BASE_URL": LOOPBACK},
         capture_output=True,
         text=True,
         timeout=30,

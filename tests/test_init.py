@@ -59,14 +59,40 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert (demo / ".overbrainer/version").read_text() == "1\n"
     assert (demo / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
     assert f"INFO created {Path('demo') / 'overbrainer.toml'}" in result.stderr
-    assert "overbrainer config check" in result.stdout
+    assert result.stdout == (
+        "next: copy .env.example to .env and put the provider's key in it, "
+        "then `cd demo && overbrainer config check` and `overbrainer run`\n"
+    )
 
-    check = overbrainer("config", "check", cwd=demo)
-    assert check.returncode == 0, check.stderr
-    lines = check.stdout.splitlines()
+    # The hint's steps, one by one: each failure says what is missing, in one line.
+    unset = overbrainer("config", "check", cwd=demo)
+    assert unset.returncode == 2
+    assert unset.stderr == (
+        "error: providers.openrouter.base_url is not set "
+        "(set OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL); roles.generator and roles.parent "
+        "use it\n"
+    )
+    (demo / ".env").write_text((demo / ".env.example").read_text())
+    empty = overbrainer("config", "check", cwd=demo)
+    assert empty.returncode == 2
+    assert empty.stderr == (
+        "error: providers.openrouter.api_key is empty "
+        "(set OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY); roles.generator and roles.parent "
+        "use it\n"
+    )
+    (demo / ".env").write_text(
+        (demo / ".env.example")
+        .read_text()
+        .replace("OPENROUTER__API_KEY=\n", "OPENROUTER__API_KEY=sk-or-SECRET\n")
+    )
+    filled = overbrainer("config", "check", cwd=demo)
+    assert filled.returncode == 0, filled.stderr
+    assert "SECRET" not in filled.stdout + filled.stderr
+
+    lines = filled.stdout.splitlines()
     assert lines[0] == "project.name = my_project"
     assert "topics.ownership = 10 subtopics x 30 questions" in lines
-    assert "providers.openrouter.api_key = (unset)" in lines
+    assert "providers.openrouter.api_key = ***  (env)" in lines
     assert "providers.openrouter.protocol = openai" in lines
     assert "training = Qwen/Qwen3-4B on local (qlora)" in lines
     # The reference's fields in words; our own keys get lines of their own only when set.
@@ -133,6 +159,7 @@ def test_config_check_reports_problems_with_exit_2(tmp_path: Path) -> None:
 def test_config_check_resolve_reads_vault_and_never_prints_the_secret(tmp_path: Path) -> None:
     assert overbrainer("init", cwd=tmp_path).returncode == 0
     (tmp_path / ".env").write_text(
+        "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL=https://openrouter.example/api/v1\n"
         "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=vault:secret/overbrainer#openrouter_api_key\n"
     )
     vault = subprocess.Popen([sys.executable, "-c", VAULT], stdout=subprocess.PIPE, text=True)
@@ -166,12 +193,18 @@ def test_init_that_fails_midway_takes_back_what_it_wrote(tmp_path: Path) -> None
     assert overbrainer("init", cwd=tmp_path).returncode == 0
 
 
-def test_config_check_resolve_without_vault_addr_is_a_config_error(tmp_path: Path) -> None:
+def test_config_check_without_vault_addr_is_a_config_error_even_without_resolve(
+    tmp_path: Path,
+) -> None:
     assert overbrainer("init", cwd=tmp_path).returncode == 0
-    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY": "vault:secret/overbrainer#key"}
-    result = overbrainer("config", "check", "--resolve", cwd=tmp_path, env=env)
-    assert result.returncode == 2
-    assert result.stderr == (
-        "error: cannot resolve providers.openrouter.api_key: "
-        "a vault: reference was found but VAULT_ADDR is not set\n"
-    )
+    env = {
+        "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://openrouter.example/api/v1",
+        "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY": "vault:secret/overbrainer#key",
+    }
+    for args in (("config", "check"), ("config", "check", "--resolve")):
+        result = overbrainer(*args, cwd=tmp_path, env=env)
+        assert result.returncode == 2
+        assert result.stderr == (
+            "error: cannot resolve providers.openrouter.api_key: "
+            "a vault: reference was found but VAULT_ADDR is not set\n"
+        )

@@ -174,6 +174,8 @@ def test_hub_model_id_moves_to_the_hub_table_keeping_the_rest(tmp_path: Path) ->
     )
     expected = config("") + ('\n[hub]\nrepo = "me/mentor"\nprivate = true\nafter_training = true\n')
     assert (root / "overbrainer.toml").read_text() == expected
+    # A base URL for the pre-flight (a loopback one needs no key); nothing is asked of it.
+    (root / ".env").write_text("OVERBRAINER_PROVIDERS__STUB__BASE_URL=http://127.0.0.1:1/v1\n")
     check = overbrainer(root, "config", "check")
     assert check.returncode == 0, check.stderr
     assert overbrainer(root, "migrate").stdout == "nothing to migrate\n"

@@ -15,6 +15,8 @@ from tests.pipeline_support import make_project
 def test_ctrl_c_during_start_up_exits_130_quietly(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    # A loopback URL, so a run that ends before its signal passes config check's pre-flight.
+    clean["OVERBRAINER_PROVIDERS__STUB__BASE_URL"] = "http://127.0.0.1:9/v1"
     interrupted = 0
     # From the moment our code runs (Python's own start-up comes first) until the command ends.
     for delay in (0.12, 0.14, 0.17, 0.2, 0.24, 0.28, 0.33):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -121,12 +122,17 @@ def test_command_line_prints_its_url_and_stops_on_sigint() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--delay", "0"],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        pid = process.pid
+        assert process.stderr.readline() == (
+            f"stand-in provider at {url}, pid {pid}: stop it with Ctrl-C or `kill {pid}`\n"
+        )
         answer = httpx2.post(f"{url}/chat/completions", json={"model": "m", "messages": []})
         assert answer.status_code == 200
         os.kill(process.pid, signal.SIGINT)
@@ -186,3 +192,19 @@ async def test_a_reply_without_usage_has_no_usage_field() -> None:
             anthropic = (await post(f"{stub.url}/messages", {"model": "m"})).json()
     assert "usage" not in openai and openai["choices"][0]["message"]["content"] == "a"
     assert "usage" not in anthropic and anthropic["content"][-1]["text"] == "b"
+
+
+def test_command_line_on_a_busy_port_says_so_in_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"error: cannot listen on 127.0.0.1:{port}: address already in use\n"

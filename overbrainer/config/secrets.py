@@ -108,7 +108,11 @@ async def resolve_secret(
         raise SecretError(f"cannot resolve {key}: {error.message}") from None
 
 
-async def _read_vault(ref: VaultRef, environ: Mapping[str, str], home: Path | None) -> str:
+def vault_location(ref: VaultRef, environ: Mapping[str, str], home: Path | None) -> tuple[str, str]:
+    """The URL to read `ref` from and the token to send; SecretError when either is missing.
+
+    Needs no network: what it refuses, a read would surely fail on.
+    """
     address = environ.get("VAULT_ADDR", "").strip()
     redact.register_url(address)
     if not address:
@@ -124,7 +128,27 @@ async def _read_vault(ref: VaultRef, environ: Mapping[str, str], home: Path | No
             raise ValueError("expected an http or https URL")
     except (ValueError, httpx2.InvalidURL) as error:
         raise SecretError(f"invalid VAULT_ADDR: {error}") from None
-    url = f"{str(base).rstrip('/')}/v1/{ref.mount}/data/{ref.path}"
+    return f"{str(base).rstrip('/')}/v1/{ref.mount}/data/{ref.path}", token
+
+
+def unresolvable(
+    secret: Secret, key: str, environ: Mapping[str, str], home: Path | None = None
+) -> str | None:
+    """Why `secret` surely cannot be resolved, known without the network; None if it may be.
+
+    Reads `~/.vault-token` when it is needed (blocking: call it off the event loop).
+    """
+    try:
+        ref = secret.reference()
+        if ref is not None:
+            vault_location(ref, environ, home)
+    except SecretError as error:
+        return f"cannot resolve {key}: {error.message}"
+    return None
+
+
+async def _read_vault(ref: VaultRef, environ: Mapping[str, str], home: Path | None) -> str:
+    url, token = vault_location(ref, environ, home)
     headers = {"X-Vault-Token": token}
     try:
         async with httpx2.AsyncClient(timeout=_VAULT_TIMEOUT) as client:

@@ -11,10 +11,13 @@ from overbrainer.config.secrets import Secret
 
 
 class Protocol(enum.Enum):
-    """Wire protocol of a provider: OpenAI chat completions or the Anthropic Messages API."""
+    """Wire protocol of a provider: OpenAI chat completions, the Anthropic Messages API, or
+    `stub`: the deterministic stand-in run inside the process (OpenAI's wire format, no network).
+    """
 
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
+    STUB = "stub"
 
 
 class Effort(enum.Enum):
@@ -106,6 +109,7 @@ class Provider:
 
     `api_key` is a `Secret` (literal or `vault:` reference), resolved with
     `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
+    A `stub` provider needs neither and ignores both.
     """
 
     protocol: Protocol

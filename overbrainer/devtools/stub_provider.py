@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -26,6 +27,7 @@ import attrs
 import trio
 import xxhash
 
+from overbrainer.model.error_groups import error_leaves
 from overbrainer.net.http_server import Request, Response, serve_http
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
@@ -297,6 +299,8 @@ class StubProvider:
         self.models: Json = {"data": []}
         self.embedder: Callable[[str], list[float]] = default_embedding
         self.url = ""
+        self.api_key: str | None = None
+        """When set, a request without this key (`Bearer` or `x-api-key`) gets a 401."""
         self._queue: collections.deque[Reply] = collections.deque()
 
     def queue(self, *replies: Reply) -> None:
@@ -326,6 +330,11 @@ class StubProvider:
         self.requests.append(recorded)
         model = body.get("model") if isinstance(body, dict) else None
         model_name = model if isinstance(model, str) else "stub"
+        if self.api_key is not None and self.api_key not in (
+            request.headers.get("authorization", "").removeprefix("Bearer "),
+            request.headers.get("x-api-key"),
+        ):
+            return _json_response({"error": {"message": "invalid api key"}}, 401)
         if request.method == "GET" and request.path.endswith("/models"):
             return _json_response(self.models)
         if request.method != "POST":
@@ -403,6 +412,12 @@ async def _serve_forever(port: int, delay: float, models: Json) -> None:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(stub.serve, "127.0.0.1", port)
             print(url, flush=True)
+            pid = os.getpid()
+            print(
+                f"stand-in provider at {url}, pid {pid}: stop it with Ctrl-C or `kill {pid}`",
+                file=sys.stderr,
+                flush=True,
+            )
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break
@@ -425,7 +440,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     models: Json = json.load(args.models_json) if args.models_json else {"data": []}
-    trio.run(_serve_forever, args.port, args.delay, models)
+    try:
+        trio.run(_serve_forever, args.port, args.delay, models)
+    except (OSError, BaseExceptionGroup) as error:
+        failed = next((e for e in error_leaves(error) if isinstance(e, OSError)), None)
+        if failed is None:
+            raise
+        why = (failed.strerror or str(failed)).lower()
+        print(f"error: cannot listen on 127.0.0.1:{args.port}: {why}", file=sys.stderr)
+        sys.exit(2)
     sys.exit(0)
 
 

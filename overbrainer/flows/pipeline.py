@@ -7,8 +7,11 @@ import logging
 from collections.abc import Sequence
 
 import attrs
+import trio
 
+from overbrainer.config.preflight import check_roles
 from overbrainer.config.settings import Topic
+from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
@@ -107,10 +110,17 @@ class _Pipeline:
     ) -> dict[str, RoleClient]:
         if not names:
             return {}
+        await trio.to_thread.run_sync(check_roles, self.config.settings, names, self.config.env)
         # Ctrl-C here stops waiting for keys and price listings at once (no stage started yet).
         roles = await self.interrupt.race(
             lambda: connection.enter_async_context(
-                connect_roles(self.config.settings, names, self.config.env, self.prices)
+                connect_roles(
+                    self.config.settings,
+                    names,
+                    self.config.env,
+                    self.prices,
+                    stub_transports(self.config.settings),
+                )
             )
         )
         if roles is None:

@@ -7,6 +7,8 @@ import random
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol as TypingProtocol
 
+import httpx2
+
 from overbrainer.llm import anthropic, openai
 from overbrainer.llm.errors import Unsupported
 from overbrainer.llm.http import CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpClient, open_http
@@ -43,8 +45,14 @@ async def open_provider(
     headers: Mapping[str, str] | None = None,
     max_connections: int | None = None,
     provider: str = "",
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[HttpClient]:
-    """One pooled connection to `provider`, with its protocol's headers and key."""
+    """One pooled connection to `provider`, with its protocol's headers and key.
+
+    `stub` speaks OpenAI's wire format; `transport` (required for it) replaces the network.
+    """
+    if protocol is Protocol.STUB and transport is None:
+        raise ValueError("a stub provider needs its transport")
     if protocol is Protocol.ANTHROPIC:
         plain = {**anthropic.plain_headers(), **(headers or {})}
         secret = anthropic.auth_headers(api_key)
@@ -59,6 +67,7 @@ async def open_provider(
         connect_timeout=connect_timeout,
         max_connections=max_connections,
         provider=provider,
+        transport=transport,
     ) as http:
         yield http
 

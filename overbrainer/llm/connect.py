@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import attrs
+import httpx2
 import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
-from overbrainer.config.settings import Provider, Role, Settings
+from overbrainer.config.settings import Protocol, Provider, Role, Settings
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
@@ -21,6 +22,11 @@ from overbrainer.model.usage import Price
 
 EMBEDDER = "embedder"
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge")
+STUB_BASE_URL = "http://stub.invalid/v1"
+"""The base URL of a `stub` provider's requests: `.invalid` never resolves, nothing dials it."""
+
+StubTransports = Callable[[str], httpx2.AsyncBaseTransport]
+"""The in-process transport of a `stub` provider, by provider name (handed down by a flow)."""
 
 
 class SetupError(OverbrainerError):
@@ -53,7 +59,7 @@ def _provider(settings: Settings, role: Role) -> Provider:
     provider = settings.providers.get(name)
     if provider is None:
         raise SetupError(f"unknown provider `{name}`")
-    if provider.base_url is None:
+    if provider.base_url is None and provider.protocol is not Protocol.STUB:
         raise SetupError(
             f"providers.{name}.base_url is not set "
             f"(set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
@@ -73,8 +79,20 @@ async def _open(
     name: str,
     provider: Provider,
     env: Mapping[str, str],
+    stub_transports: StubTransports | None,
 ) -> HttpClient:
     """Resolve the provider's key (only now, lazily) and open its connection."""
+    if provider.protocol is Protocol.STUB:
+        if stub_transports is None:
+            raise SetupError(f"provider `{name}` is the embedded stand-in, not available here")
+        return await stack.enter_async_context(
+            open_provider(
+                provider.protocol,
+                STUB_BASE_URL,
+                request_timeout=float(settings.pipeline.request_timeout_secs),
+                transport=stub_transports(name),
+            )
+        )
     api_key = None
     if provider.api_key is not None:
         try:
@@ -103,12 +121,14 @@ async def connect_roles(
     names: Sequence[str],
     env: Mapping[str, str] | None = None,
     prices: PriceBook | None = None,
+    stub_transports: StubTransports | None = None,
 ) -> AsyncIterator[dict[str, RoleClient]]:
     """Connect each named, configured role; providers' connections close on exit.
 
     An unset optional role (embedder, judge) is left out. Each provider gets one pooled
     connection shared by its roles; its key is resolved here, not before. Every role but the
-    embedder has its price looked up in `prices` (one listing per provider).
+    embedder has its price looked up in `prices` (one listing per provider). A `stub`
+    provider's connection runs over `stub_transports(name)` instead of the network.
     """
     environ = os.environ if env is None else env
     retry = RetryPolicy(max_retries=settings.pipeline.max_retries)
@@ -123,7 +143,7 @@ async def connect_roles(
                 provider = _provider(settings, role)
                 if role.provider not in connections:
                     connections[role.provider] = await _open(
-                        stack, settings, role.provider, provider, environ
+                        stack, settings, role.provider, provider, environ, stub_transports
                     )
             except OverbrainerError as error:
                 raise _wrap(name, error) from None

@@ -146,8 +146,12 @@ async def open_http(
     connect_timeout: float = CONNECT_TIMEOUT,
     max_connections: int | None = None,
     provider: str = "",
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[HttpClient]:
-    """Open one pooled client for `provider`; `secret_headers` are never logged or shown."""
+    """Open one pooled client for `provider`; `secret_headers` are never logged or shown.
+
+    `transport` replaces the network (the embedded stand-in provider).
+    """
     all_headers = {"content-type": "application/json", **(headers or {})}
     for name, value in (secret_headers or {}).items():
         if not valid_header_value(value):
@@ -161,6 +165,7 @@ async def open_http(
                 max_connections=max_connections,
                 max_keepalive_connections=max_connections or 1024,
             ),
+            transport=transport,
         )
     except Exception as error:  # any failure to build is reported the same way
         raise ClientBuildError() from error

@@ -28,11 +28,18 @@ def _gitignore_text(existing: str | None) -> str | None:
     return prefix + "".join(f"{entry}\n" for entry in missing)
 
 
-def init_project(root: Path) -> list[Path]:
-    """Create the project files in `root` (made if missing); refuses, writing nothing, over one."""
+DEMO_CONFIG = "demo.toml"
+"""The packaged configuration of `init --demo`: one small topic on the embedded stand-in."""
+
+
+def init_project(root: Path, *, demo: bool = False) -> list[Path]:
+    """Create the project files in `root` (made if missing); refuses, writing nothing, over one.
+
+    `demo` writes a configuration that runs offline on the embedded stand-in provider.
+    """
     project = Project(root)
     planned: list[tuple[Path, str]] = [
-        (project.config, _packaged(CONFIG_FILE)),
+        (project.config, _packaged(DEMO_CONFIG if demo else CONFIG_FILE)),
         (root / ".env.example", _packaged("env.example")),
     ]
     planned += [(project.prompts / name, default_text(name)) for name in TEMPLATE_FILES]
