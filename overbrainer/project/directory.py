@@ -186,8 +186,8 @@ def project_lock(project: Project) -> Iterator[None]:
         fd = os.open(
             project.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
         )
-    except OSError:
-        raise ProjectError(f"cannot lock {project.lock_file}") from None
+    except OSError as error:
+        raise ProjectError(f"cannot lock {project.lock_file}: {error.strerror}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -196,7 +196,7 @@ def project_lock(project: Project) -> Iterator[None]:
                 raise ProjectLocked(
                     f"another overbrainer ({_holder(project.lock_file)}) is using this project"
                 ) from None
-            raise ProjectError(f"cannot lock {project.lock_file}") from None
+            raise ProjectError(f"cannot lock {project.lock_file}: {error.strerror}") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         try:
