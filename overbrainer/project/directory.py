@@ -19,8 +19,15 @@ FORMAT_VERSION = 1
 CONFIG_FILE = "overbrainer.toml"
 STATE_DIR = ".overbrainer"
 
-PREDATES_HINT = "this project predates overbrainer 0.4.0: run overbrainer migrate"
-"""What every command but `init` and `migrate` ends with on a project without a version file."""
+PREDATES_HINT = (
+    "this project predates the project format of overbrainer 0.4.0 (format 1):"
+    " run overbrainer migrate"
+)
+"""What every command but `init` and `migrate` ends with on a project without a version file.
+
+The reference's hint reads `predates overbrainer 0.4.0`; "0.4.0" is the reference tool's
+release that introduced the version file, not this package's version, so the hint says so.
+"""
 
 
 class ProjectError(UsageError):
