@@ -143,3 +143,30 @@ async def test_train_into_a_read_only_runs_directory_fails_with_exit_2(tmp_path:
     assert last_line(result).startswith(f"error: cannot create {root}/runs/")
     assert last_line(result).endswith(": Permission denied")
     assert list((root / "runs").iterdir()) == []
+
+
+async def test_train_stop_into_a_read_only_run_directory_fails_with_exit_2(
+    tmp_path: Path,
+) -> None:
+    prefix = permissions_hold()
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000")
+    run_id = await trio.to_thread.run_sync(
+        train_helpers.start_and_detach, root, env, tmp_path / "err.txt"
+    )
+    run_dir = root / "runs" / run_id
+    try:
+        run_dir.chmod(0o555)
+        try:
+            result = await run(
+                [*prefix, *train_helpers.command(root, "train", "stop", run_id)], env
+            )
+        finally:
+            run_dir.chmod(0o755)
+        assert result.code == 2, result.stderr
+        assert last_line(result).startswith(f"error: cannot write {run_dir}/snapshot.request: ")
+        assert last_line(result).endswith("Permission denied")
+        assert not (run_dir / "snapshot.request").exists()
+    finally:
+        cancel = await run(train_helpers.command(root, "train", "cancel", run_id), env)
+        assert cancel.code == 0, cancel.stderr
