@@ -1,4 +1,4 @@
-"""`overbrainer migrate [--dry-run]`: upgrade a project made before overbrainer 0.4.0."""
+"""`overbrainer migrate [--dry-run]`: upgrade a project to the format of overbrainer 0.4.0."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from overbrainer.project.migrate import NOTHING, change_lines, plan_migration
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print what would change and change nothing.")
 def migrate(dry_run: bool) -> None:
-    """Upgrade an older project: .gitignore, answers history, [hub], format version."""
+    """Upgrade a project without .overbrainer/version (older than format 1) to format 1."""
 
     async def flow() -> None:
         project = open_project(project_dir())

@@ -92,7 +92,7 @@ def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> Non
     metavar="NAME",
     default=None,
     shell_complete=complete_topics,
-    help="Count only this topic's answers.",
+    help="Only count this topic in the line and history; every topic is still split.",
 )
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""

@@ -19,8 +19,15 @@ FORMAT_VERSION = 1
 CONFIG_FILE = "overbrainer.toml"
 STATE_DIR = ".overbrainer"
 
-PREDATES_HINT = "this project predates overbrainer 0.4.0: run overbrainer migrate"
-"""What every command but `init` and `migrate` ends with on a project without a version file."""
+PREDATES_HINT = (
+    "this project predates the project format of overbrainer 0.4.0 (format 1):"
+    " run overbrainer migrate"
+)
+"""What every command but `init` and `migrate` ends with on a project without a version file.
+
+The reference's hint reads `predates overbrainer 0.4.0`; "0.4.0" is the reference tool's
+release that introduced the version file, not this package's version, so the hint says so.
+"""
 
 
 class ProjectError(UsageError):
@@ -186,8 +193,8 @@ def project_lock(project: Project) -> Iterator[None]:
         fd = os.open(
             project.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
         )
-    except OSError:
-        raise ProjectError(f"cannot lock {project.lock_file}") from None
+    except OSError as error:
+        raise ProjectError(f"cannot lock {project.lock_file}: {error.strerror}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -196,7 +203,7 @@ def project_lock(project: Project) -> Iterator[None]:
                 raise ProjectLocked(
                     f"another overbrainer ({_holder(project.lock_file)}) is using this project"
                 ) from None
-            raise ProjectError(f"cannot lock {project.lock_file}") from None
+            raise ProjectError(f"cannot lock {project.lock_file}: {error.strerror}") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         try:

@@ -1,4 +1,5 @@
-"""`migrate`: bring a project made before the format version (0.4.0) to format 1.
+"""`migrate`: bring a project without a format version (made before the project format of
+the reference overbrainer 0.4.0) to format 1.
 
 The changes are planned first, then made in order, the version file last, so a migration cut
 short runs again from where it stopped. The core prints nothing: the command prints the lines.

@@ -13,7 +13,7 @@ import trio
 
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import JobStatusChanged, RunWatched, System
-from overbrainer.model.errors import WorkFailed
+from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
@@ -247,7 +247,7 @@ async def _cancel(job: FollowedJob, warning: str) -> None:
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         try:
             await job.cancel()
-        except (OSError, WorkFailed) as error:
+        except (OSError, OverbrainerError) as error:
             log.warning("cannot cancel the job: %s", error)
             return
     log.warning("%s", warning)

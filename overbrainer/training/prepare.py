@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from overbrainer.config.settings import Adapter, Training
-from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.job_script import Command
@@ -49,8 +49,13 @@ SNAPSHOT_ENV = "OVERBRAINER_SNAPSHOT"
 _CHECKPOINT = re.compile(r"output/(checkpoint-\d+)")
 
 
-class PrepareError(WorkFailed):
-    """A run directory cannot be prepared (a file cannot be copied or written)."""
+class PrepareError(OverbrainerError):
+    """A run directory cannot be prepared (a file cannot be copied or written).
+
+    Exit 2, as for every project file that cannot be written: the user's environment.
+    """
+
+    exit_code = EXIT_USAGE
 
 
 class NoTrainingData(UsageError):

@@ -23,6 +23,7 @@ from overbrainer.training.lifecycle import (
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
+from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 
 log = logging.getLogger(__name__)
@@ -99,8 +100,11 @@ def check_stoppable(record: RunRecord) -> None:
 def request_snapshot(runs: Runs, record: RunRecord) -> None:
     """Write `snapshot.request` (reason `requested`) in the run directory of its job."""
     assert record.job is not None
-    directory = runs.dir_of(record.id)
-    write_atomic(directory / REQUEST_FILE, "requested\n")
+    path = runs.dir_of(record.id) / REQUEST_FILE
+    try:
+        write_atomic(path, "requested\n")
+    except OSError as error:
+        raise RunsError(f"cannot write {path}: {error.strerror}") from None
 
 
 def lock_holder(project: Project) -> str:

@@ -8,14 +8,20 @@ from typing import Any
 
 import attrs
 
-from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 
 RECORD_FILE = "run.json"
 SNAPSHOT_REASONS = ("requested", "deadline", "cost", "disk")
 
 
-class RunsError(WorkFailed):
-    """A run directory or record cannot be created, read or written."""
+class RunsError(OverbrainerError):
+    """A run directory or record cannot be created, read or written.
+
+    Exit 2, as for the pipeline's data files: a full disk or a permission is the user's
+    environment to fix, not work that failed.
+    """
+
+    exit_code = EXIT_USAGE
 
 
 class InvalidRecord(RunsError):
