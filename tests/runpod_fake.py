@@ -101,7 +101,9 @@ def check_response(request: Request, response: Response) -> str | None:
     return None
 
 
-def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> Response:
+def problem(
+    status: int, title: str, detail: str, headers: dict[str, str] | None = None
+) -> Response:
     """An error in Runpod's own shape (`application/problem+json`)."""
     body = json.dumps({"title": title, "status": status, "detail": detail}).encode()
     all_headers = {"content-type": "application/problem+json", **(headers or {})}
@@ -110,9 +112,7 @@ def problem(status: int, title: str, detail: str, headers: dict[str, str] | None
 
 def ok(body: Json, status: int = 200) -> Response:
     """A JSON answer."""
-    return Response(
-        status, json.dumps(body).encode(), (("content-type", "application/json"),)
-    )
+    return Response(status, json.dumps(body).encode(), (("content-type", "application/json"),))
 
 
 @attrs.define
@@ -374,9 +374,7 @@ class RunpodFake:
         self.pods[pod_id] = pod
         return ok(pod, 201)
 
-    async def serve(
-        self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve on 127.0.0.1 until cancelled; reports the base URL (`…/v2`) once bound."""
         openapi()
         async with trio.open_nursery() as nursery:

@@ -10,7 +10,7 @@ import trio
 
 from overbrainer.llm.retry import RetryPolicy
 from overbrainer.model.errors import EXIT_USAGE
-from overbrainer.targets.runpod.api import RunpodApi, open_runpod
+from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.errors import CreateError, CreateFailure, RunpodError
 from overbrainer.targets.runpod.http import Timeouts, mask_key
 from overbrainer.targets.runpod.types import RemoteStatus
@@ -46,7 +46,6 @@ class Waits:
 
     def __call__(self, number: int, error: Exception, wait: float) -> None:
         self.seen.append(wait)
-
 
 
 async def test_catalog_request_carries_key_agent_and_query(fake: RunpodFake) -> None:
@@ -216,9 +215,7 @@ async def test_create_timeout_is_ambiguous_and_not_retried(fake: RunpodFake) -> 
 
 
 async def test_unreadable_created_body_is_ambiguous(fake: RunpodFake) -> None:
-    fake.fail(
-        Fault("POST", "pods", status=201, body=b"{not json", content_type="application/json")
-    )
+    fake.fail(Fault("POST", "pods", status=201, body=b"{not json", content_type="application/json"))
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
         with pytest.raises(CreateError) as caught:
             await api.create_pod(CREATE_BODY)
@@ -264,7 +261,7 @@ async def test_templates_drop_serverless_and_keep_first_of_an_id(fake: RunpodFak
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
         found = await api.templates()
     assert [(t.id, t.name) for t in found] == [("t1", "first")]
-    assert [r.query for r in fake.asked("GET", "templates")][0] == "limit=100"
+    assert fake.asked("GET", "templates")[0].query == "limit=100"
 
 
 async def test_a_404_is_gone_only_in_runpod_shape(fake: RunpodFake) -> None:
@@ -272,9 +269,7 @@ async def test_a_404_is_gone_only_in_runpod_shape(fake: RunpodFake) -> None:
         assert await api.get_pod("nosuch") is None
         assert await api.delete_pod("nosuch") is False
         fake.fail(
-            Fault(
-                "GET", "pods/x1", status=404, body=b"<html>404</html>", content_type="text/html"
-            )
+            Fault("GET", "pods/x1", status=404, body=b"<html>404</html>", content_type="text/html")
         )
         with pytest.raises(RunpodError, match="HTTP 404"):
             await api.get_pod("x1")
@@ -332,3 +327,12 @@ async def test_the_cmd_departure_is_checked_as_args(fake: RunpodFake) -> None:
     assert fake.violations == []
 
 
+async def test_an_answer_over_8_mib_is_refused_not_retried(fake: RunpodFake) -> None:
+    huge = b'{"networkVolumes": [], "pad": "' + b"x" * (8 * 1024 * 1024) + b'"}'
+    fake.fail(Fault("GET", "network-volumes", status=200, body=huge, content_type="text/plain"))
+    async with open_runpod(fake.url, KEY, policy=FAST) as api:
+        with pytest.raises(RunpodError) as caught:
+            await api.network_volumes()
+    assert caught.value.message.endswith("the answer is larger than 8 MiB")
+    assert len(fake.asked("GET", "network-volumes")) == 1
+    fake.violations.clear()  # the scripted body is deliberately off the description

@@ -132,7 +132,7 @@ def test_auto_nothing_in_stock_is_the_reference_message() -> None:
     with pytest.raises(AutoError) as caught:
         pick_gpu_types([g for g in catalog() if g.id in ("D", "F")], limits)
     assert caught.value.message == (
-        "no GPU type in stock on Runpod's Secure Cloud for gpu_types = \"auto\" "
+        'no GPU type in stock on Runpod\'s Secure Cloud for gpu_types = "auto" '
         "(gpu_count = 2, min_vram_gb = 48, max_price_per_hour = 1.5)"
     )
 

@@ -113,7 +113,7 @@ class RunpodApi:
         """`POST /pods`: retried only on 429; a failure is a `CreateError` with its fixed text."""
         try:
             reply = await self.http.call(
-                "POST", "pods", body=body, retry=Retry.RATE_LIMIT, timeout=self.http.timeouts.create
+                "POST", "pods", body=body, retry=Retry.RATE_LIMIT, limit=self.http.timeouts.create
             )
         except Unanswered as error:
             log.info("Runpod: the create request got no answer: %s", error.cause)

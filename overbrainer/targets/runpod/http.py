@@ -149,10 +149,10 @@ class RunpodHttp:
         *,
         params: Mapping[str, str] | None = None,
         body: object = None,
-        timeout: float | None = None,
+        limit: float | None = None,
     ) -> Reply:
         """One attempt; raises `Unanswered` when no whole answer came."""
-        limit = self.timeouts.request if timeout is None else timeout
+        limit = self.timeouts.request if limit is None else limit
         content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = {"content-type": "application/json"} if content is not None else {}
         url = join_url(self.base_url, path)
@@ -184,19 +184,21 @@ class RunpodHttp:
         params: Mapping[str, str] | None = None,
         body: object = None,
         retry: Retry = Retry.TRANSIENT,
-        timeout: float | None = None,
+        limit: float | None = None,
         policy: RetryPolicy | None = None,
     ) -> Reply:
         """A call retried by `retry`; the last reply, or `Unanswered` when none came."""
 
         async def attempt() -> Reply:
             try:
-                reply = await self.once(method, path, params=params, body=body, timeout=timeout)
+                reply = await self.once(method, path, params=params, body=body, limit=limit)
             except Unanswered as unanswered:
                 if retry is Retry.TRANSIENT and not unanswered.too_large:
                     raise _Again(None, unanswered) from None
                 raise
-            if reply.status == 429 or (retry is Retry.TRANSIENT and _transient_status(reply.status)):
+            if reply.status == 429 or (
+                retry is Retry.TRANSIENT and _transient_status(reply.status)
+            ):
                 raise _Again(reply, None)
             return reply
 

@@ -48,7 +48,9 @@ class Fit(enum.Enum):
 
 def _extra_int(extra: dict[str, object], key: str, default: int) -> int:
     value = extra.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+    return (
+        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+    )
 
 
 def recipe_of(training: Training) -> Recipe | None:
