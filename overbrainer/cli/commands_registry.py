@@ -6,6 +6,7 @@ from overbrainer.cli import (
     history_command,  # noqa: F401
     init_command,  # noqa: F401
     migrate_command,  # noqa: F401
+    pod_command,  # noqa: F401
     runs_command,  # noqa: F401
     stage_commands,  # noqa: F401
     system_command,  # noqa: F401

@@ -1,0 +1,98 @@
+"""`overbrainer pod gpus|datacenters|volumes|templates`: Runpod's catalog, with only the API key."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from overbrainer.cli.context import cli_frontend, project_dir
+from overbrainer.cli.group import cli
+from overbrainer.cli.running import run_flow
+
+if TYPE_CHECKING:
+    from overbrainer.flows.pod_catalog import Listing
+
+
+@cli.group()
+def pod() -> None:
+    """Runpod: GPU types, data centers, network volumes and templates of the account."""
+
+
+def _run(listing: Listing) -> None:
+    # Imported on use, so that the other commands do not pay for them at start-up.
+    from overbrainer.flows.pod_catalog import pod_catalog
+    from overbrainer.flows.setup import CommandOptions
+
+    options = CommandOptions(project_dir=project_dir())
+    run_flow(lambda: pod_catalog(options, cli_frontend(), listing))
+
+
+@pod.command("gpus")
+@click.option("--min-vram", type=click.IntRange(min=1), metavar="GB", help="At least GB of VRAM.")
+@click.option(
+    "--max-price",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="At most USD per hour for one GPU.",
+)
+@click.option(
+    "--data-center",
+    metavar="ID",
+    help="Show the stock in data center ID (with --in-stock: only types in stock there).",
+)
+@click.option("--in-stock", is_flag=True, help="Only GPU types in stock.")
+def pod_gpus(
+    min_vram: int | None, max_price: float | None, data_center: str | None, in_stock: bool
+) -> None:
+    """List Secure Cloud GPU types, one GPU per pod, cheapest first."""
+    from overbrainer.flows.pod_tables import gpu_lines
+    from overbrainer.targets.runpod.api import RunpodApi
+
+    async def listing(api: RunpodApi) -> list[str]:
+        catalog = await api.gpu_types(1)
+        return gpu_lines(
+            catalog,
+            min_vram=min_vram,
+            max_price=max_price,
+            data_center=data_center,
+            only_in_stock=in_stock,
+        )
+
+    _run(listing)
+
+
+@pod.command("datacenters")
+def pod_datacenters() -> None:
+    """List the data centers and the GPU types in stock in each."""
+    from overbrainer.flows.pod_tables import data_center_lines
+    from overbrainer.targets.runpod.api import RunpodApi
+
+    async def listing(api: RunpodApi) -> list[str]:
+        return data_center_lines(await api.data_centers())
+
+    _run(listing)
+
+
+@pod.command("volumes")
+def pod_volumes() -> None:
+    """List the account's network volumes."""
+    from overbrainer.flows.pod_tables import volume_lines
+    from overbrainer.targets.runpod.api import RunpodApi
+
+    async def listing(api: RunpodApi) -> list[str]:
+        return volume_lines(await api.network_volumes())
+
+    _run(listing)
+
+
+@pod.command("templates")
+def pod_templates() -> None:
+    """List the account's pod templates (serverless ones left out)."""
+    from overbrainer.flows.pod_tables import template_lines
+    from overbrainer.targets.runpod.api import RunpodApi
+
+    async def listing(api: RunpodApi) -> list[str]:
+        return template_lines(await api.templates())
+
+    _run(listing)

@@ -1,0 +1,44 @@
+"""The `pod` catalog commands: read Runpod's catalog with only the API key (reference §7.10)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from overbrainer.config.load import load_settings
+from overbrainer.config.secrets import resolve_secret
+from overbrainer.events.frontend import Frontend
+from overbrainer.flows.setup import CommandOptions
+from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK
+from overbrainer.project.directory import open_project
+from overbrainer.targets.runpod.api import RunpodApi, open_runpod
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+
+Listing = Callable[[RunpodApi], Awaitable[list[str]]]
+"""What a catalog command asks the API, as the lines it prints."""
+
+
+async def pod_catalog(options: CommandOptions, front: Frontend, listing: Listing) -> int:
+    """Load `[runpod]` from the project, ask Runpod, print the lines; Ctrl-C ends it (130).
+
+    No lock is taken (nothing is written) and nothing but `[runpod]` is needed.
+    """
+    project = open_project(options.project_dir)
+    settings = load_settings(project.root)
+    secret = settings.runpod.api_key
+    if secret is None or not secret.text.strip():
+        raise RunpodKeyError(NO_KEY)
+    async with front.interrupt() as interrupt:
+        key = await interrupt.race(lambda: resolve_secret(secret, "runpod.api_key"))
+        if key is None:
+            return EXIT_INTERRUPTED
+
+        async def ask() -> list[str]:
+            async with open_runpod(settings.runpod.url, key) as api:
+                return await listing(api)
+
+        lines = await interrupt.race(ask)
+    if lines is None:
+        return EXIT_INTERRUPTED
+    for line in lines:
+        front.line(line)
+    return EXIT_OK

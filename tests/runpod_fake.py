@@ -1,0 +1,399 @@
+"""A loopback Runpod REST v2 fake whose every exchange is checked against Runpod's OpenAPI file.
+
+The checks use `openapi-core` on `tests/fixtures/runpod-openapi-v2.json` (or `RUNPOD_OPENAPI`).
+Two documented departures of the reference are translated, not skipped: a create body's `cmd`
+array is checked as the file's `args` string, and `/v2/account/secrets` (absent from the file)
+is not checked. A request that fails the check is answered 400 in Runpod's error shape and
+recorded in `violations`; a test ends with `assert fake.violations == []`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import urllib.parse
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from openapi_core import Config, OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+from overbrainer.net.http_server import Request, Response, serve_http
+
+# Runpod's own OpenAPI 3.1 description of REST v2 (runpod/docs, api-reference-v2/openapi.json,
+# snapshot of 2026-08-20), kept beside the tests so they run on any clone.
+SPEC = Path(
+    os.environ.get("RUNPOD_OPENAPI", Path(__file__).parent / "fixtures" / "runpod-openapi-v2.json")
+)
+SERVER = "https://api.runpod.io"
+KEY = "rpa_TESTKEY0123456789abcdefghijklmnop"
+UNCHECKED_PREFIX = "/v2/account/secrets"
+
+Json = Any
+
+
+@functools.cache
+def openapi() -> OpenAPI:
+    """The parsed OpenAPI description (parsed once per test process)."""
+    # Runpod's errors are `application/problem+json`: JSON, which openapi-core must be told.
+    config = Config(
+        extra_media_type_deserializers={"application/problem+json": lambda data: json.loads(data)}
+    )
+    return OpenAPI.from_dict(json.loads(SPEC.read_text(encoding="utf-8")), config=config)
+
+
+def mock_request(request: Request) -> MockRequest:
+    """The request as openapi-core sees it, on Runpod's own server URL."""
+    query = urllib.parse.parse_qs(request.query, keep_blank_values=True)
+    args = {name: values[-1] for name, values in query.items()}
+    body: bytes | None = request.body or None
+    if request.method == "POST" and request.path == "/v2/pods" and body:
+        body = json.dumps(departure_cmd_as_args(json.loads(body))).encode()
+    headers = {name.title(): value for name, value in request.headers.items()}
+    return MockRequest(
+        SERVER,
+        request.method.lower(),
+        request.path,
+        args=args,
+        data=body,
+        headers=headers,
+        content_type=request.headers.get("content-type", "application/json"),
+    )
+
+
+def departure_cmd_as_args(body: Json) -> Json:
+    """The one place the reference's create body departs from the file: `cmd` → `args`."""
+    if isinstance(body, dict) and isinstance(body.get("cmd"), list):
+        body = dict(body)
+        body["args"] = " ".join(str(part) for part in body.pop("cmd"))
+    return body
+
+
+def check_request(request: Request) -> str | None:
+    """Why the request does not match the description, None when it does."""
+    if request.path.startswith(UNCHECKED_PREFIX):
+        return None
+    try:
+        openapi().validate_request(mock_request(request))
+    except Exception as error:
+        return f"{request.method} {request.target}: {type(error).__name__}: {error}"
+    return None
+
+
+def check_response(request: Request, response: Response) -> str | None:
+    """Why the response does not match the description, None when it does."""
+    if request.path.startswith(UNCHECKED_PREFIX) or response.drop or response.reset:
+        return None
+    headers = dict(response.headers)
+    try:
+        openapi().validate_response(
+            mock_request(request),
+            MockResponse(
+                response.body,
+                status_code=response.status,
+                headers=headers,
+                content_type=headers.get("content-type", "application/json"),
+            ),
+        )
+    except Exception as error:
+        return f"answer {response.status} to {request.method} {request.target}: {error}"
+    return None
+
+
+def problem(
+    status: int, title: str, detail: str, headers: dict[str, str] | None = None
+) -> Response:
+    """An error in Runpod's own shape (`application/problem+json`)."""
+    body = json.dumps({"title": title, "status": status, "detail": detail}).encode()
+    all_headers = {"content-type": "application/problem+json", **(headers or {})}
+    return Response(status, body, tuple(all_headers.items()))
+
+
+def ok(body: Json, status: int = 200) -> Response:
+    """A JSON answer."""
+    return Response(status, json.dumps(body).encode(), (("content-type", "application/json"),))
+
+
+@attrs.define
+class Fault:
+    """A scripted answer for the next request matching `method` and `path` (a prefix).
+
+    `status` answers with Runpod's error shape (and `retry_after`); `delay` waits first;
+    `drop` closes the connection without answering; `body` answers these raw bytes.
+    """
+
+    method: str
+    path: str
+    status: int | None = None
+    retry_after: str | None = None
+    detail: str = "scripted fault"
+    delay: float = 0.0
+    drop: bool = False
+    body: bytes | None = None
+    content_type: str = "application/problem+json"
+
+
+def gpu(
+    gpu_id: str,
+    memory: int,
+    price: float,
+    *,
+    availability: str = "HIGH",
+    max_count: int = 8,
+    data_centers: tuple[tuple[str, str], ...] = (("US-KS-2", "HIGH"),),
+    secure: bool = True,
+    name: str | None = None,
+) -> Json:
+    """A catalog GPU type as the API lists it."""
+    return {
+        "id": gpu_id,
+        "name": name or gpu_id.replace("NVIDIA ", ""),
+        "pool": None,
+        "manufacturer": "NVIDIA",
+        "memory": memory,
+        "secure": secure,
+        "community": True,
+        "price": {"secure": price if secure else 0, "community": round(price * 0.7, 2)},
+        "maxCount": {"secure": max_count if secure else 0, "community": 4},
+        "availability": availability,
+        "dataCenters": [
+            {"id": dc, "name": dc.replace("-", " "), "availability": band}
+            for dc, band in data_centers
+        ],
+    }
+
+
+def pod_json(pod_id: str, name: str, gpu_id: str, env: dict[str, str], status: str) -> Json:
+    """A pod as the API shows it (every field the description requires)."""
+    return {
+        "id": pod_id,
+        "name": name,
+        "image": "axolotlai/axolotl-cloud-term:test",
+        "args": "",
+        "disk": 50,
+        "ports": ["22/tcp"],
+        "env": env,
+        "registry": None,
+        "status": status,
+        "actions": ["stop", "terminate"],
+        "mounts": {},
+        "gpu": {"id": gpu_id, "count": 1},
+        "cloud": "SECURE",
+        "dataCenterId": "US-KS-2",
+        "cudaVersion": "13.0",
+        "ssh": {
+            "proxy": None,
+            "direct": {
+                "host": "127.0.0.1",
+                "port": 2222,
+                "username": "root",
+                "command": "ssh root@127.0.0.1 -p 2222",
+            },
+        },
+        "template": None,
+        "cost": 0.44,
+        "locked": False,
+        "globalNetworking": {"enabled": False},
+        "runtime": None,
+        "createdAt": "2026-10-01T12:00:00Z",
+        "startedAt": None,
+    }
+
+
+DEFAULT_GPUS: tuple[Json, ...] = (
+    gpu("NVIDIA GeForce RTX 4090", 24, 0.69, data_centers=(("US-KS-2", "HIGH"),)),
+    gpu("NVIDIA A40", 48, 0.40, availability="LOW", data_centers=(("EU-RO-1", "LOW"),)),
+    gpu(
+        "NVIDIA H100 80GB HBM3",
+        80,
+        2.69,
+        data_centers=(("US-KS-2", "MEDIUM"), ("EU-RO-1", "HIGH")),
+    ),
+    gpu("NVIDIA RTX A6000", 48, 0.49, availability="NONE", data_centers=()),
+    gpu("NVIDIA GeForce RTX 3090", 24, 0.22, secure=False, data_centers=()),
+)
+DEFAULT_DATA_CENTERS: tuple[Json, ...] = (
+    {
+        "id": "US-KS-2",
+        "name": "US Kansas 2",
+        "region": "NORTH_AMERICA",
+        "globalNetwork": True,
+        "networkVolumeTypes": ["STANDARD"],
+        "compliance": [],
+        "gpuAvailability": [
+            {"id": "NVIDIA GeForce RTX 4090", "name": "RTX 4090", "availability": "HIGH"},
+            {"id": "NVIDIA H100 80GB HBM3", "name": "H100 80GB HBM3", "availability": "MEDIUM"},
+        ],
+    },
+    {
+        "id": "EU-RO-1",
+        "name": "EU Romania 1",
+        "region": "EUROPE",
+        "globalNetwork": False,
+        "networkVolumeTypes": ["STANDARD", "HIGH_PERFORMANCE"],
+        "compliance": ["GDPR"],
+        "gpuAvailability": [
+            {"id": "NVIDIA A40", "name": "A40", "availability": "LOW"},
+            {"id": "NVIDIA RTX A6000", "name": "RTX A6000", "availability": "NONE"},
+        ],
+    },
+)
+
+
+def template(template_id: str, name: str, image: str, *, serverless: bool = False) -> Json:
+    """A template as the API lists it."""
+    return {
+        "id": template_id,
+        "name": name,
+        "image": image,
+        "args": "",
+        "disk": 20,
+        "mounts": {},
+        "ports": ["22/tcp"],
+        "env": {},
+        "registry": None,
+        "serverless": serverless,
+        "public": False,
+        "category": "NVIDIA",
+        "startSsh": True,
+        "startJupyter": False,
+        "allowedCudaVersions": [],
+    }
+
+
+@attrs.define
+class RunpodFake:
+    """The fake's state, scripted faults, and the log of what it was asked."""
+
+    key: str = KEY
+    gpus: list[Json] = attrs.field(factory=lambda: list(DEFAULT_GPUS))
+    data_centers: list[Json] = attrs.field(factory=lambda: list(DEFAULT_DATA_CENTERS))
+    volumes: list[Json] = attrs.field(factory=list)
+    templates: list[Json] = attrs.field(factory=list)
+    pods: dict[str, Json] = attrs.field(factory=dict)
+    page_size: int | None = None
+    """At most this many items per page of `/pods` and `/templates` (else the `limit`)."""
+    faults: list[Fault] = attrs.field(factory=list)
+    requests: list[Request] = attrs.field(factory=list)
+    violations: list[str] = attrs.field(factory=list)
+    url: str = ""
+    _next_id: int = 0
+
+    def fail(self, *faults: Fault) -> None:
+        """Script faults, answered in order to the requests they match."""
+        self.faults.extend(faults)
+
+    def asked(self, method: str, path: str) -> list[Request]:
+        """The requests received with this method and path (query excluded)."""
+        return [r for r in self.requests if r.method == method and r.path == "/v2/" + path]
+
+    async def handle(self, request: Request) -> Response:
+        """Check the request, answer it, check the answer."""
+        self.requests.append(request)
+        wrong = check_request(request)
+        if wrong is not None:
+            self.violations.append(wrong)
+            return problem(400, "Bad Request", "request does not match the API description")
+        response = await self._answer(request)
+        wrong = check_response(request, response)
+        if wrong is not None:
+            self.violations.append(wrong)
+        return response
+
+    async def _answer(self, request: Request) -> Response:
+        for fault in self.faults:
+            if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
+                self.faults.remove(fault)
+                return await self._fault(fault)
+        if request.headers.get("authorization") != f"Bearer {self.key}":
+            return problem(401, "Unauthorized", "invalid bearer token")
+        return self._route(request)
+
+    async def _fault(self, fault: Fault) -> Response:
+        if fault.delay:
+            await trio.sleep(fault.delay)
+        if fault.drop:
+            return Response(drop=True)
+        if fault.body is not None:
+            status = fault.status or 200
+            return Response(status, fault.body, (("content-type", fault.content_type),))
+        status = fault.status or 500
+        headers = {"retry-after": fault.retry_after} if fault.retry_after is not None else {}
+        titles = {401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}
+        return problem(status, titles.get(status, "Error"), fault.detail, headers)
+
+    def _route(self, request: Request) -> Response:
+        path = request.path.removeprefix("/v2/")
+        query = dict(urllib.parse.parse_qsl(request.query))
+        method = request.method
+        if (method, path) == ("GET", "catalog/gpus"):
+            return ok({"gpus": self.gpus})
+        if (method, path) == ("GET", "catalog/datacenters"):
+            return ok({"dataCenters": self.data_centers})
+        if (method, path) == ("GET", "network-volumes"):
+            return ok({"networkVolumes": self.volumes})
+        if (method, path) == ("GET", "templates"):
+            return ok(self._page("templates", self.templates, query))
+        if (method, path) == ("GET", "pods"):
+            return ok(self._page("pods", list(self.pods.values()), query))
+        if (method, path) == ("POST", "pods"):
+            return self._create(json.loads(request.body))
+        if path.startswith("pods/") and "/" not in path[5:]:
+            pod_id = path[5:]
+            if pod_id not in self.pods:
+                return problem(404, "Not Found", "pod not found")
+            if method == "GET":
+                return ok(self.pods[pod_id])
+            if method == "DELETE":
+                del self.pods[pod_id]
+                return Response(204)
+        if path.startswith("network-volumes/"):
+            found = [v for v in self.volumes if v["id"] == path.split("/", 1)[1]]
+            if not found:
+                return problem(404, "Not Found", "network volume not found")
+            if method == "PATCH":
+                found[0]["size"] = json.loads(request.body)["size"]
+            return ok(found[0])
+        return problem(404, "Not Found", "no such route in the fake")
+
+    def _page(self, key: str, items: list[Json], query: dict[str, str]) -> Json:
+        size = int(query.get("limit", "1000"))
+        if self.page_size is not None:
+            size = min(size, self.page_size)
+        start = int(query.get("cursor", "0").removeprefix("c") or 0)
+        page: Json = {key: items[start : start + size]}
+        if start + size < len(items):
+            page["nextCursor"] = f"c{start + size}"
+        return page
+
+    def _create(self, body: Json) -> Response:
+        self._next_id += 1
+        pod_id = f"pod{self._next_id:04d}"
+        pod = pod_json(pod_id, body["name"], body["gpu"]["id"], body.get("env", {}), "RUNNING")
+        self.pods[pod_id] = pod
+        return ok(pod, 201)
+
+    async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve on 127.0.0.1 until cancelled; reports the base URL (`…/v2`) once bound."""
+        openapi()
+        async with trio.open_nursery() as nursery:
+            host, port = await nursery.start(serve_http, self.handle, "127.0.0.1", 0)
+            self.url = f"http://{host}:{port}/v2"
+            task_status.started(self.url)
+
+
+@contextlib.asynccontextmanager
+async def open_fake(fake: RunpodFake | None = None) -> AsyncIterator[RunpodFake]:
+    """A fake serving on a free loopback port for the block."""
+    served = fake or RunpodFake()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(served.serve)
+        try:
+            yield served
+        finally:
+            nursery.cancel_scope.cancel()
