@@ -50,6 +50,11 @@ class Executor(Protocol):
         ...
 
     @property
+    def home(self) -> str:
+        """The target user's home directory (`~/` in a venv path expands to it)."""
+        ...
+
+    @property
     def local(self) -> bool:
         """Whether the target's run directories are the project's own (nothing to transfer)."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,6 +29,11 @@ class LocalExecutor:
     def workdir(self) -> str:
         """The project's `runs/`, absolute."""
         return str(self.root.resolve())
+
+    @property
+    def home(self) -> str:
+        """This user's home directory."""
+        return os.path.expanduser("~")
 
     @property
     def local(self) -> bool:

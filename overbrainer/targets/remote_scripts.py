@@ -12,8 +12,11 @@ _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def workdir_script(workdir: str) -> str:
-    """Create the workdir (relative to `$HOME` unless absolute) and print its absolute path."""
-    return f"mkdir -p -- {quote(workdir)} && cd -- {quote(workdir)} && pwd -P"
+    """Print `$HOME`, then create the workdir (relative to `$HOME` unless absolute) and print it."""
+    return (
+        "cd && printf '%s\\n' \"$HOME\" && "
+        f"mkdir -p -- {quote(workdir)} && cd -- {quote(workdir)} && pwd -P"
+    )
 
 
 def claim_script(directory: str, owner: str) -> str:

@@ -75,6 +75,7 @@ class SshExecutor:
         self.host = host
         self._workdir_setting = workdir
         self._workdir: str | None = None
+        self._home = ""
         self._config = ssh_config
         self._socket = control_dir / "m"
         self._control_dir = control_dir
@@ -142,10 +143,10 @@ class SshExecutor:
         await self._ensure_master()
         if self._workdir is None:
             out = await self._checked(scripts.workdir_script(self._workdir_setting))
-            path = out.decode("utf-8", "replace").strip()
-            if not path.startswith("/"):
+            lines = out.decode("utf-8", "replace").splitlines()
+            if len(lines) != 2 or not lines[1].startswith("/"):
                 raise TargetUnreachable(f"target `{self.name}` gave no workdir")
-            self._workdir = path
+            self._home, self._workdir = lines
 
     async def _ensure_master(self) -> None:
         async with self._lock:
@@ -246,6 +247,11 @@ class SshExecutor:
         if self._workdir is None:
             raise RuntimeError("the SSH executor is not connected")
         return self._workdir
+
+    @property
+    def home(self) -> str:
+        """`$HOME` on the target (known once connected)."""
+        return self._home
 
     @property
     def local(self) -> bool:
