@@ -36,8 +36,6 @@ from overbrainer.targets.manifest import manifest_script, parse_manifest
 
 log = logging.getLogger(__name__)
 
-SSH_CONFIG_ENV = "OVERBRAINER_SSH_CONFIG"
-"""An ssh_config file every `ssh` of overbrainer reads instead of `~/.ssh/config` (`ssh -F`)."""
 CONNECT_TIMEOUT_S = 30
 ALIVE_INTERVAL_S = 15
 OPERATION_TIMEOUT_S = 60.0
@@ -81,6 +79,7 @@ class SshExecutor:
         self._control_dir = control_dir
         self._master: trio.Process | None = None
         self._lock = trio.Lock()
+        self._lost = False
 
     # -- the connection -------------------------------------------------------------------
 
@@ -152,8 +151,13 @@ class SshExecutor:
         async with self._lock:
             if self._master is not None and self._master.returncode is None:
                 return
-            if self._master is not None:
-                log.info("ssh: the connection to target `%s` was lost: reconnecting", self.name)
+            if self._master is not None and not self._lost:
+                self._lost = True
+                log.warning(
+                    "ssh: the connection to target `%s` was lost (its job keeps running): "
+                    "reconnecting",
+                    self.name,
+                )
             with contextlib.suppress(FileNotFoundError):
                 self._socket.unlink()
             errors = self._control_dir / "master.err"
@@ -183,6 +187,7 @@ class SshExecutor:
             with trio.move_on_after(CONNECT_TIMEOUT_S + 5):
                 while master.returncode is None:
                     if await self._master_ready():
+                        self._lost = False
                         return
                     await trio.sleep(0.05)
             if master.returncode is None:

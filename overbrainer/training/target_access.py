@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from overbrainer.config.env import SSH_CLIENT_ENV
+from overbrainer.config.env import SSH_CLIENT_ENV, SSH_CONFIG_ENV
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.settings import (
     DEFAULT_WORKDIR,
@@ -25,7 +25,7 @@ from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.targets.probe_sampler import ProbeSampler
-from overbrainer.targets.ssh import SSH_CONFIG_ENV, open_ssh
+from overbrainer.targets.ssh import open_ssh
 
 TrainTarget = LocalTarget | SshTarget
 
