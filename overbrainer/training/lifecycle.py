@@ -50,9 +50,10 @@ from overbrainer.training.target_access import TrainTarget, open_executor, run_t
 
 log = logging.getLogger(__name__)
 
-START_BOUND = 1800.0
-"""Seconds the shielded start may take (copying the data, linking a checkpoint, uploading a
-resumed run's checkpoint to a remote target, spawning)."""
+START_BOUND = 300.0
+"""Seconds the shielded start may take (copying the data, linking a checkpoint, spawning)."""
+REMOTE_START_BOUND = 1800.0
+"""The same on a remote target, where the upload (a resumed run's checkpoint) takes longer."""
 UPLOAD_SKIP = ("ssh", "pod.json")
 """What an upload leaves out of a run directory (keys and the pod record never leave here)."""
 
@@ -276,7 +277,8 @@ async def start_run(session: Session, plan: StartPlan, executor: Executor) -> Ru
             plan.resume.checkpoint,
         )
     started: RunRecord | None = None
-    with trio.move_on_after(START_BOUND, shield=True):
+    bound = START_BOUND if executor.local else REMOTE_START_BOUND
+    with trio.move_on_after(bound, shield=True):
         started = await _start(session, record, plan, executor)
     if started is None:
         failed = attrs.evolve(
