@@ -302,3 +302,30 @@ def test_the_builtin_client_and_a_missing_host_are_refused(
     assert unknown.returncode == 1
     assert unknown.stderr.splitlines()[-1].startswith("error: cannot reach target `box`: ")
     assert not (project / "runs").exists() or not any((project / "runs").iterdir())
+
+
+def test_stop_beside_a_follower_writes_the_request_over_ssh_and_the_follower_collects_it(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="60")
+    train = start_train(project, env, tmp_path / "train.err")
+    try:
+        wait_for(lambda: remote_steps(remote) >= 3, 30)
+        run_id = only_run(project)
+        stop = overbrainer(project, env, "train", "stop", run_id, timeout=60)
+        out, _ = train.communicate(timeout=60)
+    finally:
+        train.kill()
+        train.wait()
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout == (
+        f"train: overbrainer (pid {train.pid}) is using this project: if it follows run "
+        f"{run_id}, it collects the snapshot; if not, collect it with "
+        f"`overbrainer train attach {run_id}`\n"
+    )
+    assert (remote / run_id / "snapshot.request").read_text() == "requested\n"
+    assert train.returncode == 0, (tmp_path / "train.err").read_text()
+    assert f"train: run {run_id} stopped at step" in out
+    saved = record(project, run_id)
+    assert saved["state"] == "stopped"
+    assert (project / "runs" / run_id / saved["snapshot"]["checkpoint"]).is_dir()

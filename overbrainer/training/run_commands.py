@@ -82,13 +82,12 @@ async def attach(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
-    _check_target(session, record)
+    target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    target = _check_target(session, record)
     async with session.open_target(
         record.target, target, lambda: detached(record.id, record.target)
     ) as executor:
