@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from overbrainer.targets.claim import ClaimError
 from overbrainer.training.run_store import (
     Container,
     InvalidRecord,
@@ -316,9 +317,9 @@ def test_an_unwritable_runs_directory_is_a_one_line_error(tmp_path: Path) -> Non
     with pytest.raises(RunsError) as caught:
         Runs(blocker).claim("p", NOW)
     assert caught.value.message == f"cannot create {blocker}: File exists"
-    with pytest.raises(RunsError) as caught:
+    with pytest.raises(ClaimError) as claim_caught:
         claim_dir(blocker / "r", "0123456789abcdef")
-    assert caught.value.message == f"cannot claim {blocker / 'r'}: Not a directory"
+    assert claim_caught.value.message == f"cannot claim {blocker / 'r'}: Not a directory"
 
 
 def test_update_is_a_compare_and_set_that_other_saves_wait_for(tmp_path: Path) -> None:

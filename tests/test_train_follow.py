@@ -20,7 +20,8 @@ from overbrainer.model.system_sample import SystemSample
 from overbrainer.model.train_metric import EndMark, JobStage, StageMark
 from overbrainer.system import sampler as sampler_module
 from overbrainer.system.sampler import LocalSampler
-from overbrainer.targets.local import READ_LIMIT, split_lines
+from overbrainer.targets.executor import READ_LIMIT
+from overbrainer.targets.local import split_lines
 from overbrainer.training.follow import (
     FollowError,
     FollowTimes,

@@ -190,7 +190,7 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
         await trio.lowlevel.checkpoint()
         return await real_start(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(lifecycle, "start_job", start_then_ctrl_c)
+    monkeypatch.setattr(local_job, "start_job", start_then_ctrl_c)
     lines = Lines()
     with trio.fail_after(10):
         async with open_event_bus() as bus:

@@ -18,6 +18,8 @@ EXEMPT = frozenset(
 )
 EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
+SSH_CONFIG_ENV = "OVERBRAINER_SSH_CONFIG"
+"""An ssh_config file every `ssh` of overbrainer reads instead of `~/.ssh/config` (`ssh -F`)."""
 
 
 class EnvStr(str):
@@ -55,7 +57,7 @@ def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[st
 
 def is_config_var(name: str) -> bool:
     """Whether an environment variable is meant as a config key (`OVERBRAINER_*`, not exempt)."""
-    if not name.startswith(PREFIX) or name in EXEMPT or name == SSH_CLIENT_ENV:
+    if not name.startswith(PREFIX) or name in EXEMPT or name in (SSH_CLIENT_ENV, SSH_CONFIG_ENV):
         return False
     return not name.startswith(EXEMPT_PREFIXES)
 

@@ -11,8 +11,11 @@ from overbrainer.training import run_commands
 from overbrainer.training.lifecycle import (
     RunEnding,
     Session,
+    detached,
     ending,
     follow_to_end,
+    not_started,
+    plan_start,
     start_run,
 )
 from overbrainer.training.run_store import RunRecord, Runs
@@ -49,10 +52,12 @@ async def train_run(
     force: bool = False,
 ) -> RunRecord:
     """Start a run, follow it and report its end: what `overbrainer train` and `run` do."""
-    record = await start_run(
+    plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    outcome = await follow_to_end(session, record)
+    async with session.open_target(plan.name, plan.target, not_started) as executor:
+        record = await start_run(session, plan, executor)
+        outcome = await follow_to_end(session, executor, record)
     report(sink, ending(session.runs, outcome))
     return outcome.record
 
@@ -120,7 +125,7 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
     record = runs.load(run_id)
     run_commands.check_stoppable(record)
     if held_elsewhere(project):
-        run_commands.request_snapshot(runs, record)
+        await _request_beside(options, front, runs, record)
         holder = run_commands.lock_holder(project)
         front.line(
             f"train: overbrainer ({holder}) is using this project: if it follows run "
@@ -130,13 +135,34 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
         return
     async with open_command(options, front) as command:
         session = training_session(command)
-        record = await run_commands.request_stop(session, run_id)
-        front.line(
-            f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end "
-            "of its current step, then stops"
-        )
-        outcome = await follow_to_end(session, record, requested=True)
+        record, target = await run_commands.request_stop(session, run_id)
+        async with session.open_target(
+            record.target, target, lambda: detached(record.id, record.target)
+        ) as executor:
+            await run_commands.request_snapshot_on(executor, record)
+            front.line(
+                f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the "
+                "end of its current step, then stops"
+            )
+            outcome = await follow_to_end(session, executor, record, requested=True)
         report(front, ending(session.runs, outcome))
+
+
+async def _request_beside(
+    options: CommandOptions, front: Frontend, runs: Runs, record: RunRecord
+) -> None:
+    """Write the snapshot request while another process holds the project."""
+    run_dir = runs.dir_of(record.id)
+    if record.job is not None and record.job.dir == str(run_dir.resolve()):
+        run_commands.request_snapshot(runs, record)  # a local run: no settings needed
+        return
+    async with open_command(options, front, shared=True) as command:
+        session = training_session(command)
+        record, target = await run_commands.request_stop(session, record.id)
+        async with session.open_target(
+            record.target, target, lambda: detached(record.id, record.target)
+        ) as executor:
+            await run_commands.request_snapshot_on(executor, record)
 
 
 async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:

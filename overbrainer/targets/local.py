@@ -13,25 +13,19 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.model.errors import WorkFailed
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.executor import READ_LIMIT, JobError
 from overbrainer.targets.job_script import CANCEL_GRACE_S, JOB_FILES, Engine, wrap
 
 log = logging.getLogger(__name__)
 
 REAP_EVERY_S = 0.15
 """How often status and cancel reap exited children, so a zombie leader never looks alive."""
-READ_LIMIT = 1 << 20
-"""Bytes a tail reads per poll."""
 DROPPED_ENV_PREFIXES = ("OVERBRAINER_", "VAULT_")
 
 # Jobs this process started, kept so their exits are reaped (and Popen never warns).
 _children: dict[int, subprocess.Popen[bytes]] = {}
-
-
-class JobError(WorkFailed):
-    """A job could not be started, read or cancelled; the message says why."""
 
 
 @attrs.frozen

@@ -17,7 +17,8 @@ from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
-from overbrainer.targets.local import READ_LIMIT, split_lines
+from overbrainer.targets.executor import READ_LIMIT
+from overbrainer.targets.local import split_lines
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)

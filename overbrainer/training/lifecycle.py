@@ -1,11 +1,12 @@
-"""A training run on a local target (§6): create, shielded start, raced follow, finish."""
+"""A training run on a local or SSH target (§6): create, shielded start, raced follow, finish."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import attrs
@@ -13,19 +14,27 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import LocalTarget, Runtime, Settings, Target, Training
+from overbrainer.config.settings import LocalTarget, Runtime, Settings, Training
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
-from overbrainer.system.sampler import LocalSampler
+from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
 from overbrainer.targets.job_script import Engine
-from overbrainer.targets.local import LocalJob, LocalRunJob, start_job
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
 from overbrainer.training.live_runs import live_runs, refuse_if_training, still_training
-from overbrainer.training.outcome import Outcome, conclude, local_summary
+from overbrainer.training.outcome import (
+    InvalidProof,
+    Outcome,
+    conclude,
+    ended_state,
+    local_summary,
+    read_proof,
+)
+from overbrainer.training.retrieve import retrieve_checkpoint, retrieve_results
 from overbrainer.training.run_store import (
     Container,
     Job,
@@ -37,11 +46,16 @@ from overbrainer.training.run_store import (
 )
 from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
+from overbrainer.training.target_access import TrainTarget, open_executor, run_target, sampler_for
 
 log = logging.getLogger(__name__)
 
 START_BOUND = 300.0
 """Seconds the shielded start may take (copying the data, linking a checkpoint, spawning)."""
+REMOTE_START_BOUND = 1800.0
+"""The same on a remote target, where the upload (a resumed run's checkpoint) takes longer."""
+UPLOAD_SKIP = ("ssh", "pod.json")
+"""What an upload leaves out of a run directory (keys and the pod record never leave here)."""
 
 
 class Detached(OverbrainerError):
@@ -76,6 +90,16 @@ class Session:
         """The project's `runs/`."""
         return Runs(self.project.runs)
 
+    @contextlib.asynccontextmanager
+    async def open_target(
+        self, name: str, target: TrainTarget, interrupted: Callable[[], OverbrainerError]
+    ) -> AsyncIterator[Executor]:
+        """The target's executor, connected; `interrupted()` is raised on Ctrl-C meanwhile."""
+        async with open_executor(
+            name, target, self.runs.root, self.interrupt, interrupted
+        ) as executor:
+            yield executor
+
     def training(self, what: str = "") -> Training:
         """`[training]`, or the spec's refusal."""
         if self.settings.training is None:
@@ -98,27 +122,12 @@ def _has_examples(path: Path) -> bool:
         return False
 
 
-def local_target(settings: Settings, name: str, *, keep_pod: bool = False) -> LocalTarget:
-    """The `[targets.<name>]` a training run uses; only `local` ones run in this version."""
-    target: Target | None = settings.targets.get(name)
-    if target is None:
-        raise UsageError(f"unknown target `{name}`")
-    if keep_pod and target.kind != "runpod":
-        raise UsageError("--keep-pod only applies to a runpod target")
-    if not isinstance(target, LocalTarget):
-        raise UsageError(
-            f"target `{name}` is of kind `{target.kind}`: this overbrainer trains on `local` "
-            "targets only"
-        )
-    return target
-
-
-def job_handle(record: RunRecord, run_dir: Path) -> LocalRunJob:
-    """The recorded job of a local run, found in `run_dir` (R is L on this machine)."""
+def job_ref(record: RunRecord) -> JobRef:
+    """The recorded job of a run, as its executor finds it."""
     assert record.job is not None
     container = record.job.container
     box = None if container is None else (Engine(container.engine), container.name)
-    return LocalRunJob(LocalJob(run_dir, record.job.pid), box)
+    return JobRef(record.job.dir, record.job.pid, box)
 
 
 def _warn_missing_axolotl(name: str, target: LocalTarget) -> None:
@@ -158,7 +167,8 @@ async def warn_if_a_run_still_trains(settings: Settings, project: Project) -> No
     if settings.training is None:
         return
     name = settings.training.target
-    live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name)
+    local = isinstance(settings.targets.get(name), LocalTarget)
+    live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name, local)
     if live:
         log.warning(
             "%s; `run` trains after split only if it has ended by then",
@@ -172,31 +182,46 @@ async def _hf_token(settings: Settings) -> dict[str, str]:
     return {"HF_TOKEN": await resolve_secret(settings.hf_token, "hf_token")}
 
 
-async def start_run(
+@attrs.frozen
+class StartPlan:
+    """A new run checked before anything connects: its target, settings, data and secrets."""
+
+    name: str
+    target: TrainTarget
+    training: Training
+    resume: prepare.ResumeSource | None
+    resume_from: str | None
+    data: Path
+    secrets: dict[str, str]
+
+
+async def plan_start(
     session: Session,
     *,
     target_name: str | None = None,
     resume_from: str | None = None,
     keep_pod: bool = False,
     force: bool = False,
-) -> RunRecord:
-    """Create and start a run (§6.1 steps 1-5); Detached when Ctrl-C came meanwhile.
+) -> StartPlan:
+    """The checks of §6.1 steps 1-3 before the target is reached; the secrets resolved (raced).
 
     Refused (RunStillTraining, exit 2) while a run of this project still trains on the same
     target, unless `force`.
     """
     training = session.training()
     name = target_name or training.target
-    target = local_target(session.settings, name, keep_pod=keep_pod)
+    target = run_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
     if not force:
-        await trio.to_thread.run_sync(refuse_if_training, runs, name)
+        local = isinstance(target, LocalTarget)
+        await trio.to_thread.run_sync(refuse_if_training, runs, name, local)
     resume = (
         await trio.to_thread.run_sync(prepare.resume_source, runs, resume_from, training)
         if resume_from
         else None
     )
-    _warn_missing_axolotl(name, target)
+    if isinstance(target, LocalTarget):
+        _warn_missing_axolotl(name, target)
     for warning in prepare.start_warnings(training, hf_token=session.settings.hf_token is not None):
         log.warning("%s", warning)
     data = session.project.data if resume is None else resume.run_dir / "data"
@@ -206,28 +231,55 @@ async def start_run(
     secrets = await session.interrupt.race(lambda: _hf_token(session.settings))
     if secrets is None:
         raise Detached("interrupted before the run started")
-    owner = new_owner()
-    record = await trio.to_thread.run_sync(
-        lambda: runs.create(
-            session.settings.project.name,
-            name,
-            lambda run_id: str((runs.root / run_id).resolve()),
-            accept=lambda _, path: claim_dir(path, owner),
-            resumed_from=resume_from if resume is not None else None,
-        )
+    return StartPlan(name, target, training, resume, resume_from if resume else None, data, secrets)
+
+
+def not_started() -> Detached:
+    """Ctrl-C before a run exists."""
+    return Detached("interrupted before the run started")
+
+
+def _create(session: Session, plan: StartPlan, executor: Executor, owner: str) -> RunRecord:
+    """Claim the run here and on the target (blocking: run in a worker thread)."""
+    runs = session.runs
+
+    def accept(run_id: str, path: Path) -> bool:
+        if not claim_dir(path, owner):
+            return False
+        if executor.local:
+            return True
+        return trio.from_thread.run(executor.claim, f"{executor.workdir}/{run_id}", owner)
+
+    return runs.create(
+        session.settings.project.name,
+        plan.name,
+        lambda run_id: f"{executor.workdir}/{run_id}",
+        accept=accept,
+        resumed_from=plan.resume_from,
     )
-    log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
+
+
+async def start_run(session: Session, plan: StartPlan, executor: Executor) -> RunRecord:
+    """Create and start a run (§6.1 steps 4-5); Detached when Ctrl-C came meanwhile."""
+    runs = session.runs
+    owner = new_owner()
+    try:
+        record = await trio.to_thread.run_sync(_create, session, plan, executor, owner)
+    except OSError as error:
+        raise WorkFailed(f"cannot claim a run directory on target `{plan.name}`: {error}") from None
+    log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
     session.created(record.id)
-    if resume is not None:
+    if plan.resume is not None:
         log.info(
             "train: run %s resumes from the snapshot of run %s (output/%s)",
             record.id,
-            resume_from,
-            resume.checkpoint,
+            plan.resume_from,
+            plan.resume.checkpoint,
         )
     started: RunRecord | None = None
-    with trio.move_on_after(START_BOUND, shield=True):
-        started = await _start(session, record, target, training, data, resume, secrets)
+    bound = START_BOUND if executor.local else REMOTE_START_BOUND
+    with trio.move_on_after(bound, shield=True):
+        started = await _start(session, record, plan, executor)
     if started is None:
         failed = attrs.evolve(
             record, state=RunState.FAILED, message="the job did not start in time"
@@ -235,58 +287,61 @@ async def start_run(
         await trio.to_thread.run_sync(runs.save, failed)
         raise WorkFailed(f"run {record.id} failed: the job did not start in time")
     if session.interrupt.caught:
-        raise detached(record.id, name)
+        raise detached(record.id, plan.name)
     return started
 
 
 async def _start(
-    session: Session,
-    record: RunRecord,
-    target: LocalTarget,
-    training: Training,
-    data: Path,
-    resume: prepare.ResumeSource | None,
-    secrets: dict[str, str],
+    session: Session, record: RunRecord, plan: StartPlan, executor: Executor
 ) -> RunRecord:
     runs = session.runs
-    run_dir = Path(record.remote_dir)
+    run_dir = runs.dir_of(record.id)
+    remote = record.remote_dir
+    target, training, data = plan.target, plan.training, plan.data
     try:
         await trio.to_thread.run_sync(
             lambda: prepare.prepare_run(
                 run_dir,
                 training,
-                job_root(target, str(run_dir)),
+                job_root(target, remote),
                 data / "train.jsonl",
                 data / "eval.jsonl",
-                resume,
+                plan.resume,
             )
         )
-        plan = plan_job(
+        cache = f"{executor.workdir}/.hf-cache"
+        job_plan = plan_job(
             target,
             run_id=record.id,
-            run_dir=str(run_dir),
-            cache=str((runs.root / ".hf-cache").resolve()),
+            run_dir=remote,
+            cache=cache,
             commands=prepare.job_commands(training),
-            secrets=[name for name in SECRET_NAMES if name in secrets],
+            secrets=[name for name in SECRET_NAMES if name in plan.secrets],
+            home=None if executor.local else executor.home,
         )
-        job = await start_job(run_dir, plan.commands, secrets)
+        if not executor.local:
+            await executor.upload(run_dir, remote, UPLOAD_SKIP)
+        job = attrs.evolve(
+            await executor.spawn(remote, job_plan.commands, plan.secrets),
+            container=job_plan.container,
+        )
     except (OSError, OverbrainerError) as error:
         message = error.message if isinstance(error, OverbrainerError) else str(error)
         failed = attrs.evolve(record, state=RunState.FAILED, message=message)
         await trio.to_thread.run_sync(runs.save, failed)
         raise WorkFailed(f"run {record.id} failed to start: {message}") from None
-    container = None if plan.container is None else Container(*_container(plan.container))
+    container = None if job.container is None else Container(*_container(job.container))
     running = attrs.evolve(
         record,
         state=RunState.RUNNING,
-        job=Job(str(run_dir), job.pid, container),
+        job=Job(remote, job.pid, container),
         snapshots=True,
     )
     try:
         await trio.to_thread.run_sync(runs.save, running)
     except OverbrainerError:
         with trio.move_on_after(CANCEL_BOUND):  # inside the start's shield
-            await LocalRunJob(job, plan.container).cancel()
+            await executor.cancel(job)
         raise
     return running
 
@@ -295,18 +350,25 @@ def _container(box: tuple[Engine, str]) -> tuple[str, str]:
     return box[0].value, box[1]
 
 
-async def watch(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:
-    """Follow a running run to its end and save how it ended; ended runs are summarized."""
+async def summarize(session: Session, record: RunRecord) -> Outcome:
+    """The outcome of a run that is not running, from its local files."""
     run_dir = session.runs.dir_of(record.id)
+    summary = await trio.to_thread.run_sync(local_summary, run_dir)
+    retrieved = (run_dir / "job.log").exists() and (
+        record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
+    )
+    return Outcome(record, summary, retrieved)
+
+
+async def watch(
+    session: Session, executor: Executor, record: RunRecord, *, requested: bool = False
+) -> Outcome:
+    """Follow a running run to its end, bring its results here, and save how it ended."""
     if record.state is not RunState.RUNNING or record.job is None:
-        summary = await trio.to_thread.run_sync(local_summary, run_dir)
-        retrieved = (run_dir / "job.log").exists() and (
-            record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
-        )
-        return Outcome(record, summary, retrieved)
-    job = job_handle(record, run_dir)
+        return await summarize(session, record)
+    job = ExecutorJob(executor, job_ref(record))
     tail = MetricsTail(MetricsSummary())
-    sampler = LocalSampler(run_dir)
+    sampler = sampler_for(executor, record.job.dir)
     async with trio.open_nursery() as nursery:
         if record.snapshots:
             nursery.start_soon(lambda: guard_stop(job, times=session.times, requested=requested))
@@ -314,11 +376,54 @@ async def watch(session: Session, record: RunRecord, *, requested: bool = False)
             job, session.bus, tail, run_id=record.id, times=session.times, sampler=sampler
         )
         nursery.cancel_scope.cancel()
-    # One thread for both, as one step: nothing can cancel between concluding and saving.
-    ended = await trio.to_thread.run_sync(
-        lambda: _save(session.runs, conclude(record, status, tail.summary, run_dir))
-    )
-    return Outcome(ended, tail.summary, True)
+    return await finish_followed(session, executor, record, status, tail.summary)
+
+
+async def _retrieve(executor: Executor, record: RunRecord, run_dir: Path) -> str | None:
+    """Bring a remote run's results here and check them; the problem, None when all is well."""
+    assert record.job is not None
+    remote = record.job.dir
+    try:
+        await retrieve_results(executor, remote, run_dir)
+        try:
+            proof = await trio.to_thread.run_sync(read_proof, run_dir)
+        except InvalidProof:
+            proof = None
+        if proof is not None:
+            await retrieve_checkpoint(executor, remote, run_dir, proof.checkpoint)
+    except (OSError, OverbrainerError) as error:
+        return error.message if isinstance(error, OverbrainerError) else str(error)
+    return None
+
+
+async def finish_followed(
+    session: Session,
+    executor: Executor,
+    record: RunRecord,
+    status: JobStatus,
+    summary: MetricsSummary,
+) -> Outcome:
+    """Retrieve and verify a finished job's results, then record how the run ended."""
+    runs = session.runs
+    run_dir = runs.dir_of(record.id)
+    problem = None if executor.local else await _retrieve(executor, record, run_dir)
+    if problem is None:
+        # One thread for both, as one step: nothing can cancel between concluding and saving.
+        ended = await trio.to_thread.run_sync(
+            lambda: _save(runs, conclude(record, status, summary, run_dir))
+        )
+        return Outcome(ended, summary, True)
+    state, message = ended_state(status, summary, record.id)
+    if state is RunState.SUCCEEDED:
+        raise WorkFailed(
+            f"the results of run {record.id} cannot be retrieved: {problem}; the run stays "
+            f"recorded running: retrieve them with `overbrainer train attach {record.id}`"
+        )
+    note = f"artifacts not retrieved: {problem}"
+    message = f"{message} ({note})" if message else note
+    ended = attrs.evolve(record, state=state, message=message)
+    await trio.to_thread.run_sync(lambda: _save(runs, ended))
+    return Outcome(ended, summary, False)
 
 
 def _save(runs: Runs, record: RunRecord) -> RunRecord:
@@ -327,9 +432,13 @@ def _save(runs: Runs, record: RunRecord) -> RunRecord:
     return runs.update(record.id, lambda _: record)
 
 
-async def follow_to_end(session: Session, record: RunRecord, *, requested: bool = False) -> Outcome:
+async def follow_to_end(
+    session: Session, executor: Executor, record: RunRecord, *, requested: bool = False
+) -> Outcome:
     """`watch` raced against Ctrl-C: Detached when the user stops following."""
-    outcome = await session.interrupt.race(lambda: watch(session, record, requested=requested))
+    outcome = await session.interrupt.race(
+        lambda: watch(session, executor, record, requested=requested)
+    )
     if outcome is None:
         raise detached(record.id, record.target)
     return outcome

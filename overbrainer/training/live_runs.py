@@ -6,7 +6,8 @@ import logging
 
 from overbrainer.model.errors import UsageError
 from overbrainer.model.job_status import Running
-from overbrainer.targets.local import JobError, LocalJob, job_status
+from overbrainer.targets.executor import JobError
+from overbrainer.targets.local import LocalJob, job_status
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 
 log = logging.getLogger(__name__)
@@ -28,10 +29,13 @@ def _job_pid(runs: Runs, record: RunRecord) -> int | None:
         return None
 
 
-def _alive(runs: Runs, record: RunRecord) -> bool:
-    """Whether the run's job is running now, as the target's status check says (not the record)."""
+def _alive(runs: Runs, record: RunRecord, local: bool) -> bool:
+    """Whether the run's job is running now: on this machine as its status check says; on a
+    remote target as its record says (no connection is made for the check)."""
     if record.state.ended:
         return False
+    if not local:
+        return record.state is RunState.RUNNING and record.job is not None
     pid = _job_pid(runs, record)
     if pid is None:
         return False
@@ -42,9 +46,11 @@ def _alive(runs: Runs, record: RunRecord) -> bool:
         return False
 
 
-def live_runs(runs: Runs, target: str) -> list[RunRecord]:
-    """The runs on target `target` whose job is still running, newest first (blocking)."""
-    records = [r for r in runs.list() if r.target == target and _alive(runs, r)]
+def live_runs(runs: Runs, target: str, local: bool = True) -> list[RunRecord]:
+    """The runs on target `target` whose job is still running, newest first (blocking).
+
+    `local`: whether the target is this machine."""
+    records = [r for r in runs.list() if r.target == target and _alive(runs, r, local)]
     return records[::-1]
 
 
@@ -60,8 +66,8 @@ def still_training(live: list[RunRecord], target: str) -> RunStillTraining:
     )
 
 
-def refuse_if_training(runs: Runs, target: str) -> None:
+def refuse_if_training(runs: Runs, target: str, local: bool = True) -> None:
     """Raise RunStillTraining when a run of this project still trains on `target` (blocking)."""
-    live = live_runs(runs, target)
+    live = live_runs(runs, target, local)
     if live:
         raise still_training(live, target)

@@ -7,34 +7,39 @@ import logging
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.settings import Engine, LocalTarget, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.executor import Executor, ExecutorJob
 from overbrainer.targets.job_script import container_name
 from overbrainer.training.follow import CANCEL_BOUND
 from overbrainer.training.lifecycle import (
+    Detached,
     RunEnding,
     Session,
+    detached,
     follow_to_end,
-    job_handle,
-    local_target,
+    job_ref,
+    summarize,
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
+from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
+from overbrainer.training.target_access import TrainTarget, run_target
 
 log = logging.getLogger(__name__)
 
 
-def _check_target(session: Session, record: RunRecord) -> None:
+def _check_target(session: Session, record: RunRecord) -> TrainTarget:
     if record.target not in session.settings.targets:
         raise UsageError(
             f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
         )
-    local_target(session.settings, record.target)
+    return run_target(session.settings, record.target)
 
 
 def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
@@ -45,6 +50,9 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     """
     if record.job is not None or record.state is not RunState.PREPARING:
         return record
+    target = run_target(session.settings, record.target)
+    if not isinstance(target, LocalTarget):
+        return record  # its job.pid is on the other machine; the record stays as it is
     run_dir = session.runs.dir_of(record.id)
     try:
         pid = int((run_dir / "job.pid").read_text(encoding="utf-8").strip())
@@ -52,7 +60,6 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
         return record
     if pid <= 1:
         return record
-    target = local_target(session.settings, record.target)
     container = None
     if target.runtime is Runtime.DOCKER:
         container = Container((target.engine or Engine.DOCKER).value, container_name(record.id))
@@ -76,11 +83,16 @@ async def attach(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
-    _check_target(session, record)
+    target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
-    return await follow_to_end(session, record)
+    if record.state is not RunState.RUNNING or record.job is None:
+        return await summarize(session, record)
+    async with session.open_target(
+        record.target, target, lambda: detached(record.id, record.target)
+    ) as executor:
+        return await follow_to_end(session, executor, record)
 
 
 def check_stoppable(record: RunRecord) -> None:
@@ -98,13 +110,19 @@ def check_stoppable(record: RunRecord) -> None:
 
 
 def request_snapshot(runs: Runs, record: RunRecord) -> None:
-    """Write `snapshot.request` (reason `requested`) in the run directory of its job."""
+    """Write `snapshot.request` (reason `requested`) in the run directory of a local job."""
     assert record.job is not None
     path = runs.dir_of(record.id) / REQUEST_FILE
     try:
         write_atomic(path, "requested\n")
     except OSError as error:
         raise RunsError(f"cannot write {path}: {error.strerror}") from None
+
+
+async def request_snapshot_on(executor: Executor, record: RunRecord) -> None:
+    """Write `snapshot.request` in the run directory of its job, wherever that is."""
+    assert record.job is not None
+    await executor.put_file(job_ref(record).path(REQUEST_FILE), "requested\n")
 
 
 def lock_holder(project: Project) -> str:
@@ -116,13 +134,11 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-async def request_stop(session: Session, run_id: str) -> RunRecord:
-    """Request a snapshot of a stoppable run of a known target; the run to follow."""
+async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainTarget]:
+    """Check that a run can be stopped; the run and its target (the request is not written)."""
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)
-    _check_target(session, record)
-    await trio.to_thread.run_sync(request_snapshot, session.runs, record)
-    return record
+    return record, _check_target(session, record)
 
 
 def check_cancellable(record: RunRecord) -> None:
@@ -152,8 +168,17 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
         record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     check_cancellable(record)
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
-    _check_target(session, record)
-    job = job_handle(record, runs.dir_of(run_id))
+    target = _check_target(session, record)
+    async with session.open_target(
+        record.target, target, lambda: Detached("interrupted before the cancel started")
+    ) as executor:
+        return await _cancel_on(session, executor, record)
+
+
+async def _cancel_on(session: Session, executor: Executor, record: RunRecord) -> RunEnding:
+    runs = session.runs
+    run_id = record.id
+    job = ExecutorJob(executor, job_ref(record))
     status = None
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         await job.cancel()
@@ -167,9 +192,11 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
                 f"collect it with `overbrainer train attach {run_id}`",
             )
         )
-    # Its artifacts are already here: a local run directory is R itself.
     saved = await trio.to_thread.run_sync(runs.update, run_id, _record_cancelled)
     if saved.state is RunState.CANCELLED:
+        problem = await _retrieve_best_effort(executor, saved, runs)
+        if problem is not None:
+            return RunEnding((f"train: run {run_id} cancelled ({problem})",))
         return RunEnding((f"train: run {run_id} cancelled",))
     return RunEnding(
         (
@@ -177,3 +204,22 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
             f"the run {saved.state.value}",
         )
     )
+
+
+async def _retrieve_best_effort(executor: Executor, record: RunRecord, runs: Runs) -> str | None:
+    """A cancelled remote run's files brought here; the message saved when that fails."""
+    if executor.local or record.job is None:
+        return None  # a local run directory is R itself
+    try:
+        with trio.move_on_after(CANCEL_BOUND, shield=True) as scope:
+            await retrieve_results(executor, record.job.dir, runs.dir_of(record.id))
+        if scope.cancelled_caught:
+            raise WorkFailed("the download did not finish in time")
+    except (OSError, WorkFailed) as error:
+        message = f"artifacts not retrieved: {error}"
+        log.warning("train: %s", message)
+        await trio.to_thread.run_sync(
+            runs.update, record.id, lambda r: attrs.evolve(r, message=message)
+        )
+        return message
+    return None

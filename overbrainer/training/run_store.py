@@ -48,6 +48,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.claim import CLAIM_FILE, claim_dir
 from overbrainer.training.run_record import (
     ENDED,
     RECORD_FILE,
@@ -89,7 +90,6 @@ __all__ = [
     "run_ids",
 ]
 
-CLAIM_FILE = ".claim"
 MAX_NUMBER = 99
 """The last collision suffix: `base_99`."""
 SLUG_MAX = 40
@@ -154,31 +154,6 @@ def is_valid_run_id(run_id: str) -> bool:
 def new_owner() -> str:
     """A random owner token for a target-side claim: 16 hex digits."""
     return secrets.token_hex(8)
-
-
-def claim_dir(path: Path, owner: str) -> bool:
-    """Claim run directory `path` with `.claim` holding `owner` (created with O_EXCL).
-
-    True when this call created the claim or it already holds `owner`; False when another
-    owner holds it. The directory is created if missing.
-    """
-    claim = path / CLAIM_FILE
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        try:
-            held = claim.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError as error:
-            raise RunsError(f"cannot read {claim}: {error.strerror}") from None
-        return held == owner
-    except OSError as error:
-        raise RunsError(f"cannot claim {path}: {error.strerror}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(owner + "\n")
-        file.flush()
-        os.fsync(file.fileno())
-    return True
 
 
 Accept = Callable[[str, Path], bool]

@@ -37,9 +37,15 @@ def job_root(target: LocalTarget | SshTarget, run_dir: str) -> str:
     return CONTAINER_ROOT if target.runtime is Runtime.DOCKER else run_dir
 
 
-def expand_venv(venv: str | None) -> str | None:
-    """A local venv path with `~/` expanded to this user's home."""
-    return None if venv is None else os.path.expanduser(venv)
+def expand_venv(venv: str | None, home: str | None = None) -> str | None:
+    """A venv path with `~/` expanded to `home` (this user's home when None)."""
+    if venv is None:
+        return None
+    if home is None:
+        return os.path.expanduser(venv)
+    if venv == "~" or venv.startswith("~/"):
+        return home.rstrip("/") + venv[1:]
+    return venv
 
 
 def plan_job(
@@ -50,11 +56,12 @@ def plan_job(
     cache: str,
     commands: Sequence[Command],
     secrets: Sequence[str] = (),
+    home: str | None = None,
 ) -> JobPlan:
     """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only."""
     env = job_env(job_root(target, run_dir))
     if target.runtime is Runtime.NATIVE:
-        return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv)))
+        return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
     engine = Engine((target.engine or ConfigEngine.DOCKER).value)
     text = container_commands(
         engine,

@@ -1,0 +1,331 @@
+"""`overbrainer train` on an `ssh` target end to end: a real sshd on 127.0.0.1, the stand-in
+`axolotl` in a "venv" of its own, and a workdir that is this machine's own directory."""
+
+from __future__ import annotations
+
+import collections.abc
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sshd_support import ALIAS, Sshd, make_sshd
+from tests.train_helpers import (
+    STANDIN,
+    command,
+    group_alive,
+    make_project,
+    only_run,
+    overbrainer,
+    record,
+    wait_for,
+)
+
+TARGET = """
+[targets.box]
+kind = "ssh"
+runtime = "native"
+venv = "{venv}"
+workdir = "{workdir}"
+"""
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[Sshd]:
+    server = make_sshd(tmp_path_factory.mktemp("sshd"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> collections.abc.Iterator[Path]:
+    folder = tmp_path / "remote"
+    yield folder
+    for pid_file in folder.rglob("job.pid"):
+        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def ssh_project(
+    tmp_path: Path, sshd: Sshd, remote: Path, **knobs: str
+) -> tuple[Path, dict[str, str]]:
+    """A project whose target `box` is this machine over sshd; the env that runs it.
+
+    The job gets no environment of ours over SSH, so the stand-in's knobs are written into the
+    venv's `bin/axolotl` itself."""
+    project = make_project(tmp_path / "p")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    exports = "".join(f"export {name}='{value}'\n" for name, value in knobs.items())
+    script = venv / "bin" / "axolotl"
+    script.write_text(
+        f"#!/bin/sh\nexport STANDIN_PACE=0.02 STANDIN_EVAL_EVERY=5\n{exports}"
+        f'exec {sys.executable} {STANDIN} "$@"\n'
+    )
+    script.chmod(0o755)
+    with open(project / "overbrainer.toml", "a") as file:
+        file.write(TARGET.format(venv=venv, workdir=remote))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}
+    env |= {
+        "OVERBRAINER_TEST_POLL_S": "0.05",
+        "OVERBRAINER_TRAINING__TARGET": "box",
+        "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
+        "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
+    }
+    return project, env
+
+
+def remote_steps(remote: Path) -> int:
+    """The highest step logged by the only run's job on the target."""
+    files = list(remote.glob("*/metrics.jsonl"))
+    if len(files) != 1:
+        return 0
+    steps = [json.loads(line).get("step", 0) for line in files[0].read_text().splitlines() if line]
+    return max(steps, default=0)
+
+
+def start_train(project: Path, env: dict[str, str], err: Path, *args: str) -> subprocess.Popen[str]:
+    with open(err, "w") as stderr:
+        return subprocess.Popen(
+            command(project, "train", *args),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def detach_after(project: Path, env: dict[str, str], remote: Path, err: Path, steps: int) -> str:
+    """`train` on box, Ctrl-C once its job logged `steps` steps; the run ID."""
+    train = start_train(project, env, err)
+    try:
+        wait_for(lambda: remote_steps(remote) >= steps, 30)
+        train.send_signal(signal.SIGINT)
+        out, _ = train.communicate(timeout=30)
+    finally:
+        train.kill()
+        train.wait()
+    run_id = only_run(project)
+    assert train.returncode == 130, err.read_text()
+    assert out == ""
+    assert err.read_text().splitlines()[-1] == (
+        f"interrupted: run {run_id} keeps running on target `box`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+    return run_id
+
+
+def metric_lines(stderr: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
+
+
+def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote)
+    env["OVERBRAINER_HF_TOKEN"] = "hf_over_ssh"
+    events = tmp_path / "events.jsonl"
+    result = overbrainer(
+        project, env, "--events", str(events), "train", "--target", "box", timeout=90
+    )
+    assert result.returncode == 0, result.stderr
+    run_id = only_run(project)
+    remote_dir = remote.resolve() / run_id
+    assert result.stdout.splitlines() == [
+        f"train: run {run_id} succeeded; step 20/20, epoch 1.00, loss 1.0000, eval_loss 0.0476; "
+        f"output in runs/{run_id}/output",
+        f"train: adapter in runs/{run_id}/output",
+    ]
+    assert f"INFO train: run {run_id} on target `box`, in {remote_dir}" in result.stderr
+    assert metric_lines(result.stderr)[-1] == "step 20/20 (100%), epoch 1.00, eval_loss 0.0476"
+    saved = record(project, run_id)
+    assert (saved["state"], saved["remote_dir"]) == ("succeeded", str(remote_dir))
+    assert saved["job"]["dir"] == str(remote_dir)
+    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    assert kinds.count("system") >= 1  # the target's probe, over the master
+    local = project / "runs" / run_id
+    # Retrieved and verified: the same bytes here as on the target, checkpoints left there.
+    for name in ("output/adapter_model.safetensors", "metrics.jsonl", "job.log"):
+        assert (local / name).read_bytes() == (remote_dir / name).read_bytes()
+    assert not list((local / "output").glob("checkpoint-*"))
+    assert not (local / "exit_code").exists()  # job files stay on the target
+    # The job ran in R, with R's paths, and got the token on stdin (never on a command line).
+    config = (remote_dir / "axolotl.yaml").read_text()
+    assert f'output_dir: "{remote_dir}/output"' in config
+    assert "hf_over_ssh" not in (remote_dir / "job.log").read_text() + result.stderr
+    logs = overbrainer(project, env, "runs", "logs", run_id)
+    assert logs.returncode == 0
+    assert logs.stdout == (local / "job.log").read_text()
+
+
+def test_ctrl_c_detaches_attach_follows_and_a_killed_master_is_replaced(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
+    pid = record(project, run_id)["job"]["pid"]
+    assert group_alive(pid)  # Ctrl-C left the job training on the target
+    err = tmp_path / "attach.err"
+    attach = start_train(project, env, err, "attach", run_id)
+    try:
+        wait_for(lambda: "train: job running" in err.read_text(), 30)
+        masters = subprocess.run(
+            ["pgrep", "-P", str(attach.pid), "-f", "ControlPersist=no"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        assert len(masters) == 1
+        os.kill(int(masters[0]), signal.SIGKILL)  # the connection drops while following
+        out, _ = attach.communicate(timeout=60)
+    finally:
+        attach.kill()
+        attach.wait()
+    stderr = err.read_text()
+    assert attach.returncode == 0, stderr
+    assert (
+        "WARN ssh: the connection to target `box` was lost (its job keeps running): reconnecting"
+        in stderr
+    )
+    assert out.splitlines()[0].startswith(f"train: run {run_id} succeeded; step 40/40")
+    assert record(project, run_id)["state"] == "succeeded"
+    assert (project / "runs" / run_id / "output" / "adapter_model.safetensors").is_file()
+
+
+def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run(
+    tmp_path: Path, remote: Path
+) -> None:
+    server = make_sshd(tmp_path / "own_sshd")  # stopped in the middle, so not the shared one
+    server.start()
+    try:
+        project, env = ssh_project(tmp_path, server, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+        err = tmp_path / "train.err"
+        train = start_train(project, env, err)
+        try:
+            wait_for(lambda: remote_steps(remote) >= 3, 30)
+            server.stop()  # sshd gone: the master dies, reconnecting is refused
+            masters = subprocess.run(
+                ["pgrep", "-P", str(train.pid), "-f", "ControlPersist=no"],
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            for master in masters:
+                os.kill(int(master), signal.SIGKILL)
+            train.communicate(timeout=60)
+        finally:
+            train.kill()
+            train.wait()
+        run_id = only_run(project)
+        stderr = err.read_text()
+        assert train.returncode == 1, stderr
+        assert "WARN cannot reach the job (1/5): cannot reach target `box`" in stderr
+        assert stderr.splitlines()[-1].startswith(f"error: cannot reach the job of run {run_id}: ")
+        assert stderr.splitlines()[-1].endswith(
+            f"; follow it again with `overbrainer train attach {run_id}`"
+        )
+        assert record(project, run_id)["state"] == "running"
+        assert group_alive(record(project, run_id)["job"]["pid"])  # never killed by the loss
+        server.start()
+        attach = overbrainer(project, env, "train", "attach", run_id, timeout=90)
+        assert attach.returncode == 0, attach.stderr
+        assert record(project, run_id)["state"] == "succeeded"
+    finally:
+        server.stop()
+
+
+def test_stop_snapshots_retrieves_the_checkpoint_and_resume_continues(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
+    stop = overbrainer(project, env, "train", "stop", run_id, timeout=90)
+    assert stop.returncode == 0, stop.stderr
+    saved = record(project, run_id)
+    assert saved["state"] == "stopped"
+    checkpoint = saved["snapshot"]["checkpoint"]
+    local = project / "runs" / run_id
+    assert (local / checkpoint).is_dir()
+    assert sorted(p.name for p in (local / checkpoint).iterdir()) == sorted(
+        p.name for p in (remote.resolve() / run_id / checkpoint).iterdir()
+    )
+    resumed = overbrainer(project, env, "train", "--resume-from", run_id, timeout=90)
+    assert resumed.returncode == 0, resumed.stderr
+    new_id = [p.name for p in (project / "runs").iterdir() if p.name not in (run_id, ".hf-cache")]
+    new_id = [n for n in new_id if (project / "runs" / n / "run.json").exists()]
+    assert len(new_id) == 1
+    assert record(project, new_id[0])["resumed_from"] == run_id
+    assert record(project, new_id[0])["state"] == "succeeded"
+    step = saved["snapshot"]["step"]
+    assert (remote.resolve() / new_id[0] / "resume" / f"checkpoint-{step}").is_dir()
+
+
+def test_cancel_stops_the_remote_group_and_brings_its_files(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.2", STANDIN_STEPS="200")
+    run_id = detach_after(project, env, remote, tmp_path / "train.err", 2)
+    pid = record(project, run_id)["job"]["pid"]
+    result = overbrainer(project, env, "train", "cancel", run_id, timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"train: run {run_id} cancelled\n"
+    assert record(project, run_id)["state"] == "cancelled"
+    assert not group_alive(pid)
+    assert (remote / run_id / "cancelled").exists()
+    assert (project / "runs" / run_id / "job.log").is_file()
+
+
+def test_the_builtin_client_and_a_missing_host_are_refused(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote)
+    builtin = overbrainer(project, env | {"OVERBRAINER_SSH_CLIENT": "builtin"}, "train")
+    assert builtin.returncode == 2
+    assert builtin.stderr.splitlines()[-1] == (
+        "error: OVERBRAINER_SSH_CLIENT = builtin is not supported: this overbrainer connects "
+        'with the system OpenSSH client only; set it to "openssh" or leave it unset'
+    )
+    no_host = {k: v for k, v in env.items() if k != "OVERBRAINER_TARGETS__BOX__HOST"}
+    missing = overbrainer(project, no_host, "train")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[-1] == (
+        "error: targets.box.host is not set: set OVERBRAINER_TARGETS__BOX__HOST"
+    )
+    unknown = overbrainer(
+        project, env | {"OVERBRAINER_TARGETS__BOX__HOST": "nowhere.invalid"}, "train"
+    )
+    assert unknown.returncode == 1
+    assert unknown.stderr.splitlines()[-1].startswith("error: cannot reach target `box`: ")
+    assert not (project / "runs").exists() or not any((project / "runs").iterdir())
+
+
+def test_stop_beside_a_follower_writes_the_request_over_ssh_and_the_follower_collects_it(
+    sshd: Sshd, remote: Path, tmp_path: Path
+) -> None:
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="60")
+    train = start_train(project, env, tmp_path / "train.err")
+    try:
+        wait_for(lambda: remote_steps(remote) >= 3, 30)
+        run_id = only_run(project)
+        stop = overbrainer(project, env, "train", "stop", run_id, timeout=60)
+        out, _ = train.communicate(timeout=60)
+    finally:
+        train.kill()
+        train.wait()
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout == (
+        f"train: overbrainer (pid {train.pid}) is using this project: if it follows run "
+        f"{run_id}, it collects the snapshot; if not, collect it with "
+        f"`overbrainer train attach {run_id}`\n"
+    )
+    assert (remote / run_id / "snapshot.request").read_text() == "requested\n"
+    assert train.returncode == 0, (tmp_path / "train.err").read_text()
+    assert f"train: run {run_id} stopped at step" in out
+    saved = record(project, run_id)
+    assert saved["state"] == "stopped"
+    assert (project / "runs" / run_id / saved["snapshot"]["checkpoint"]).is_dir()
