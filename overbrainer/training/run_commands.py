@@ -12,7 +12,7 @@ from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob
+from overbrainer.targets.executor import Executor, ExecutorJob, TargetUnreachable
 from overbrainer.targets.job_script import container_name
 from overbrainer.training.follow import CANCEL_BOUND
 from overbrainer.training.lifecycle import (
@@ -122,7 +122,13 @@ def request_snapshot(runs: Runs, record: RunRecord) -> None:
 async def request_snapshot_on(executor: Executor, record: RunRecord) -> None:
     """Write `snapshot.request` in the run directory of its job, wherever that is."""
     assert record.job is not None
-    await executor.put_file(job_ref(record).path(REQUEST_FILE), "requested\n")
+    path = job_ref(record).path(REQUEST_FILE)
+    try:
+        await executor.put_file(path, "requested\n")
+    except TargetUnreachable:
+        raise
+    except OSError as error:  # a read-only or full run directory: one line, exit 2
+        raise RunsError(f"cannot write {path}: {error.strerror}") from None
 
 
 def lock_holder(project: Project) -> str:
