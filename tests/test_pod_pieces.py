@@ -133,7 +133,11 @@ async def test_keys_ssh_dir_known_hosts_and_no_host_private_file(tmp_path: Path)
         keys = await make_keys(tmp_path, RUN)
     folder = tmp_path / "ssh"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert sorted(p.name for p in folder.iterdir()) == ["id_ed25519", "id_ed25519.pub", "known_hosts"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "id_ed25519",
+        "id_ed25519.pub",
+        "known_hosts",
+    ]
     assert keys.client_public.startswith("ssh-ed25519 ")
     assert keys.client_public.endswith(f" overbrainer-{RUN}")
     kind, blob = keys.host_public.split()[:2]
@@ -190,11 +194,23 @@ RECORD = PodRecord(
     deadline="2026-10-01T16:00:00Z",
     deadline_unix=1790870400,
     attempts=(
-        Attempt("overbrainer-r-1", "NVIDIA A40", "2026-10-01T12:00:00Z", 1790870400,
-                AttemptResult.UNAVAILABLE, detail="no capacity for this GPU type"),
-        Attempt("overbrainer-r-2", "NVIDIA H100 80GB HBM3", "2026-10-01T12:00:05Z", 1790870405,
-                AttemptResult.CREATED, pod_id="k3x9abc"),
-    ),  # fmt: skip
+        Attempt(
+            "overbrainer-r-1",
+            "NVIDIA A40",
+            "2026-10-01T12:00:00Z",
+            1790870400,
+            AttemptResult.UNAVAILABLE,
+            detail="no capacity for this GPU type",
+        ),
+        Attempt(
+            "overbrainer-r-2",
+            "NVIDIA H100 80GB HBM3",
+            "2026-10-01T12:00:05Z",
+            1790870405,
+            AttemptResult.CREATED,
+            pod_id="k3x9abc",
+        ),
+    ),
     pod_id="k3x9abc",
     gpu_type="NVIDIA H100 80GB HBM3",
     data_center_id="US-KS-2",
@@ -238,8 +254,11 @@ def test_pod_json_round_trip_and_field_order(tmp_path: Path) -> None:
     ("change", "why"),
     [
         ({"version": 2}, "`version` is not 1 (written by another overbrainer?)"),
-        ({"state": "sleeping"}, "`state` is not one of creating, provisioning, ready, running, "
-         "awaiting_retrieval, kept, deleting, deleted"),
+        (
+            {"state": "sleeping"},
+            "`state` is not one of creating, provisioning, ready, running, "
+            "awaiting_retrieval, kept, deleting, deleted",
+        ),
         ({"keep": "no"}, "`keep` is not true or false"),
         ({"cost_per_hour": "0.4"}, "`cost_per_hour` is not a number or null"),
         ({"ssh": {"host": "h", "port": "22", "user": "u"}}, "ssh: `port` is not an integer"),

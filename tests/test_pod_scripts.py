@@ -29,7 +29,9 @@ RUN = "p_20261001-120000"
 
 
 def add_pod(fake: RunpodFake) -> None:
-    fake.pods[POD] = pod_json(POD, f"overbrainer-{RUN}-1", "NVIDIA A40", {RUN_MARKER: RUN}, "RUNNING")
+    fake.pods[POD] = pod_json(
+        POD, f"overbrainer-{RUN}-1", "NVIDIA A40", {RUN_MARKER: RUN}, "RUNNING"
+    )
 
 
 def base_env(fake: RunpodFake, run_dir: Path, **extra: str) -> dict[str, str]:
@@ -70,9 +72,10 @@ async def run_until(
             )
         )
         with trio.fail_after(limit):
-            while process.returncode is None and not done():
+            # Polling: the signals are a child's exit and files it writes.
+            while process.returncode is None and not done():  # noqa: ASYNC110
                 await trio.sleep(0.05)
-        code = process.returncode
+        code: int | None = process.returncode
         if code is None:
             process.kill()
         return code
@@ -129,7 +132,10 @@ async def test_verdict_ready_then_no_delete_while_nothing_is_due(
     [
         ({"RUNPOD_API_KEY": ""}, "failed missing_key"),
         ({"RUNPOD_API_KEY": "rpa_WRONG"}, "failed http_401"),
-        ({"OVERBRAINER_API_URL": "http://127.0.0.1:9/v2", "PROBE_TRIES": "2"}, "failed unreachable"),
+        (
+            {"OVERBRAINER_API_URL": "http://127.0.0.1:9/v2", "PROBE_TRIES": "2"},
+            "failed unreachable",
+        ),
     ],
 )
 async def test_failed_verdicts_end_the_watchdog(
@@ -263,7 +269,9 @@ async def test_disk_snapshot_request_keeps_an_existing_request(
         assert text(run_dir / "snapshot.request") == "disk\n"
         (run_dir / "snapshot.request").write_text("requested\n")
         before = checks(run_dir)
-        await run_until(watchdog(tmp_path), env, lambda: checks(run_dir) >= 3 and checks(run_dir) != before)
+        await run_until(
+            watchdog(tmp_path), env, lambda: checks(run_dir) >= 3 and checks(run_dir) != before
+        )
     assert text(run_dir / "snapshot.request") == "requested\n"
 
 

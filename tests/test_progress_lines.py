@@ -30,9 +30,10 @@ from overbrainer.model.pod_status import (
     PodKept,
     PodReady,
     PodUnavailable,
+    pod_line,
 )
 from overbrainer.model.train_metric import EndMark, EvalMark, JobStage, StageMark, TrainMetric
-from overbrainer.ui.progress import Progress, metric_line, pod_line
+from overbrainer.ui.progress import Progress, metric_line
 
 
 def test_pod_lines() -> None:
@@ -52,8 +53,7 @@ def test_pod_lines() -> None:
         "k3x9abc ready after 45s; watchdog armed, deletes it by 2026-09-22T18:00:00Z at the latest"
     )
     assert pod_line(PodReady("k3x9abc", 60)) == (
-        "k3x9abc ready after 1m00s; watchdog armed, kept with no time limit once the job "
-        "starts (--keep-pod)"
+        "k3x9abc ready after 1m00s; watchdog armed, kept with no time limit (--keep-pod)"
     )
     assert pod_line(PodDeleting("k3x9abc", DeleteReason.RETRIEVED)) == (
         "deleting k3x9abc (results retrieved)"

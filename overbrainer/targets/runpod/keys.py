@@ -58,7 +58,9 @@ async def _keygen(path: Path, run_id: str) -> None:
             capture_stderr=True,
         )
     except FileNotFoundError:
-        raise KeysError("ssh-keygen is not installed: Runpod targets need the OpenSSH client")
+        raise KeysError(
+            "ssh-keygen is not installed: Runpod targets need the OpenSSH client"
+        ) from None
     except subprocess.CalledProcessError as error:
         why = error.stderr.decode("utf-8", "replace").strip().splitlines()
         raise KeysError(f"ssh-keygen failed: {why[0] if why else error.returncode}") from None
@@ -76,8 +78,8 @@ async def make_keys(run_dir: Path, run_id: str) -> RunKeys:
     await trio.to_thread.run_sync(_make_dir, folder)
     client = folder / CLIENT_KEY
     host = folder / HOST_KEY
-    for path in (client, client.with_suffix(".pub"), host, host.with_suffix(".pub")):
-        await trio.to_thread.run_sync(lambda p=path: p.unlink(missing_ok=True))
+    stale = (client, client.with_suffix(".pub"), host, host.with_suffix(".pub"))
+    await trio.to_thread.run_sync(_unlink_all, stale)
     await _keygen(client, run_id)
     try:
         await _keygen(host, run_id)
@@ -95,10 +97,14 @@ async def make_keys(run_dir: Path, run_id: str) -> RunKeys:
     return keys
 
 
-def _unlink_host_files(host: Path) -> None:
-    for path in (host, host.with_suffix(".pub")):
+def _unlink_all(paths: tuple[Path, ...]) -> None:
+    for path in paths:
         with contextlib.suppress(OSError):
             path.unlink()
+
+
+def _unlink_host_files(host: Path) -> None:
+    _unlink_all((host, host.with_suffix(".pub")))
 
 
 def known_hosts_line(run_id: str, host_public: str) -> str:

@@ -337,7 +337,9 @@ def load_pod_record(run_dir: Path) -> PodRecord | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise PodRecordError(f"cannot read runs/{run_dir.name}/{POD_FILE}: {error.strerror}")
+        raise PodRecordError(
+            f"cannot read runs/{run_dir.name}/{POD_FILE}: {error.strerror}"
+        ) from None
     return PodRecord.from_json(text, f"runs/{run_dir.name}/{POD_FILE}")
 
 

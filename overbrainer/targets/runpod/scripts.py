@@ -11,7 +11,9 @@ WATCHDOG_END = "OVERBRAINER_WATCHDOG_END"
 @functools.cache
 def script_text(name: str) -> str:
     """A script of `overbrainer/targets/runpod/scripts/` (`bootstrap.sh`, `watchdog.sh`)."""
-    return resources.files("overbrainer.targets.runpod").joinpath("scripts", name).read_text("utf-8")
+    return (
+        resources.files("overbrainer.targets.runpod").joinpath("scripts", name).read_text("utf-8")
+    )
 
 
 def bootstrap_script() -> str:
