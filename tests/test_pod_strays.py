@@ -126,8 +126,8 @@ async def test_pod_ls_classifies_the_accounts_pods(project: Path, fake: RunpodFa
         f"{OTHER}    podother       RUNNING      NVIDIA A40                0.44 {created} "
         f"not in this project's runs/; if no other checkout owns it, "
         f"`overbrainer pod rm {OTHER} --force`",
-        f"-                    podnomark      RUNNING      NVIDIA A40                0.44 {created} "
-        "no run marker",
+        "-                    podnomark      RUNNING      NVIDIA A40                0.44 "
+        f"{created} no run marker",
     ]
 
 
