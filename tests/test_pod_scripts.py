@@ -314,6 +314,7 @@ async def test_stop_is_the_last_resort_and_says_the_volume_keeps_billing(
     assert code == 0
     assert fake.pods[POD]["status"] == "EXITED"
     assert "its volume keeps billing" in text(run_dir / ".pod" / "watchdog.log")
+    assert fake.violations == []
 
 
 # The bootstrap, with its system paths moved under the test's directory.
