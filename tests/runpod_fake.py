@@ -352,6 +352,8 @@ class RunpodFake:
             if method == "DELETE":
                 del self.pods[pod_id]
                 return Response(204)
+        if method == "POST" and path.startswith("pods/") and path.endswith("/action"):
+            return self._action(path[5:-7], json.loads(request.body)["action"])
         if path.startswith("network-volumes/"):
             found = [v for v in self.volumes if v["id"] == path.split("/", 1)[1]]
             if not found:
@@ -360,6 +362,18 @@ class RunpodFake:
                 found[0]["size"] = json.loads(request.body)["size"]
             return ok(found[0])
         return problem(404, "Not Found", "no such route in the fake")
+
+    def _action(self, pod_id: str, action: str) -> Response:
+        """`POST /pods/{id}/action`: terminate deletes, stop leaves an EXITED pod at no cost."""
+        if pod_id not in self.pods:
+            return problem(404, "Not Found", "pod not found")
+        if action == "terminate":
+            del self.pods[pod_id]
+            return Response(204)
+        pod = self.pods[pod_id]
+        pod["status"] = "EXITED" if action == "stop" else "RUNNING"
+        pod["cost"] = 0 if action == "stop" else 0.44
+        return ok(pod)
 
     def _page(self, key: str, items: list[Json], query: dict[str, str]) -> Json:
         size = int(query.get("limit", "1000"))

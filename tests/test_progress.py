@@ -1,7 +1,8 @@
 """Pure formatting of the progress lines, pinned with the reference's literal examples."""
 
+from overbrainer.model.pod_status import duration_words
 from overbrainer.model.train_metric import TrainMetric
-from overbrainer.ui.progress import Progress, duration_words, metric_line, rust_exp, size_words
+from overbrainer.ui.progress import Progress, metric_line, rust_exp, size_words
 
 
 def tenths(total: int) -> list[int]:

@@ -30,9 +30,10 @@ from overbrainer.model.pod_status import (
     PodKept,
     PodReady,
     PodUnavailable,
+    pod_line,
 )
 from overbrainer.model.train_metric import EndMark, EvalMark, JobStage, StageMark, TrainMetric
-from overbrainer.ui.progress import Progress, metric_line, pod_line
+from overbrainer.ui.progress import Progress, metric_line
 
 
 def test_pod_lines() -> None:
@@ -52,8 +53,7 @@ def test_pod_lines() -> None:
         "k3x9abc ready after 45s; watchdog armed, deletes it by 2026-09-22T18:00:00Z at the latest"
     )
     assert pod_line(PodReady("k3x9abc", 60)) == (
-        "k3x9abc ready after 1m00s; watchdog armed, kept with no time limit once the job "
-        "starts (--keep-pod)"
+        "k3x9abc ready after 1m00s; watchdog armed, kept with no time limit (--keep-pod)"
     )
     assert pod_line(PodDeleting("k3x9abc", DeleteReason.RETRIEVED)) == (
         "deleting k3x9abc (results retrieved)"
@@ -144,4 +144,33 @@ def test_subject_follows_the_watched_job(caplog: pytest.LogCaptureFixture) -> No
         ("INFO", "export: job lost (stopped without an exit code)"),
         ("INFO", "export: retrieving results"),
         ("INFO", "pod: p kept (--keep-pod)"),
+    ]
+
+
+def test_pod_events_render_as_pod_lines(caplog: pytest.LogCaptureFixture) -> None:
+    got = lines(
+        [
+            PodStatusChanged(PodCreating("overbrainer-r1-1", "NVIDIA A40")),
+            PodStatusChanged(PodReady("k3x9abc", 221, "2026-09-22T18:00:00Z")),
+            PodStatusChanged(PodReady("k3x9abc", 45)),
+            PodStatusChanged(PodDeleting("k3x9abc", DeleteReason.INTERRUPTED)),
+            PodStatusChanged(PodDeleting("k3x9abc", DeleteReason.COST_CAP)),
+            PodStatusChanged(PodDeleted("k3x9abc", 4320, 0.64)),
+        ],
+        caplog,
+    )
+    assert got == [
+        ("INFO", "pod: creating overbrainer-r1-1 (NVIDIA A40)"),
+        (
+            "INFO",
+            "pod: k3x9abc ready after 3m41s; watchdog armed, deletes it by "
+            "2026-09-22T18:00:00Z at the latest",
+        ),
+        (
+            "INFO",
+            "pod: k3x9abc ready after 45s; watchdog armed, kept with no time limit (--keep-pod)",
+        ),
+        ("INFO", "pod: deleting k3x9abc (interrupted before the job started)"),
+        ("INFO", "pod: deleting k3x9abc (max_cost_usd reached)"),
+        ("INFO", "pod: k3x9abc deleted after 1h12m, about $0.64"),
     ]

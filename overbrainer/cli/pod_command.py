@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 @cli.group()
 def pod() -> None:
-    """Runpod: GPU types, data centers, network volumes and templates of the account."""
+    """Runpod: this project's pods and strays; GPU types, data centers, volumes, templates."""
 
 
 def _run(listing: Listing) -> None:
@@ -96,3 +96,29 @@ def pod_templates() -> None:
         return template_lines(await api.templates())
 
     _run(listing)
+
+
+@pod.command("ls")
+def pod_ls() -> None:
+    """List the account's overbrainer pods: this project's, its strays, and others'."""
+    from overbrainer.flows.pods import pod_ls as flow
+    from overbrainer.flows.setup import CommandOptions
+
+    options = CommandOptions(project_dir=project_dir())
+    run_flow(lambda: flow(options, cli_frontend()))
+
+
+@pod.command("rm")
+@click.argument("run_id", metavar="RUN_ID")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also delete the pod of a run in progress (the run fails), or pods of a run not in runs/.",
+)
+def pod_rm(run_id: str, force: bool) -> None:
+    """Delete the pods of run RUN_ID (its training pod only when it ended, or with --force)."""
+    from overbrainer.flows.pods import pod_rm as flow
+    from overbrainer.flows.setup import CommandOptions
+
+    options = CommandOptions(project_dir=project_dir())
+    run_flow(lambda: flow(options, cli_frontend(), run_id, force))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 
 import attrs
 
@@ -18,6 +19,9 @@ class DeleteReason(enum.Enum):
     DEADLINE = "deadline"
     REQUESTED = "requested"
     DUPLICATE = "duplicate"
+    COST_CAP = "cost_cap"
+    COST_CAP_UNSET = "cost_cap_unset"
+    LOCAL_SSH = "local_ssh"
 
     def describe(self) -> str:
         """The reason in words."""
@@ -33,6 +37,10 @@ _REASON_WORDS = {
     DeleteReason.DEADLINE: "max_hours reached",
     DeleteReason.REQUESTED: "requested",
     DeleteReason.DUPLICATE: "duplicate of this run's pod",
+    # The reference's words for these three were not read (spec §7.9): ours.
+    DeleteReason.COST_CAP: "max_cost_usd reached",
+    DeleteReason.COST_CAP_UNSET: "its cost cap could not be set",
+    DeleteReason.LOCAL_SSH: "the local ssh cannot keep its connection",
 }
 
 
@@ -98,3 +106,45 @@ class PodKept:
 PodStatus = (
     PodCreating | PodUnavailable | PodCreated | PodReady | PodDeleting | PodDeleted | PodKept
 )
+
+
+def duration_words(seconds: float) -> str:
+    """A duration in whole seconds: `45s`, `1m00s`, `3h02m`."""
+    s = max(0, math.floor(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02}s"
+    return f"{s // 3600}h{s % 3600 // 60:02}m"
+
+
+def pod_line(status: PodStatus) -> str:
+    """What happened to the pod, in words."""
+    match status:
+        case PodCreating(name=name, gpu_type=gpu):
+            return f"creating {name} ({gpu})"
+        case PodUnavailable(gpu_type=gpu, reason=reason):
+            return f"{gpu} unavailable ({reason})"
+        case PodCreated(pod_id=pod, gpu_type=gpu, data_center=dc, cost_per_hour=rate):
+            parts = [gpu]
+            if dc is not None:
+                parts.append(dc)
+            if rate is not None:
+                parts.append(f"${rate:.2f}/h")
+            return f"created {pod} ({', '.join(parts)}); waiting for SSH"
+        case PodReady(pod_id=pod, after=after, deadline=deadline):
+            ready = f"{pod} ready after {duration_words(after)}; watchdog armed, "
+            if deadline is not None:
+                return ready + f"deletes it by {deadline} at the latest"
+            return ready + "kept with no time limit (--keep-pod)"
+        case PodDeleting(pod_id=pod, reason=reason):
+            return f"deleting {pod} ({reason.describe()})"
+        case PodDeleted(pod_id=pod, uptime=uptime, estimated_spend=spend):
+            line = f"{pod} deleted"
+            if uptime is not None:
+                line += f" after {duration_words(uptime)}"
+            if spend is not None:
+                line += f", about ${spend:.2f}"
+            return line
+        case PodKept(pod_id=pod):
+            return f"{pod} kept (--keep-pod)"

@@ -21,8 +21,8 @@ from overbrainer.events.types import (
     StageFinished,
     StageStarted,
 )
+from overbrainer.model.pod_status import duration_words
 from overbrainer.ui.logs import print_above
-from overbrainer.ui.progress import duration_words
 
 REFRESH_PERIOD = 0.1
 """Seconds between two redraws of a live bar (10 Hz at most)."""

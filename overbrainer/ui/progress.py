@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 
 import attrs
 import trio
@@ -26,16 +25,7 @@ from overbrainer.events.types import (
 )
 from overbrainer.model.job_status import is_finished, status_name
 from overbrainer.model.phases import Evaluating, Phase, Phases, Training
-from overbrainer.model.pod_status import (
-    PodCreated,
-    PodCreating,
-    PodDeleted,
-    PodDeleting,
-    PodKept,
-    PodReady,
-    PodStatus,
-    PodUnavailable,
-)
+from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import TrainMetric
 
 log = logging.getLogger(__name__)
@@ -69,16 +59,6 @@ def metric_line(m: TrainMetric) -> str:
     return ", ".join(parts)
 
 
-def duration_words(seconds: float) -> str:
-    """A duration in whole seconds: `45s`, `1m00s`, `3h02m`."""
-    s = max(0, math.floor(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02}s"
-    return f"{s // 3600}h{s % 3600 // 60:02}m"
-
-
 def size_words(size: int) -> str:
     """A byte count in decimal units with one decimal: `412.3 MB`, `1.2 GB`."""
     if size < 1000:
@@ -89,38 +69,6 @@ def size_words(size: int) -> str:
         if value < 1000 or unit == "TB":
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
-
-
-def pod_line(status: PodStatus) -> str:
-    """What happened to the pod, in words."""
-    match status:
-        case PodCreating(name=name, gpu_type=gpu):
-            return f"creating {name} ({gpu})"
-        case PodUnavailable(gpu_type=gpu, reason=reason):
-            return f"{gpu} unavailable ({reason})"
-        case PodCreated(pod_id=pod, gpu_type=gpu, data_center=dc, cost_per_hour=rate):
-            parts = [gpu]
-            if dc is not None:
-                parts.append(dc)
-            if rate is not None:
-                parts.append(f"${rate:.2f}/h")
-            return f"created {pod} ({', '.join(parts)}); waiting for SSH"
-        case PodReady(pod_id=pod, after=after, deadline=deadline):
-            ready = f"{pod} ready after {duration_words(after)}; watchdog armed, "
-            if deadline is not None:
-                return ready + f"deletes it by {deadline} at the latest"
-            return ready + "kept with no time limit once the job starts (--keep-pod)"
-        case PodDeleting(pod_id=pod, reason=reason):
-            return f"deleting {pod} ({reason.describe()})"
-        case PodDeleted(pod_id=pod, uptime=uptime, estimated_spend=spend):
-            line = f"{pod} deleted"
-            if uptime is not None:
-                line += f" after {duration_words(uptime)}"
-            if spend is not None:
-                line += f", about ${spend:.2f}"
-            return line
-        case PodKept(pod_id=pod):
-            return f"{pod} kept (--keep-pod)"
 
 
 @attrs.define

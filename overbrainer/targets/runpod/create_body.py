@@ -1,0 +1,106 @@
+"""The `POST /pods` body for a run's pod, exactly the reference's fields (reference §7.2)."""
+
+from __future__ import annotations
+
+import attrs
+
+from overbrainer import __version__
+from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget
+from overbrainer.targets.runpod.api import MIN_CUDA
+from overbrainer.targets.runpod.types import RUN_MARKER
+
+WORKDIR = "/workspace/overbrainer"
+VOLUME_DIR = "/workspace/data"
+VOLUME_WORKDIR = f"{VOLUME_DIR}/overbrainer"
+
+COMMAND_FIELD = "cmd"
+"""The one departure of the create body from Runpod's OpenAPI file, which lists `args` (a
+string): the reference, run against the live API, sends the command as a `cmd` array."""
+
+
+def command_value(script: str) -> list[str]:
+    """The container command that runs the bootstrap script (the value of `COMMAND_FIELD`)."""
+    return ["bash", "-c", script]
+
+
+def host_key_secret_name(run_id: str) -> str:
+    """The Runpod account secret holding the pod's host key for this run."""
+    return f"overbrainer_host_key_{run_id}"
+
+
+def host_key_secret_ref(run_id: str) -> str:
+    """The template Runpod replaces with the secret's value on the pod (never the key itself)."""
+    return f"{{{{ RUNPOD_SECRET_{host_key_secret_name(run_id)} }}}}"
+
+
+def pod_name(run_id: str, attempt: int) -> str:
+    """The name of the run's `attempt`-th pod (1-based)."""
+    return f"overbrainer-{run_id}-{attempt}"
+
+
+def workdir(target: RunpodTarget) -> str:
+    """The pod's work directory: on the network volume when there is one."""
+    return VOLUME_WORKDIR if target.network_volume_id is not None else WORKDIR
+
+
+@attrs.frozen
+class PodRequest:
+    """What one create call needs beyond the target: the run, the attempt and its keys."""
+
+    run_id: str
+    attempt: int
+    gpu_type: str
+    data_center_ids: tuple[str, ...]
+    deadline_unix: int | None
+    """None when the pod is kept (`--keep-pod`)."""
+    api_url: str
+    authorized_key: str
+    """The client's public key (`ssh-ed25519 AAAA… overbrainer-<id>`)."""
+    host_public_key: str
+    """The pod's host public key: also the owner claim of the run directory."""
+    bootstrap: str
+    """The whole bootstrap + watchdog script run by `bash -c`."""
+
+
+def pod_env(target: RunpodTarget, request: PodRequest) -> dict[str, str]:
+    """The pod's environment: never a secret value, only the host key's secret reference."""
+    work = workdir(target)
+    env = {
+        RUN_MARKER: request.run_id,
+        "OVERBRAINER_WORKDIR": work,
+        "OVERBRAINER_RUN_DIR": f"{work}/{request.run_id}",
+    }
+    if request.deadline_unix is not None:
+        env["OVERBRAINER_DEADLINE"] = str(request.deadline_unix)
+    env["OVERBRAINER_BOOT_GRACE"] = str(target.boot_grace_minutes * 60)
+    env["OVERBRAINER_RETRIEVE_GRACE"] = str(target.retrieve_grace_minutes * 60)
+    env["OVERBRAINER_KEEP_POD"] = "0" if request.deadline_unix is not None else "1"
+    if target.network_volume_id is not None:
+        env["OVERBRAINER_VOLUME_DIR"] = VOLUME_DIR
+    env["OVERBRAINER_API_URL"] = request.api_url
+    env["OVERBRAINER_AUTHORIZED_KEY"] = request.authorized_key
+    env["OVERBRAINER_CLAIM"] = request.host_public_key
+    env["OVERBRAINER_VERSION"] = __version__
+    env["JUPYTER_DISABLE"] = "1"
+    env["OVERBRAINER_HOST_KEY"] = host_key_secret_ref(request.run_id)
+    return env
+
+
+def create_body(target: RunpodTarget, request: PodRequest) -> dict[str, object]:
+    """The create body: these fields and no others, optional ones only when they apply."""
+    body: dict[str, object] = {
+        "name": pod_name(request.run_id, request.attempt),
+        "image": target.image or DEFAULT_RUNPOD_IMAGE,
+        "cloud": "SECURE",
+        "gpu": {"id": request.gpu_type, "count": target.gpu_count, "minCudaVersion": MIN_CUDA},
+        "disk": target.container_disk_gb,
+        "ports": ["22/tcp"],
+        "startSsh": False,
+    }
+    if request.data_center_ids:
+        body["dataCenterIds"] = list(request.data_center_ids)
+    if target.network_volume_id is not None:
+        body["mounts"] = {"network": [{"volumeId": target.network_volume_id, "path": VOLUME_DIR}]}
+    body["env"] = pod_env(target, request)
+    body[COMMAND_FIELD] = command_value(request.bootstrap)
+    return body
