@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -125,3 +127,10 @@ def make_sshd(root: Path) -> Sshd:
     for key in ("id_ed25519", "host_key"):
         (root / key).chmod(0o600)
     return Sshd(root, port)
+
+
+def kill_jobs_under(folder: Path) -> None:
+    """Kill the process group of every job whose `job.pid` lies under `folder` (test cleanup)."""
+    for pid_file in folder.rglob("job.pid"):
+        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
-import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -15,26 +13,16 @@ from overbrainer.model.job_status import Cancelled, Exited, Running
 from overbrainer.targets.executor import TransferError
 from overbrainer.targets.manifest import local_manifest, verify
 from overbrainer.targets.ssh import SshExecutor, open_ssh
-from tests.sshd_support import ALIAS, Sshd, make_sshd
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
 
 BOUND = 60
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[Sshd]:
-    server = make_sshd(tmp_path_factory.mktemp("sshd"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> collections.abc.Iterator[Path]:
     folder = tmp_path / "remote"
     yield folder
-    for pid_file in folder.rglob("job.pid"):
-        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    kill_jobs_under(folder)
 
 
 def connected(sshd: Sshd, workdir: Path) -> contextlib.AbstractAsyncContextManager[SshExecutor]:

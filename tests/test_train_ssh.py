@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import json
 import os
 import re
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshd_support import ALIAS, Sshd, make_sshd
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under, make_sshd
 from tests.train_helpers import (
     STANDIN,
     command,
@@ -36,21 +35,11 @@ workdir = "{workdir}"
 """
 
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[Sshd]:
-    server = make_sshd(tmp_path_factory.mktemp("sshd"))
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def remote(tmp_path: Path) -> collections.abc.Iterator[Path]:
     folder = tmp_path / "remote"
     yield folder
-    for pid_file in folder.rglob("job.pid"):
-        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    kill_jobs_under(folder)
 
 
 def ssh_project(

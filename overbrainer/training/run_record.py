@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
+from overbrainer.storage.json_doc import NotJson, load_document
 
 RECORD_FILE = "run.json"
 SNAPSHOT_REASONS = ("requested", "deadline", "cost", "disk")
@@ -135,13 +136,9 @@ class RunRecord:
     def from_json(cls, text: str | bytes, source: str = RECORD_FILE) -> RunRecord:
         """Read a record; InvalidRecord (naming `source`, never content) when it is not one."""
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InvalidRecord(
-                f"{source} is not a valid run record (line {error.lineno}, column {error.colno})"
-            ) from None
-        except UnicodeDecodeError:
-            raise InvalidRecord(f"{source} is not a valid run record (not UTF-8)") from None
+            value = load_document(text)
+        except NotJson as error:
+            raise InvalidRecord(f"{source} is not a valid run record ({error.where})") from None
         try:
             return _record(value)
         except _Bad as error:

@@ -16,6 +16,7 @@ import attrs
 
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage.json_doc import NotJson, load_document
 
 POD_FILE = "pod.json"
 VERSION = 1
@@ -157,13 +158,9 @@ class PodRecord:
     def from_json(cls, text: str | bytes, source: str = POD_FILE) -> PodRecord:
         """Read a record; PodRecordError naming `source` and the field, never a value."""
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise PodRecordError(
-                f"{source} is not a valid pod record (line {error.lineno}, column {error.colno})"
-            ) from None
-        except UnicodeDecodeError:
-            raise PodRecordError(f"{source} is not a valid pod record (not UTF-8)") from None
+            value = load_document(text)
+        except NotJson as error:
+            raise PodRecordError(f"{source} is not a valid pod record ({error.where})") from None
         try:
             return _record(value)
         except _Bad as error:

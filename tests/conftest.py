@@ -1,0 +1,18 @@
+"""Fixtures shared by several test modules."""
+
+from __future__ import annotations
+
+import collections.abc
+
+import pytest
+
+from tests.sshd_support import Sshd, make_sshd
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[Sshd]:
+    """A real sshd on 127.0.0.1 for one test module (skipped where sshd cannot run)."""
+    server = make_sshd(tmp_path_factory.mktemp("sshd"))
+    server.start()
+    yield server
+    server.stop()
