@@ -7,7 +7,7 @@ import logging
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, LocalTarget, Runtime
+from overbrainer.config.settings import Engine, LocalTarget, RunpodTarget, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
@@ -29,17 +29,23 @@ from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.target_access import TrainTarget, run_target
+from overbrainer.training.target_access import HostTarget, run_target
 
 log = logging.getLogger(__name__)
 
 
-def _check_target(session: Session, record: RunRecord) -> TrainTarget:
+def _check_target(session: Session, record: RunRecord) -> HostTarget:
     if record.target not in session.settings.targets:
         raise UsageError(
             f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
         )
-    return run_target(session.settings, record.target)
+    target = run_target(session.settings, record.target)
+    if isinstance(target, RunpodTarget):
+        raise UsageError(
+            f"run {record.id} trains on a Runpod pod: `train attach`, `stop` and `cancel` do "
+            f"not reach pods in this version; delete its pod with `overbrainer pod rm {record.id}`"
+        )
+    return target
 
 
 def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
@@ -140,7 +146,7 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainTarget]:
+async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, HostTarget]:
     """Check that a run can be stopped; the run and its target (the request is not written)."""
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)
