@@ -137,6 +137,8 @@ class Fault:
     drop: bool = False
     body: bytes | None = None
     content_type: str = "application/problem+json"
+    create: bool = False
+    """Do what was asked first (a create makes its pod), then answer with the fault."""
 
 
 def gpu(
@@ -280,6 +282,8 @@ class RunpodFake:
     secrets: dict[str, Json] = attrs.field(factory=dict)
     """Account secrets by ID: `{id, name, description, value}` (the value never listed)."""
     host: PodHost | None = None
+    create_status: str = "RUNNING"
+    """The status a created pod shows (`EXITED`: one that never becomes ready)."""
     """When set, a created pod boots for real: its bootstrap runs and its sshd answers."""
     page_size: int | None = None
     """At most this many items per page of `/pods` and `/templates` (else the `limit`)."""
@@ -314,6 +318,8 @@ class RunpodFake:
         for fault in self.faults:
             if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
                 self.faults.remove(fault)
+                if fault.create:
+                    self._route(request)
                 return await self._fault(fault)
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return problem(401, "Unauthorized", "invalid bearer token")
@@ -423,7 +429,8 @@ class RunpodFake:
     def _create(self, body: Json) -> Response:
         self._next_id += 1
         pod_id = f"pod{self._next_id:04d}"
-        pod = pod_json(pod_id, body["name"], body["gpu"]["id"], body.get("env", {}), "RUNNING")
+        env = body.get("env", {})
+        pod = pod_json(pod_id, body["name"], body["gpu"]["id"], env, self.create_status)
         if self.host is not None:
             secrets = {s["name"]: s["value"] for s in self.secrets.values()}
             pod["ssh"]["direct"] = self.host.place(pod_id, body, secrets, self.key)

@@ -19,8 +19,9 @@ import attrs
 import pytest
 import trio
 
+from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.pod_host import open_pod_host
-from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake
+from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, pod_json
 from tests.sshd_support import SSHD
 from tests.train_helpers import STANDIN, command, make_project, only_run, record
 
@@ -147,12 +148,25 @@ async def test_train_on_a_pod_end_to_end(setup: Setup) -> None:
 
 
 async def test_capacity_on_the_first_type_then_the_second(setup: Setup) -> None:
+    # A pod of a run this project does not have: warned about, never deleted by `train`.
+    stray = pod_json(
+        "stray01",
+        "overbrainer-gone_20260101-000000-1",
+        A40,
+        {RUN_MARKER: "gone_20260101-000000"},
+        "RUNNING",
+    )
+    setup.fake.pods["stray01"] = stray
     setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY))
     done = await train(setup)
     err = done.stderr.decode()
     assert done.returncode == 0, err
     run_id = only_run(setup.project)
     assert creates(setup.fake) == [A40, RTX]
+    assert any(
+        line.startswith("pod stray01 is still on Runpod at $0.44/h: not in this project's runs/")
+        for line in messages(err)
+    ), err
     lines = pod_lines(err)
     assert lines[:3] == [
         f"pod: creating overbrainer-{run_id}-1 ({A40})",
@@ -163,8 +177,63 @@ async def test_capacity_on_the_first_type_then_the_second(setup: Setup) -> None:
     results = [a["result"] for a in pod["attempts"]]
     assert results == ["unavailable", "created"]
     assert pod["gpu_type"] == RTX
-    assert setup.fake.pods == {}
+    assert list(setup.fake.pods) == ["stray01"]
     assert setup.fake.secrets == {}
+
+
+async def test_no_credits_fails_the_run_before_any_pod(setup: Setup) -> None:
+    setup.fake.fail(Fault("POST", "pods", status=402, detail="insufficient balance"))
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: the Runpod account balance is insufficient"
+    )
+    assert creates(setup.fake) == [A40]
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"]) == (
+        "failed",
+        "the Runpod account balance is insufficient",
+    )
+    results = [a["result"] for a in pod_record(setup.project, run_id)["attempts"]]
+    assert results == ["refused"]
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+    assert not (setup.project / "runs" / run_id / "ssh" / "id_ed25519").exists()
+
+
+async def test_pods_that_never_become_ready_are_deleted(setup: Setup) -> None:
+    assert setup.fake.host is not None
+    setup.fake.host.boots = False
+    setup.fake.create_status = "EXITED"
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: no gpu_types entry gave a ready pod: 2 pods were created "
+        "but never became ready, the last one because the pod is EXITED"
+    )
+    assert "pod: deleting pod0001 (not ready in time)" in pod_lines(err)
+    assert "pod: deleting pod0002 (not ready in time)" in pod_lines(err)
+    results = [a["result"] for a in pod_record(setup.project, run_id)["attempts"]]
+    assert results == ["not_ready", "not_ready"]
+    assert record(setup.project, run_id)["state"] == "failed"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_an_unanswered_create_is_reconciled_by_adoption(setup: Setup) -> None:
+    # Runpod makes the pod but the answer is a 500: the pod is found by its name and adopted.
+    setup.fake.fail(Fault("POST", "pods", status=500, create=True))
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert creates(setup.fake) == [A40]
+    pod = pod_record(setup.project, run_id)
+    assert [(a["result"], a.get("pod_id")) for a in pod["attempts"]] == [("adopted", "pod0001")]
+    assert (pod["pod_id"], pod["state"]) == ("pod0001", "deleted")
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
 
 
 async def test_keep_pod_keeps_it_and_its_key(setup: Setup) -> None:

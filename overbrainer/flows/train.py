@@ -6,6 +6,7 @@ import logging
 
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
+from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
@@ -59,7 +60,10 @@ async def train_run(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
     if isinstance(plan.target, RunpodTarget):
-        outcome = await train_on_pod(session, plan, keep=keep_pod)
+        root = session.runs.root
+        outcome = await train_on_pod(
+            session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
+        )
     else:
         async with session.open_target(plan.name, plan.target, not_started) as executor:
             record = await start_run(session, plan, executor)

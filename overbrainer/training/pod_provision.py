@@ -255,7 +255,12 @@ async def _try_type(
                         problems.append(f"{gpu_type}: {error.message}")
                         return None
                 case _:
-                    await run.set_attempt(AttemptResult.REJECTED, detail=error.message)
+                    result = (
+                        AttemptResult.REFUSED
+                        if error.failure is CreateFailure.NO_CREDITS
+                        else AttemptResult.REJECTED
+                    )
+                    await run.set_attempt(result, detail=error.message)
                     raise ProvisionFailed(error.message) from None
         break
     await _record_created(run, pod)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import attrs
 import trio
@@ -16,7 +16,7 @@ from overbrainer.events.interrupt import Flag
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.targets.executor import Executor
-from overbrainer.targets.runpod.api import open_runpod
+from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias
@@ -87,12 +87,33 @@ async def _flag(session: Session) -> AsyncIterator[Flag]:
         yield flag
 
 
-async def train_on_pod(session: Session, plan: StartPlan, *, keep: bool) -> Outcome:
+StrayCheck = Callable[[RunpodApi], Awaitable[list[str]]]
+"""What a Runpod `train` warns about at its start (the account's pods nothing will delete)."""
+
+
+async def _warn_strays(session: Session, api: RunpodApi, strays: StrayCheck | None) -> None:
+    if strays is None:
+        return
+    try:
+        warnings = await session.interrupt.race(lambda: strays(api))
+    except OverbrainerError as error:
+        log.warning("cannot list the account's pods to look for strays: %s", error.message)
+        return
+    if warnings is None:
+        raise Detached("interrupted before the run started")
+    for warning in warnings:
+        log.warning("%s", warning)
+
+
+async def train_on_pod(
+    session: Session, plan: StartPlan, *, keep: bool, strays: StrayCheck | None = None
+) -> Outcome:
     """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
     target = plan.target
     assert isinstance(target, RunpodTarget)
     key = await _api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
+        await _warn_strays(session, api, strays)
         record = await trio.to_thread.run_sync(_create_run, session, plan, target)
         log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
         session.created(record.id)
