@@ -298,3 +298,41 @@ async def test_ctrl_c_while_the_pod_starts_deletes_it(setup: Setup) -> None:
     assert pod_record(setup.project, run_id)["state"] == "deleted"
     assert setup.fake.pods == {}
     assert setup.fake.secrets == {}
+
+
+def remote_steps(pods_root: Path) -> int:
+    """The highest step the job logged on the pod."""
+    files = list((pods_root / "workspace" / "overbrainer").glob("*/metrics.jsonl"))
+    if len(files) != 1:
+        return 0
+    lines = files[0].read_text().splitlines()
+    return max((json.loads(line).get("step", 0) for line in lines if line), default=0)
+
+
+async def test_ctrl_c_while_following_detaches_and_attach_ends_the_pod(setup: Setup) -> None:
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(script.read_text().replace("STANDIN_PACE=0.02", "STANDIN_PACE=0.25"))
+    code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1].startswith(
+        f"interrupted: run {run_id} keeps running on pod pod0001 ($0.44/h); follow it again "
+        f"with `overbrainer train attach {run_id}`, or delete the pod with "
+        f"`overbrainer pod rm {run_id}`. The watchdog deletes the pod 60 min after the job ends"
+    )
+    assert list(setup.fake.pods) == ["pod0001"]
+    assert pod_record(setup.project, run_id)["state"] == "running"
+    with trio.fail_after(90):
+        attached = await trio.run_process(
+            command(setup.project, "train", "attach", run_id),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert attached.returncode == 0, attached.stderr.decode()
+    out = attached.stdout.decode()
+    assert out.startswith(f"train: run {run_id} succeeded; step 20/20")
+    assert "pod: deleting pod0001 (results retrieved)" in pod_lines(attached.stderr.decode())
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})

@@ -19,8 +19,13 @@ from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
-from overbrainer.targets.runpod.keys import host_alias
-from overbrainer.targets.runpod.pod_record import AttemptResult, PodState
+from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.pod_record import (
+    AttemptResult,
+    DeletedBy,
+    PodState,
+    load_pod_record,
+)
 from overbrainer.targets.ssh import SshExecutor, open_ssh
 from overbrainer.training.lifecycle import (
     REMOTE_START_BOUND,
@@ -28,6 +33,7 @@ from overbrainer.training.lifecycle import (
     Session,
     StartPlan,
     start_job,
+    summarize,
     watch,
 )
 from overbrainer.training.outcome import Outcome
@@ -40,7 +46,7 @@ from overbrainer.training.pod_provision import (
     remove,
     sweep,
 )
-from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner
+from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -298,6 +304,67 @@ async def _follow_and_end(
     if problem is not None:
         raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
     return outcome
+
+
+async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) -> Outcome:
+    """`train attach` of a Runpod run (§7.8): reach its pod again, follow, then end the pod."""
+    run_dir = session.runs.dir_of(record.id)
+    if record.job is None and record.state is RunState.PREPARING:
+        raise WorkFailed(
+            f"run {record.id} has no job yet: its pod is still starting, or it stopped before "
+            "its job started"
+        )
+    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    if record.state is not RunState.RUNNING or record.job is None:
+        return await summarize(session, record)
+    if pod is None or pod.live_pod is None:
+        return await _pod_lost(session, record, pod.pod_id if pod else None)
+    key = await _api_key(session)
+    async with open_runpod(session.settings.runpod.url, key) as api:
+        run = PodRun(
+            api,
+            session.bus,
+            session.runs,
+            record,
+            target,
+            pod.keep,
+            lambda: session.interrupt.caught,
+            pod,
+        )
+        found = await api.get_pod(pod.live_pod)
+        if found is None:
+            await run.save(
+                state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=DeletedBy.UNKNOWN
+            )
+            await forget_keys(run)
+            return await _pod_lost(session, record, pod.live_pod)
+        if found.status.dead:
+            raise WorkFailed(
+                f"pod {found.id} of run {record.id} is {found.status.value}: its job cannot be "
+                f"followed; delete it with `overbrainer pod rm {record.id}`"
+            )
+        if found.ssh is None:
+            raise WorkFailed(f"pod {found.id} of run {record.id} has no SSH endpoint right now")
+        await trio.to_thread.run_sync(write_ssh_config, run_dir, record.id, found.ssh)
+        async with open_ssh(
+            record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
+        ) as executor:
+
+            async def connect() -> bool:
+                await executor.connect()
+                return True
+
+            if await session.interrupt.race(connect) is None:
+                raise _detached(run)
+            return await _follow_and_end(session, run, executor, record)
+
+
+async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> Outcome:
+    """A running run whose pod is gone: it failed."""
+    message = f"pod {pod_id} no longer exists" if pod_id else f"run {record.id} has no pod left"
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    await trio.to_thread.run_sync(session.runs.save, failed)
+    return await summarize(session, failed)
 
 
 async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:

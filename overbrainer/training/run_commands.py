@@ -25,25 +25,31 @@ from overbrainer.training.lifecycle import (
     summarize,
 )
 from overbrainer.training.outcome import Outcome
+from overbrainer.training.pod_train import attach_pod
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.target_access import HostTarget, run_target
+from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
 
 log = logging.getLogger(__name__)
 
 
-def _check_target(session: Session, record: RunRecord) -> HostTarget:
+def _any_target(session: Session, record: RunRecord) -> TrainTarget:
     if record.target not in session.settings.targets:
         raise UsageError(
             f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
         )
-    target = run_target(session.settings, record.target)
+    return run_target(session.settings, record.target)
+
+
+def _check_target(session: Session, record: RunRecord) -> HostTarget:
+    target = _any_target(session, record)
     if isinstance(target, RunpodTarget):
         raise UsageError(
-            f"run {record.id} trains on a Runpod pod: `train attach`, `stop` and `cancel` do "
-            f"not reach pods in this version; delete its pod with `overbrainer pod rm {record.id}`"
+            f"run {record.id} trains on a Runpod pod: `train stop` and `cancel` do not reach "
+            f"pods in this version; follow it with `overbrainer train attach {record.id}`, or "
+            f"delete its pod with `overbrainer pod rm {record.id}`"
         )
     return target
 
@@ -89,6 +95,9 @@ async def attach(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
+    any_target = _any_target(session, record)
+    if isinstance(any_target, RunpodTarget):
+        return await attach_pod(session, record, any_target)
     target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
