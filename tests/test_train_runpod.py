@@ -336,3 +336,34 @@ async def test_ctrl_c_while_following_detaches_and_attach_ends_the_pod(setup: Se
     assert "pod: deleting pod0001 (results retrieved)" in pod_lines(attached.stderr.decode())
     assert pod_record(setup.project, run_id)["state"] == "deleted"
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_the_cost_cap_asks_for_a_snapshot_then_deletes_the_pod(setup: Setup) -> None:
+    # $0.0006 buys about 5 s of the pod at $0.44/h: the snapshot is asked for at once (15 min
+    # before the cap is already past), and a job that ignores it loses its pod at the cap.
+    config = setup.project / "overbrainer.toml"
+    config.write_text(config.read_text() + "max_cost_usd = 0.0006\n")
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(
+        script.read_text().replace(
+            "STANDIN_PACE=0.02", "STANDIN_PACE=0.5 STANDIN_IGNORE_SNAPSHOT=1"
+        )
+    )
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: max_cost_usd reached: the pod was deleted before the job "
+        "ended"
+    )
+    said = messages(err)
+    assert any(line.startswith("max_cost_usd $0.00 buys less than 30 min") for line in said)
+    assert any(line.startswith("the pod reaches max_cost_usd $0.00 in 0 min") for line in said), err
+    assert "pod: deleting pod0001 (max_cost_usd reached)" in pod_lines(err)
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "cost"
+    assert (remote / ".pod" / "cost_cap_at").exists()
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["job"] is not None) == ("failed", True)
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})

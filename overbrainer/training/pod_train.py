@@ -37,6 +37,7 @@ from overbrainer.training.lifecycle import (
     watch,
 )
 from overbrainer.training.outcome import Outcome
+from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
 from overbrainer.training.pod_provision import (
     PodRun,
     forget_keys,
@@ -204,7 +205,7 @@ async def _start_or_fail(
     with trio.move_on_after(REMOTE_START_BOUND, shield=True):
         try:
             await executor.connect()
-            await _arm_cost_cap(run, executor)
+            await arm_cost_cap(run.pod, run.remote_dir, executor)
             assert run.keys is not None
             if not await executor.claim(run.remote_dir, run.keys.host_public):
                 raise WorkFailed(f"{run.remote_dir} on the pod belongs to another run")
@@ -229,25 +230,6 @@ async def _start_or_fail(
     if session.interrupt.caught:
         raise _detached(run)
     return started
-
-
-async def _arm_cost_cap(run: PodRun, executor: Executor) -> None:
-    """Write `.pod/snapshot_at` and `.pod/cost_cap_at` for the watchdog (§7.7)."""
-    cap, rate, created = run.pod.max_cost_usd, run.pod.cost_per_hour, run.pod.created_unix
-    if run.keep or cap is None or not rate or created is None:
-        return
-    delete_at = created + cap / rate * 3600
-    snapshot_at = min(created + 0.95 * (delete_at - created), delete_at - 900)
-    if delete_at - created < 1800:
-        log.warning(
-            "max_cost_usd $%.2f buys less than 30 min of the pod at $%.2f/h (at least $%.2f "
-            "buys 30 min)",
-            cap,
-            rate,
-            rate / 2,
-        )
-    await executor.put_file(f"{run.remote_dir}/.pod/snapshot_at", str(int(snapshot_at)))
-    await executor.put_file(f"{run.remote_dir}/.pod/cost_cap_at", str(int(delete_at)))
 
 
 def _detached(run: PodRun) -> Detached:
@@ -287,17 +269,32 @@ async def _follow_and_end(
 ) -> Outcome:
     """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
 
-    async def follow() -> Outcome:
+    capped = trio.Event()
+    limits = cost_cap(run.pod)
+
+    async def follow() -> Outcome | None:
         async with trio.open_nursery() as nursery:
             if not run.keep:
                 nursery.start_soon(_lease, run, executor)
+            if limits is not None:
+                nursery.start_soon(guard_cost, limits, run.remote_dir, executor, capped)
+
+                async def stop_at_cap() -> None:
+                    await capped.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(stop_at_cap)
             outcome = await watch(session, executor, record)
             nursery.cancel_scope.cancel()
-        return outcome
+            return outcome
+        return None  # the cost cap cancelled the watch
 
-    outcome = await session.interrupt.race(follow)
-    if outcome is None:
+    followed = await session.interrupt.race(follow)
+    if capped.is_set():
+        await _delete_at_cap(session, run, record)
+    if followed is None:
         raise _detached(run)
+    outcome = followed
     problem: str | None = None
     with trio.move_on_after(END_BOUND, shield=True):
         problem = await end_pod(run, executor, outcome)
@@ -365,6 +362,22 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
     failed = attrs.evolve(record, state=RunState.FAILED, message=message)
     await trio.to_thread.run_sync(session.runs.save, failed)
     return await summarize(session, failed)
+
+
+async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> None:
+    """The cost cap passed while following: delete the pod, fail the run (shielded)."""
+    message = "max_cost_usd reached: the pod was deleted before the job ended"
+    with trio.move_on_after(END_BOUND, shield=True):
+        try:
+            await remove(run, DeleteReason.COST_CAP)
+        except (OverbrainerError, OSError) as error:
+            log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
+        else:
+            await forget_keys(run)
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    with trio.move_on_after(30, shield=True):
+        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"run {run.run_id} failed: {message}")
 
 
 async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:
