@@ -66,6 +66,7 @@ REACH_LIMIT = 15 * 60.0
 PREFLIGHT_LIMIT = 180.0
 DELETE_LIMIT = 60.0
 VERDICT_BYTES = 4096
+BANNER_LIMIT = 10.0
 AMBIGUOUS_PER_TYPE = 2
 
 
@@ -376,13 +377,28 @@ async def _reach(run: PodRun, pod_id: str) -> SshEndpoint | str:
                 return "the pod is gone"
             if found.status.dead:
                 return f"the pod is {found.status.value}"
-            if found.ssh is not None:
+            if found.ssh is not None and await _ssh_banner(found.ssh):
                 await trio.to_thread.run_sync(write_ssh_config, run_dir, run.run_id, found.ssh)
                 if await _connects(run):
                     return found.ssh
             await trio.sleep(pod_poll())
         return "interrupted"
     return f"SSH did not answer within {int(REACH_LIMIT // 60)} min"
+
+
+async def _ssh_banner(endpoint: SshEndpoint) -> bool:
+    """Whether an sshd answers at the endpoint (its `SSH-` banner), before ssh itself tries."""
+    with trio.move_on_after(BANNER_LIMIT):
+        try:
+            stream = await trio.open_tcp_stream(endpoint.host, endpoint.port)
+        except OSError:
+            return False
+        async with stream:
+            try:
+                return (await stream.receive_some(256)).startswith(b"SSH-")
+            except trio.BrokenResourceError:
+                return False
+    return False
 
 
 def pod_ssh_config(run: PodRun) -> str:
