@@ -138,7 +138,8 @@ class Fault:
     body: bytes | None = None
     content_type: str = "application/problem+json"
     create: bool = False
-    """Do what was asked first (a create makes its pod), then answer with the fault."""
+    """Do what was asked first (a create makes its pod), then answer with the fault; with no
+    status, body or drop, answer what was done after `delay`."""
 
 
 def gpu(
@@ -318,8 +319,12 @@ class RunpodFake:
         for fault in self.faults:
             if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
                 self.faults.remove(fault)
-                if fault.create:
-                    self._route(request)
+                if not fault.create:
+                    return await self._fault(fault)
+                routed = self._route(request)
+                if fault.status is None and fault.body is None and not fault.drop:
+                    await trio.sleep(fault.delay)  # a slow answer to a request that was done
+                    return routed
                 return await self._fault(fault)
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return problem(401, "Unauthorized", "invalid bearer token")

@@ -283,6 +283,29 @@ async def interrupt_when(setup: Setup, ready: Callable[[], bool]) -> tuple[int, 
     return process.returncode, err_path.read_text()
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "pods_made"),
+    [("POST", "account/secrets", 0), ("POST", "pods", 1)],
+    ids=["during-the-secret", "during-the-create"],
+)
+async def test_ctrl_c_at_a_provisioning_step(
+    setup: Setup, method: str, path: str, pods_made: int
+) -> None:
+    # The step's request is done but answered slowly: Ctrl-C lands while it is in flight.
+    setup.fake.fail(Fault(method, path, delay=1.0, create=True))
+    code, err = await interrupt_when(setup, lambda: bool(setup.fake.asked(method, path)))
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert len(setup.fake.asked("POST", "pods")) == pods_made
+    deleting = "pod: deleting pod0001 (interrupted before the job started)"
+    assert (deleting in pod_lines(err)) == (pods_made == 1)
+    assert record(setup.project, run_id)["state"] == "failed"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
 async def test_ctrl_c_while_the_pod_starts_deletes_it(setup: Setup) -> None:
     # The pod never boots, so the client is still waiting for SSH when Ctrl-C comes.
     assert setup.fake.host is not None
