@@ -145,6 +145,10 @@ async def test_train_on_a_pod_end_to_end(setup: Setup) -> None:
     remote = setup.pods_root / "workspace" / "overbrainer" / run_id
     assert (remote / ".pod" / "retrieved").exists()
     assert (remote / ".pod" / "watchdog").read_text() == "ready\n"
+    # The pod's own logs are kept here.
+    kept = (run_dir / ".pod" / "watchdog.log").read_text()
+    assert "verdict: ready" in kept
+    assert "starting the watchdog" in (run_dir / ".pod" / "bootstrap.log").read_text()
 
 
 async def test_capacity_on_the_first_type_then_the_second(setup: Setup) -> None:

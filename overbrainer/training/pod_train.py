@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import attrs
 import trio
@@ -15,6 +16,8 @@ from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Flag
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
+from overbrainer.model.redact import redact
+from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
@@ -380,10 +383,35 @@ async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> No
     raise WorkFailed(f"run {run.run_id} failed: {message}")
 
 
+POD_LOGS = ("watchdog.log", "bootstrap.log")
+POD_LOG_BYTES = 4 * 1024 * 1024
+
+
+async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
+    """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
+    local = run.runs.dir_of(run.run_id) / ".pod"
+    for name in POD_LOGS:
+        try:
+            data = await executor.read_from(f"{run.remote_dir}/.pod/{name}", 0, POD_LOG_BYTES)
+        except (OverbrainerError, OSError) as error:
+            log.debug("pod: cannot read .pod/%s: %s", name, _text(error))
+            continue
+        if not data:
+            continue
+        text = redact(data.decode("utf-8", "replace"))
+        await trio.to_thread.run_sync(_write_log, local / name, text)
+
+
+def _write_log(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    write_atomic(path, text)
+
+
 async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:
     """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id
+    await copy_pod_logs(run, executor)
     if not outcome.retrieved:
         state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
         await run.save(state=state)
