@@ -24,6 +24,7 @@ from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
 from overbrainer.net.http_server import Request, Response, serve_http
+from tests.pod_host import PodHost
 
 # Runpod's own OpenAPI 3.1 description of REST v2 (runpod/docs, api-reference-v2/openapi.json,
 # snapshot of 2026-08-20), kept beside the tests so they run on any clone.
@@ -136,6 +137,9 @@ class Fault:
     drop: bool = False
     body: bytes | None = None
     content_type: str = "application/problem+json"
+    create: bool = False
+    """Do what was asked first (a create makes its pod), then answer with the fault; with no
+    status, body or drop, answer what was done after `delay`."""
 
 
 def gpu(
@@ -276,6 +280,12 @@ class RunpodFake:
     volumes: list[Json] = attrs.field(factory=list)
     templates: list[Json] = attrs.field(factory=list)
     pods: dict[str, Json] = attrs.field(factory=dict)
+    secrets: dict[str, Json] = attrs.field(factory=dict)
+    """Account secrets by ID: `{id, name, description, value}` (the value never listed)."""
+    host: PodHost | None = None
+    create_status: str = "RUNNING"
+    """The status a created pod shows (`EXITED`: one that never becomes ready)."""
+    """When set, a created pod boots for real: its bootstrap runs and its sshd answers."""
     page_size: int | None = None
     """At most this many items per page of `/pods` and `/templates` (else the `limit`)."""
     faults: list[Fault] = attrs.field(factory=list)
@@ -309,6 +319,12 @@ class RunpodFake:
         for fault in self.faults:
             if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
                 self.faults.remove(fault)
+                if not fault.create:
+                    return await self._fault(fault)
+                routed = self._route(request)
+                if fault.status is None and fault.body is None and not fault.drop:
+                    await trio.sleep(fault.delay)  # a slow answer to a request that was done
+                    return routed
                 return await self._fault(fault)
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return problem(401, "Unauthorized", "invalid bearer token")
@@ -331,6 +347,8 @@ class RunpodFake:
         path = request.path.removeprefix("/v2/")
         query = dict(urllib.parse.parse_qsl(request.query))
         method = request.method
+        if path == "account/secrets" or path.startswith("account/secrets/"):
+            return self._secret(method, path.removeprefix("account/secrets").strip("/"), request)
         if (method, path) == ("GET", "catalog/gpus"):
             return ok({"gpus": self.gpus})
         if (method, path) == ("GET", "catalog/datacenters"):
@@ -350,7 +368,7 @@ class RunpodFake:
             if method == "GET":
                 return ok(self.pods[pod_id])
             if method == "DELETE":
-                del self.pods[pod_id]
+                self._remove(pod_id)
                 return Response(204)
         if method == "POST" and path.startswith("pods/") and path.endswith("/action"):
             return self._action(path[5:-7], json.loads(request.body)["action"])
@@ -363,12 +381,40 @@ class RunpodFake:
             return ok(found[0])
         return problem(404, "Not Found", "no such route in the fake")
 
+    def _secret(self, method: str, secret_id: str, request: Request) -> Response:
+        """`/account/secrets`: list (names only), create, delete."""
+        if method == "GET" and not secret_id:
+            name = dict(urllib.parse.parse_qsl(request.query)).get("name")
+            shown = [
+                {k: v for k, v in s.items() if k != "value"}
+                for s in self.secrets.values()
+                if name is None or s["name"] == name
+            ]
+            return ok({"secrets": shown})
+        if method == "POST" and not secret_id:
+            body = json.loads(request.body)
+            if any(s["name"] == body["name"] for s in self.secrets.values()):
+                return problem(409, "Conflict", "a secret of this name exists")
+            new_id = f"sec{len(self.secrets) + 1:04d}"
+            self.secrets[new_id] = {"id": new_id, **body}
+            return ok({k: v for k, v in self.secrets[new_id].items() if k != "value"}, 201)
+        if method == "DELETE" and secret_id:
+            if self.secrets.pop(secret_id, None) is None:
+                return problem(404, "Not Found", "secret not found")
+            return Response(204)
+        return problem(404, "Not Found", "no such route in the fake")
+
+    def secret_value(self, name: str) -> str | None:
+        """The value of the account secret `name` (what Runpod puts in a pod's env)."""
+        found = [s["value"] for s in self.secrets.values() if s["name"] == name]
+        return found[0] if found else None
+
     def _action(self, pod_id: str, action: str) -> Response:
         """`POST /pods/{id}/action`: terminate deletes, stop leaves an EXITED pod at no cost."""
         if pod_id not in self.pods:
             return problem(404, "Not Found", "pod not found")
         if action == "terminate":
-            del self.pods[pod_id]
+            self._remove(pod_id)
             return Response(204)
         pod = self.pods[pod_id]
         pod["status"] = "EXITED" if action == "stop" else "RUNNING"
@@ -388,9 +434,18 @@ class RunpodFake:
     def _create(self, body: Json) -> Response:
         self._next_id += 1
         pod_id = f"pod{self._next_id:04d}"
-        pod = pod_json(pod_id, body["name"], body["gpu"]["id"], body.get("env", {}), "RUNNING")
+        env = body.get("env", {})
+        pod = pod_json(pod_id, body["name"], body["gpu"]["id"], env, self.create_status)
+        if self.host is not None:
+            secrets = {s["name"]: s["value"] for s in self.secrets.values()}
+            pod["ssh"]["direct"] = self.host.place(pod_id, body, secrets, self.key)
         self.pods[pod_id] = pod
         return ok(pod, 201)
+
+    def _remove(self, pod_id: str) -> None:
+        del self.pods[pod_id]
+        if self.host is not None:
+            self.host.remove(pod_id)
 
     async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve on 127.0.0.1 until cancelled; reports the base URL (`…/v2`) once bound."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 
+from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
+from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
@@ -18,6 +20,7 @@ from overbrainer.training.lifecycle import (
     plan_start,
     start_run,
 )
+from overbrainer.training.pod_train import train_on_pod
 from overbrainer.training.run_store import RunRecord, Runs
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ def training_session(command: Command) -> Session:
         command.bus,
         command.interrupt,
         created=command.front.run_created,
+        provisioning_flag=command.front.provisioning_flag,
     )
 
 
@@ -55,9 +59,15 @@ async def train_run(
     plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    async with session.open_target(plan.name, plan.target, not_started) as executor:
-        record = await start_run(session, plan, executor)
-        outcome = await follow_to_end(session, executor, record)
+    if isinstance(plan.target, RunpodTarget):
+        root = session.runs.root
+        outcome = await train_on_pod(
+            session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
+        )
+    else:
+        async with session.open_target(plan.name, plan.target, not_started) as executor:
+            record = await start_run(session, plan, executor)
+            outcome = await follow_to_end(session, executor, record)
     report(sink, ending(session.runs, outcome))
     return outcome.record
 

@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
@@ -16,7 +17,7 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.config.settings import LocalTarget, Runtime, Settings, Training
 from overbrainer.events.bus import EventBus
-from overbrainer.events.interrupt import Interrupt
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
@@ -46,7 +47,13 @@ from overbrainer.training.run_store import (
 )
 from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.training.target_access import TrainTarget, open_executor, run_target, sampler_for
+from overbrainer.training.target_access import (
+    HostTarget,
+    TrainTarget,
+    open_executor,
+    run_target,
+    sampler_for,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +91,8 @@ class Session:
     created: Callable[[str], None] = attrs.field(default=lambda run_id: None)
     """Told each new run ID while the start goes on (the front end's `run_created` result sink:
     the TUI follows the run; the CLI does nothing)."""
+    provisioning_flag: Callable[[], AbstractAsyncContextManager[Flag]] | None = None
+    """The front end's flag that Ctrl-C sets while a pod is provisioned (§9)."""
 
     @property
     def runs(self) -> Runs:
@@ -92,7 +101,7 @@ class Session:
 
     @contextlib.asynccontextmanager
     async def open_target(
-        self, name: str, target: TrainTarget, interrupted: Callable[[], OverbrainerError]
+        self, name: str, target: HostTarget, interrupted: Callable[[], OverbrainerError]
     ) -> AsyncIterator[Executor]:
         """The target's executor, connected; `interrupted()` is raised on Ctrl-C meanwhile."""
         async with open_executor(
@@ -279,7 +288,7 @@ async def start_run(session: Session, plan: StartPlan, executor: Executor) -> Ru
     started: RunRecord | None = None
     bound = START_BOUND if executor.local else REMOTE_START_BOUND
     with trio.move_on_after(bound, shield=True):
-        started = await _start(session, record, plan, executor)
+        started = await start_job(session, record, plan, executor)
     if started is None:
         failed = attrs.evolve(
             record, state=RunState.FAILED, message="the job did not start in time"
@@ -291,9 +300,11 @@ async def start_run(session: Session, plan: StartPlan, executor: Executor) -> Ru
     return started
 
 
-async def _start(
+async def start_job(
     session: Session, record: RunRecord, plan: StartPlan, executor: Executor
 ) -> RunRecord:
+    """Prepare the run's files, upload them and spawn its job; the `running` record (§6.1 step
+    5). Call it shielded; a failure is saved as `failed` and raised as WorkFailed."""
     runs = session.runs
     run_dir = runs.dir_of(record.id)
     remote = record.remote_dir

@@ -7,7 +7,7 @@ import logging
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, LocalTarget, Runtime
+from overbrainer.config.settings import Engine, LocalTarget, RunpodTarget, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
@@ -25,21 +25,33 @@ from overbrainer.training.lifecycle import (
     summarize,
 )
 from overbrainer.training.outcome import Outcome
+from overbrainer.training.pod_train import attach_pod
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.target_access import TrainTarget, run_target
+from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
 
 log = logging.getLogger(__name__)
 
 
-def _check_target(session: Session, record: RunRecord) -> TrainTarget:
+def _any_target(session: Session, record: RunRecord) -> TrainTarget:
     if record.target not in session.settings.targets:
         raise UsageError(
             f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
         )
     return run_target(session.settings, record.target)
+
+
+def _check_target(session: Session, record: RunRecord) -> HostTarget:
+    target = _any_target(session, record)
+    if isinstance(target, RunpodTarget):
+        raise UsageError(
+            f"run {record.id} trains on a Runpod pod: `train stop` and `cancel` do not reach "
+            f"pods in this version; follow it with `overbrainer train attach {record.id}`, or "
+            f"delete its pod with `overbrainer pod rm {record.id}`"
+        )
+    return target
 
 
 def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
@@ -83,6 +95,9 @@ async def attach(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
+    any_target = _any_target(session, record)
+    if isinstance(any_target, RunpodTarget):
+        return await attach_pod(session, record, any_target)
     target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
@@ -140,7 +155,7 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainTarget]:
+async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, HostTarget]:
     """Check that a run can be stopped; the run and its target (the request is not written)."""
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)

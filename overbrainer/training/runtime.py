@@ -7,7 +7,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from overbrainer.config.settings import DEFAULT_IMAGE, LocalTarget, Runtime, SshTarget
+from overbrainer.config.settings import (
+    DEFAULT_IMAGE,
+    DEFAULT_RUNPOD_VENV,
+    LocalTarget,
+    RunpodTarget,
+    Runtime,
+    SshTarget,
+)
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets.job_script import (
     Command,
@@ -16,6 +23,7 @@ from overbrainer.targets.job_script import (
     container_name,
     native_commands,
 )
+from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path
 from overbrainer.training.prepare import job_env
 
 CONTAINER_ROOT = "/workspace/run"
@@ -32,8 +40,10 @@ class JobPlan:
     container: tuple[Engine, str] | None = None
 
 
-def job_root(target: LocalTarget | SshTarget, run_dir: str) -> str:
+def job_root(target: LocalTarget | SshTarget | RunpodTarget, run_dir: str) -> str:
     """The run directory as the job sees it: itself natively, `/workspace/run` in a container."""
+    if isinstance(target, RunpodTarget):
+        return run_dir
     return CONTAINER_ROOT if target.runtime is Runtime.DOCKER else run_dir
 
 
@@ -49,7 +59,7 @@ def expand_venv(venv: str | None, home: str | None = None) -> str | None:
 
 
 def plan_job(
-    target: LocalTarget | SshTarget,
+    target: LocalTarget | SshTarget | RunpodTarget,
     *,
     run_id: str,
     run_dir: str,
@@ -60,6 +70,10 @@ def plan_job(
 ) -> JobPlan:
     """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only."""
     env = job_env(job_root(target, run_dir))
+    if isinstance(target, RunpodTarget):
+        # On a pod: native, the image's venv, and the environment its bootstrap wrote.
+        venv = target.venv or DEFAULT_RUNPOD_VENV
+        return JobPlan(native_commands(commands, env, venv=venv, env_file=pod_path(JOB_ENV)))
     if target.runtime is Runtime.NATIVE:
         return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
     engine = Engine((target.engine or ConfigEngine.DOCKER).value)

@@ -14,6 +14,7 @@ from overbrainer.config.errors import ConfigError
 from overbrainer.config.settings import (
     DEFAULT_WORKDIR,
     LocalTarget,
+    RunpodTarget,
     Settings,
     SshClient,
     SshTarget,
@@ -27,21 +28,18 @@ from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.targets.probe_sampler import ProbeSampler
 from overbrainer.targets.ssh import open_ssh
 
-TrainTarget = LocalTarget | SshTarget
+HostTarget = LocalTarget | SshTarget
+"""A target overbrainer reaches as it is (a Runpod target's pod is made for the run)."""
+TrainTarget = LocalTarget | SshTarget | RunpodTarget
 
 
 def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> TrainTarget:
-    """The `[targets.<name>]` a training run uses; `local` and `ssh` ones run in this version."""
+    """The `[targets.<name>]` a training run uses."""
     target: Target | None = settings.targets.get(name)
     if target is None:
         raise UsageError(f"unknown target `{name}`")
     if keep_pod and target.kind != "runpod":
         raise UsageError("--keep-pod only applies to a runpod target")
-    if not isinstance(target, LocalTarget | SshTarget):
-        raise UsageError(
-            f"target `{name}` is of kind `{target.kind}`: this overbrainer trains on `local` "
-            "and `ssh` targets only"
-        )
     if isinstance(target, SshTarget):
         check_ssh_client(name, target, os.environ.get(SSH_CLIENT_ENV))
         if not target.host:
@@ -75,7 +73,7 @@ def _unreachable(name: str, error: OSError) -> WorkFailed:
 @contextlib.asynccontextmanager
 async def open_executor(
     name: str,
-    target: TrainTarget,
+    target: HostTarget,
     runs_root: Path,
     interrupt: Interrupt,
     interrupted: Callable[[], OverbrainerError],

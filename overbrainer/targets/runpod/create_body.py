@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import attrs
 
 from overbrainer import __version__
@@ -9,9 +11,21 @@ from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget
 from overbrainer.targets.runpod.api import MIN_CUDA
 from overbrainer.targets.runpod.types import RUN_MARKER
 
+POD_ROOT_ENV = "OVERBRAINER_TEST_POD_ROOT"
+"""Tests only: a directory standing in for the pod's `/`, so a "pod" can be this machine."""
+
+
+def pod_path(path: str) -> str:
+    """An absolute path on the pod (moved under `OVERBRAINER_TEST_POD_ROOT` when it is set)."""
+    root = os.environ.get(POD_ROOT_ENV, "").rstrip("/")
+    return root + path
+
+
 WORKDIR = "/workspace/overbrainer"
 VOLUME_DIR = "/workspace/data"
 VOLUME_WORKDIR = f"{VOLUME_DIR}/overbrainer"
+JOB_ENV = "/etc/overbrainer/job.env"
+"""The job's environment file, written by the bootstrap (PATH, CUDA libraries, HF_HOME)."""
 
 COMMAND_FIELD = "cmd"
 """The one departure of the create body from Runpod's OpenAPI file, which lists `args` (a
@@ -40,7 +54,7 @@ def pod_name(run_id: str, attempt: int) -> str:
 
 def workdir(target: RunpodTarget) -> str:
     """The pod's work directory: on the network volume when there is one."""
-    return VOLUME_WORKDIR if target.network_volume_id is not None else WORKDIR
+    return pod_path(VOLUME_WORKDIR if target.network_volume_id is not None else WORKDIR)
 
 
 @attrs.frozen
@@ -76,7 +90,7 @@ def pod_env(target: RunpodTarget, request: PodRequest) -> dict[str, str]:
     env["OVERBRAINER_RETRIEVE_GRACE"] = str(target.retrieve_grace_minutes * 60)
     env["OVERBRAINER_KEEP_POD"] = "0" if request.deadline_unix is not None else "1"
     if target.network_volume_id is not None:
-        env["OVERBRAINER_VOLUME_DIR"] = VOLUME_DIR
+        env["OVERBRAINER_VOLUME_DIR"] = pod_path(VOLUME_DIR)
     env["OVERBRAINER_API_URL"] = request.api_url
     env["OVERBRAINER_AUTHORIZED_KEY"] = request.authorized_key
     env["OVERBRAINER_CLAIM"] = request.host_public_key

@@ -1,0 +1,511 @@
+"""Provisioning a run's Runpod pod (§7.5): keys and secret, the create walk, ready, delete."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import trio
+
+from overbrainer.config.settings import RunpodTarget
+from overbrainer.events.bus import EventBus
+from overbrainer.events.types import PodStatusChanged
+from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.pod_status import (
+    DeleteReason,
+    PodCreated,
+    PodCreating,
+    PodDeleted,
+    PodDeleting,
+    PodReady,
+    PodStatus,
+    PodUnavailable,
+)
+from overbrainer.targets.runpod.api import RunpodApi
+from overbrainer.targets.runpod.auto import Limits, pick_data_centers, pick_gpu_types, picked_line
+from overbrainer.targets.runpod.create_body import (
+    PodRequest,
+    create_body,
+    host_key_secret_name,
+    pod_name,
+    workdir,
+)
+from overbrainer.targets.runpod.errors import CreateError, CreateFailure, RunpodError
+from overbrainer.targets.runpod.keys import (
+    RunKeys,
+    forget_client_key,
+    host_alias,
+    make_keys,
+    write_ssh_config,
+)
+from overbrainer.targets.runpod.pod_record import (
+    Attempt,
+    AttemptResult,
+    DeletedBy,
+    PodRecord,
+    PodSsh,
+    PodState,
+    save_pod_record,
+    spend,
+)
+from overbrainer.targets.runpod.scripts import bootstrap_script
+from overbrainer.targets.runpod.types import Pod, SshEndpoint
+from overbrainer.targets.ssh import open_ssh
+from overbrainer.training.follow import POLL_ENV
+from overbrainer.training.run_store import RunRecord, Runs, rfc3339
+
+log = logging.getLogger(__name__)
+
+POD_POLL = 5.0
+"""Seconds between looks at a pod while it starts (tests shorten it with the poll hook)."""
+REACH_LIMIT = 15 * 60.0
+PREFLIGHT_LIMIT = 180.0
+DELETE_LIMIT = 60.0
+VERDICT_BYTES = 4096
+BANNER_LIMIT = 10.0
+AMBIGUOUS_PER_TYPE = 2
+
+
+class ProvisionFailed(WorkFailed):
+    """No ready pod: the run fails with this message."""
+
+
+class NotDeleted(WorkFailed):
+    """A delete that Runpod did not confirm: the walk stops (a pod may be left)."""
+
+
+def pod_poll() -> float:
+    """The pause between looks at a starting pod: 5 s, or the tests' poll hook."""
+    try:
+        value = float(os.environ.get(POLL_ENV, ""))
+    except ValueError:
+        return POD_POLL
+    return value if 0 < value < POD_POLL else POD_POLL
+
+
+@attrs.define
+class PodRun:
+    """A run's pod while overbrainer provisions, follows and ends it."""
+
+    api: RunpodApi
+    bus: EventBus
+    runs: Runs
+    run: RunRecord
+    target: RunpodTarget
+    keep: bool
+    stopped: Callable[[], bool]
+    """Whether the user asked to stop (Ctrl-C, the TUI's abandon): checked between steps."""
+    pod: PodRecord
+    keys: RunKeys | None = None
+    created_mono: float | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run's ID."""
+        return self.run.id
+
+    @property
+    def remote_dir(self) -> str:
+        """R: the run's directory on the pod."""
+        return f"{workdir(self.target)}/{self.run_id}"
+
+    async def save(self, **changes: Any) -> None:
+        """Change `pod.json` (atomically)."""
+        self.pod = attrs.evolve(self.pod, **changes)
+        await trio.to_thread.run_sync(save_pod_record, self.runs.dir_of(self.run_id), self.pod)
+
+    def publish(self, status: PodStatus) -> None:
+        """Tell the front end (the `pod: …` lines)."""
+        self.bus.publish(PodStatusChanged(status))
+
+    async def set_attempt(self, result: AttemptResult, **changes: Any) -> None:
+        """Record what the last create call gave."""
+        *done, last = self.pod.attempts
+        changed = attrs.evolve(last, result=result, **changes)
+        await self.save(attempts=(*done, changed))
+
+
+def new_pod_run(
+    api: RunpodApi,
+    bus: EventBus,
+    runs: Runs,
+    run: RunRecord,
+    target: RunpodTarget,
+    *,
+    keep: bool,
+    stopped: Callable[[], bool],
+) -> PodRun:
+    """The pod of a new run, before anything is asked of Runpod."""
+    record = PodRecord(
+        run_id=run.id,
+        state=PodState.CREATING,
+        keep=keep,
+        gpu_count=target.gpu_count,
+        max_cost_usd=None if keep else target.max_cost_usd,
+        network_volume_id=target.network_volume_id,
+        max_volume_gb=target.max_volume_gb,
+    )
+    return PodRun(api, bus, runs, run, target, keep, stopped, record)
+
+
+async def provision(run: PodRun) -> bool:
+    """Keys, secret, the create walk, a ready pod (§7.5 steps 1-4).
+
+    False when the user stopped it between steps (the caller deletes any pod). Raises
+    ProvisionFailed (or another OverbrainerError) when no pod became ready.
+    """
+    run_dir = run.runs.dir_of(run.run_id)
+    run.keys = await make_keys(run_dir, run.run_id)
+    await run.save(host_key=run.keys.host_public)
+    await run.api.create_secret(
+        host_key_secret_name(run.run_id),
+        run.keys.host_private_b64,
+        f"SSH host key of the pod of overbrainer run {run.run_id}",
+    )
+    if run.stopped():
+        return False
+    if run.target.network_volume_id is not None:
+        volume = await run.api.network_volume(run.target.network_volume_id)
+        log.info("pod: network volume %s holds %d GB", volume.id, volume.size_gb)
+    gpu_types, data_centers = await _choices(run)
+    problems: list[str] = []
+    not_ready: list[str] = []
+    for gpu_type in gpu_types:
+        if run.stopped():
+            return False
+        made = await _try_type(run, gpu_type, data_centers, problems, not_ready)
+        if made is None:
+            continue
+        return await _after_ready(run, made)
+    raise ProvisionFailed(_walk_failure(problems, not_ready, run.target))
+
+
+async def _choices(run: PodRun) -> tuple[list[str], tuple[str, ...]]:
+    """The GPU types to walk and the data centers to ask for (`auto` resolved once)."""
+    target = run.target
+    wanted_dcs = () if target.data_center_ids.auto else target.data_center_ids.items
+    if not target.gpu_types.auto:
+        return list(target.gpu_types.items), wanted_dcs
+    catalog = await run.api.gpu_types(target.gpu_count)
+    limits = Limits(
+        gpu_count=target.gpu_count,
+        min_vram_gb=target.min_vram_gb,
+        max_price_per_hour=target.max_price_per_hour,
+        data_center_ids=wanted_dcs,
+    )
+    chosen = pick_gpu_types(catalog, limits)
+    log.info("%s", picked_line(chosen))
+    if target.data_center_ids.auto:
+        wanted_dcs = tuple(pick_data_centers(chosen, target.gpu_count))
+    return [gpu.id for gpu in chosen], wanted_dcs
+
+
+def _walk_failure(problems: list[str], not_ready: list[str], target: RunpodTarget) -> str:
+    volume = " (check network_volume_id and data_center_ids)" if target.network_volume_id else ""
+    if not_ready:
+        count = len(not_ready)
+        text = (
+            f"no gpu_types entry gave a ready pod: {count} pod{'s' if count > 1 else ''} "
+            f"{'were' if count > 1 else 'was'} created but never became ready, the last one "
+            f"because {not_ready[-1]}"
+        )
+        if problems:
+            text += f"; the other types could not be placed: {'; '.join(problems)}"
+        return text + volume
+    detail = f": {'; '.join(problems)}" if problems else ""
+    return f"no gpu_types entry could be placed{detail}{volume}"
+
+
+async def _try_type(
+    run: PodRun,
+    gpu_type: str,
+    data_centers: tuple[str, ...],
+    problems: list[str],
+    not_ready: list[str],
+) -> Pod | None:
+    """Create a pod of one GPU type and wait until it is ready; None to try the next type."""
+    ambiguous = 0
+    while True:
+        try:
+            pod = await _create(run, gpu_type, data_centers)
+        except CreateError as error:
+            match error.failure:
+                case CreateFailure.UNAVAILABLE | CreateFailure.FORBIDDEN:
+                    result = (
+                        AttemptResult.UNAVAILABLE
+                        if error.failure is CreateFailure.UNAVAILABLE
+                        else AttemptResult.FORBIDDEN
+                    )
+                    await run.set_attempt(result, detail=error.message)
+                    run.publish(PodUnavailable(gpu_type, error.message))
+                    problems.append(f"{gpu_type}: {error.message}")
+                    return None
+                case CreateFailure.AMBIGUOUS:
+                    await run.set_attempt(AttemptResult.AMBIGUOUS, detail=error.message)
+                    adopted = await _reconcile(run)
+                    if adopted is not None:
+                        pod = adopted
+                    else:
+                        ambiguous += 1
+                        if ambiguous < AMBIGUOUS_PER_TYPE and not run.stopped():
+                            continue
+                        problems.append(f"{gpu_type}: {error.message}")
+                        return None
+                case _:
+                    result = (
+                        AttemptResult.REFUSED
+                        if error.failure is CreateFailure.NO_CREDITS
+                        else AttemptResult.REJECTED
+                    )
+                    await run.set_attempt(result, detail=error.message)
+                    raise ProvisionFailed(error.message) from None
+        break
+    await _record_created(run, pod)
+    why = await wait_ready(run, pod)
+    if why is None:
+        return pod
+    if run.stopped():
+        return None
+    await run.set_attempt(AttemptResult.NOT_READY, detail=why)
+    await remove(run, DeleteReason.NOT_READY)
+    await run.save(state=PodState.CREATING, pod_id=None, ssh=None)
+    not_ready.append(why)
+    return None
+
+
+async def _create(run: PodRun, gpu_type: str, data_centers: tuple[str, ...]) -> Pod:
+    """One `POST /pods`, its attempt recorded (saved) before it is sent."""
+    number = len(run.pod.attempts) + 1
+    name = pod_name(run.run_id, number)
+    deadline = None if run.keep else int(time.time() + run.target.max_hours * 3600)
+    attempt = Attempt(name, gpu_type, rfc3339(), deadline, AttemptResult.SENT)
+    await run.save(attempts=(*run.pod.attempts, attempt))
+    run.publish(PodCreating(name, gpu_type))
+    assert run.keys is not None
+    request = PodRequest(
+        run_id=run.run_id,
+        attempt=number,
+        gpu_type=gpu_type,
+        data_center_ids=data_centers,
+        deadline_unix=deadline,
+        api_url=run.api.http.base_url,
+        authorized_key=run.keys.client_public,
+        host_public_key=run.keys.host_public,
+        bootstrap=bootstrap_script(),
+    )
+    return await run.api.create_pod(create_body(run.target, request))
+
+
+async def _reconcile(run: PodRun) -> Pod | None:
+    """After an unclear create: look for the pod it may have made (5 s, then 15 s later)."""
+    name = run.pod.attempts[-1].name
+    for wait in (pod_poll(), 3 * pod_poll()):
+        await trio.sleep(wait)
+        try:
+            pods = await run.api.list_pods()
+        except RunpodError as error:
+            log.info("pod: cannot list pods to find the unclear create's pod: %s", error.message)
+            continue
+        for pod in pods:
+            if pod.name == name:
+                await run.set_attempt(AttemptResult.ADOPTED, pod_id=pod.id)
+                log.info(
+                    "pod: adopted %s, made by the create call that got no clear answer", pod.id
+                )
+                return pod
+    return None
+
+
+async def _record_created(run: PodRun, pod: Pod) -> None:
+    attempt = run.pod.attempts[-1]
+    if attempt.result is AttemptResult.SENT:
+        await run.set_attempt(AttemptResult.CREATED, pod_id=pod.id)
+    deadline = attempt.deadline_unix
+    run.created_mono = trio.current_time()
+    await run.save(
+        state=PodState.PROVISIONING,
+        pod_id=pod.id,
+        gpu_type=attempt.gpu_type,
+        data_center_id=pod.data_center_id,
+        cost_per_hour=run.pod.cost_per_hour or (pod.cost if pod.cost > 0 else None),
+        created_at=rfc3339(),
+        created_unix=int(time.time()),
+        deadline_unix=deadline,
+        deadline=None if deadline is None else _unix_rfc3339(deadline),
+    )
+    run.publish(PodCreated(pod.id, attempt.gpu_type, pod.data_center_id, run.pod.cost_per_hour))
+
+
+def _unix_rfc3339(moment: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+
+
+async def wait_ready(run: PodRun, pod: Pod) -> str | None:
+    """Reach the pod over SSH, then read its watchdog's verdict; why it is not ready, or None.
+
+    A verdict of failure raises ProvisionFailed after deleting the pod (the run is refused).
+    """
+    endpoint = await _reach(run, pod.id)
+    if isinstance(endpoint, str):
+        return endpoint
+    verdict = await _verdict(run, endpoint)
+    if verdict is None:
+        return "interrupted" if run.stopped() else "no verdict within 180s"
+    if verdict == "ready":
+        return None
+    reason = (
+        DeleteReason.BOOTSTRAP_FAILED
+        if verdict.startswith("failed bootstrap:")
+        else DeleteReason.REFUSED
+    )
+    await run.set_attempt(AttemptResult.REFUSED, detail=verdict)
+    await remove(run, reason)
+    raise ProvisionFailed(f"the pod's watchdog refused the run: {verdict}")
+
+
+async def _reach(run: PodRun, pod_id: str) -> SshEndpoint | str:
+    """Poll the pod until its sshd answers with the run's host key; why not, as text."""
+    run_dir = run.runs.dir_of(run.run_id)
+    with trio.move_on_after(REACH_LIMIT):
+        while not run.stopped():
+            found = await run.api.get_pod(pod_id)
+            if found is None:
+                return "the pod is gone"
+            if found.status.dead:
+                return f"the pod is {found.status.value}"
+            if found.ssh is not None and await _ssh_banner(found.ssh):
+                await trio.to_thread.run_sync(write_ssh_config, run_dir, run.run_id, found.ssh)
+                if await _connects(run):
+                    return found.ssh
+            await trio.sleep(pod_poll())
+        return "interrupted"
+    return f"SSH did not answer within {int(REACH_LIMIT // 60)} min"
+
+
+async def _ssh_banner(endpoint: SshEndpoint) -> bool:
+    """Whether an sshd answers at the endpoint (its `SSH-` banner), before ssh itself tries."""
+    with trio.move_on_after(BANNER_LIMIT):
+        try:
+            stream = await trio.open_tcp_stream(endpoint.host, endpoint.port)
+        except OSError:
+            return False
+        async with stream:
+            try:
+                return (await stream.receive_some(256)).startswith(b"SSH-")
+            except trio.BrokenResourceError:
+                return False
+    return False
+
+
+def pod_ssh_config(run: PodRun) -> str:
+    """`runs/<id>/ssh/config`, absolute."""
+    return str((run.runs.dir_of(run.run_id) / "ssh" / "config").absolute())
+
+
+async def _connects(run: PodRun) -> bool:
+    async with open_ssh(
+        "pod",
+        host_alias(run.run_id),
+        workdir(run.target),
+        ssh_config=pod_ssh_config(run),
+    ) as executor:
+        try:
+            await executor.connect()
+        except OSError as error:
+            log.debug("pod: not reachable yet: %s", error)
+            return False
+    return True
+
+
+async def _verdict(run: PodRun, endpoint: SshEndpoint) -> str | None:
+    """The watchdog's first line (`ready`, `failed …`), None when none came in time."""
+    path = f"{run.remote_dir}/.pod/watchdog"
+    async with open_ssh(
+        "pod", host_alias(run.run_id), workdir(run.target), ssh_config=pod_ssh_config(run)
+    ) as executor:
+        with trio.move_on_after(PREFLIGHT_LIMIT):
+            while not run.stopped():
+                try:
+                    text = await executor.read_from(path, 0, VERDICT_BYTES)
+                except (OSError, OverbrainerError) as error:
+                    log.debug("pod: cannot read the watchdog's verdict yet: %s", error)
+                    text = b""
+                line = text.decode("utf-8", "replace").split("\n", 1)
+                if len(line) == 2 and line[0].isprintable() and 0 < len(line[0]) <= 200:
+                    await run.save(ssh=PodSsh(endpoint.host, endpoint.port, endpoint.user))
+                    return line[0]
+                await trio.sleep(pod_poll())
+    return None
+
+
+async def _after_ready(run: PodRun, pod: Pod) -> bool:
+    ready_after = trio.current_time() - (run.created_mono or trio.current_time())
+    await run.save(state=PodState.READY, ready_at=rfc3339())
+    run.publish(PodReady(pod.id, ready_after, run.pod.deadline))
+    await sweep(run, keep_pod=pod.id)
+    return not run.stopped()
+
+
+async def sweep(run: PodRun, keep_pod: str | None = None) -> None:
+    """Delete every other pod of the run (its name or marker); undeletable ones are recorded."""
+    try:
+        pods = await run.api.list_pods()
+    except RunpodError as error:
+        log.warning("cannot list the pods of run %s: %s", run.run_id, error.message)
+        return
+    prefix = f"overbrainer-{run.run_id}-"
+    strays = list(run.pod.stray_pods)
+    for pod in pods:
+        ours = pod.run_id == run.run_id or pod.name.startswith(prefix)
+        if not ours or pod.id == keep_pod:
+            continue
+        run.publish(PodDeleting(pod.id, DeleteReason.DUPLICATE))
+        try:
+            await run.api.delete_pod(pod.id)
+            run.publish(PodDeleted(pod.id))
+        except RunpodError as error:
+            log.warning("cannot delete pod %s of run %s: %s", pod.id, run.run_id, error.message)
+            strays.append(pod.id)
+    await run.save(stray_pods=tuple(dict.fromkeys(strays)))
+
+
+async def remove(run: PodRun, reason: DeleteReason) -> None:
+    """Delete the run's pod and wait until Runpod no longer shows it (NotDeleted after 60 s)."""
+    pod_id = run.pod.pod_id
+    if pod_id is None or run.pod.state is PodState.DELETED:
+        return
+    run.publish(PodDeleting(pod_id, reason))
+    await run.save(state=PodState.DELETING)
+    await run.api.delete_pod(pod_id)
+    with trio.move_on_after(DELETE_LIMIT):
+        # Polling: Runpod tells nothing when a pod is finally gone.
+        while await run.api.get_pod(pod_id) is not None:  # noqa: ASYNC110
+            await trio.sleep(min(2.0, pod_poll()))
+        uptime = None if run.pod.created_unix is None else time.time() - run.pod.created_unix
+        cost = None
+        if uptime is not None and run.pod.cost_per_hour is not None:
+            cost = spend(run.pod.cost_per_hour, uptime)
+        await run.save(
+            state=PodState.DELETED,
+            deleted_at=rfc3339(),
+            deleted_by=DeletedBy.CLIENT,
+            estimated_spend=cost,
+        )
+        run.publish(PodDeleted(pod_id, uptime, cost))
+        return
+    raise NotDeleted(f"pod {pod_id} still shows on Runpod 60 s after it was deleted")
+
+
+async def forget_keys(run: PodRun) -> None:
+    """Once the run's last pod is gone: delete the host key's secret and the client key."""
+    name = host_key_secret_name(run.run_id)
+    try:
+        for secret_id in await run.api.secret_ids(name):
+            await run.api.delete_secret(secret_id)
+    except RunpodError as error:
+        log.warning("cannot delete the Runpod secret %s: %s", name, error.message)
+    await trio.to_thread.run_sync(forget_client_key, run.runs.dir_of(run.run_id))

@@ -1,0 +1,449 @@
+"""A training run on a Runpod pod (§7.5, §7.6, §9): provision, start, follow, end the pod."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.config.secrets import resolve_secret
+from overbrainer.config.settings import RunpodTarget
+from overbrainer.events.interrupt import Flag
+from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.pod_status import DeleteReason, PodKept
+from overbrainer.model.redact import redact
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.executor import Executor
+from overbrainer.targets.runpod.api import RunpodApi, open_runpod
+from overbrainer.targets.runpod.create_body import workdir
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.pod_record import (
+    AttemptResult,
+    DeletedBy,
+    PodState,
+    load_pod_record,
+)
+from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.training.lifecycle import (
+    REMOTE_START_BOUND,
+    Detached,
+    Session,
+    StartPlan,
+    start_job,
+    summarize,
+    watch,
+)
+from overbrainer.training.outcome import Outcome
+from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
+from overbrainer.training.pod_provision import (
+    PodRun,
+    forget_keys,
+    new_pod_run,
+    pod_ssh_config,
+    provision,
+    remove,
+    sweep,
+)
+from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
+
+log = logging.getLogger(__name__)
+
+PROVISION_BOUND = 4 * 3600.0
+"""Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
+END_BOUND = 600.0
+"""Seconds a shielded delete of the pod (and its keys) may take."""
+LEASE_EVERY = 300.0
+"""Seconds between renewals of the pod's lease while overbrainer follows its job."""
+
+
+def _text(error: BaseException) -> str:
+    return error.message if isinstance(error, OverbrainerError) else str(error)
+
+
+async def _api_key(session: Session) -> str:
+    secret = session.settings.runpod.api_key
+    if secret is None or not secret.text.strip():
+        raise RunpodKeyError(NO_KEY)
+    key = await session.interrupt.race(lambda: resolve_secret(secret, "runpod.api_key"))
+    if key is None:
+        raise Detached("interrupted before the run started")
+    return key
+
+
+def _create_run(session: Session, plan: StartPlan, target: RunpodTarget) -> RunRecord:
+    """Claim the run here; R is its directory on the pod (blocking)."""
+    owner = new_owner()
+    return session.runs.create(
+        session.settings.project.name,
+        plan.name,
+        lambda run_id: f"{workdir(target)}/{run_id}",
+        accept=lambda run_id, path: claim_dir(path, owner),
+        resumed_from=plan.resume_from,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _flag(session: Session) -> AsyncIterator[Flag]:
+    if session.provisioning_flag is None:
+        yield Flag()
+        return
+    async with session.provisioning_flag() as flag:
+        yield flag
+
+
+StrayCheck = Callable[[RunpodApi], Awaitable[list[str]]]
+"""What a Runpod `train` warns about at its start (the account's pods nothing will delete)."""
+
+
+async def _warn_strays(session: Session, api: RunpodApi, strays: StrayCheck | None) -> None:
+    if strays is None:
+        return
+    try:
+        warnings = await session.interrupt.race(lambda: strays(api))
+    except OverbrainerError as error:
+        log.warning("cannot list the account's pods to look for strays: %s", error.message)
+        return
+    if warnings is None:
+        raise Detached("interrupted before the run started")
+    for warning in warnings:
+        log.warning("%s", warning)
+
+
+async def train_on_pod(
+    session: Session, plan: StartPlan, *, keep: bool, strays: StrayCheck | None = None
+) -> Outcome:
+    """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
+    target = plan.target
+    assert isinstance(target, RunpodTarget)
+    key = await _api_key(session)
+    async with open_runpod(session.settings.runpod.url, key) as api:
+        await _warn_strays(session, api, strays)
+        record = await trio.to_thread.run_sync(_create_run, session, plan, target)
+        log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
+        session.created(record.id)
+        async with _flag(session) as flag:
+            run = new_pod_run(
+                api,
+                session.bus,
+                session.runs,
+                record,
+                target,
+                keep=keep,
+                stopped=lambda: flag.interrupted or session.interrupt.caught,
+            )
+            await _provision_or_fail(session, run)
+        async with open_ssh(
+            plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
+        ) as executor:
+            started = await _start_or_fail(session, plan, run, executor)
+            return await _follow_and_end(session, run, executor, started)
+
+
+async def _provision_or_fail(session: Session, run: PodRun) -> None:
+    """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run."""
+    failure: str | None = None
+    ready = False
+    with trio.move_on_after(PROVISION_BOUND, shield=True) as scope:
+        try:
+            ready = await provision(run)
+        except (OverbrainerError, OSError) as error:
+            failure = _text(error)
+    if scope.cancelled_caught:
+        failure = f"no pod was ready within {int(PROVISION_BOUND // 3600)} h"
+    if ready and not run.stopped():
+        return
+    reason = DeleteReason.INTERRUPTED if failure is None else DeleteReason.NOT_READY
+    left = await _clean_up(run, reason)
+    message = failure or "interrupted before its job started"
+    await _fail_run(session, run.run, message)
+    if failure is not None:
+        extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
+        raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+    tail = (
+        "but a pod of it may be left: check `overbrainer pod ls`" if left else "it has no pod left"
+    )
+    raise Detached(f"interrupted: run {run.run_id} stopped before its job started; {tail}")
+
+
+async def _clean_up(run: PodRun, reason: DeleteReason) -> bool:
+    """Delete the run's pod (and, after unclear creates, any pod of the run); forget its keys
+    when none is left. Whether a pod may be left."""
+    left = True
+    with trio.move_on_after(END_BOUND, shield=True):
+        try:
+            await remove(run, reason)
+            if any(a.result is AttemptResult.AMBIGUOUS for a in run.pod.attempts):
+                await sweep(run)
+                log.warning(
+                    "the create calls of run %s got no clear answer from Runpod: a pod may "
+                    "still appear; check `overbrainer pod ls`",
+                    run.run_id,
+                )
+            left = bool(run.pod.stray_pods)
+        except (OverbrainerError, OSError) as error:
+            log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
+        if not left:
+            await forget_keys(run)
+    return left
+
+
+async def _fail_run(session: Session, record: RunRecord, message: str) -> None:
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    with trio.move_on_after(30, shield=True):
+        await trio.to_thread.run_sync(session.runs.save, failed)
+
+
+async def _start_or_fail(
+    session: Session, plan: StartPlan, run: PodRun, executor: SshExecutor
+) -> RunRecord:
+    """Shielded (§7.5 steps 7-8): connect, arm the cost cap, reserve R, start the job."""
+    started: RunRecord | None = None
+    failure = "the job did not start in time"
+    with trio.move_on_after(REMOTE_START_BOUND, shield=True):
+        try:
+            await executor.connect()
+            await arm_cost_cap(run.pod, run.remote_dir, executor)
+            assert run.keys is not None
+            if not await executor.claim(run.remote_dir, run.keys.host_public):
+                raise WorkFailed(f"{run.remote_dir} on the pod belongs to another run")
+            started = await start_job(session, run.run, plan, executor)
+        except (OverbrainerError, OSError) as error:
+            failure = _text(error)
+    if started is None:
+        left = await _clean_up(run, DeleteReason.NOT_READY)
+        await _fail_run(session, run.run, failure)
+        extra = "; a pod of it may be left: check `overbrainer pod ls`" if left else ""
+        raise WorkFailed(f"run {run.run_id} failed to start: {failure}{extra}")
+    pod_id = run.pod.pod_id
+    if run.keep:
+        log.warning(
+            "--keep-pod: pod %s is kept with no time limit, at $%.2f/h, even once the run "
+            "ends; nothing deletes it but `overbrainer pod rm %s`",
+            pod_id,
+            run.pod.cost_per_hour or 0.0,
+            run.run_id,
+        )
+    await run.save(state=PodState.RUNNING)
+    if session.interrupt.caught:
+        raise _detached(run)
+    return started
+
+
+def _detached(run: PodRun) -> Detached:
+    run_id, pod = run.run_id, run.pod
+    head = (
+        f"interrupted: run {run_id} keeps running on pod {pod.pod_id} "
+        f"(${pod.cost_per_hour or 0.0:.2f}/h); follow it again with "
+        f"`overbrainer train attach {run_id}`, or delete the pod with "
+        f"`overbrainer pod rm {run_id}`."
+    )
+    if run.keep:
+        return Detached(
+            f"{head} The pod is kept with no time limit (--keep-pod): "
+            f"`ssh -F runs/{run_id}/ssh/config overbrainer-{run_id}`."
+        )
+    lease_end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 900))
+    return Detached(
+        f"{head} The watchdog deletes the pod {run.target.retrieve_grace_minutes} min after "
+        "the job ends if its results are not retrieved, and at "
+        f"{pod.deadline or lease_end} or 15 min from now (once the lease this command held "
+        "runs out), whichever is later."
+    )
+
+
+async def _lease(run: PodRun, executor: Executor) -> None:
+    """Renew `.pod/lease` while following, so the watchdog knows someone still follows."""
+    while True:
+        try:
+            await executor.put_file(f"{run.remote_dir}/.pod/lease", "")
+        except (OverbrainerError, OSError) as error:
+            log.debug("pod: cannot renew the lease: %s", _text(error))
+        await trio.sleep(LEASE_EVERY)
+
+
+async def _follow_and_end(
+    session: Session, run: PodRun, executor: Executor, record: RunRecord
+) -> Outcome:
+    """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
+
+    capped = trio.Event()
+    limits = cost_cap(run.pod)
+
+    async def follow() -> Outcome | None:
+        async with trio.open_nursery() as nursery:
+            if not run.keep:
+                nursery.start_soon(_lease, run, executor)
+            if limits is not None:
+                nursery.start_soon(guard_cost, limits, run.remote_dir, executor, capped)
+
+                async def stop_at_cap() -> None:
+                    await capped.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(stop_at_cap)
+            outcome = await watch(session, executor, record)
+            nursery.cancel_scope.cancel()
+            return outcome
+        return None  # the cost cap cancelled the watch
+
+    followed = await session.interrupt.race(follow)
+    if capped.is_set():
+        await _delete_at_cap(session, run, record)
+    if followed is None:
+        raise _detached(run)
+    outcome = followed
+    problem: str | None = None
+    with trio.move_on_after(END_BOUND, shield=True):
+        problem = await end_pod(run, executor, outcome)
+    if problem is not None:
+        raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
+    return outcome
+
+
+async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) -> Outcome:
+    """`train attach` of a Runpod run (§7.8): reach its pod again, follow, then end the pod."""
+    run_dir = session.runs.dir_of(record.id)
+    if record.job is None and record.state is RunState.PREPARING:
+        raise WorkFailed(
+            f"run {record.id} has no job yet: its pod is still starting, or it stopped before "
+            "its job started"
+        )
+    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    if record.state is not RunState.RUNNING or record.job is None:
+        return await summarize(session, record)
+    if pod is None or pod.live_pod is None:
+        return await _pod_lost(session, record, pod.pod_id if pod else None)
+    key = await _api_key(session)
+    async with open_runpod(session.settings.runpod.url, key) as api:
+        run = PodRun(
+            api,
+            session.bus,
+            session.runs,
+            record,
+            target,
+            pod.keep,
+            lambda: session.interrupt.caught,
+            pod,
+        )
+        found = await api.get_pod(pod.live_pod)
+        if found is None:
+            await run.save(
+                state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=DeletedBy.UNKNOWN
+            )
+            await forget_keys(run)
+            return await _pod_lost(session, record, pod.live_pod)
+        if found.status.dead:
+            raise WorkFailed(
+                f"pod {found.id} of run {record.id} is {found.status.value}: its job cannot be "
+                f"followed; delete it with `overbrainer pod rm {record.id}`"
+            )
+        if found.ssh is None:
+            raise WorkFailed(f"pod {found.id} of run {record.id} has no SSH endpoint right now")
+        await trio.to_thread.run_sync(write_ssh_config, run_dir, record.id, found.ssh)
+        async with open_ssh(
+            record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
+        ) as executor:
+
+            async def connect() -> bool:
+                await executor.connect()
+                return True
+
+            if await session.interrupt.race(connect) is None:
+                raise _detached(run)
+            return await _follow_and_end(session, run, executor, record)
+
+
+async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> Outcome:
+    """A running run whose pod is gone: it failed."""
+    message = f"pod {pod_id} no longer exists" if pod_id else f"run {record.id} has no pod left"
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    await trio.to_thread.run_sync(session.runs.save, failed)
+    return await summarize(session, failed)
+
+
+async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> None:
+    """The cost cap passed while following: delete the pod, fail the run (shielded)."""
+    message = "max_cost_usd reached: the pod was deleted before the job ended"
+    with trio.move_on_after(END_BOUND, shield=True):
+        try:
+            await remove(run, DeleteReason.COST_CAP)
+        except (OverbrainerError, OSError) as error:
+            log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
+        else:
+            await forget_keys(run)
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    with trio.move_on_after(30, shield=True):
+        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"run {run.run_id} failed: {message}")
+
+
+POD_LOGS = ("watchdog.log", "bootstrap.log")
+POD_LOG_BYTES = 4 * 1024 * 1024
+
+
+async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
+    """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
+    local = run.runs.dir_of(run.run_id) / ".pod"
+    for name in POD_LOGS:
+        try:
+            data = await executor.read_from(f"{run.remote_dir}/.pod/{name}", 0, POD_LOG_BYTES)
+        except (OverbrainerError, OSError) as error:
+            log.debug("pod: cannot read .pod/%s: %s", name, _text(error))
+            continue
+        if not data:
+            continue
+        text = redact(data.decode("utf-8", "replace"))
+        await trio.to_thread.run_sync(_write_log, local / name, text)
+
+
+def _write_log(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    write_atomic(path, text)
+
+
+async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:
+    """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
+    Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
+    pod_id = run.pod.pod_id
+    await copy_pod_logs(run, executor)
+    if not outcome.retrieved:
+        state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
+        await run.save(state=state)
+        log.warning(
+            "the results of run %s were not retrieved: pod %s stays until its watchdog's "
+            "retrieve grace ends; retrieve them with `overbrainer train attach %s`, or remove "
+            "the pod with `overbrainer pod rm %s`",
+            run.run_id,
+            pod_id,
+            run.run_id,
+            run.run_id,
+        )
+        return None
+    try:
+        await executor.put_file(f"{run.remote_dir}/.pod/retrieved", "")
+        if run.keep:
+            await run.save(state=PodState.KEPT)
+            assert pod_id is not None
+            run.publish(PodKept(pod_id))
+            log.info(
+                "pod %s kept (--keep-pod): `ssh -F runs/%s/ssh/config overbrainer-%s`; remove "
+                "it with `overbrainer pod rm %s`; nothing deletes it automatically",
+                pod_id,
+                run.run_id,
+                run.run_id,
+                run.run_id,
+            )
+            return None
+        await remove(run, DeleteReason.RETRIEVED)
+        await sweep(run)
+    except (OverbrainerError, OSError) as error:
+        return _text(error)
+    if not run.pod.stray_pods:
+        await forget_keys(run)
+    return None

@@ -1,0 +1,396 @@
+"""`overbrainer train` on a Runpod target end to end, against the loopback Runpod fake whose
+pods boot for real here: their bootstrap and watchdog run, their own sshd answers with the
+run's host key, and the stand-in `axolotl` trains in the pod's directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from overbrainer.targets.runpod.types import RUN_MARKER
+from tests.pod_host import open_pod_host
+from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, pod_json
+from tests.sshd_support import SSHD
+from tests.train_helpers import STANDIN, command, make_project, only_run, record
+
+pytestmark = pytest.mark.skipif(
+    not SSHD.exists() or shutil.which("ssh") is None or shutil.which("curl") is None,
+    reason="needs the OpenSSH server and client and curl (the pod's watchdog)",
+)
+
+A40 = "NVIDIA A40"
+RTX = "NVIDIA GeForce RTX 4090"
+TARGET = """
+[targets.gpu_cloud]
+kind = "runpod"
+gpu_types = ["{first}", "{second}"]
+max_hours = 2
+venv = "{venv}"
+"""
+CAPACITY = "There are no longer any instances available with the requested specifications."
+
+
+@attrs.frozen
+class Setup:
+    project: Path
+    env: dict[str, str]
+    fake: RunpodFake
+    pods_root: Path
+
+
+@pytest.fixture
+async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
+    pods_root = tmp_path / "pods"
+    pods_root.mkdir()
+    with trio.fail_after(120):
+        async with open_pod_host(pods_root) as host, open_fake(RunpodFake(host=host)) as fake:
+            yield Setup(*_project(tmp_path, fake, pods_root), fake, pods_root)
+    assert fake.violations == []
+
+
+def _project(tmp_path: Path, fake: RunpodFake, pods_root: Path) -> tuple[Path, dict[str, str]]:
+    project = make_project(tmp_path / "p")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "axolotl"
+    script.write_text(
+        "#!/bin/sh\nexport STANDIN_PACE=0.02 STANDIN_EVAL_EVERY=5\n"
+        f'exec {sys.executable} {STANDIN} "$@"\n'
+    )
+    script.chmod(0o755)
+    with open(project / "overbrainer.toml", "a") as file:
+        file.write(TARGET.format(first=A40, second=RTX, venv=venv))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}
+    env |= {
+        "OVERBRAINER_TEST_POLL_S": "0.05",
+        "OVERBRAINER_TRAINING__TARGET": "gpu_cloud",
+        "OVERBRAINER_RUNPOD__API_KEY": KEY,
+        "OVERBRAINER_RUNPOD__BASE_URL": fake.url,
+        "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
+    }
+    return project, env
+
+
+async def train(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(90):
+        return await trio.run_process(
+            command(setup.project, "train", *args),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+def pod_record(project: Path, run_id: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((project / "runs" / run_id / "pod.json").read_text())
+    return loaded
+
+
+def creates(fake: RunpodFake) -> list[str]:
+    return [json.loads(r.body)["gpu"]["id"] for r in fake.asked("POST", "pods")]
+
+
+def messages(stderr: str) -> list[str]:
+    """The log lines of stderr without their time and level."""
+    return [line.split("  ", 1)[-1].split(" ", 1)[-1] for line in stderr.splitlines()]
+
+
+def pod_lines(stderr: str) -> list[str]:
+    return [line for line in messages(stderr) if line.startswith("pod: ")]
+
+
+async def test_train_on_a_pod_end_to_end(setup: Setup) -> None:
+    done = await train(setup)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert out.splitlines()[0].startswith(f"train: run {run_id} succeeded; step ")
+    assert record(setup.project, run_id)["state"] == "succeeded"
+    run_dir = setup.project / "runs" / run_id
+    assert (run_dir / "output" / "adapter_model.safetensors").is_file() or any(
+        (run_dir / "output").iterdir()
+    )
+    lines = pod_lines(err)
+    assert lines[0] == f"pod: creating overbrainer-{run_id}-1 ({A40})"
+    assert lines[1].startswith(f"pod: created pod0001 ({A40}, US-KS-2, $0.44/h); waiting")
+    assert lines[2].startswith("pod: pod0001 ready after ")
+    assert lines[-2] == "pod: deleting pod0001 (results retrieved)"
+    assert lines[-1].startswith("pod: pod0001 deleted after ")
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["deleted_by"], pod["pod_id"]) == ("deleted", "client", "pod0001")
+    assert [a["result"] for a in pod["attempts"]] == ["created"]
+    # Nothing left on the fake: no pod, no secret; the client key is forgotten.
+    assert setup.fake.pods == {}
+    assert setup.fake.secrets == {}
+    assert not (run_dir / "ssh" / "id_ed25519").exists()
+    (create,) = setup.fake.asked("POST", "pods")
+    body = json.loads(create.body)
+    assert body["env"]["OVERBRAINER_HOST_KEY"] == (
+        f"{{{{ RUNPOD_SECRET_overbrainer_host_key_{run_id} }}}}"
+    )
+    # The job ran on the "pod": its run directory there holds the retrieved marker.
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / ".pod" / "retrieved").exists()
+    assert (remote / ".pod" / "watchdog").read_text() == "ready\n"
+    # The pod's own logs are kept here.
+    kept = (run_dir / ".pod" / "watchdog.log").read_text()
+    assert "verdict: ready" in kept
+    assert "starting the watchdog" in (run_dir / ".pod" / "bootstrap.log").read_text()
+
+
+async def test_capacity_on_the_first_type_then_the_second(setup: Setup) -> None:
+    # A pod of a run this project does not have: warned about, never deleted by `train`.
+    stray = pod_json(
+        "stray01",
+        "overbrainer-gone_20260101-000000-1",
+        A40,
+        {RUN_MARKER: "gone_20260101-000000"},
+        "RUNNING",
+    )
+    setup.fake.pods["stray01"] = stray
+    setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY))
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert creates(setup.fake) == [A40, RTX]
+    assert any(
+        line.startswith("pod stray01 is still on Runpod at $0.44/h: not in this project's runs/")
+        for line in messages(err)
+    ), err
+    lines = pod_lines(err)
+    assert lines[:3] == [
+        f"pod: creating overbrainer-{run_id}-1 ({A40})",
+        f"pod: {A40} unavailable (no capacity for this GPU type)",
+        f"pod: creating overbrainer-{run_id}-2 ({RTX})",
+    ]
+    pod = pod_record(setup.project, run_id)
+    results = [a["result"] for a in pod["attempts"]]
+    assert results == ["unavailable", "created"]
+    assert pod["gpu_type"] == RTX
+    assert list(setup.fake.pods) == ["stray01"]
+    assert setup.fake.secrets == {}
+
+
+async def test_no_credits_fails_the_run_before_any_pod(setup: Setup) -> None:
+    setup.fake.fail(Fault("POST", "pods", status=402, detail="insufficient balance"))
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: the Runpod account balance is insufficient"
+    )
+    assert creates(setup.fake) == [A40]
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"]) == (
+        "failed",
+        "the Runpod account balance is insufficient",
+    )
+    results = [a["result"] for a in pod_record(setup.project, run_id)["attempts"]]
+    assert results == ["refused"]
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+    assert not (setup.project / "runs" / run_id / "ssh" / "id_ed25519").exists()
+
+
+async def test_pods_that_never_become_ready_are_deleted(setup: Setup) -> None:
+    assert setup.fake.host is not None
+    setup.fake.host.boots = False
+    setup.fake.create_status = "EXITED"
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: no gpu_types entry gave a ready pod: 2 pods were created "
+        "but never became ready, the last one because the pod is EXITED"
+    )
+    assert "pod: deleting pod0001 (not ready in time)" in pod_lines(err)
+    assert "pod: deleting pod0002 (not ready in time)" in pod_lines(err)
+    results = [a["result"] for a in pod_record(setup.project, run_id)["attempts"]]
+    assert results == ["not_ready", "not_ready"]
+    assert record(setup.project, run_id)["state"] == "failed"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_an_unanswered_create_is_reconciled_by_adoption(setup: Setup) -> None:
+    # Runpod makes the pod but the answer is a 500: the pod is found by its name and adopted.
+    setup.fake.fail(Fault("POST", "pods", status=500, create=True))
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert creates(setup.fake) == [A40]
+    pod = pod_record(setup.project, run_id)
+    assert [(a["result"], a.get("pod_id")) for a in pod["attempts"]] == [("adopted", "pod0001")]
+    assert (pod["pod_id"], pod["state"]) == ("pod0001", "deleted")
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_keep_pod_keeps_it_and_its_key(setup: Setup) -> None:
+    done = await train(setup, "--keep-pod")
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert record(setup.project, run_id)["state"] == "succeeded"
+    assert list(setup.fake.pods) == ["pod0001"]
+    assert "--keep-pod: pod pod0001 is kept with no time limit, at $0.44/h" in err
+    assert "pod: pod0001 kept (--keep-pod)" in pod_lines(err)
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["keep"], pod["deadline"]) == ("kept", True, None)
+    body = json.loads(setup.fake.asked("POST", "pods")[0].body)
+    assert body["env"]["OVERBRAINER_KEEP_POD"] == "1"
+    assert "OVERBRAINER_DEADLINE" not in body["env"]
+    # The printed way in works: the kept pod answers with the run's own ssh config.
+    config = setup.project / "runs" / run_id / "ssh" / "config"
+    with trio.fail_after(30):
+        reached = await trio.run_process(
+            ["ssh", "-F", str(config), f"overbrainer-{run_id}", "echo on-the-pod"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert reached.stdout == b"on-the-pod\n", reached.stderr
+
+
+async def interrupt_when(setup: Setup, ready: Callable[[], bool]) -> tuple[int, str]:
+    """`train`, one SIGINT once `ready()`; its exit status and stderr."""
+    err_path = setup.project / "train.err"
+    with open(err_path, "wb") as err, trio.fail_after(90):  # noqa: ASYNC230 - a test's file
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    command(setup.project, "train"),
+                    env=setup.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    check=False,
+                )
+            )
+            while not ready():  # noqa: ASYNC110 - the signal is the fake's state
+                await trio.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+    return process.returncode, err_path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "pods_made"),
+    [("POST", "account/secrets", 0), ("POST", "pods", 1)],
+    ids=["during-the-secret", "during-the-create"],
+)
+async def test_ctrl_c_at_a_provisioning_step(
+    setup: Setup, method: str, path: str, pods_made: int
+) -> None:
+    # The step's request is done but answered slowly: Ctrl-C lands while it is in flight.
+    setup.fake.fail(Fault(method, path, delay=1.0, create=True))
+    code, err = await interrupt_when(setup, lambda: bool(setup.fake.asked(method, path)))
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert len(setup.fake.asked("POST", "pods")) == pods_made
+    deleting = "pod: deleting pod0001 (interrupted before the job started)"
+    assert (deleting in pod_lines(err)) == (pods_made == 1)
+    assert record(setup.project, run_id)["state"] == "failed"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_ctrl_c_while_the_pod_starts_deletes_it(setup: Setup) -> None:
+    # The pod never boots, so the client is still waiting for SSH when Ctrl-C comes.
+    assert setup.fake.host is not None
+    setup.fake.host.boots = False
+    code, err = await interrupt_when(setup, lambda: bool(setup.fake.pods))
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert "pod: deleting pod0001 (interrupted before the job started)" in err
+    assert record(setup.project, run_id)["state"] == "failed"
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert setup.fake.pods == {}
+    assert setup.fake.secrets == {}
+
+
+def remote_steps(pods_root: Path) -> int:
+    """The highest step the job logged on the pod."""
+    files = list((pods_root / "workspace" / "overbrainer").glob("*/metrics.jsonl"))
+    if len(files) != 1:
+        return 0
+    lines = files[0].read_text().splitlines()
+    return max((json.loads(line).get("step", 0) for line in lines if line), default=0)
+
+
+async def test_ctrl_c_while_following_detaches_and_attach_ends_the_pod(setup: Setup) -> None:
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(script.read_text().replace("STANDIN_PACE=0.02", "STANDIN_PACE=0.25"))
+    code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1].startswith(
+        f"interrupted: run {run_id} keeps running on pod pod0001 ($0.44/h); follow it again "
+        f"with `overbrainer train attach {run_id}`, or delete the pod with "
+        f"`overbrainer pod rm {run_id}`. The watchdog deletes the pod 60 min after the job ends"
+    )
+    assert list(setup.fake.pods) == ["pod0001"]
+    assert pod_record(setup.project, run_id)["state"] == "running"
+    with trio.fail_after(90):
+        attached = await trio.run_process(
+            command(setup.project, "train", "attach", run_id),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert attached.returncode == 0, attached.stderr.decode()
+    out = attached.stdout.decode()
+    assert out.startswith(f"train: run {run_id} succeeded; step 20/20")
+    assert "pod: deleting pod0001 (results retrieved)" in pod_lines(attached.stderr.decode())
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_the_cost_cap_asks_for_a_snapshot_then_deletes_the_pod(setup: Setup) -> None:
+    # $0.0006 buys about 5 s of the pod at $0.44/h: the snapshot is asked for at once (15 min
+    # before the cap is already past), and a job that ignores it loses its pod at the cap.
+    config = setup.project / "overbrainer.toml"
+    config.write_text(config.read_text() + "max_cost_usd = 0.0006\n")
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(
+        script.read_text().replace(
+            "STANDIN_PACE=0.02", "STANDIN_PACE=0.5 STANDIN_IGNORE_SNAPSHOT=1"
+        )
+    )
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: max_cost_usd reached: the pod was deleted before the job "
+        "ended"
+    )
+    said = messages(err)
+    assert any(line.startswith("max_cost_usd $0.00 buys less than 30 min") for line in said)
+    assert any(line.startswith("the pod reaches max_cost_usd $0.00 in 0 min") for line in said), err
+    assert "pod: deleting pod0001 (max_cost_usd reached)" in pod_lines(err)
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "cost"
+    assert (remote / ".pod" / "cost_cap_at").exists()
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["job"] is not None) == ("failed", True)
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
