@@ -1,0 +1,1 @@
+"""`overbrainer compare`: the exported child against the parent, judged by an LLM."""

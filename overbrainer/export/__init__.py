@@ -1,0 +1,1 @@
+"""`overbrainer export`: a run's model to GGUF on its target, delivered with an Ollama Modelfile."""
