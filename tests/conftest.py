@@ -6,6 +6,7 @@ import collections.abc
 
 import pytest
 
+from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
 
 
