@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib import resources
 
 import attrs
 
@@ -74,3 +75,12 @@ def resolve_pin(environ: Mapping[str, str] | None = None) -> LlamaCppPin:
         name = ENV_PREFIX + suffix
         values[name] = env.get(name) or default
     return LlamaCppPin(values=values)
+
+
+def helpers_script() -> str:
+    """The shared shell helpers (`say`, `fail`, `fetch URL SHA PATH`, `unpack`) for job scripts."""
+    return (
+        resources.files("overbrainer.targets")
+        .joinpath("scripts", "llama_cpp.sh")
+        .read_text("utf-8")
+    )

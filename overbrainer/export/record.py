@@ -1,0 +1,102 @@
+"""`export.json`: what one export delivered (§B.5); the latest export of a run (§A.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage.json_doc import NotJson, load_document
+from overbrainer.training.run_store import parse_rfc3339
+
+EXPORT_FILE = "export.json"
+EXPORTS_DIR = "exports"
+
+
+@attrs.frozen
+class ExportRecord:
+    """One delivered GGUF: `file` is relative to the run directory (`output/gguf/<name>`)."""
+
+    quantize: str
+    llama_cpp: str
+    file: str
+    sha256: str
+    size: int
+    created: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's fields in the file's order."""
+        return {
+            "quantize": self.quantize,
+            "llama_cpp": self.llama_cpp,
+            "file": self.file,
+            "sha256": self.sha256,
+            "size": self.size,
+            "created": self.created,
+        }
+
+    def to_json(self) -> str:
+        """Pretty JSON, as the reference writes it."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+class BadExportRecord(ValueError):
+    """An `export.json` that is not a valid record; the message names the file and the problem."""
+
+
+def write_export_record(path: Path, record: ExportRecord) -> None:
+    """Write `export.json` atomically (blocking: call it in a thread from async code)."""
+    write_atomic(path, record.to_json())
+
+
+def read_export_record(path: Path) -> ExportRecord:
+    """The record in `path`; `BadExportRecord` naming the file when it is not one."""
+    try:
+        data = load_document(path.read_bytes())
+    except NotJson as error:
+        raise BadExportRecord(f"{path} is not JSON ({error.where})") from None
+    if not isinstance(data, dict):
+        raise BadExportRecord(f"{path} is not a JSON object")
+    fields: dict[str, Any] = {}
+    for name, kind in (
+        ("quantize", str),
+        ("llama_cpp", str),
+        ("file", str),
+        ("sha256", str),
+        ("size", int),
+        ("created", str),
+    ):
+        value = data.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BadExportRecord(f"{path}: `{name}` is missing or not a {kind.__name__}")
+        fields[name] = value
+    return ExportRecord(**fields)
+
+
+def export_record_paths(run_dir: Path) -> list[Path]:
+    """Every `export.json` of a run: the in-job one, then `exports/*/export.json`."""
+    paths = [run_dir / EXPORT_FILE]
+    exports = run_dir / EXPORTS_DIR
+    if exports.is_dir():
+        paths.extend(sorted(exports.glob(f"*/{EXPORT_FILE}")))
+    return [path for path in paths if path.is_file()]
+
+
+def latest_export(run_dir: Path) -> ExportRecord | None:
+    """The newest (`created`) readable record whose GGUF still exists under the run (blocking)."""
+    best: tuple[float, ExportRecord] | None = None
+    for path in export_record_paths(run_dir):
+        try:
+            record = read_export_record(path)
+        except (BadExportRecord, OSError):
+            continue
+        created = parse_rfc3339(record.created)
+        if created is None or not (run_dir / record.file).is_file():
+            continue
+        key = created.timestamp()
+        if best is None or key >= best[0]:
+            best = (key, record)
+    return None if best is None else best[1]
