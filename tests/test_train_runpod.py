@@ -394,3 +394,96 @@ async def test_the_cost_cap_asks_for_a_snapshot_then_deletes_the_pod(setup: Setu
     saved = record(setup.project, run_id)
     assert (saved["state"], saved["job"] is not None) == ("failed", True)
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+def slow_job(setup: Setup, extra: str = "") -> None:
+    """The stand-in trains 200 steps of 0.1 s: long enough to be stopped or cancelled."""
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(
+        script.read_text().replace(
+            "STANDIN_PACE=0.02", f"STANDIN_PACE=0.1 STANDIN_STEPS=200 {extra}".rstrip()
+        )
+    )
+
+
+async def detached_run(setup: Setup) -> str:
+    """A run whose `train` was detached by Ctrl-C once its job logged two steps on the pod."""
+    code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
+    assert code == 130, err
+    run_id = only_run(setup.project)
+    assert pod_record(setup.project, run_id)["state"] == "running"
+    return run_id
+
+
+async def train_command(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(90):
+        return await trio.run_process(
+            command(setup.project, "train", *args),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    done = await train_command(setup, "stop", run_id)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+        "its current step, then stops"
+    )
+    assert lines[1].startswith(f"train: run {run_id} stopped at step ")
+    step = int(lines[1].split("stopped at step ")[1].split(" ")[0])
+    assert 2 <= step < 200
+    saved = record(setup.project, run_id)
+    assert saved["state"] == "stopped"
+    run_dir = setup.project / "runs" / run_id
+    assert any((run_dir / "output" / f"checkpoint-{step}").iterdir())
+    assert pod_lines(err)[-2:][0] == "pod: deleting pod0001 (results retrieved)"
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "requested\n"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+    # Nothing is left to stop or cancel.
+    again = await train_command(setup, "stop", run_id)
+    assert again.returncode == 2
+    assert again.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: stopped"
+
+
+async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    done = await train_command(setup, "cancel", run_id)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert out.splitlines() == [f"train: run {run_id} cancelled"]
+    assert record(setup.project, run_id)["state"] == "cancelled"
+    assert "pod: deleting pod0001 (results retrieved)" in pod_lines(err)
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.project / "runs" / run_id / "job.log").is_file()
+    assert remote_steps(setup.pods_root) < 200
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    removed = await trio.run_process(
+        command(setup.project, "pod", "rm", run_id, "--force"),
+        env=setup.env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert removed.returncode == 0, removed.stderr.decode()
+    for verb in ("stop", "cancel"):
+        done = await train_command(setup, verb, run_id)
+        assert done.returncode == 2, done.stderr.decode()
+        assert done.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: failed"
+    assert setup.fake.pods == {}

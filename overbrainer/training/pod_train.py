@@ -14,7 +14,7 @@ import trio
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Flag
-from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.model.redact import redact
 from overbrainer.storage.atomic import write_atomic
@@ -26,6 +26,7 @@ from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
 from overbrainer.targets.runpod.pod_record import (
     AttemptResult,
     DeletedBy,
+    PodRecord,
     PodState,
     load_pod_record,
 )
@@ -142,7 +143,7 @@ async def train_on_pod(
             plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
         ) as executor:
             started = await _start_or_fail(session, plan, run, executor)
-            return await _follow_and_end(session, run, executor, started)
+            return await follow_and_end(session, run, executor, started)
 
 
 async def _provision_or_fail(session: Session, run: PodRun) -> None:
@@ -267,8 +268,13 @@ async def _lease(run: PodRun, executor: Executor) -> None:
         await trio.sleep(LEASE_EVERY)
 
 
-async def _follow_and_end(
-    session: Session, run: PodRun, executor: Executor, record: RunRecord
+async def follow_and_end(
+    session: Session,
+    run: PodRun,
+    executor: Executor,
+    record: RunRecord,
+    *,
+    requested: bool = False,
 ) -> Outcome:
     """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
 
@@ -287,7 +293,7 @@ async def _follow_and_end(
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(stop_at_cap)
-            outcome = await watch(session, executor, record)
+            outcome = await watch(session, executor, record, requested=requested)
             nursery.cancel_scope.cancel()
             return outcome
         return None  # the cost cap cancelled the watch
@@ -300,7 +306,7 @@ async def _follow_and_end(
     outcome = followed
     problem: str | None = None
     with trio.move_on_after(END_BOUND, shield=True):
-        problem = await end_pod(run, executor, outcome)
+        problem = await end_pod(run, executor, retrieved=outcome.retrieved)
     if problem is not None:
         raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
     return outcome
@@ -308,17 +314,47 @@ async def _follow_and_end(
 
 async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) -> Outcome:
     """`train attach` of a Runpod run (§7.8): reach its pod again, follow, then end the pod."""
-    run_dir = session.runs.dir_of(record.id)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(
             f"run {record.id} has no job yet: its pod is still starting, or it stopped before "
             "its job started"
         )
-    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
     if pod is None or pod.live_pod is None:
         return await _pod_lost(session, record, pod.pod_id if pod else None)
+    async with reach_pod(session, record, target, pod) as reached:
+        if isinstance(reached, Outcome):
+            return reached
+        run, executor = reached
+        return await follow_and_end(session, run, executor, record)
+
+
+async def live_pod_record(session: Session, record: RunRecord, nothing: str) -> PodRecord:
+    """The run's `pod.json` when it names a pod not deleted; else `run X has no pod left: …`."""
+    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
+    if pod is None or pod.live_pod is None:
+        raise UsageError(f"run {record.id} has no pod left: {nothing}")
+    return pod
+
+
+@contextlib.asynccontextmanager
+async def reach_pod(
+    session: Session,
+    record: RunRecord,
+    target: RunpodTarget,
+    pod: PodRecord,
+    interrupted: Callable[[PodRun], OverbrainerError] | None = None,
+) -> AsyncIterator[tuple[PodRun, SshExecutor] | Outcome]:
+    """The run's pod again (§7.8): looked up, its ssh config rewritten, connected.
+
+    Yields the run's outcome instead when the pod is gone (the run failed). Ctrl-C while
+    connecting raises `interrupted(run)` (by default the detached error of a pod run).
+    """
+    live = pod.live_pod
+    assert live is not None
+    run_dir = session.runs.dir_of(record.id)
     key = await _api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         run = PodRun(
@@ -331,17 +367,18 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
             lambda: session.interrupt.caught,
             pod,
         )
-        found = await api.get_pod(pod.live_pod)
+        found = await api.get_pod(live)
         if found is None:
             await run.save(
                 state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=DeletedBy.UNKNOWN
             )
             await forget_keys(run)
-            return await _pod_lost(session, record, pod.live_pod)
+            yield await _pod_lost(session, record, live)
+            return
         if found.status.dead:
             raise WorkFailed(
                 f"pod {found.id} of run {record.id} is {found.status.value}: its job cannot be "
-                f"followed; delete it with `overbrainer pod rm {record.id}`"
+                f"reached; delete it with `overbrainer pod rm {record.id}`"
             )
         if found.ssh is None:
             raise WorkFailed(f"pod {found.id} of run {record.id} has no SSH endpoint right now")
@@ -355,8 +392,8 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
                 return True
 
             if await session.interrupt.race(connect) is None:
-                raise _detached(run)
-            return await _follow_and_end(session, run, executor, record)
+                raise (interrupted or _detached)(run)
+            yield run, executor
 
 
 async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> Outcome:
@@ -407,12 +444,12 @@ def _write_log(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:
+async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
     """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id
     await copy_pod_logs(run, executor)
-    if not outcome.retrieved:
+    if not retrieved:
         state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
         await run.save(state=state)
         log.warning(
