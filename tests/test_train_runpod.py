@@ -487,3 +487,32 @@ async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup)
         assert done.returncode == 2, done.stderr.decode()
         assert done.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: failed"
     assert setup.fake.pods == {}
+
+
+async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
+    # max_hours = 0.001 (3.6 s): the job trains past it (the overrun note), then hangs
+    # ignoring TERM, so no metric renews the lease; the client guard deletes the pod once the
+    # deadline plus its grace passed and the lease is stale (the guard's clocks shortened).
+    config = setup.project / "overbrainer.toml"
+    config.write_text(config.read_text().replace("max_hours = 2", "max_hours = 0.001"))
+    slow_job(setup, "STANDIN_STEPS=40 STANDIN_STALL=1")
+    setup.env["OVERBRAINER_TEST_LEASE_S"] = "0.1,0.2,1,0.5,1.5"
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: max_hours reached: the pod was deleted before the job ended"
+    )
+    pod = pod_record(setup.project, run_id)
+    notes = [line for line in messages(err) if line.startswith("at this pace the job needs")]
+    assert len(notes) == 1, err
+    assert notes[0].endswith(
+        f"more, past max_hours ({pod['deadline']}): the pod stays while overbrainer follows the "
+        "job; if it stops following, the pod's watchdog deletes the pod"
+    )
+    assert "pod: deleting pod0001 (max_hours reached)" in pod_lines(err)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["job"] is not None) == ("failed", True)
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})

@@ -42,6 +42,13 @@ from overbrainer.training.lifecycle import (
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
+from overbrainer.training.pod_lease import (
+    DEADLINE_MESSAGE,
+    LeaseTimes,
+    Pace,
+    keep_lease,
+    watch_pace,
+)
 from overbrainer.training.pod_provision import (
     PodRun,
     forget_keys,
@@ -59,8 +66,6 @@ PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
 END_BOUND = 600.0
 """Seconds a shielded delete of the pod (and its keys) may take."""
-LEASE_EVERY = 300.0
-"""Seconds between renewals of the pod's lease while overbrainer follows its job."""
 
 
 def _text(error: BaseException) -> str:
@@ -258,16 +263,6 @@ def _detached(run: PodRun) -> Detached:
     )
 
 
-async def _lease(run: PodRun, executor: Executor) -> None:
-    """Renew `.pod/lease` while following, so the watchdog knows someone still follows."""
-    while True:
-        try:
-            await executor.put_file(f"{run.remote_dir}/.pod/lease", "")
-        except (OverbrainerError, OSError) as error:
-            log.debug("pod: cannot renew the lease: %s", _text(error))
-        await trio.sleep(LEASE_EVERY)
-
-
 async def follow_and_end(
     session: Session,
     run: PodRun,
@@ -279,28 +274,43 @@ async def follow_and_end(
     """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
 
     capped = trio.Event()
+    deadline_passed = trio.Event()
     limits = cost_cap(run.pod)
+    deadline = None if run.keep else run.pod.deadline_unix
 
     async def follow() -> Outcome | None:
         async with trio.open_nursery() as nursery:
+
+            async def stop_at(limit: trio.Event) -> None:
+                await limit.wait()
+                nursery.cancel_scope.cancel()
+
             if not run.keep:
-                nursery.start_soon(_lease, run, executor)
+                pace = Pace()
+                nursery.start_soon(watch_pace, session.bus, pace, deadline, run.pod.deadline or "?")
+                nursery.start_soon(
+                    keep_lease,
+                    executor,
+                    run.remote_dir,
+                    pace,
+                    deadline,
+                    deadline_passed,
+                    LeaseTimes.from_env(),
+                )
+                nursery.start_soon(stop_at, deadline_passed)
             if limits is not None:
                 nursery.start_soon(guard_cost, limits, run.remote_dir, executor, capped)
-
-                async def stop_at_cap() -> None:
-                    await capped.wait()
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(stop_at_cap)
+                nursery.start_soon(stop_at, capped)
             outcome = await watch(session, executor, record, requested=requested)
             nursery.cancel_scope.cancel()
             return outcome
-        return None  # the cost cap cancelled the watch
+        return None  # a limit cancelled the watch
 
     followed = await session.interrupt.race(follow)
     if capped.is_set():
-        await _delete_at_cap(session, run, record)
+        await _delete_at_limit(session, run, record, DeleteReason.COST_CAP, COST_CAP_MESSAGE)
+    if deadline_passed.is_set():
+        await _delete_at_limit(session, run, record, DeleteReason.DEADLINE, DEADLINE_MESSAGE)
     if followed is None:
         raise _detached(run)
     outcome = followed
@@ -404,12 +414,17 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
     return await summarize(session, failed)
 
 
-async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> None:
-    """The cost cap passed while following: delete the pod, fail the run (shielded)."""
-    message = "max_cost_usd reached: the pod was deleted before the job ended"
+COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
+
+
+async def _delete_at_limit(
+    session: Session, run: PodRun, record: RunRecord, reason: DeleteReason, message: str
+) -> None:
+    """The cost cap or `max_hours` passed while following: delete the pod, fail the run
+    (shielded)."""
     with trio.move_on_after(END_BOUND, shield=True):
         try:
-            await remove(run, DeleteReason.COST_CAP)
+            await remove(run, reason)
         except (OverbrainerError, OSError) as error:
             log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
         else:
