@@ -43,7 +43,11 @@ def openapi() -> OpenAPI:
     """The parsed OpenAPI description (parsed once per test process)."""
     # Runpod's errors are `application/problem+json`: JSON, which openapi-core must be told.
     config = Config(
-        extra_media_type_deserializers={"application/problem+json": lambda data: json.loads(data)}
+        extra_media_type_deserializers={
+            "application/problem+json": lambda data: json.loads(data),
+            # The log stream's schema is a string: the body is checked as its text.
+            "text/event-stream": lambda data: data.decode() if isinstance(data, bytes) else data,
+        }
     )
     return OpenAPI.from_dict(json.loads(SPEC.read_text(encoding="utf-8")), config=config)
 
@@ -292,7 +296,36 @@ class RunpodFake:
     requests: list[Request] = attrs.field(factory=list)
     violations: list[str] = attrs.field(factory=list)
     url: str = ""
+    logs: dict[str, list[Json]] = attrs.field(factory=dict)
+    """Each pod's log lines as Runpod streams them: `{ts, source, line}`, `ts` unique."""
     _next_id: int = 0
+    _log_clock: int = 0
+
+    def log(self, pod_id: str, source: str, line: str) -> None:
+        """Add a line to a pod's log (its `ts` and event ID: a fake clock's microseconds)."""
+        self._log_clock += 1
+        ts = f"2026-06-01T12:00:00.{self._log_clock:06d}Z"
+        self.logs.setdefault(pod_id, []).append({"ts": ts, "source": source, "line": line})
+
+    def _logs(self, pod_id: str, request: Request, query: dict[str, str]) -> Response:
+        """`GET /pods/{id}/logs`: the lines after the cursor, or the last `tail`, as SSE."""
+        if pod_id not in self.pods:
+            return problem(404, "Not Found", f"pod {pod_id} not found")
+        lines = list(self.logs.get(pod_id, []))
+        source = query.get("source")
+        if source is not None:
+            lines = [line for line in lines if line["source"] == source]
+        cursor = request.headers.get("last-event-id") or query.get("since")
+        if cursor:
+            lines = [line for line in lines if line["ts"] > cursor]
+        else:
+            tail = int(query.get("tail", "100"))
+            lines = lines[len(lines) - tail :] if tail else []
+        body = "".join(f"id: {line['ts']}\ndata: {json.dumps(line)}\n\n" for line in lines).encode()
+        # Runpod holds the stream open with keepalive comments; the fake ends it at once.
+        body = body or b": keepalive\n\n"
+        headers = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+        return Response(200, body, headers)
 
     def fail(self, *faults: Fault) -> None:
         """Script faults, answered in order to the requests they match."""
@@ -361,6 +394,8 @@ class RunpodFake:
             return ok(self._page("pods", list(self.pods.values()), query))
         if (method, path) == ("POST", "pods"):
             return self._create(json.loads(request.body))
+        if method == "GET" and path.startswith("pods/") and path.endswith("/logs"):
+            return self._logs(path[5:-5], request, query)
         if path.startswith("pods/") and "/" not in path[5:]:
             pod_id = path[5:]
             if pod_id not in self.pods:
@@ -440,6 +475,8 @@ class RunpodFake:
             secrets = {s["name"]: s["value"] for s in self.secrets.values()}
             pod["ssh"]["direct"] = self.host.place(pod_id, body, secrets, self.key)
         self.pods[pod_id] = pod
+        self.log(pod_id, "system", f"create pod {pod_id}: pulling {body['image']}")
+        self.log(pod_id, "container", "starting the container")
         return ok(pod, 201)
 
     def _remove(self, pod_id: str) -> None:

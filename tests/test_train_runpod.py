@@ -516,3 +516,63 @@ async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
     saved = record(setup.project, run_id)
     assert (saved["state"], saved["job"] is not None) == ("failed", True)
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def runs_logs(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(60):
+        return await trio.run_process(
+            command(setup.project, "runs", "logs", *args),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    kept = (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines()
+    assert [line.split(" ", 1)[1] for line in kept] == [
+        "system create pod pod0001: pulling "
+        + json.loads(setup.fake.asked("POST", "pods")[0].body)["image"],
+        "container starting the container",
+    ]
+    # Runpod has more lines since: `--pod` prints the kept ones, then the new ones.
+    setup.fake.log("pod0001", "container", "step 3 done \x1b[31mred\x1b[0m")
+    setup.fake.log("pod0001", "system", "GPU 0 at 71 C")
+    done = await runs_logs(setup, run_id, "--pod")
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    lines = out.splitlines()
+    pod_part = lines[lines.index("== pod ==") + 1 :]
+    assert [line.split(" ", 1)[1] for line in pod_part] == [
+        kept[0].split(" ", 1)[1],
+        kept[1].split(" ", 1)[1],
+        "container step 3 done red",
+        "system GPU 0 at 71 C",
+    ]
+    # The command is read-only: the kept cursor did not move.
+    assert (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines() == kept
+    # `--source system`: no script logs, only Runpod's system lines.
+    done = await runs_logs(setup, run_id, "--pod", "--source", "system")
+    lines = done.stdout.decode().splitlines()
+    assert lines[0] == "== pod =="
+    assert [line.split(" ", 1)[1] for line in lines[1:]] == [
+        kept[0].split(" ", 1)[1],
+        "system GPU 0 at 71 C",
+    ]
+    logs_asked = [r for r in setup.fake.requests if r.path == "/v2/pods/pod0001/logs"]
+    assert logs_asked[-1].headers.get("last-event-id") == kept_cursor(setup, run_id)
+    # Once the pod is gone, Runpod has no more lines to give.
+    cancel = await train_command(setup, "cancel", run_id)
+    assert cancel.returncode == 0, cancel.stderr.decode()
+    done = await runs_logs(setup, run_id, "--pod")
+    lines = done.stdout.decode().splitlines()
+    assert "== .pod/watchdog.log ==" in lines
+    assert lines[-1].endswith("system GPU 0 at 71 C")
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+def kept_cursor(setup: Setup, run_id: str) -> str:
+    return (setup.project / "runs" / run_id / ".pod" / "pod.log.cursor").read_text().strip()

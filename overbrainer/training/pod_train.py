@@ -23,6 +23,13 @@ from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.pod_logs import (
+    MAX_TAIL,
+    PodLogsGone,
+    keep_lines,
+    read_cursor,
+    stream_pod_logs,
+)
 from overbrainer.targets.runpod.pod_record import (
     AttemptResult,
     DeletedBy,
@@ -53,6 +60,7 @@ from overbrainer.training.pod_provision import (
     PodRun,
     forget_keys,
     new_pod_run,
+    pod_poll,
     pod_ssh_config,
     provision,
     remove,
@@ -64,6 +72,8 @@ log = logging.getLogger(__name__)
 
 PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
+DRAIN_LIMIT = 5.0
+"""Seconds the pod's log stream is read at most before the pod is deleted."""
 END_BOUND = 600.0
 """Seconds a shielded delete of the pod (and its keys) may take."""
 
@@ -285,6 +295,7 @@ async def follow_and_end(
                 await limit.wait()
                 nursery.cancel_scope.cancel()
 
+            nursery.start_soon(capture_pod_log, run)
             if not run.keep:
                 pace = Pace()
                 nursery.start_soon(watch_pace, session.bus, pace, deadline, run.pod.deadline or "?")
@@ -423,6 +434,8 @@ async def _delete_at_limit(
     """The cost cap or `max_hours` passed while following: delete the pod, fail the run
     (shielded)."""
     with trio.move_on_after(END_BOUND, shield=True):
+        with trio.move_on_after(DRAIN_LIMIT):
+            await drain_pod_log(run)
         try:
             await remove(run, reason)
         except (OverbrainerError, OSError) as error:
@@ -433,6 +446,34 @@ async def _delete_at_limit(
     with trio.move_on_after(30, shield=True):
         await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
     raise WorkFailed(f"run {run.run_id} failed: {message}")
+
+
+async def capture_pod_log(run: PodRun) -> None:
+    """Keep Runpod's own log of the pod in `.pod/pod.log` while overbrainer follows it:
+    from its cursor (or the last 5000 lines), reconnecting whenever the stream ends."""
+    while True:
+        if await drain_pod_log(run):
+            return
+        await trio.sleep(pod_poll())
+
+
+async def drain_pod_log(run: PodRun) -> bool:
+    """One pass over the pod's log stream into `.pod/pod.log`; True once the pod is gone."""
+    pod_id = run.pod.live_pod
+    if pod_id is None:
+        return True
+    run_dir = run.runs.dir_of(run.run_id)
+    cursor = await trio.to_thread.run_sync(read_cursor, run_dir)
+    try:
+        async for line in stream_pod_logs(
+            run.api.http, pod_id, tail=MAX_TAIL if cursor is None else None, cursor=cursor
+        ):
+            await trio.to_thread.run_sync(keep_lines, run_dir, [line])
+    except PodLogsGone:
+        return True
+    except (OverbrainerError, OSError) as error:
+        log.debug("pod: cannot read the pod's log stream: %s", _text(error))
+    return False
 
 
 POD_LOGS = ("watchdog.log", "bootstrap.log")
@@ -464,6 +505,8 @@ async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | 
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id
     await copy_pod_logs(run, executor)
+    with trio.move_on_after(DRAIN_LIMIT):
+        await drain_pod_log(run)
     if not retrieved:
         state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
         await run.save(state=state)
