@@ -144,6 +144,20 @@ class Fault:
     create: bool = False
     """Do what was asked first (a create makes its pod), then answer with the fault; with no
     status, body or drop, answer what was done after `delay`."""
+    agent: str | None = None
+    """Only for requests whose User-Agent starts with this (`overbrainer-watchdog`: the pod's)."""
+    exact: bool = False
+    """Only for requests to `path` itself, not to paths below it."""
+
+    def matches(self, request: Request) -> bool:
+        """Whether this fault answers the request."""
+        path = "/v2/" + self.path
+        if self.method != request.method or not request.path.startswith(path):
+            return False
+        if self.exact and request.path != path:
+            return False
+        agent = request.headers.get("user-agent", "")
+        return self.agent is None or agent.startswith(self.agent)
 
 
 def gpu(
@@ -350,7 +364,7 @@ class RunpodFake:
 
     async def _answer(self, request: Request) -> Response:
         for fault in self.faults:
-            if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
+            if fault.matches(request):
                 self.faults.remove(fault)
                 if not fault.create:
                     return await self._fault(fault)

@@ -576,3 +576,71 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
 
 def kept_cursor(setup: Setup, run_id: str) -> str:
     return (setup.project / "runs" / run_id / ".pod" / "pod.log.cursor").read_text().strip()
+
+
+def watchdog_asked(fake: RunpodFake) -> bool:
+    """Whether the pod's watchdog sent its probe (its own User-Agent)."""
+    agents = (r.headers.get("user-agent", "") for r in fake.requests)
+    return any(agent.startswith("overbrainer-watchdog/") for agent in agents)
+
+
+async def test_ctrl_c_while_waiting_for_the_watchdogs_verdict(setup: Setup) -> None:
+    # The pod boots and its sshd answers, but its watchdog's probe is answered slowly, so no
+    # verdict is written: the client waits for one when Ctrl-C comes.
+    setup.fake.fail(
+        Fault("GET", "pods/pod0001", agent="overbrainer-watchdog", delay=30, create=True)
+    )
+
+    seen: list[float] = []
+
+    def waiting() -> bool:
+        """True 1.5 s after the watchdog probed and the client wrote the pod's ssh config."""
+        configs = list((setup.project / "runs").glob("*/ssh/config"))
+        if not (watchdog_asked(setup.fake) and configs):
+            return False
+        seen.append(trio.current_time())
+        return seen[-1] - seen[0] > 1.5
+
+    code, err = await interrupt_when(setup, waiting)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert "pod: deleting pod0001 (interrupted before the job started)" in pod_lines(err)
+    assert not any(line.startswith("pod: pod0001 ready") for line in pod_lines(err))
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert not (remote / ".pod" / "watchdog").exists()
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"], saved.get("job")) == (
+        "failed",
+        "interrupted before its job started",
+        None,
+    )
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
+    # The pod is ready; the look for other pods of the run (`GET /pods`) answers slowly, so
+    # Ctrl-C lands after the pod was ready and before the job starts.
+    setup.fake.fail(Fault("GET", "pods", delay=2.0, create=True, exact=True))
+
+    def ready() -> bool:
+        records = list((setup.project / "runs").glob("*/pod.json"))
+        return bool(records) and json.loads(records[0].read_text()).get("state") == "ready"
+
+    code, err = await interrupt_when(setup, ready)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    lines = pod_lines(err)
+    assert any(line.startswith("pod: pod0001 ready after ") for line in lines)
+    assert "pod: deleting pod0001 (interrupted before the job started)" in lines
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved.get("job")) == ("failed", None)
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert not (remote / "job.pid").exists()
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})

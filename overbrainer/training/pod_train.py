@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import NoReturn
 
 import attrs
 import trio
@@ -174,13 +175,18 @@ async def _provision_or_fail(session: Session, run: PodRun) -> None:
         failure = f"no pod was ready within {int(PROVISION_BOUND // 3600)} h"
     if ready and not run.stopped():
         return
-    reason = DeleteReason.INTERRUPTED if failure is None else DeleteReason.NOT_READY
-    left = await _clean_up(run, reason)
-    message = failure or "interrupted before its job started"
-    await _fail_run(session, run.run, message)
-    if failure is not None:
-        extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
-        raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+    if failure is None:
+        await _interrupted_before_job(session, run)
+    left = await _clean_up(run, DeleteReason.NOT_READY)
+    await _fail_run(session, run.run, failure)
+    extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
+    raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+
+
+async def _interrupted_before_job(session: Session, run: PodRun) -> NoReturn:
+    """A Ctrl-C before the job started: delete the pod, fail the run, say so (§7.5 step 6)."""
+    left = await _clean_up(run, DeleteReason.INTERRUPTED)
+    await _fail_run(session, run.run, "interrupted before its job started")
     tail = (
         "but a pod of it may be left: check `overbrainer pod ls`" if left else "it has no pod left"
     )
@@ -228,9 +234,12 @@ async def _start_or_fail(
             assert run.keys is not None
             if not await executor.claim(run.remote_dir, run.keys.host_public):
                 raise WorkFailed(f"{run.remote_dir} on the pod belongs to another run")
-            started = await start_job(session, run.run, plan, executor)
+            if not run.stopped():  # a Ctrl-C since the pod was ready: no job, no pod
+                started = await start_job(session, run.run, plan, executor)
         except (OverbrainerError, OSError) as error:
             failure = _text(error)
+    if started is None and run.stopped():
+        await _interrupted_before_job(session, run)
     if started is None:
         left = await _clean_up(run, DeleteReason.NOT_READY)
         await _fail_run(session, run.run, failure)
