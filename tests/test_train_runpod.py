@@ -19,9 +19,10 @@ import attrs
 import pytest
 import trio
 
+from overbrainer.net.http_server import Request, Response, serve_http
 from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.pod_host import open_pod_host
-from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, pod_json
+from tests.runpod_fake import KEY, Fault, RunpodFake, gpu, open_fake, pod_json
 from tests.sshd_support import SSHD
 from tests.train_helpers import STANDIN, command, make_project, only_run, record
 
@@ -644,3 +645,64 @@ async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
     remote = setup.pods_root / "workspace" / "overbrainer" / run_id
     assert not (remote / "job.pid").exists()
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+# A model of 40e9 parameters (qlora: about 24 GB of weights) with Qwen3-4B's layout: its floor
+# is above the 24 GB of an RTX 4090, below the 48 GB of an A40.
+BIG_INFO = {"safetensors": {"total": 40_000_000_000}}
+BIG_CONFIG = {"hidden_size": 2560, "num_hidden_layers": 36, "vocab_size": 151936}
+H100 = "NVIDIA H100 80GB HBM3"
+L40S = "NVIDIA L40S"
+A6000 = "NVIDIA RTX A6000"
+
+
+async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
+    setup: Setup, nursery: trio.Nursery
+) -> None:
+    asked: list[str] = []
+
+    async def hub(request: Request) -> Response:
+        asked.append(request.path)
+        body = BIG_INFO if request.path.startswith("/api/models/") else BIG_CONFIG
+        return Response(200, json.dumps(body).encode(), (("content-type", "application/json"),))
+
+    host, port = await nursery.start(serve_http, hub, "127.0.0.1", 0)
+    trained: list[subprocess.CompletedProcess[bytes]] = []
+
+    async def run_train() -> None:
+        trained.append(await train(setup))
+
+    setup.env["OVERBRAINER_HUB__BASE_URL"] = f"http://{host}:{port}"
+    config = setup.project / "overbrainer.toml"
+    config.write_text(
+        config.read_text().replace(f'gpu_types = ["{A40}", "{RTX}"]', 'gpu_types = "auto"')
+    )
+    # The A40 has no capacity (answered after 1 s); meanwhile the catalog changes: the H100
+    # is out of stock, the A6000 gone, and a new type in stock. The re-read after the A40
+    # tries that one.
+    setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY, delay=1.0, exact=True))
+    async with trio.open_nursery() as inner:
+        inner.start_soon(run_train)
+        with trio.fail_after(60):
+            while not setup.fake.asked("POST", "pods"):  # noqa: ASYNC110 - the fake's state
+                await trio.sleep(0.02)
+        setup.fake.gpus = [
+            *(g for g in setup.fake.gpus if g["id"] not in (H100, A6000)),
+            gpu(H100, 80, 2.69, availability="NONE", data_centers=()),
+            gpu(L40S, 48, 0.79),
+        ]
+    done = trained[0]
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    said = messages(err)
+    estimate = [line for line in said if line.startswith("the run needs about ")]
+    assert len(estimate) == 1, err
+    floor = int(estimate[0].rsplit("at least ", 1)[1].split(" ")[0])
+    assert 24 < floor <= 48, estimate
+    picks = [line for line in said if line.startswith('gpu_types = "auto" picked ')]
+    assert picks[0].startswith(f'gpu_types = "auto" picked {A40} ($0.40/h, 48 GB), {H100}')
+    assert RTX not in picks[0]
+    assert creates(setup.fake) == [A40, L40S]
+    assert picks[1] == f'gpu_types = "auto" picked {L40S} ($0.79/h, 48 GB)'
+    assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
+    assert asked[0].startswith("/api/models/")

@@ -67,6 +67,7 @@ from overbrainer.training.pod_provision import (
     remove,
     sweep,
 )
+from overbrainer.training.pod_vram import vram_floor
 from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
 
 log = logging.getLogger(__name__)
@@ -141,6 +142,9 @@ async def train_on_pod(
     key = await _api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         await _warn_strays(session, api, strays)
+        floor = await session.interrupt.race(lambda: vram_floor(session.settings, target))
+        if session.interrupt.caught:
+            raise Detached("interrupted before the run started")
         record = await trio.to_thread.run_sync(_create_run, session, plan, target)
         log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
         session.created(record.id)
@@ -153,6 +157,7 @@ async def train_on_pod(
                 target,
                 keep=keep,
                 stopped=lambda: flag.interrupted or session.interrupt.caught,
+                vram_floor_gb=floor,
             )
             await _provision_or_fail(session, run)
         async with open_ssh(
