@@ -706,3 +706,25 @@ async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
     assert picks[1] == f'gpu_types = "auto" picked {L40S} ($0.79/h, 48 GB)'
     assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
     assert asked[0].startswith("/api/models/")
+
+
+async def test_a_full_disk_stops_the_job_with_a_snapshot(setup: Setup) -> None:
+    # The disk policy's thresholds lowered to 1 % (test hook): the pod's disk counts as full
+    # at once, so the client warns, then asks the job for a `disk` snapshot; the run stops.
+    slow_job(setup)
+    setup.env["OVERBRAINER_TEST_DISK"] = "0.2,1,1"
+    done = await train(setup)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert out.splitlines()[0].startswith(f"train: run {run_id} stopped at step ")
+    assert " (disk): snapshot in runs/" in out.splitlines()[0]
+    said = messages(err)
+    full = [line for line in said if line.startswith("the pod's disk is ")]
+    assert full and full[0].endswith(" GB free)"), err
+    assert "the pod's disk is nearly full: its job is stopped with a snapshot" in said
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "disk"
+    assert record(setup.project, run_id)["state"] == "stopped"
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})

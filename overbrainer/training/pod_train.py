@@ -50,6 +50,7 @@ from overbrainer.training.lifecycle import (
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
+from overbrainer.training.pod_disk import DiskPolicy, follow_disk
 from overbrainer.training.pod_lease import (
     DEADLINE_MESSAGE,
     LeaseTimes,
@@ -310,6 +311,15 @@ async def follow_and_end(
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(capture_pod_log, run)
+            nursery.start_soon(
+                follow_disk,
+                executor,
+                run.remote_dir,
+                DiskPolicy.from_env(),
+                run.api,
+                run.pod.network_volume_id,
+                run.pod.max_volume_gb,
+            )
             if not run.keep:
                 pace = Pace()
                 nursery.start_soon(watch_pace, session.bus, pace, deadline, run.pod.deadline or "?")
