@@ -90,11 +90,13 @@ async def watch_pace(bus: EventBus, pace: Pace, deadline: int | None, deadline_t
             if noted or deadline is None or left is None or time.time() + left <= deadline:
                 continue
             noted = True
+            tenths = max(1, math.ceil(left / 360))  # hours, tenths rounded up
             log.warning(
-                "at this pace the job needs about %.1fh more, past max_hours (%s): the pod "
+                "at this pace the job needs about %d.%dh more, past max_hours (%s): the pod "
                 "stays while overbrainer follows the job; if it stops following, the pod's "
                 "watchdog deletes the pod",
-                left / 3600,
+                tenths // 10,
+                tenths % 10,
                 deadline_text,
             )
     finally:
