@@ -625,7 +625,11 @@ async def test_ctrl_c_while_waiting_for_the_watchdogs_verdict(setup: Setup) -> N
 async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
     # The pod is ready; the look for other pods of the run (`GET /pods`) answers slowly, so
     # Ctrl-C lands after the pod was ready and before the job starts.
-    setup.fake.fail(Fault("GET", "pods", delay=2.0, create=True, exact=True))
+    # (The first `GET /pods` is the stray listing at the start: answered at once.)
+    setup.fake.fail(
+        Fault("GET", "pods", create=True, exact=True),
+        Fault("GET", "pods", delay=2.0, create=True, exact=True),
+    )
 
     def ready() -> bool:
         records = list((setup.project / "runs").glob("*/pod.json"))
@@ -637,6 +641,7 @@ async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
     assert err.splitlines()[-1] == (
         f"interrupted: run {run_id} stopped before its job started; it has no pod left"
     )
+    assert len(setup.fake.asked("GET", "pods")) == 2  # the slow sweep was under way
     lines = pod_lines(err)
     assert any(line.startswith("pod: pod0001 ready after ") for line in lines)
     assert "pod: deleting pod0001 (interrupted before the job started)" in lines
