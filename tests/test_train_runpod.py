@@ -733,3 +733,39 @@ async def test_a_full_disk_stops_the_job_with_a_snapshot(setup: Setup) -> None:
     assert record(setup.project, run_id)["state"] == "stopped"
     assert pod_record(setup.project, run_id)["state"] == "deleted"
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_auto_without_an_estimate_and_a_failed_reread_keeps_the_order(
+    setup: Setup,
+) -> None:
+    # The Hub cannot be reached (a closed port): no VRAM floor, a warning. The catalog's
+    # second read is refused: the first pick's order goes on, with a warning.
+    with trio.socket.socket() as probe:
+        await probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    setup.env["OVERBRAINER_HUB__BASE_URL"] = f"http://127.0.0.1:{closed}"
+    config = setup.project / "overbrainer.toml"
+    config.write_text(
+        config.read_text().replace(f'gpu_types = ["{A40}", "{RTX}"]', 'gpu_types = "auto"')
+    )
+    setup.fake.fail(
+        Fault("POST", "pods", status=400, detail=CAPACITY, exact=True),
+        Fault("GET", "catalog/gpus", create=True, exact=True),
+        Fault("GET", "catalog/gpus", status=403, detail="not allowed", exact=True),
+    )
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    said = messages(err)
+    assert any(
+        line.startswith("cannot estimate the VRAM the run needs (Hugging Face could not be ")
+        and line.endswith('gpu_types = "auto" picks without a VRAM floor')
+        for line in said
+    ), err
+    assert any(
+        line.startswith("cannot read Runpod's GPU catalog again (")
+        and line.endswith('the other gpu_types = "auto" picks are tried in their first order')
+        for line in said
+    ), err
+    assert creates(setup.fake) == [A40, RTX]
+    assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
