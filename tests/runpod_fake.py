@@ -493,6 +493,10 @@ class RunpodFake:
         self.log(pod_id, "container", "starting the container")
         return ok(pod, 201)
 
+    def vanish(self, pod_id: str) -> None:
+        """The pod disappears as if deleted from elsewhere (the console, its watchdog)."""
+        self._remove(pod_id)
+
     def _remove(self, pod_id: str) -> None:
         del self.pods[pod_id]
         if self.host is not None:

@@ -769,3 +769,53 @@ async def test_auto_without_an_estimate_and_a_failed_reread_keeps_the_order(
     ), err
     assert creates(setup.fake) == [A40, RTX]
     assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
+
+
+def ssh_masters(parent: int) -> list[int]:
+    """The `ssh … -M` ControlMaster processes below `parent` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            args = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and args[0].endswith(b"ssh") and b"-M" in args:
+            found.append(int(stat.parent.name))
+    return found
+
+
+async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setup) -> None:
+    # The pod vanishes from Runpod (its job and sshd killed); the command's own ControlMaster
+    # is then ended, as a deleted pod's connection would be: the job cannot be reached, and
+    # Runpod no longer has the pod, so the run failed.
+    slow_job(setup)
+    err_path = setup.project / "train.err"
+    with open(err_path, "wb") as err_file:  # noqa: ASYNC230 - a test's file
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    command(setup.project, "train"),
+                    env=setup.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err_file,
+                    check=False,
+                )
+            )
+            with trio.fail_after(60):
+                while remote_steps(setup.pods_root) < 2:  # noqa: ASYNC110 - the pod's files
+                    await trio.sleep(0.02)
+            setup.fake.vanish("pod0001")
+            for master in ssh_masters(process.pid):
+                os.kill(master, signal.SIGTERM)
+    err = err_path.read_text()
+    run_id = only_run(setup.project)
+    assert process.returncode == 1, err
+    assert err.splitlines()[-1] == f"error: run {run_id} failed: pod pod0001 no longer exists"
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"]) == ("failed", "pod pod0001 no longer exists")
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "unknown")
+    assert setup.fake.secrets == {}
+    assert not (setup.project / "runs" / run_id / "ssh" / "id_ed25519").exists()

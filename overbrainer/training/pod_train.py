@@ -15,6 +15,7 @@ import trio
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Flag
+from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.model.redact import redact
@@ -22,7 +23,7 @@ from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
 from overbrainer.targets.runpod.pod_logs import (
     MAX_TAIL,
@@ -39,6 +40,7 @@ from overbrainer.targets.runpod.pod_record import (
     load_pod_record,
 )
 from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.training.follow import FollowError
 from overbrainer.training.lifecycle import (
     REMOTE_START_BOUND,
     Detached,
@@ -77,6 +79,8 @@ PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
 DRAIN_LIMIT = 5.0
 """Seconds the pod's log stream is read at most before the pod is deleted."""
+GONE_BOUND = 120.0
+"""Seconds spent at most telling whether the pod of an unreachable job is gone."""
 END_BOUND = 600.0
 """Seconds a shielded delete of the pod (and its keys) may take."""
 
@@ -341,7 +345,13 @@ async def follow_and_end(
             return outcome
         return None  # a limit cancelled the watch
 
-    followed = await session.interrupt.race(follow)
+    try:
+        followed = await session.interrupt.race(follow)
+    except (FollowError, BaseExceptionGroup) as error:
+        lost = next((e for e in error_leaves(error) if isinstance(e, FollowError)), None)
+        if lost is not None:
+            await _after_lost_job(session, run, record, lost)
+        raise
     if capped.is_set():
         await _delete_at_limit(session, run, record, DeleteReason.COST_CAP, COST_CAP_MESSAGE)
     if deadline_passed.is_set():
@@ -450,6 +460,42 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
 
 
 COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
+
+
+async def _after_lost_job(
+    session: Session, run: PodRun, record: RunRecord, error: FollowError
+) -> None:
+    """The job could not be reached: when Runpod no longer has the pod (its watchdog or
+    someone deleted it), the run failed, with the limit that passed if one did (§7.6).
+    Returns when the pod is still there (the error stands: attach again)."""
+    pod_id = run.pod.live_pod
+    if pod_id is None:
+        return
+    gone = False
+    with trio.move_on_after(GONE_BOUND):
+        try:
+            gone = await run.api.pod_gone(pod_id, interval=2 * pod_poll())
+        except RunpodError as checking:
+            log.debug("pod: cannot tell whether pod %s is gone: %s", pod_id, checking.message)
+    if not gone:
+        return
+    now = time.time()
+    limits = cost_cap(run.pod)
+    deadline = None if run.keep else run.pod.deadline_unix
+    by = DeletedBy.WATCHDOG
+    if limits is not None and now >= limits.delete_at:
+        message = COST_CAP_MESSAGE
+    elif deadline is not None and now >= deadline:
+        message = DEADLINE_MESSAGE
+    else:
+        message, by = f"pod {pod_id} no longer exists", DeletedBy.UNKNOWN
+    log.warning("pod: %s is no longer on Runpod (%s)", pod_id, error.message)
+    with trio.move_on_after(END_BOUND, shield=True):
+        await run.save(state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=by)
+        await forget_keys(run)
+        failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"run {run.run_id} failed: {message}") from None
 
 
 async def _delete_at_limit(
