@@ -43,7 +43,11 @@ def openapi() -> OpenAPI:
     """The parsed OpenAPI description (parsed once per test process)."""
     # Runpod's errors are `application/problem+json`: JSON, which openapi-core must be told.
     config = Config(
-        extra_media_type_deserializers={"application/problem+json": lambda data: json.loads(data)}
+        extra_media_type_deserializers={
+            "application/problem+json": lambda data: json.loads(data),
+            # The log stream's schema is a string: the body is checked as its text.
+            "text/event-stream": lambda data: data.decode() if isinstance(data, bytes) else data,
+        }
     )
     return OpenAPI.from_dict(json.loads(SPEC.read_text(encoding="utf-8")), config=config)
 
@@ -140,6 +144,20 @@ class Fault:
     create: bool = False
     """Do what was asked first (a create makes its pod), then answer with the fault; with no
     status, body or drop, answer what was done after `delay`."""
+    agent: str | None = None
+    """Only for requests whose User-Agent starts with this (`overbrainer-watchdog`: the pod's)."""
+    exact: bool = False
+    """Only for requests to `path` itself, not to paths below it."""
+
+    def matches(self, request: Request) -> bool:
+        """Whether this fault answers the request."""
+        path = "/v2/" + self.path
+        if self.method != request.method or not request.path.startswith(path):
+            return False
+        if self.exact and request.path != path:
+            return False
+        agent = request.headers.get("user-agent", "")
+        return self.agent is None or agent.startswith(self.agent)
 
 
 def gpu(
@@ -292,7 +310,36 @@ class RunpodFake:
     requests: list[Request] = attrs.field(factory=list)
     violations: list[str] = attrs.field(factory=list)
     url: str = ""
+    logs: dict[str, list[Json]] = attrs.field(factory=dict)
+    """Each pod's log lines as Runpod streams them: `{ts, source, line}`, `ts` unique."""
     _next_id: int = 0
+    _log_clock: int = 0
+
+    def log(self, pod_id: str, source: str, line: str) -> None:
+        """Add a line to a pod's log (its `ts` and event ID: a fake clock's microseconds)."""
+        self._log_clock += 1
+        ts = f"2026-06-01T12:00:00.{self._log_clock:06d}Z"
+        self.logs.setdefault(pod_id, []).append({"ts": ts, "source": source, "line": line})
+
+    def _logs(self, pod_id: str, request: Request, query: dict[str, str]) -> Response:
+        """`GET /pods/{id}/logs`: the lines after the cursor, or the last `tail`, as SSE."""
+        if pod_id not in self.pods:
+            return problem(404, "Not Found", f"pod {pod_id} not found")
+        lines = list(self.logs.get(pod_id, []))
+        source = query.get("source")
+        if source is not None:
+            lines = [line for line in lines if line["source"] == source]
+        cursor = request.headers.get("last-event-id") or query.get("since")
+        if cursor:
+            lines = [line for line in lines if line["ts"] > cursor]
+        else:
+            tail = int(query.get("tail", "100"))
+            lines = lines[len(lines) - tail :] if tail else []
+        body = "".join(f"id: {line['ts']}\ndata: {json.dumps(line)}\n\n" for line in lines).encode()
+        # Runpod holds the stream open with keepalive comments; the fake ends it at once.
+        body = body or b": keepalive\n\n"
+        headers = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+        return Response(200, body, headers)
 
     def fail(self, *faults: Fault) -> None:
         """Script faults, answered in order to the requests they match."""
@@ -317,7 +364,7 @@ class RunpodFake:
 
     async def _answer(self, request: Request) -> Response:
         for fault in self.faults:
-            if fault.method == request.method and request.path.startswith("/v2/" + fault.path):
+            if fault.matches(request):
                 self.faults.remove(fault)
                 if not fault.create:
                     return await self._fault(fault)
@@ -361,6 +408,8 @@ class RunpodFake:
             return ok(self._page("pods", list(self.pods.values()), query))
         if (method, path) == ("POST", "pods"):
             return self._create(json.loads(request.body))
+        if method == "GET" and path.startswith("pods/") and path.endswith("/logs"):
+            return self._logs(path[5:-5], request, query)
         if path.startswith("pods/") and "/" not in path[5:]:
             pod_id = path[5:]
             if pod_id not in self.pods:
@@ -440,7 +489,13 @@ class RunpodFake:
             secrets = {s["name"]: s["value"] for s in self.secrets.values()}
             pod["ssh"]["direct"] = self.host.place(pod_id, body, secrets, self.key)
         self.pods[pod_id] = pod
+        self.log(pod_id, "system", f"create pod {pod_id}: pulling {body['image']}")
+        self.log(pod_id, "container", "starting the container")
         return ok(pod, 201)
+
+    def vanish(self, pod_id: str) -> None:
+        """The pod disappears as if deleted from elsewhere (the console, its watchdog)."""
+        self._remove(pod_id)
 
     def _remove(self, pod_id: str) -> None:
         del self.pods[pod_id]

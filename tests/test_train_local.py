@@ -283,6 +283,16 @@ def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: 
     unknown = overbrainer(project, env, "runs", "logs", "nope")
     assert unknown.returncode == 2
     assert unknown.stderr.splitlines()[-1] == "error: no run nope in runs/"
+    # A run without a pod has no pod log; the pod options go with --pod only.
+    no_pod = overbrainer(project, env, "runs", "logs", run_id, "--pod")
+    assert (no_pod.returncode, no_pod.stdout) == (0, f"runs: no pod log kept for run {run_id}\n")
+    unknown = overbrainer(project, env, "runs", "logs", "nope", "--pod")
+    assert unknown.stderr.splitlines()[-1] == "error: no run nope in runs/"
+    alone = overbrainer(project, env, "runs", "logs", run_id, "--follow")
+    assert alone.returncode == 2
+    assert alone.stderr.splitlines()[-1] == (
+        "error: --source and --follow go with --pod; see `overbrainer runs logs --help`"
+    )
 
 
 def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None:

@@ -19,9 +19,10 @@ import attrs
 import pytest
 import trio
 
+from overbrainer.net.http_server import Request, Response, serve_http
 from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.pod_host import open_pod_host
-from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, pod_json
+from tests.runpod_fake import KEY, Fault, RunpodFake, gpu, open_fake, pod_json
 from tests.sshd_support import SSHD
 from tests.train_helpers import STANDIN, command, make_project, only_run, record
 
@@ -394,3 +395,427 @@ async def test_the_cost_cap_asks_for_a_snapshot_then_deletes_the_pod(setup: Setu
     saved = record(setup.project, run_id)
     assert (saved["state"], saved["job"] is not None) == ("failed", True)
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+def slow_job(setup: Setup, extra: str = "") -> None:
+    """The stand-in trains 200 steps of 0.1 s: long enough to be stopped or cancelled."""
+    script = setup.project.parent / "venv" / "bin" / "axolotl"
+    script.write_text(
+        script.read_text().replace(
+            "STANDIN_PACE=0.02", f"STANDIN_PACE=0.1 STANDIN_STEPS=200 {extra}".rstrip()
+        )
+    )
+
+
+async def detached_run(setup: Setup) -> str:
+    """A run whose `train` was detached by Ctrl-C once its job logged two steps on the pod."""
+    code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
+    assert code == 130, err
+    run_id = only_run(setup.project)
+    assert pod_record(setup.project, run_id)["state"] == "running"
+    return run_id
+
+
+async def train_command(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(90):
+        return await trio.run_process(
+            command(setup.project, "train", *args),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    done = await train_command(setup, "stop", run_id)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+        "its current step, then stops"
+    )
+    assert lines[1].startswith(f"train: run {run_id} stopped at step ")
+    step = int(lines[1].split("stopped at step ")[1].split(" ")[0])
+    assert 2 <= step < 200
+    saved = record(setup.project, run_id)
+    assert saved["state"] == "stopped"
+    run_dir = setup.project / "runs" / run_id
+    assert any((run_dir / "output" / f"checkpoint-{step}").iterdir())
+    assert pod_lines(err)[-2:][0] == "pod: deleting pod0001 (results retrieved)"
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "requested\n"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+    # Nothing is left to stop or cancel.
+    again = await train_command(setup, "stop", run_id)
+    assert again.returncode == 2
+    assert again.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: stopped"
+
+
+async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    done = await train_command(setup, "cancel", run_id)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert out.splitlines() == [f"train: run {run_id} cancelled"]
+    assert record(setup.project, run_id)["state"] == "cancelled"
+    assert "pod: deleting pod0001 (results retrieved)" in pod_lines(err)
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.project / "runs" / run_id / "job.log").is_file()
+    assert remote_steps(setup.pods_root) < 200
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    removed = await trio.run_process(
+        command(setup.project, "pod", "rm", run_id, "--force"),
+        env=setup.env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert removed.returncode == 0, removed.stderr.decode()
+    for verb in ("stop", "cancel"):
+        done = await train_command(setup, verb, run_id)
+        assert done.returncode == 2, done.stderr.decode()
+        assert done.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: failed"
+    assert setup.fake.pods == {}
+
+
+async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
+    # max_hours = 0.001 (3.6 s): the job trains past it (the overrun note), then hangs
+    # ignoring TERM, so no metric renews the lease; the client guard deletes the pod once the
+    # deadline plus its grace passed and the lease is stale (the guard's clocks shortened).
+    config = setup.project / "overbrainer.toml"
+    config.write_text(config.read_text().replace("max_hours = 2", "max_hours = 0.001"))
+    slow_job(setup, "STANDIN_STEPS=40 STANDIN_STALL=1")
+    setup.env["OVERBRAINER_TEST_LEASE_S"] = "0.1,0.2,1,0.5,1.5"
+    done = await train(setup)
+    err = done.stderr.decode()
+    run_id = only_run(setup.project)
+    assert done.returncode == 1, err
+    assert err.splitlines()[-1] == (
+        f"error: run {run_id} failed: max_hours reached: the pod was deleted before the job ended"
+    )
+    pod = pod_record(setup.project, run_id)
+    notes = [line for line in messages(err) if line.startswith("at this pace the job needs")]
+    assert len(notes) == 1, err
+    assert notes[0].endswith(
+        f"more, past max_hours ({pod['deadline']}): the pod stays while overbrainer follows the "
+        "job; if it stops following, the pod's watchdog deletes the pod"
+    )
+    assert "pod: deleting pod0001 (max_hours reached)" in pod_lines(err)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["job"] is not None) == ("failed", True)
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def runs_logs(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(60):
+        return await trio.run_process(
+            command(setup.project, "runs", "logs", *args),
+            env=setup.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
+    slow_job(setup)
+    run_id = await detached_run(setup)
+    kept = (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines()
+    assert [line.split(" ", 1)[1] for line in kept] == [
+        "system create pod pod0001: pulling "
+        + json.loads(setup.fake.asked("POST", "pods")[0].body)["image"],
+        "container starting the container",
+    ]
+    # Runpod has more lines since: `--pod` prints the kept ones, then the new ones.
+    setup.fake.log("pod0001", "container", "step 3 done \x1b[31mred\x1b[0m")
+    setup.fake.log("pod0001", "system", "GPU 0 at 71 C")
+    done = await runs_logs(setup, run_id, "--pod")
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    lines = out.splitlines()
+    pod_part = lines[lines.index("== pod ==") + 1 :]
+    assert [line.split(" ", 1)[1] for line in pod_part] == [
+        kept[0].split(" ", 1)[1],
+        kept[1].split(" ", 1)[1],
+        "container step 3 done red",
+        "system GPU 0 at 71 C",
+    ]
+    # The command is read-only: the kept cursor did not move.
+    assert (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines() == kept
+    # `--source system`: no script logs, only Runpod's system lines.
+    done = await runs_logs(setup, run_id, "--pod", "--source", "system")
+    lines = done.stdout.decode().splitlines()
+    assert lines[0] == "== pod =="
+    assert [line.split(" ", 1)[1] for line in lines[1:]] == [
+        kept[0].split(" ", 1)[1],
+        "system GPU 0 at 71 C",
+    ]
+    logs_asked = [r for r in setup.fake.requests if r.path == "/v2/pods/pod0001/logs"]
+    assert logs_asked[-1].headers.get("last-event-id") == kept_cursor(setup, run_id)
+    # Once the pod is gone, Runpod has no more lines to give.
+    cancel = await train_command(setup, "cancel", run_id)
+    assert cancel.returncode == 0, cancel.stderr.decode()
+    done = await runs_logs(setup, run_id, "--pod")
+    lines = done.stdout.decode().splitlines()
+    assert "== .pod/watchdog.log ==" in lines
+    assert lines[-1].endswith("system GPU 0 at 71 C")
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+def kept_cursor(setup: Setup, run_id: str) -> str:
+    return (setup.project / "runs" / run_id / ".pod" / "pod.log.cursor").read_text().strip()
+
+
+def watchdog_asked(fake: RunpodFake) -> bool:
+    """Whether the pod's watchdog sent its probe (its own User-Agent)."""
+    agents = (r.headers.get("user-agent", "") for r in fake.requests)
+    return any(agent.startswith("overbrainer-watchdog/") for agent in agents)
+
+
+async def test_ctrl_c_while_waiting_for_the_watchdogs_verdict(setup: Setup) -> None:
+    # The pod boots and its sshd answers, but its watchdog's probe is answered slowly, so no
+    # verdict is written: the client waits for one when Ctrl-C comes.
+    setup.fake.fail(
+        Fault("GET", "pods/pod0001", agent="overbrainer-watchdog", delay=30, create=True)
+    )
+
+    seen: list[float] = []
+
+    def waiting() -> bool:
+        """True 1.5 s after the watchdog probed and the client wrote the pod's ssh config."""
+        configs = list((setup.project / "runs").glob("*/ssh/config"))
+        if not (watchdog_asked(setup.fake) and configs):
+            return False
+        seen.append(trio.current_time())
+        return seen[-1] - seen[0] > 1.5
+
+    code, err = await interrupt_when(setup, waiting)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert "pod: deleting pod0001 (interrupted before the job started)" in pod_lines(err)
+    assert not any(line.startswith("pod: pod0001 ready") for line in pod_lines(err))
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert not (remote / ".pod" / "watchdog").exists()
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"], saved.get("job")) == (
+        "failed",
+        "interrupted before its job started",
+        None,
+    )
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
+    # The pod is ready; the look for other pods of the run (`GET /pods`) answers slowly, so
+    # Ctrl-C lands after the pod was ready and before the job starts.
+    # (The first `GET /pods` is the stray listing at the start: answered at once.)
+    setup.fake.fail(
+        Fault("GET", "pods", create=True, exact=True),
+        Fault("GET", "pods", delay=2.0, create=True, exact=True),
+    )
+
+    def ready() -> bool:
+        records = list((setup.project / "runs").glob("*/pod.json"))
+        return bool(records) and json.loads(records[0].read_text()).get("state") == "ready"
+
+    code, err = await interrupt_when(setup, ready)
+    run_id = only_run(setup.project)
+    assert code == 130, err
+    assert err.splitlines()[-1] == (
+        f"interrupted: run {run_id} stopped before its job started; it has no pod left"
+    )
+    assert len(setup.fake.asked("GET", "pods")) == 2  # the slow sweep was under way
+    lines = pod_lines(err)
+    assert any(line.startswith("pod: pod0001 ready after ") for line in lines)
+    assert "pod: deleting pod0001 (interrupted before the job started)" in lines
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved.get("job")) == ("failed", None)
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert not (remote / "job.pid").exists()
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+# A model of 40e9 parameters (qlora: about 24 GB of weights) with Qwen3-4B's layout: its floor
+# is above the 24 GB of an RTX 4090, below the 48 GB of an A40.
+BIG_INFO = {"safetensors": {"total": 40_000_000_000}}
+BIG_CONFIG = {"hidden_size": 2560, "num_hidden_layers": 36, "vocab_size": 151936}
+H100 = "NVIDIA H100 80GB HBM3"
+L40S = "NVIDIA L40S"
+A6000 = "NVIDIA RTX A6000"
+
+
+async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
+    setup: Setup, nursery: trio.Nursery
+) -> None:
+    asked: list[str] = []
+
+    async def hub(request: Request) -> Response:
+        asked.append(request.path)
+        body = BIG_INFO if request.path.startswith("/api/models/") else BIG_CONFIG
+        return Response(200, json.dumps(body).encode(), (("content-type", "application/json"),))
+
+    host, port = await nursery.start(serve_http, hub, "127.0.0.1", 0)
+    trained: list[subprocess.CompletedProcess[bytes]] = []
+
+    async def run_train() -> None:
+        trained.append(await train(setup))
+
+    setup.env["OVERBRAINER_HUB__BASE_URL"] = f"http://{host}:{port}"
+    config = setup.project / "overbrainer.toml"
+    config.write_text(
+        config.read_text().replace(f'gpu_types = ["{A40}", "{RTX}"]', 'gpu_types = "auto"')
+    )
+    # The A40 has no capacity (answered after 1 s); meanwhile the catalog changes: the H100
+    # is out of stock, the A6000 gone, and a new type in stock. The re-read after the A40
+    # tries that one.
+    setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY, delay=1.0, exact=True))
+    async with trio.open_nursery() as inner:
+        inner.start_soon(run_train)
+        with trio.fail_after(60):
+            while not setup.fake.asked("POST", "pods"):  # noqa: ASYNC110 - the fake's state
+                await trio.sleep(0.02)
+        setup.fake.gpus = [
+            *(g for g in setup.fake.gpus if g["id"] not in (H100, A6000)),
+            gpu(H100, 80, 2.69, availability="NONE", data_centers=()),
+            gpu(L40S, 48, 0.79),
+        ]
+    done = trained[0]
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    said = messages(err)
+    estimate = [line for line in said if line.startswith("the run needs about ")]
+    assert len(estimate) == 1, err
+    floor = int(estimate[0].rsplit("at least ", 1)[1].split(" ")[0])
+    assert 24 < floor <= 48, estimate
+    picks = [line for line in said if line.startswith('gpu_types = "auto" picked ')]
+    assert picks[0].startswith(f'gpu_types = "auto" picked {A40} ($0.40/h, 48 GB), {H100}')
+    assert RTX not in picks[0]
+    assert creates(setup.fake) == [A40, L40S]
+    assert picks[1] == f'gpu_types = "auto" picked {L40S} ($0.79/h, 48 GB)'
+    assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
+    assert asked[0].startswith("/api/models/")
+
+
+async def test_a_full_disk_stops_the_job_with_a_snapshot(setup: Setup) -> None:
+    # The disk policy's thresholds lowered to 1 % (test hook): the pod's disk counts as full
+    # at once, so the client warns, then asks the job for a `disk` snapshot; the run stops.
+    slow_job(setup)
+    setup.env["OVERBRAINER_TEST_DISK"] = "0.2,1,1"
+    done = await train(setup)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert out.splitlines()[0].startswith(f"train: run {run_id} stopped at step ")
+    assert " (disk): snapshot in runs/" in out.splitlines()[0]
+    said = messages(err)
+    full = [line for line in said if line.startswith("the pod's disk is ")]
+    assert full and full[0].endswith(" GB free)"), err
+    assert "the pod's disk is nearly full: its job is stopped with a snapshot" in said
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "disk"
+    assert record(setup.project, run_id)["state"] == "stopped"
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
+
+
+async def test_auto_without_an_estimate_and_a_failed_reread_keeps_the_order(
+    setup: Setup,
+) -> None:
+    # The Hub cannot be reached (a closed port): no VRAM floor, a warning. The catalog's
+    # second read is refused: the first pick's order goes on, with a warning.
+    with trio.socket.socket() as probe:
+        await probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    setup.env["OVERBRAINER_HUB__BASE_URL"] = f"http://127.0.0.1:{closed}"
+    config = setup.project / "overbrainer.toml"
+    config.write_text(
+        config.read_text().replace(f'gpu_types = ["{A40}", "{RTX}"]', 'gpu_types = "auto"')
+    )
+    setup.fake.fail(
+        Fault("POST", "pods", status=400, detail=CAPACITY, exact=True),
+        Fault("GET", "catalog/gpus", create=True, exact=True),
+        Fault("GET", "catalog/gpus", status=403, detail="not allowed", exact=True),
+    )
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    said = messages(err)
+    assert any(
+        line.startswith("cannot estimate the VRAM the run needs (Hugging Face could not be ")
+        and line.endswith('gpu_types = "auto" picks without a VRAM floor')
+        for line in said
+    ), err
+    assert any(
+        line.startswith("cannot read Runpod's GPU catalog again (")
+        and line.endswith('the other gpu_types = "auto" picks are tried in their first order')
+        for line in said
+    ), err
+    assert creates(setup.fake) == [A40, RTX]
+    assert len(setup.fake.asked("GET", "catalog/gpus")) == 2
+
+
+def ssh_masters(parent: int) -> list[int]:
+    """The `ssh … -M` ControlMaster processes below `parent` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            args = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and args[0].endswith(b"ssh") and b"-M" in args:
+            found.append(int(stat.parent.name))
+    return found
+
+
+async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setup) -> None:
+    # The pod vanishes from Runpod (its job and sshd killed); the command's own ControlMaster
+    # is then ended, as a deleted pod's connection would be: the job cannot be reached, and
+    # Runpod no longer has the pod, so the run failed.
+    slow_job(setup)
+    err_path = setup.project / "train.err"
+    with open(err_path, "wb") as err_file:  # noqa: ASYNC230 - a test's file
+        async with trio.open_nursery() as nursery:
+            process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    command(setup.project, "train"),
+                    env=setup.env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err_file,
+                    check=False,
+                )
+            )
+            with trio.fail_after(60):
+                while remote_steps(setup.pods_root) < 2:  # noqa: ASYNC110 - the pod's files
+                    await trio.sleep(0.02)
+            setup.fake.vanish("pod0001")
+            for master in ssh_masters(process.pid):
+                os.kill(master, signal.SIGTERM)
+    err = err_path.read_text()
+    run_id = only_run(setup.project)
+    assert process.returncode == 1, err
+    assert err.splitlines()[-1] == f"error: run {run_id} failed: pod pod0001 no longer exists"
+    saved = record(setup.project, run_id)
+    assert (saved["state"], saved["message"]) == ("failed", "pod pod0001 no longer exists")
+    pod = pod_record(setup.project, run_id)
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "unknown")
+    assert setup.fake.secrets == {}
+    assert not (setup.project / "runs" / run_id / "ssh" / "id_ed25519").exists()

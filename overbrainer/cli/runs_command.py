@@ -81,8 +81,22 @@ def runs_ls() -> None:
 @runs.command("logs")
 @click.argument("run_id", shell_complete=complete_run_ids)
 @click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N lines.")
-def runs_logs(run_id: str, tail: int | None) -> None:
+@click.option("--pod", is_flag=True, help="A Runpod run: its pod's logs instead of job.log.")
+@click.option(
+    "--source",
+    type=click.Choice(["container", "system"]),
+    help="With --pod: only Runpod's container or system lines.",
+)
+@click.option("--follow", is_flag=True, help="With --pod: go on printing until Ctrl-C.")
+def runs_logs(run_id: str, tail: int | None, pod: bool, source: str | None, follow: bool) -> None:
     """Print the job.log of a run, one printable line per log line, secrets masked."""
+    if pod:
+        if tail is not None:
+            raise click.UsageError("--tail does not go with --pod")
+        _pod_logs(run_id, source, follow)
+        return
+    if source is not None or follow:
+        raise click.UsageError("--source and --follow go with --pod")
     try:
         runs = Runs(open_project(project_dir()).runs)
         runs.load(run_id)
@@ -113,3 +127,14 @@ def runs_logs(run_id: str, tail: int | None) -> None:
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+
+
+def _pod_logs(run_id: str, source: str | None, follow: bool) -> None:
+    # Imported on use, so that `runs ls` and `runs logs` do not pay for them at start-up.
+    from overbrainer.cli.context import cli_frontend
+    from overbrainer.cli.running import run_flow
+    from overbrainer.flows.pod_logs import runs_pod_logs
+    from overbrainer.flows.setup import CommandOptions
+
+    options = CommandOptions(project_dir=project_dir())
+    run_flow(lambda: runs_pod_logs(options, cli_frontend(), run_id, source=source, follow=follow))

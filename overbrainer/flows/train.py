@@ -146,14 +146,22 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
     async with open_command(options, front) as command:
         session = training_session(command)
         record, target = await run_commands.request_stop(session, run_id)
-        async with session.open_target(
-            record.target, target, lambda: detached(record.id, record.target)
-        ) as executor:
-            await run_commands.request_snapshot_on(executor, record)
+
+        def announce() -> None:
             front.line(
                 f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the "
                 "end of its current step, then stops"
             )
+
+        if isinstance(target, RunpodTarget):
+            outcome = await run_commands.stop_on_pod(session, record, target, announce)
+            report(front, ending(session.runs, outcome))
+            return
+        async with session.open_target(
+            record.target, target, lambda: detached(record.id, record.target)
+        ) as executor:
+            await run_commands.request_snapshot_on(executor, record)
+            announce()
             outcome = await follow_to_end(session, executor, record, requested=True)
         report(front, ending(session.runs, outcome))
 
@@ -169,6 +177,9 @@ async def _request_beside(
     async with open_command(options, front, shared=True) as command:
         session = training_session(command)
         record, target = await run_commands.request_stop(session, record.id)
+        if isinstance(target, RunpodTarget):
+            await run_commands.request_on_pod_beside(session, record, target)
+            return
         async with session.open_target(
             record.target, target, lambda: detached(record.id, record.target)
         ) as executor:

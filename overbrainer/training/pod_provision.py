@@ -26,7 +26,15 @@ from overbrainer.model.pod_status import (
     PodUnavailable,
 )
 from overbrainer.targets.runpod.api import RunpodApi
-from overbrainer.targets.runpod.auto import Limits, pick_data_centers, pick_gpu_types, picked_line
+from overbrainer.targets.runpod.auto import (
+    MAX_OUT_OF_STOCK,
+    AutoError,
+    Limits,
+    in_stock,
+    pick_data_centers,
+    pick_gpu_types,
+    picked_line,
+)
 from overbrainer.targets.runpod.create_body import (
     PodRequest,
     create_body,
@@ -53,7 +61,7 @@ from overbrainer.targets.runpod.pod_record import (
     spend,
 )
 from overbrainer.targets.runpod.scripts import bootstrap_script
-from overbrainer.targets.runpod.types import Pod, SshEndpoint
+from overbrainer.targets.runpod.types import GpuType, Pod, SshEndpoint
 from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.follow import POLL_ENV
 from overbrainer.training.run_store import RunRecord, Runs, rfc3339
@@ -102,6 +110,8 @@ class PodRun:
     pod: PodRecord
     keys: RunKeys | None = None
     created_mono: float | None = None
+    vram_floor_gb: int | None = None
+    """The estimate's VRAM floor for `gpu_types = "auto"` without `min_vram_gb` (§8)."""
 
     @property
     def run_id(self) -> str:
@@ -138,6 +148,7 @@ def new_pod_run(
     *,
     keep: bool,
     stopped: Callable[[], bool],
+    vram_floor_gb: int | None = None,
 ) -> PodRun:
     """The pod of a new run, before anything is asked of Runpod."""
     record = PodRecord(
@@ -149,7 +160,7 @@ def new_pod_run(
         network_volume_id=target.network_volume_id,
         max_volume_gb=target.max_volume_gb,
     )
-    return PodRun(api, bus, runs, run, target, keep, stopped, record)
+    return PodRun(api, bus, runs, run, target, keep, stopped, record, vram_floor_gb=vram_floor_gb)
 
 
 async def provision(run: PodRun) -> bool:
@@ -171,37 +182,96 @@ async def provision(run: PodRun) -> bool:
     if run.target.network_volume_id is not None:
         volume = await run.api.network_volume(run.target.network_volume_id)
         log.info("pod: network volume %s holds %d GB", volume.id, volume.size_gb)
-    gpu_types, data_centers = await _choices(run)
+    walk = await _choices(run)
     problems: list[str] = []
     not_ready: list[str] = []
-    for gpu_type in gpu_types:
+    while walk.types:
         if run.stopped():
             return False
-        made = await _try_type(run, gpu_type, data_centers, problems, not_ready)
-        if made is None:
-            continue
-        return await _after_ready(run, made)
+        gpu_type = walk.types.pop(0)
+        walk.tried(gpu_type)
+        made = await _try_type(run, gpu_type, walk.data_centers, problems, not_ready)
+        if made is not None:
+            return await _after_ready(run, made)
+        if walk.auto:
+            await _reread(run, walk)
     raise ProvisionFailed(_walk_failure(problems, not_ready, run.target))
 
 
-async def _choices(run: PodRun) -> tuple[list[str], tuple[str, ...]]:
-    """The GPU types to walk and the data centers to ask for (`auto` resolved once)."""
+@attrs.define
+class Walk:
+    """The GPU types still to try and the data centers to ask for; with `auto`, what was
+    tried and how many out-of-stock types were, over the whole walk."""
+
+    types: list[str]
+    data_centers: tuple[str, ...]
+    auto: bool = False
+    out_of_stock: set[str] = attrs.field(factory=set)
+    done: set[str] = attrs.field(factory=set)
+    out_of_stock_tried: int = 0
+
+    def tried(self, gpu_type: str) -> None:
+        """Note a type as tried (never tried again in this walk)."""
+        self.done.add(gpu_type)
+        if gpu_type in self.out_of_stock:
+            self.out_of_stock_tried += 1
+
+
+def _limits(run: PodRun, data_centers: tuple[str, ...]) -> Limits:
     target = run.target
-    wanted_dcs = () if target.data_center_ids.auto else target.data_center_ids.items
-    if not target.gpu_types.auto:
-        return list(target.gpu_types.items), wanted_dcs
-    catalog = await run.api.gpu_types(target.gpu_count)
-    limits = Limits(
+    return Limits(
         gpu_count=target.gpu_count,
         min_vram_gb=target.min_vram_gb,
         max_price_per_hour=target.max_price_per_hour,
-        data_center_ids=wanted_dcs,
+        data_center_ids=data_centers,
+        vram_floor_gb=run.vram_floor_gb,
     )
-    chosen = pick_gpu_types(catalog, limits)
+
+
+def _pick(run: PodRun, walk: Walk, catalog: list[GpuType], wanted: tuple[str, ...]) -> None:
+    """Fill the walk from the catalog (types not tried yet), `auto` data centers too."""
+    fresh = [gpu for gpu in catalog if gpu.id not in walk.done]
+    left = MAX_OUT_OF_STOCK - walk.out_of_stock_tried
+    chosen = pick_gpu_types(fresh, _limits(run, wanted), left)
     log.info("%s", picked_line(chosen))
-    if target.data_center_ids.auto:
-        wanted_dcs = tuple(pick_data_centers(chosen, target.gpu_count))
-    return [gpu.id for gpu in chosen], wanted_dcs
+    walk.types = [gpu.id for gpu in chosen]
+    walk.out_of_stock = {gpu.id for gpu in chosen if not in_stock(gpu, wanted)}
+    if run.target.data_center_ids.auto:
+        walk.data_centers = tuple(pick_data_centers(chosen, run.target.gpu_count))
+
+
+async def _reread(run: PodRun, walk: Walk) -> None:
+    """After an `auto` type that could not be placed: the catalog again, the rest re-sorted;
+    a failed re-read keeps the order (warned)."""
+    target = run.target
+    wanted = () if target.data_center_ids.auto else target.data_center_ids.items
+    try:
+        catalog = await run.api.gpu_types(target.gpu_count)
+    except RunpodError as error:
+        log.warning(
+            'cannot read Runpod\'s GPU catalog again (%s): the other gpu_types = "auto" '
+            "picks are tried in their first order",
+            error.message,
+        )
+        return
+    try:
+        _pick(run, walk, catalog, wanted)
+    except AutoError as error:
+        log.info("pod: %s", error.message)
+        walk.types = []
+
+
+async def _choices(run: PodRun) -> Walk:
+    """The GPU types to walk and the data centers to ask for (`auto` resolved from the
+    catalog)."""
+    target = run.target
+    wanted = () if target.data_center_ids.auto else target.data_center_ids.items
+    if not target.gpu_types.auto:
+        return Walk(list(target.gpu_types.items), wanted)
+    catalog = await run.api.gpu_types(target.gpu_count)
+    walk = Walk([], wanted, auto=True)
+    _pick(run, walk, catalog, wanted)
+    return walk
 
 
 def _walk_failure(problems: list[str], not_ready: list[str], target: RunpodTarget) -> str:

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import NoReturn
 
 import attrs
 import trio
@@ -14,22 +15,32 @@ import trio
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Flag
-from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.error_groups import error_leaves
+from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.model.redact import redact
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.create_body import workdir
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.pod_logs import (
+    MAX_TAIL,
+    PodLogsGone,
+    keep_lines,
+    read_cursor,
+    stream_pod_logs,
+)
 from overbrainer.targets.runpod.pod_record import (
     AttemptResult,
     DeletedBy,
+    PodRecord,
     PodState,
     load_pod_record,
 )
 from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.training.follow import FollowError
 from overbrainer.training.lifecycle import (
     REMOTE_START_BOUND,
     Detached,
@@ -41,25 +52,37 @@ from overbrainer.training.lifecycle import (
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
+from overbrainer.training.pod_disk import DiskPolicy, follow_disk
+from overbrainer.training.pod_lease import (
+    DEADLINE_MESSAGE,
+    LeaseTimes,
+    Pace,
+    keep_lease,
+    watch_pace,
+)
 from overbrainer.training.pod_provision import (
     PodRun,
     forget_keys,
     new_pod_run,
+    pod_poll,
     pod_ssh_config,
     provision,
     remove,
     sweep,
 )
+from overbrainer.training.pod_vram import vram_floor
 from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
 
 log = logging.getLogger(__name__)
 
 PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
+DRAIN_LIMIT = 5.0
+"""Seconds the pod's log stream is read at most before the pod is deleted."""
+GONE_BOUND = 120.0
+"""Seconds spent at most telling whether the pod of an unreachable job is gone."""
 END_BOUND = 600.0
 """Seconds a shielded delete of the pod (and its keys) may take."""
-LEASE_EVERY = 300.0
-"""Seconds between renewals of the pod's lease while overbrainer follows its job."""
 
 
 def _text(error: BaseException) -> str:
@@ -124,6 +147,9 @@ async def train_on_pod(
     key = await _api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         await _warn_strays(session, api, strays)
+        floor = await session.interrupt.race(lambda: vram_floor(session.settings, target))
+        if session.interrupt.caught:
+            raise Detached("interrupted before the run started")
         record = await trio.to_thread.run_sync(_create_run, session, plan, target)
         log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
         session.created(record.id)
@@ -136,13 +162,14 @@ async def train_on_pod(
                 target,
                 keep=keep,
                 stopped=lambda: flag.interrupted or session.interrupt.caught,
+                vram_floor_gb=floor,
             )
             await _provision_or_fail(session, run)
         async with open_ssh(
             plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
         ) as executor:
             started = await _start_or_fail(session, plan, run, executor)
-            return await _follow_and_end(session, run, executor, started)
+            return await follow_and_end(session, run, executor, started)
 
 
 async def _provision_or_fail(session: Session, run: PodRun) -> None:
@@ -158,13 +185,18 @@ async def _provision_or_fail(session: Session, run: PodRun) -> None:
         failure = f"no pod was ready within {int(PROVISION_BOUND // 3600)} h"
     if ready and not run.stopped():
         return
-    reason = DeleteReason.INTERRUPTED if failure is None else DeleteReason.NOT_READY
-    left = await _clean_up(run, reason)
-    message = failure or "interrupted before its job started"
-    await _fail_run(session, run.run, message)
-    if failure is not None:
-        extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
-        raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+    if failure is None:
+        await _interrupted_before_job(session, run)
+    left = await _clean_up(run, DeleteReason.NOT_READY)
+    await _fail_run(session, run.run, failure)
+    extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
+    raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+
+
+async def _interrupted_before_job(session: Session, run: PodRun) -> NoReturn:
+    """A Ctrl-C before the job started: delete the pod, fail the run, say so (§7.5 step 6)."""
+    left = await _clean_up(run, DeleteReason.INTERRUPTED)
+    await _fail_run(session, run.run, "interrupted before its job started")
     tail = (
         "but a pod of it may be left: check `overbrainer pod ls`" if left else "it has no pod left"
     )
@@ -212,9 +244,12 @@ async def _start_or_fail(
             assert run.keys is not None
             if not await executor.claim(run.remote_dir, run.keys.host_public):
                 raise WorkFailed(f"{run.remote_dir} on the pod belongs to another run")
-            started = await start_job(session, run.run, plan, executor)
+            if not run.stopped():  # a Ctrl-C since the pod was ready: no job, no pod
+                started = await start_job(session, run.run, plan, executor)
         except (OverbrainerError, OSError) as error:
             failure = _text(error)
+    if started is None and run.stopped():
+        await _interrupted_before_job(session, run)
     if started is None:
         left = await _clean_up(run, DeleteReason.NOT_READY)
         await _fail_run(session, run.run, failure)
@@ -257,50 +292,76 @@ def _detached(run: PodRun) -> Detached:
     )
 
 
-async def _lease(run: PodRun, executor: Executor) -> None:
-    """Renew `.pod/lease` while following, so the watchdog knows someone still follows."""
-    while True:
-        try:
-            await executor.put_file(f"{run.remote_dir}/.pod/lease", "")
-        except (OverbrainerError, OSError) as error:
-            log.debug("pod: cannot renew the lease: %s", _text(error))
-        await trio.sleep(LEASE_EVERY)
-
-
-async def _follow_and_end(
-    session: Session, run: PodRun, executor: Executor, record: RunRecord
+async def follow_and_end(
+    session: Session,
+    run: PodRun,
+    executor: Executor,
+    record: RunRecord,
+    *,
+    requested: bool = False,
 ) -> Outcome:
     """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
 
     capped = trio.Event()
+    deadline_passed = trio.Event()
     limits = cost_cap(run.pod)
+    deadline = None if run.keep else run.pod.deadline_unix
 
     async def follow() -> Outcome | None:
         async with trio.open_nursery() as nursery:
+
+            async def stop_at(limit: trio.Event) -> None:
+                await limit.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(capture_pod_log, run)
+            nursery.start_soon(
+                follow_disk,
+                executor,
+                run.remote_dir,
+                DiskPolicy.from_env(),
+                run.api,
+                run.pod.network_volume_id,
+                run.pod.max_volume_gb,
+            )
             if not run.keep:
-                nursery.start_soon(_lease, run, executor)
+                pace = Pace()
+                nursery.start_soon(watch_pace, session.bus, pace, deadline, run.pod.deadline or "?")
+                nursery.start_soon(
+                    keep_lease,
+                    executor,
+                    run.remote_dir,
+                    pace,
+                    deadline,
+                    deadline_passed,
+                    LeaseTimes.from_env(),
+                )
+                nursery.start_soon(stop_at, deadline_passed)
             if limits is not None:
                 nursery.start_soon(guard_cost, limits, run.remote_dir, executor, capped)
-
-                async def stop_at_cap() -> None:
-                    await capped.wait()
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(stop_at_cap)
-            outcome = await watch(session, executor, record)
+                nursery.start_soon(stop_at, capped)
+            outcome = await watch(session, executor, record, requested=requested)
             nursery.cancel_scope.cancel()
             return outcome
-        return None  # the cost cap cancelled the watch
+        return None  # a limit cancelled the watch
 
-    followed = await session.interrupt.race(follow)
+    try:
+        followed = await session.interrupt.race(follow)
+    except (FollowError, BaseExceptionGroup) as error:
+        lost = next((e for e in error_leaves(error) if isinstance(e, FollowError)), None)
+        if lost is not None:
+            await _after_lost_job(session, run, record, lost)
+        raise
     if capped.is_set():
-        await _delete_at_cap(session, run, record)
+        await _delete_at_limit(session, run, record, DeleteReason.COST_CAP, COST_CAP_MESSAGE)
+    if deadline_passed.is_set():
+        await _delete_at_limit(session, run, record, DeleteReason.DEADLINE, DEADLINE_MESSAGE)
     if followed is None:
         raise _detached(run)
     outcome = followed
     problem: str | None = None
     with trio.move_on_after(END_BOUND, shield=True):
-        problem = await end_pod(run, executor, outcome)
+        problem = await end_pod(run, executor, retrieved=outcome.retrieved)
     if problem is not None:
         raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
     return outcome
@@ -308,17 +369,47 @@ async def _follow_and_end(
 
 async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) -> Outcome:
     """`train attach` of a Runpod run (§7.8): reach its pod again, follow, then end the pod."""
-    run_dir = session.runs.dir_of(record.id)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(
             f"run {record.id} has no job yet: its pod is still starting, or it stopped before "
             "its job started"
         )
-    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
     if pod is None or pod.live_pod is None:
         return await _pod_lost(session, record, pod.pod_id if pod else None)
+    async with reach_pod(session, record, target, pod) as reached:
+        if isinstance(reached, Outcome):
+            return reached
+        run, executor = reached
+        return await follow_and_end(session, run, executor, record)
+
+
+async def live_pod_record(session: Session, record: RunRecord, nothing: str) -> PodRecord:
+    """The run's `pod.json` when it names a pod not deleted; else `run X has no pod left: …`."""
+    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
+    if pod is None or pod.live_pod is None:
+        raise UsageError(f"run {record.id} has no pod left: {nothing}")
+    return pod
+
+
+@contextlib.asynccontextmanager
+async def reach_pod(
+    session: Session,
+    record: RunRecord,
+    target: RunpodTarget,
+    pod: PodRecord,
+    interrupted: Callable[[PodRun], OverbrainerError] | None = None,
+) -> AsyncIterator[tuple[PodRun, SshExecutor] | Outcome]:
+    """The run's pod again (§7.8): looked up, its ssh config rewritten, connected.
+
+    Yields the run's outcome instead when the pod is gone (the run failed). Ctrl-C while
+    connecting raises `interrupted(run)` (by default the detached error of a pod run).
+    """
+    live = pod.live_pod
+    assert live is not None
+    run_dir = session.runs.dir_of(record.id)
     key = await _api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         run = PodRun(
@@ -331,17 +422,18 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
             lambda: session.interrupt.caught,
             pod,
         )
-        found = await api.get_pod(pod.live_pod)
+        found = await api.get_pod(live)
         if found is None:
             await run.save(
                 state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=DeletedBy.UNKNOWN
             )
             await forget_keys(run)
-            return await _pod_lost(session, record, pod.live_pod)
+            yield await _pod_lost(session, record, live)
+            return
         if found.status.dead:
             raise WorkFailed(
                 f"pod {found.id} of run {record.id} is {found.status.value}: its job cannot be "
-                f"followed; delete it with `overbrainer pod rm {record.id}`"
+                f"reached; delete it with `overbrainer pod rm {record.id}`"
             )
         if found.ssh is None:
             raise WorkFailed(f"pod {found.id} of run {record.id} has no SSH endpoint right now")
@@ -355,8 +447,8 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
                 return True
 
             if await session.interrupt.race(connect) is None:
-                raise _detached(run)
-            return await _follow_and_end(session, run, executor, record)
+                raise (interrupted or _detached)(run)
+            yield run, executor
 
 
 async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> Outcome:
@@ -367,12 +459,55 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
     return await summarize(session, failed)
 
 
-async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> None:
-    """The cost cap passed while following: delete the pod, fail the run (shielded)."""
-    message = "max_cost_usd reached: the pod was deleted before the job ended"
-    with trio.move_on_after(END_BOUND, shield=True):
+COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
+
+
+async def _after_lost_job(
+    session: Session, run: PodRun, record: RunRecord, error: FollowError
+) -> None:
+    """The job could not be reached: when Runpod no longer has the pod (its watchdog or
+    someone deleted it), the run failed, with the limit that passed if one did (§7.6).
+    Returns when the pod is still there (the error stands: attach again)."""
+    pod_id = run.pod.live_pod
+    if pod_id is None:
+        return
+    gone = False
+    with trio.move_on_after(GONE_BOUND):
         try:
-            await remove(run, DeleteReason.COST_CAP)
+            gone = await run.api.pod_gone(pod_id, interval=2 * pod_poll())
+        except RunpodError as checking:
+            log.debug("pod: cannot tell whether pod %s is gone: %s", pod_id, checking.message)
+    if not gone:
+        return
+    now = time.time()
+    limits = cost_cap(run.pod)
+    deadline = None if run.keep else run.pod.deadline_unix
+    by = DeletedBy.WATCHDOG
+    if limits is not None and now >= limits.delete_at:
+        message = COST_CAP_MESSAGE
+    elif deadline is not None and now >= deadline:
+        message = DEADLINE_MESSAGE
+    else:
+        message, by = f"pod {pod_id} no longer exists", DeletedBy.UNKNOWN
+    log.warning("pod: %s is no longer on Runpod (%s)", pod_id, error.message)
+    with trio.move_on_after(END_BOUND, shield=True):
+        await run.save(state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=by)
+        await forget_keys(run)
+        failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"run {run.run_id} failed: {message}") from None
+
+
+async def _delete_at_limit(
+    session: Session, run: PodRun, record: RunRecord, reason: DeleteReason, message: str
+) -> None:
+    """The cost cap or `max_hours` passed while following: delete the pod, fail the run
+    (shielded)."""
+    with trio.move_on_after(END_BOUND, shield=True):
+        with trio.move_on_after(DRAIN_LIMIT):
+            await drain_pod_log(run)
+        try:
+            await remove(run, reason)
         except (OverbrainerError, OSError) as error:
             log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
         else:
@@ -381,6 +516,34 @@ async def _delete_at_cap(session: Session, run: PodRun, record: RunRecord) -> No
     with trio.move_on_after(30, shield=True):
         await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
     raise WorkFailed(f"run {run.run_id} failed: {message}")
+
+
+async def capture_pod_log(run: PodRun) -> None:
+    """Keep Runpod's own log of the pod in `.pod/pod.log` while overbrainer follows it:
+    from its cursor (or the last 5000 lines), reconnecting whenever the stream ends."""
+    while True:
+        if await drain_pod_log(run):
+            return
+        await trio.sleep(pod_poll())
+
+
+async def drain_pod_log(run: PodRun) -> bool:
+    """One pass over the pod's log stream into `.pod/pod.log`; True once the pod is gone."""
+    pod_id = run.pod.live_pod
+    if pod_id is None:
+        return True
+    run_dir = run.runs.dir_of(run.run_id)
+    cursor = await trio.to_thread.run_sync(read_cursor, run_dir)
+    try:
+        async for line in stream_pod_logs(
+            run.api.http, pod_id, tail=MAX_TAIL if cursor is None else None, cursor=cursor
+        ):
+            await trio.to_thread.run_sync(keep_lines, run_dir, [line])
+    except PodLogsGone:
+        return True
+    except (OverbrainerError, OSError) as error:
+        log.debug("pod: cannot read the pod's log stream: %s", _text(error))
+    return False
 
 
 POD_LOGS = ("watchdog.log", "bootstrap.log")
@@ -407,12 +570,14 @@ def _write_log(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-async def end_pod(run: PodRun, executor: Executor, outcome: Outcome) -> str | None:
+async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
     """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id
     await copy_pod_logs(run, executor)
-    if not outcome.retrieved:
+    with trio.move_on_after(DRAIN_LIMIT):
+        await drain_pod_log(run)
+    if not retrieved:
         state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
         await run.save(state=state)
         log.warning(

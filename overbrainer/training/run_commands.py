@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -14,18 +15,30 @@ from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, TargetUnreachable
 from overbrainer.targets.job_script import container_name
+from overbrainer.targets.runpod.create_body import workdir
+from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.pod_record import load_pod_record
+from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.follow import CANCEL_BOUND
 from overbrainer.training.lifecycle import (
     Detached,
     RunEnding,
     Session,
     detached,
+    ending,
     follow_to_end,
     job_ref,
     summarize,
 )
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_train import attach_pod
+from overbrainer.training.pod_train import (
+    END_BOUND,
+    attach_pod,
+    end_pod,
+    follow_and_end,
+    live_pod_record,
+    reach_pod,
+)
 from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
@@ -45,12 +58,7 @@ def _any_target(session: Session, record: RunRecord) -> TrainTarget:
 
 def _check_target(session: Session, record: RunRecord) -> HostTarget:
     target = _any_target(session, record)
-    if isinstance(target, RunpodTarget):
-        raise UsageError(
-            f"run {record.id} trains on a Runpod pod: `train stop` and `cancel` do not reach "
-            f"pods in this version; follow it with `overbrainer train attach {record.id}`, or "
-            f"delete its pod with `overbrainer pod rm {record.id}`"
-        )
+    assert not isinstance(target, RunpodTarget), "Runpod runs go through the pod commands"
     return target
 
 
@@ -155,11 +163,41 @@ def lock_holder(project: Project) -> str:
     return f"pid {text}" if text.isdigit() else "unknown pid"
 
 
-async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, HostTarget]:
+async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainTarget]:
     """Check that a run can be stopped; the run and its target (the request is not written)."""
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     check_stoppable(record)
-    return record, _check_target(session, record)
+    return record, _any_target(session, record)
+
+
+async def stop_on_pod(
+    session: Session, record: RunRecord, target: RunpodTarget, announce: Callable[[], None]
+) -> Outcome:
+    """`train stop` of a Runpod run (§7.8): the request written on its pod, then the run
+    followed to its end, its snapshot retrieved and its pod deleted (or kept)."""
+    pod = await live_pod_record(session, record, "nothing to stop")
+    async with reach_pod(session, record, target, pod) as reached:
+        if isinstance(reached, Outcome):
+            return reached
+        run, executor = reached
+        await request_snapshot_on(executor, record)
+        announce()
+        return await follow_and_end(session, run, executor, record, requested=True)
+
+
+async def request_on_pod_beside(session: Session, record: RunRecord, target: RunpodTarget) -> None:
+    """Write a Runpod run's snapshot request through its existing ssh config (no API call),
+    while another process holds the project."""
+    run_dir = session.runs.dir_of(record.id)
+    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    config = run_dir / "ssh" / "config"
+    if pod is None or pod.live_pod is None or not config.is_file():
+        raise UsageError(f"run {record.id} has no pod to reach: nothing to stop")
+    async with open_ssh(
+        record.target, host_alias(record.id), workdir(target), ssh_config=str(config.absolute())
+    ) as executor:
+        await executor.connect()
+        await request_snapshot_on(executor, record)
 
 
 def check_cancellable(record: RunRecord) -> None:
@@ -189,14 +227,49 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
         record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     check_cancellable(record)
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
+    any_target = _any_target(session, record)
+    if isinstance(any_target, RunpodTarget):
+        return await _cancel_on_pod(session, record, any_target)
     target = _check_target(session, record)
     async with session.open_target(
         record.target, target, lambda: Detached("interrupted before the cancel started")
     ) as executor:
-        return await _cancel_on(session, executor, record)
+        ended, _ = await _cancel_on(session, executor, record)
+        return ended
 
 
-async def _cancel_on(session: Session, executor: Executor, record: RunRecord) -> RunEnding:
+async def _cancel_on_pod(session: Session, record: RunRecord, target: RunpodTarget) -> RunEnding:
+    """`train cancel` of a Runpod run (§7.8): the job cancelled, its files retrieved
+    best-effort, then its pod ended like at the end of a followed run, all shielded."""
+    pod = await live_pod_record(session, record, "nothing to cancel")
+    async with reach_pod(
+        session,
+        record,
+        target,
+        pod,
+        interrupted=lambda run: Detached("interrupted before the cancel started"),
+    ) as reached:
+        if isinstance(reached, Outcome):
+            return ending(session.runs, reached)
+        run, executor = reached
+        ended, retrieved = await _cancel_on(session, executor, record)
+        if retrieved is None:
+            return ended  # the job had ended already, or a follower ends the pod
+        problem: str | None = "the pod did not end in time"
+        with trio.move_on_after(END_BOUND, shield=True):
+            problem = await end_pod(run, executor, retrieved=retrieved)
+        if problem is not None:
+            return RunEnding(
+                ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")
+            )
+        return ended
+
+
+async def _cancel_on(
+    session: Session, executor: Executor, record: RunRecord
+) -> tuple[RunEnding, bool | None]:
+    """Cancel the job and record it; the lines, and whether its files are here (None when
+    this command did not record the run cancelled)."""
     runs = session.runs
     run_id = record.id
     job = ExecutorJob(executor, job_ref(record))
@@ -212,19 +285,19 @@ async def _cancel_on(session: Session, executor: Executor, record: RunRecord) ->
                 f"train: the job of run {run_id} had already ended ({status_name(status)}): "
                 f"collect it with `overbrainer train attach {run_id}`",
             )
-        )
+        ), None
     saved = await trio.to_thread.run_sync(runs.update, run_id, _record_cancelled)
     if saved.state is RunState.CANCELLED:
         problem = await _retrieve_best_effort(executor, saved, runs)
         if problem is not None:
-            return RunEnding((f"train: run {run_id} cancelled ({problem})",))
-        return RunEnding((f"train: run {run_id} cancelled",))
+            return RunEnding((f"train: run {run_id} cancelled ({problem})",)), False
+        return RunEnding((f"train: run {run_id} cancelled",)), True
     return RunEnding(
         (
             f"train: the job of run {run_id} was cancelled; the process following it recorded "
             f"the run {saved.state.value}",
         )
-    )
+    ), None
 
 
 async def _retrieve_best_effort(executor: Executor, record: RunRecord, runs: Runs) -> str | None:

@@ -215,6 +215,20 @@ class RunpodHttp:
             assert last.unanswered is not None
             raise last.unanswered from None
 
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, *, params: Mapping[str, str], headers: Mapping[str, str]
+    ) -> AsyncIterator[httpx2.Response]:
+        """A `GET` whose answer is read as it comes (an event stream); never retried."""
+        url = join_url(self.base_url, path)
+        try:
+            async with self._client.stream(
+                "GET", url, params=params, headers=dict(headers)
+            ) as response:
+                yield response
+        except httpx2.HTTPError as error:
+            raise self.unreachable("GET", path, Unanswered(transport_cause(error))) from None
+
     def unreachable(self, method: str, path: str, error: Unanswered) -> RunpodError:
         """The error for a call that got no answer."""
         return RunpodError(f"Runpod did not answer {method} {path} ({self.address}): {error.cause}")

@@ -1,0 +1,118 @@
+"""`runs logs RUN_ID --pod [--source container|system] [--follow]` (§6.7): a pod's logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from overbrainer.config.load import load_settings
+from overbrainer.config.secrets import resolve_secret
+from overbrainer.events.frontend import Frontend
+from overbrainer.flows.setup import CommandOptions
+from overbrainer.model import redact
+from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK
+from overbrainer.project.directory import open_project
+from overbrainer.targets.runpod.api import open_runpod
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.pod_logs import (
+    KEPT_LOG,
+    MAX_TAIL,
+    PodLogsGone,
+    read_cursor,
+    stream_pod_logs,
+)
+from overbrainer.targets.runpod.pod_record import load_pod_record
+from overbrainer.targets.runpod.sanitize import sanitize
+from overbrainer.training.pod_provision import pod_poll
+from overbrainer.training.run_store import Runs
+
+CATCH_UP = 10.0
+"""Seconds Runpod's stream is read without `--follow`."""
+GONE = "runs: pod {pod} no longer exists, so Runpod has no more of its logs"
+POD_SCRIPT_LOGS = (".pod/bootstrap.log", ".pod/watchdog.log")
+
+
+def _kept(path: Path) -> list[str] | None:
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return [redact.redact(sanitize(line)) for line in text.splitlines()]
+
+
+def _of_source(line: str, source: str | None) -> bool:
+    parts = line.split(" ", 2)
+    return source is None or (len(parts) > 1 and parts[1] == source)
+
+
+async def runs_pod_logs(
+    options: CommandOptions, front: Frontend, run_id: str, *, source: str | None, follow: bool
+) -> int:
+    """Print the pod logs kept for a run, then Runpod's lines after them while its pod lives
+    (`follow`: until Ctrl-C). Read-only: nothing is written, no lock is taken."""
+    project = open_project(options.project_dir)
+    runs = Runs(project.runs)
+    runs.load(run_id)
+    run_dir = runs.dir_of(run_id)
+    pod = load_pod_record(run_dir)
+    live = pod.live_pod if pod is not None else None
+    printed = False
+    for name in () if source == "system" else POD_SCRIPT_LOGS:
+        lines = _kept(run_dir / name)
+        if lines is None:
+            continue
+        front.line(f"== {name} ==")
+        for line in lines:
+            front.line(line)
+        printed = True
+    kept = _kept(run_dir / KEPT_LOG)
+    if kept is None and live is None:
+        if not printed:
+            front.line(f"runs: no pod log kept for run {run_id}")
+        return EXIT_OK
+    front.line("== pod ==")
+    for line in kept or []:
+        if _of_source(line, source):
+            front.line(line)
+    if live is None:
+        return EXIT_OK
+    settings = load_settings(project.root)
+    secret = settings.runpod.api_key
+    if secret is None or not secret.text.strip():
+        raise RunpodKeyError(NO_KEY)
+    cursor = read_cursor(run_dir) if kept is not None else None
+
+    async def stream(key: str) -> str | None:
+        nonlocal cursor
+        async with open_runpod(settings.runpod.url, key) as api:
+            while True:
+                with trio.move_on_after(CATCH_UP if not follow else float("inf")):
+                    try:
+                        async for line in stream_pod_logs(
+                            api.http,
+                            live,
+                            source=source,
+                            tail=MAX_TAIL if cursor is None else None,
+                            cursor=cursor,
+                        ):
+                            front.line(line.kept())
+                            cursor = line.cursor
+                    except PodLogsGone:
+                        return (
+                            f"runs: pod {live} no longer exists, so Runpod has no more of its logs"
+                        )
+                if not follow:
+                    return None
+                await trio.sleep(pod_poll())
+
+    async with front.interrupt() as interrupt:
+        key = await interrupt.race(lambda: resolve_secret(secret, "runpod.api_key"))
+        if key is None:
+            return EXIT_INTERRUPTED
+        ended = await interrupt.race(lambda: stream(key))
+        if ended is None and interrupt.caught:
+            return EXIT_INTERRUPTED
+    if ended:
+        front.line(ended)
+    return EXIT_OK
