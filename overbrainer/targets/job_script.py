@@ -73,12 +73,12 @@ def chain(commands: Sequence[Command], venv: str | None = None) -> str:
     return f"{first} && {{ [ -f 'snapshot.json' ] || {{ {' && '.join(rest)}; }}; }}"
 
 
-PREPENDED = frozenset({"PYTHONPATH"})
+PREPENDED = frozenset({"PYTHONPATH", "PATH"})
 """Variables whose value is put before the inherited one rather than replacing it."""
 
 
 def exports(env: Mapping[str, str]) -> str:
-    """`export K='V'` steps joined by `&&` (PYTHONPATH keeps the inherited value after it)."""
+    """`export K='V'` steps joined by `&&` (PYTHONPATH, PATH keep the inherited value after)."""
 
     def step(name: str, value: str) -> str:
         if name in PREPENDED:
