@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections.abc
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -80,7 +79,10 @@ def left_behind(run_dir: Path) -> list[str]:
 
 
 def test_q4_k_m_export_of_a_full_model_converts_quantizes_and_delivers(
-    project: Path, tiny_model: Path, llama_release: LlamaRelease, llama_tools: LlamaTools,
+    project: Path,
+    tiny_model: Path,
+    llama_release: LlamaRelease,
+    llama_tools: LlamaTools,
     tmp_path: Path,
 ) -> None:
     run_dir = add_run(project, tiny_model)
@@ -157,9 +159,22 @@ def _generate(tools: LlamaTools, model: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [str(tools.bin / "llama-server"), "-m", str(model), "--host", "127.0.0.1",
-         "--port", str(port), "-c", "256", "-np", "1", "--no-webui"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(tools.bin / "llama-server"),
+            "-m",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "256",
+            "-np",
+            "1",
+            "--no-webui",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -206,9 +221,10 @@ def test_an_adapter_is_merged_with_axolotl_merge_lora_first(
     assert merge["sequence_len"] == SEQUENCE_LEN
     for dropped in ("plugins", "resume_from_checkpoint", "hub_model_id", "hub_strategy"):
         assert dropped not in merge
-    assert "export: merging the adapter in ../../output" in (
-        only_export(run_dir) / "job.log"
-    ).read_text()
+    assert (
+        "export: merging the adapter in ../../output"
+        in (only_export(run_dir) / "job.log").read_text()
+    )
     assert left_behind(run_dir) == []
 
 
@@ -255,7 +271,10 @@ def test_ctrl_c_cancels_the_export_and_leaves_no_part_or_staged_file(
     with err.open("w") as stderr:
         process = subprocess.Popen(
             command(project, "export", RUN, "--quantize", "F16"),
-            env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
         )
     part = run_dir / "exports"
     deadline = time.monotonic() + 120
