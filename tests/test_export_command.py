@@ -281,3 +281,20 @@ def test_an_in_job_export_is_delivered_once(tmp_path: Path) -> None:
     assert saved["size"] == 20
     assert (gguf / "Modelfile").read_text() == f"FROM ./{RUN}-Q4_K_M.gguf\nPARAMETER num_ctx 1024\n"
     assert deliver_in_job(RUN, run_dir, "b1") is None  # the same file at the same size
+
+
+def test_an_in_job_export_runs_sh_after_the_merge_not_from_the_venv() -> None:
+    from overbrainer.config.settings import Adapter, Training
+    from overbrainer.targets.job_script import chain
+    from overbrainer.training.prepare import job_commands
+
+    training = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
+    commands = job_commands(training, export=True)
+    assert [c.stage.value for c in commands] == ["train", "merge", "export"]
+    text = chain(commands, "/venv")
+    assert text.endswith(
+        "&& '/venv/bin/axolotl' 'merge-lora' 'axolotl.yaml' && "
+        '{ printf \'{"event":"stage","name":"%s","time":%s}\\n\' export "$(date +%s)" >> '
+        "'metrics.jsonl' || :; } && 'sh' 'export.sh'; }; }"
+    )
+    assert [c.stage.value for c in job_commands(training)] == ["train", "merge"]

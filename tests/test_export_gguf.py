@@ -314,3 +314,54 @@ def test_a_stopped_run_exports_its_snapshot_with_a_warning(
     )
     assert f"runs/{RUN}/output/checkpoint-3 to GGUF F16" in result.stderr
     assert (run_dir / "output" / "gguf" / f"{RUN}-F16.gguf").is_file()
+
+
+def test_after_training_the_job_exports_and_the_train_flow_delivers_once(
+    project: Path, tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path
+) -> None:
+    config = project / "overbrainer.toml"
+    text = config.read_text().replace(
+        'base_model = "Qwen/Qwen3-4B"', f'base_model = "{tiny_model}"'
+    )
+    text = text.replace("# merge = false ", "merge = true ")
+    text = text.replace(
+        "# [export]                   # GGUF export\n# after_training = false\n"
+        '# quantize = "Q4_K_M"',
+        '[export]\nafter_training = true\nquantize = "F16"',
+    )
+    config.write_text(text)
+    env = env_for(tmp_path, llama_release, STANDIN_STEPS="4")
+    result = overbrainer(project, env, "train", timeout=300)
+    assert result.returncode == 0, result.stderr
+    (run_id,) = [p.name for p in (project / "runs").iterdir() if not p.name.startswith(".")]
+    run_dir = project / "runs" / run_id
+    file = f"{run_id}-F16.gguf"
+    size = (run_dir / "output" / "gguf" / file).stat().st_size
+    from overbrainer.model.sizes import format_size
+
+    lines = result.stdout.splitlines()
+    assert lines[-3] == f"train: merged model in runs/{run_id}/output/merged"
+    assert lines[-2:] == [
+        f"export: GGUF in runs/{run_id}/output/gguf/{file} (F16, {format_size(size)}), "
+        "Modelfile beside it",
+        f"export: run it with Ollama after `cd runs/{run_id}/output/gguf && ollama create "
+        f"{run_id} -f Modelfile`",
+    ]
+    exported = json.loads((run_dir / "export.json").read_text())
+    assert exported["file"] == f"output/gguf/{file}"
+    assert exported["quantize"] == "F16"
+    assert exported["size"] == size
+    log = (run_dir / "job.log").read_text()
+    assert "export: converting output/merged to GGUF (f16)" in log
+    assert not (run_dir / "export-work").exists()
+    stages = [
+        json.loads(line)["name"]
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+        if '"event":"stage"' in line
+    ]
+    assert stages == ["train", "merge", "export"]
+    # Following the run again delivers nothing a second time.
+    again = overbrainer(project, env, "train", "attach", run_id, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert not any(line.startswith("export:") for line in again.stdout.splitlines())
+    assert json.loads((run_dir / "export.json").read_text()) == exported

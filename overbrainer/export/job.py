@@ -18,15 +18,15 @@ import trio
 
 from overbrainer.config.settings import RunpodTarget, Runtime
 from overbrainer.export import ollama
-from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, remove_staged
+from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
-from overbrainer.export.record import EXPORTS_DIR
-from overbrainer.export.script import SCRIPT_FILE, export_env, export_script, gguf_name
+from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
+from overbrainer.targets.export_script import SCRIPT_FILE, export_env, export_script, gguf_name
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
@@ -330,3 +330,34 @@ async def delivery_lines(run_dir: Path, delivered: Delivered, name: str | None) 
     if created is not None:
         lines.append(created)
     return lines
+
+
+async def after_training(session: Session, record: RunRecord) -> list[str]:
+    """The lines of an in-job export, delivered once after the run came back (§B.5).
+
+    Only with `[export] after_training` and a succeeded run; a problem is a warning, never a
+    failure of the run.
+    """
+    settings = session.settings.export
+    if not settings.after_training or record.state is not RunState.SUCCEEDED:
+        return []
+    run_dir = session.runs.dir_of(record.id)
+    try:
+        delivered = await trio.to_thread.run_sync(
+            deliver_in_job, record.id, run_dir, resolve_pin().tag
+        )
+    except (OSError, OverbrainerError) as error:
+        log.warning("export: cannot deliver the GGUF of run %s: %s", record.id, error)
+        return []
+    if delivered is None:
+        known = (run_dir / EXPORT_FILE).is_file()
+        if not known:
+            log.warning(
+                "export: the job of run %s left no GGUF in runs/%s/%s: see runs/%s/job.log",
+                record.id,
+                record.id,
+                GGUF_DIR,
+                record.id,
+            )
+        return []
+    return await delivery_lines(run_dir, delivered, settings.ollama_name)

@@ -54,10 +54,14 @@ class Command:
     stage: JobStage
     program: str
     args: tuple[str, ...] = ()
+    from_venv: bool = True
+    """False for a system program (`sh`) that a venv does not hold."""
 
     def text(self, venv: str | None = None) -> str:
         """The stage line then the program, from `venv/bin` when a venv is given."""
-        program = f"{venv.rstrip('/')}/bin/{self.program}" if venv else self.program
+        program = self.program
+        if venv and self.from_venv:
+            program = f"{venv.rstrip('/')}/bin/{self.program}"
         words = " ".join([quote(program), *(quote(arg) for arg in self.args)])
         return f"{stage_line(self.stage)} && {words}"
 
