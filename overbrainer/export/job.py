@@ -22,6 +22,7 @@ from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_
 from overbrainer.export.plan import ModelChoice, model_of
 from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
@@ -273,7 +274,9 @@ async def _follow_and_deliver(
     job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
     tail = MetricsTail(MetricsSummary())
     status = await session.interrupt.race(
-        lambda: follow(job, session.bus, tail, run_id=record.id, times=session.times)
+        lambda: follow(
+            job, session.bus, tail, run_id=record.id, times=session.times, kind=JobKind.EXPORT
+        )
     )
     if status is None:
         await _cancel(executor, started)
