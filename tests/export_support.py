@@ -82,6 +82,8 @@ def add_run(
     adapter: bool = False,
     state: RunState = RunState.SUCCEEDED,
     snapshot: Snapshot | None = None,
+    target: str = "local",
+    remote_dir: str | None = None,
 ) -> Path:
     """A finished local run of `project` whose `output/` holds `model` (or an adapter on it)."""
     runs = Runs(project / "runs")
@@ -106,10 +108,10 @@ def add_run(
     (run_dir / "job.log").write_text("standin: done\n")
     record = RunRecord(
         id=run_id,
-        target="local",
+        target=target,
         created="2026-12-03T12:00:00Z",
-        remote_dir=str(run_dir.resolve()),
-        job=Job(str(run_dir.resolve()), 4242),
+        remote_dir=remote_dir or str(run_dir.resolve()),
+        job=Job(remote_dir or str(run_dir.resolve()), 4242),
         state=state,
         snapshot=snapshot,
         snapshots=True,

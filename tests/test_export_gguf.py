@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +29,7 @@ gguf = pytest.importorskip("gguf")
 from overbrainer.training.run_store import RunState, Snapshot  # noqa: E402
 from tests.export_support import SEQUENCE_LEN, add_run, make_tiny_model  # noqa: E402
 from tests.llama_support import LlamaRelease, LlamaTools  # noqa: E402
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under  # noqa: E402
 from tests.train_helpers import (  # noqa: E402
     command,
     group_alive,
@@ -365,3 +368,55 @@ def test_after_training_the_job_exports_and_the_train_flow_delivers_once(
     assert again.returncode == 0, again.stderr
     assert not any(line.startswith("export:") for line in again.stdout.splitlines())
     assert json.loads((run_dir / "export.json").read_text()) == exported
+
+
+SSH_TARGET = """
+[targets.box]
+kind = "ssh"
+runtime = "native"
+venv = "{venv}"
+workdir = "{workdir}"
+"""
+
+
+def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
+    tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path, sshd: Sshd
+) -> None:
+    remote = tmp_path / "remote"
+    project = make_project(tmp_path / "p")
+    try:
+        venv = tmp_path / "venv"
+        (venv / "bin").mkdir(parents=True)
+        # The job gets no environment of ours over SSH: its python3 is the venv's.
+        python = venv / "bin" / "python3"
+        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        python.chmod(0o755)
+        with open(project / "overbrainer.toml", "a") as file:
+            file.write(SSH_TARGET.format(venv=venv, workdir=remote))
+        run_dir = add_run(project, tiny_model, target="box", remote_dir=f"{remote}/{RUN}")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+        env |= llama_release.env() | {
+            "OVERBRAINER_TEST_POLL_S": "0.05",
+            "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
+            "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
+        }
+        result = overbrainer(project, env, "export", RUN, "--quantize", "Q8_0", timeout=300)
+        assert result.returncode == 0, result.stderr
+        file = f"{RUN}-Q8_0.gguf"
+        delivered = run_dir / "output" / "gguf" / file
+        exported = json.loads((only_export(run_dir) / "export.json").read_text())
+        assert exported["size"] == delivered.stat().st_size
+        import hashlib
+
+        assert exported["sha256"] == hashlib.sha256(delivered.read_bytes()).hexdigest()
+        job = only_export(run_dir)
+        remote_job = remote / RUN / "exports" / job.name
+        assert (remote_job / "export.sh").is_file()  # the job ran there
+        # The staged model and config were uploaded for the job, then removed on both sides.
+        assert "export: converting output to GGUF (auto)" in (job / "job.log").read_text()
+        assert not (remote_job / "axolotl.yaml").exists()
+        assert not (remote_job / "output").exists()
+        assert left_behind(run_dir) == []
+        assert (remote / ".cache" / "llama.cpp" / llama_release.tag / "ubuntu-x64").is_dir()
+    finally:
+        kill_jobs_under(remote)
