@@ -391,8 +391,8 @@ def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
         python = venv / "bin" / "python3"
         python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
         python.chmod(0o755)
-        with open(project / "overbrainer.toml", "a") as file:
-            file.write(SSH_TARGET.format(venv=venv, workdir=remote))
+        with open(project / "overbrainer.toml", "a") as toml:
+            toml.write(SSH_TARGET.format(venv=venv, workdir=remote))
         run_dir = add_run(project, tiny_model, target="box", remote_dir=f"{remote}/{RUN}")
         env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
         env |= llama_release.env() | {
