@@ -204,15 +204,6 @@ def _failure(status: JobStatus, job_dir: Path) -> str:
     return _last_message(job_dir) or "its job was lost"
 
 
-async def _cancel(executor: Executor, started: Started) -> None:
-    job = ExecutorJob(executor, JobRef(started.record.job.dir, started.record.job.pid))  # type: ignore[union-attr]
-    with trio.move_on_after(CANCEL_BOUND, shield=True):
-        try:
-            await job.cancel()
-        except (OSError, OverbrainerError) as error:
-            log.warning("cannot cancel the export job: %s", error)
-
-
 def _clear_work(job_dir: Path) -> None:
     """What a killed job could leave behind: its work directory and `.part` files."""
     shutil.rmtree(job_dir / "export-work", ignore_errors=True)
@@ -254,7 +245,8 @@ async def run_export(session: Session, request: ExportRequest) -> list[str]:
                 session, exports, export, request, run, choice, target, executor
             )
         if started is None:
-            await _end(exports, export, RunState.FAILED, "the job did not start in time", run_dir)
+            job_dir = exports.dir_of(export.id)
+            await _end(exports, export, RunState.FAILED, "the job did not start in time", job_dir)
             raise WorkFailed(f"export {export.id} of run {run.id} failed: the job did not start")
         lines = await _follow_and_deliver(session, executor, exports, run, request, started)
     return lines
@@ -272,6 +264,16 @@ async def _follow_and_deliver(
     subject = f"export {record.id} of run {run.id}"
     assert record.job is not None
     job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
+
+    async def end(state: RunState, message: str | None) -> None:
+        """Record how the export ended; remove what was staged, here and on the target."""
+        with trio.move_on_after(CANCEL_BOUND, shield=True):
+            if executor.local and state is RunState.CANCELLED:
+                await trio.to_thread.run_sync(_clear_work, job_dir)
+            await _end(exports, record, state, message, job_dir)
+            if started.staged:
+                await _remove_remote_staged(executor, job.job.dir)
+
     tail = MetricsTail(MetricsSummary())
     status = await session.interrupt.race(
         lambda: follow(
@@ -279,48 +281,47 @@ async def _follow_and_deliver(
         )
     )
     if status is None:
-        await _cancel(executor, started)
         with trio.move_on_after(CANCEL_BOUND, shield=True):
-            if executor.local:
-                await trio.to_thread.run_sync(_clear_work, job_dir)
-            await _end(exports, record, RunState.CANCELLED, "cancelled", job_dir)
+            try:
+                await job.cancel()
+            except (OSError, OverbrainerError) as error:
+                log.warning("cannot cancel the export job: %s", error)
+        await end(RunState.CANCELLED, "cancelled")
         raise ExportCancelled(f"{subject} was cancelled")
     if not executor.local:
         try:
-            await fetch(executor, record.job.dir, job_dir, RESULTS, PART)
+            await fetch(executor, job.job.dir, job_dir, RESULTS, PART)
         except (OSError, OverbrainerError) as error:
             message = error.message if isinstance(error, OverbrainerError) else str(error)
-            await _end(exports, record, RunState.FAILED, message, job_dir)
-            raise WorkFailed(
-                f"{subject} failed: its results cannot be retrieved: {message}"
-            ) from None
+            await end(RunState.FAILED, message)
+            problem = f"its results cannot be retrieved: {message}"
+            raise WorkFailed(f"{subject} failed: {problem}") from None
     if isinstance(status, Cancelled):
-        await _end(exports, record, RunState.CANCELLED, "cancelled", job_dir)
+        await end(RunState.CANCELLED, "cancelled")
         raise WorkFailed(f"{subject} was cancelled")
     if status != Exited(0):
         message = await trio.to_thread.run_sync(_failure, status, job_dir)
-        await _end(exports, record, RunState.FAILED, message, job_dir)
+        await end(RunState.FAILED, message)
         raise WorkFailed(f"{subject} failed: {message}")
     run_dir = exports.root.parent
-    tag = resolve_pin().tag
     name = gguf_name(run.id, request.quantize)
     try:
         delivered = await trio.to_thread.run_sync(
-            deliver, run.id, run_dir, job_dir, name, request.quantize, tag
+            deliver, run.id, run_dir, job_dir, name, request.quantize, resolve_pin().tag
         )
     except WorkFailed as error:
-        await _end(exports, record, RunState.FAILED, error.message, job_dir)
+        await end(RunState.FAILED, error.message)
         raise WorkFailed(f"{subject} failed: {error.message}") from None
-    await _end(exports, record, RunState.SUCCEEDED, None, job_dir)
-    if not executor.local and started.staged:
-        with trio.move_on_after(CANCEL_BOUND):
-            try:
-                await executor.probe(
-                    f"cd -- {quote(record.job.dir)} && rm -rf -- {OUTPUT_DIR} {CONFIG_FILE}"
-                )
-            except (OSError, OverbrainerError) as error:
-                log.debug("cannot remove the staged files on the target: %s", error)
+    await end(RunState.SUCCEEDED, None)
     return await delivery_lines(run_dir, delivered, request.ollama_name)
+
+
+async def _remove_remote_staged(executor: Executor, remote_job: str) -> None:
+    """Remove the model and config staged into the job directory on the target."""
+    try:
+        await executor.probe(f"cd -- {quote(remote_job)} && rm -rf -- {OUTPUT_DIR} {CONFIG_FILE}")
+    except (OSError, OverbrainerError) as error:
+        log.debug("cannot remove the staged files on the target: %s", error)
 
 
 async def delivery_lines(run_dir: Path, delivered: Delivered, name: str | None) -> list[str]:
