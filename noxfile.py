@@ -47,3 +47,11 @@ def trainer(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.install("torch==2.13.0", "transformers", "accelerate")
     session.run("pytest", "-m", "trainer", *session.posargs)
+
+
+@nox.session
+def gguf(session: nox.Session) -> None:
+    """`overbrainer export` of a tiny model with the real llama.cpp tools (built once, cached)."""
+    session.install("-e", ".[test]")
+    session.install("torch==2.13.0", "transformers", "accelerate", "sentencepiece", "gguf")
+    session.run("pytest", "-m", "gguf", *session.posargs)

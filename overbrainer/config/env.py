@@ -16,7 +16,8 @@ PREFIX = "OVERBRAINER_"
 EXEMPT = frozenset(
     {"OVERBRAINER_NO_UPDATE_CHECK", "OVERBRAINER_TUI_COLOR", "OVERBRAINER_TUI_MOTION"}
 )
-EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
+EXEMPT_PREFIXES = ("OVERBRAINER_TEST_", "OVERBRAINER_LLAMA_CPP")
+"""OVERBRAINER_LLAMA_CPP*: the llama.cpp pin's overrides (targets/llama_cpp.py), not config keys."""
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 SSH_CONFIG_ENV = "OVERBRAINER_SSH_CONFIG"
 """An ssh_config file every `ssh` of overbrainer reads instead of `~/.ssh/config` (`ssh -F`)."""

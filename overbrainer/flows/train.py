@@ -6,6 +6,7 @@ import logging
 
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
+from overbrainer.export.job import after_training
 from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
@@ -36,6 +37,12 @@ def training_session(command: Command) -> Session:
         created=command.front.run_created,
         provisioning_flag=command.front.provisioning_flag,
     )
+
+
+async def export_after(session: Session, sink: ResultSink, record: RunRecord) -> None:
+    """Deliver and report what the run's in-job export wrote (`[export] after_training`)."""
+    for line in await after_training(session, record):
+        sink.line(line)
 
 
 def report(sink: ResultSink, end: RunEnding) -> None:
@@ -69,6 +76,7 @@ async def train_run(
             record = await start_run(session, plan, executor)
             outcome = await follow_to_end(session, executor, record)
     report(sink, ending(session.runs, outcome))
+    await export_after(session, sink, outcome.record)
     return outcome.record
 
 
@@ -112,7 +120,9 @@ async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     """`overbrainer train attach`: follow a run again until its job ends, then report it."""
     async with open_command(options, front) as command:
         session = training_session(command)
-        report(front, ending(session.runs, await run_commands.attach(session, run_id)))
+        outcome = await run_commands.attach(session, run_id)
+        report(front, ending(session.runs, outcome))
+        await export_after(session, front, outcome.record)
 
 
 def held_elsewhere(project: Project) -> bool:

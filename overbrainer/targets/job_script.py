@@ -54,10 +54,14 @@ class Command:
     stage: JobStage
     program: str
     args: tuple[str, ...] = ()
+    from_venv: bool = True
+    """False for a system program (`sh`) that a venv does not hold."""
 
     def text(self, venv: str | None = None) -> str:
         """The stage line then the program, from `venv/bin` when a venv is given."""
-        program = f"{venv.rstrip('/')}/bin/{self.program}" if venv else self.program
+        program = self.program
+        if venv and self.from_venv:
+            program = f"{venv.rstrip('/')}/bin/{self.program}"
         words = " ".join([quote(program), *(quote(arg) for arg in self.args)])
         return f"{stage_line(self.stage)} && {words}"
 
@@ -73,12 +77,12 @@ def chain(commands: Sequence[Command], venv: str | None = None) -> str:
     return f"{first} && {{ [ -f 'snapshot.json' ] || {{ {' && '.join(rest)}; }}; }}"
 
 
-PREPENDED = frozenset({"PYTHONPATH"})
+PREPENDED = frozenset({"PYTHONPATH", "PATH"})
 """Variables whose value is put before the inherited one rather than replacing it."""
 
 
 def exports(env: Mapping[str, str]) -> str:
-    """`export K='V'` steps joined by `&&` (PYTHONPATH keeps the inherited value after it)."""
+    """`export K='V'` steps joined by `&&` (PYTHONPATH, PATH keep the inherited value after)."""
 
     def step(name: str, value: str) -> str:
         if name in PREPENDED:

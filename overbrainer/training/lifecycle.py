@@ -15,16 +15,27 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import LocalTarget, Runtime, Settings, Training
+from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime, Settings, Training
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
+from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
+from overbrainer.targets.export_script import (
+    CACHE_DIR,
+    CONFIG_ENV,
+    MODEL_ENV,
+    NAME_ENV,
+    QUANTIZE_ENV,
+    SCRIPT_FILE,
+    export_script,
+)
 from overbrainer.targets.job_script import Engine
+from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training import prepare
-from overbrainer.training.axolotl_config import CONFIG_FILE
+from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
 from overbrainer.training.live_runs import live_runs, refuse_if_training, still_training
 from overbrainer.training.outcome import (
@@ -321,14 +332,21 @@ async def start_job(
             )
         )
         cache = f"{executor.workdir}/.hf-cache"
+        export = session.settings.export
+        extra_env: dict[str, str] = {}
+        if export.after_training:
+            await trio.to_thread.run_sync(write_atomic, run_dir / SCRIPT_FILE, export_script())
+            extra_env = in_job_export_env(record.id, export.quantize, target, executor.home)
         job_plan = plan_job(
             target,
             run_id=record.id,
             run_dir=remote,
             cache=cache,
-            commands=prepare.job_commands(training),
+            commands=prepare.job_commands(training, export=export.after_training),
             secrets=[name for name in SECRET_NAMES if name in plan.secrets],
             home=None if executor.local else executor.home,
+            extra_env=extra_env,
+            tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
         )
         if not executor.local:
             await executor.upload(run_dir, remote, UPLOAD_SKIP)
@@ -355,6 +373,22 @@ async def start_job(
             await executor.cancel(job)
         raise
     return running
+
+
+def in_job_export_env(run_id: str, quantize: str, target: TrainTarget, home: str) -> dict[str, str]:
+    """The export variables of a training job that exports after the merge (§B.1)."""
+    env = {
+        NAME_ENV: run_id,
+        QUANTIZE_ENV: quantize,
+        MODEL_ENV: OUTPUT_DIR,
+        CONFIG_ENV: CONFIG_FILE,
+        **resolve_pin().job_env(),
+    }
+    native = isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE
+    venv = expand_venv(target.venv, home) if native else None
+    if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
+        env["PATH"] = f"{venv.rstrip('/')}/bin"
+    return env
 
 
 def _container(box: tuple[Engine, str]) -> tuple[str, str]:

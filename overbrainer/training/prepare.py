@@ -25,6 +25,7 @@ from overbrainer.config.settings import Adapter, Training
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.export_script import SCRIPT_FILE
 from overbrainer.targets.job_script import Command
 from overbrainer.training.axolotl_config import (
     CONFIG_FILE,
@@ -190,11 +191,14 @@ def job_env(root: str) -> dict[str, str]:
     }
 
 
-def job_commands(training: Training) -> list[Command]:
-    """`axolotl train axolotl.yaml`, then `axolotl merge-lora axolotl.yaml` with `merge`."""
+def job_commands(training: Training, *, export: bool = False) -> list[Command]:
+    """`axolotl train axolotl.yaml`, then `axolotl merge-lora axolotl.yaml` with `merge`, then
+    `sh export.sh` with `[export] after_training` (skipped, like the merge, after a snapshot)."""
     commands = [Command(JobStage.TRAIN, "axolotl", ("train", CONFIG_FILE))]
     if training.merge and training.adapter is not Adapter.FULL:
         commands.append(Command(JobStage.MERGE, "axolotl", ("merge-lora", CONFIG_FILE)))
+    if export:
+        commands.append(Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,), from_venv=False))
     return commands
 
 

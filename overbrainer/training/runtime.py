@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -16,6 +16,7 @@ from overbrainer.config.settings import (
     SshTarget,
 )
 from overbrainer.config.settings import Engine as ConfigEngine
+from overbrainer.targets.export_script import CACHE_ENV
 from overbrainer.targets.job_script import (
     Command,
     Engine,
@@ -67,9 +68,17 @@ def plan_job(
     commands: Sequence[Command],
     secrets: Sequence[str] = (),
     home: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    tools: str | None = None,
 ) -> JobPlan:
-    """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only."""
-    env = job_env(job_root(target, run_dir))
+    """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only.
+
+    `extra_env` is added to the job's variables; `tools` is the target's tool cache (the
+    llama.cpp of an in-job export), given as OVERBRAINER_CACHE (a container mounts it).
+    """
+    env = {**job_env(job_root(target, run_dir)), **(extra_env or {})}
+    if tools is not None and (isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE):
+        env[CACHE_ENV] = tools
     if isinstance(target, RunpodTarget):
         # On a pod: native, the image's venv, and the environment its bootstrap wrote.
         venv = target.venv or DEFAULT_RUNPOD_VENV
@@ -86,5 +95,6 @@ def plan_job(
         commands=commands,
         env=env,
         secrets=secrets,
+        tools=tools,
     )
     return JobPlan(text, (engine, container_name(run_id)))

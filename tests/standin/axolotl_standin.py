@@ -8,7 +8,9 @@ STANDIN_EVAL_EVERY (steps between evaluations, 0 = none), STANDIN_EVAL_BATCHES (
 STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_IGNORE_SNAPSHOT
 (1 = drop the plugin's snapshot callback), STANDIN_STALL (1 = hang after training, ignoring
 TERM), STANDIN_LOG (a file where each call appends its argv), STANDIN_ENV_FILE (a file that
-gets the job's environment as JSON).
+gets the job's environment as JSON), STANDIN_KEEP_MERGE (1 = copy the
+merge-lora config beside STANDIN_LOG as merge.yaml). `merge-lora` copies a real `base_model`
+(one with config.json) as the merged model.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -151,8 +154,17 @@ def train(config_path: Path) -> int:
 def merge(config_path: Path) -> int:
     config = yaml.safe_load(config_path.read_text())
     merged = Path(config["output_dir"]) / "merged"
-    merged.mkdir(parents=True, exist_ok=True)
-    (merged / "model.safetensors").write_bytes(b"merged")
+    base = Path(str(config.get("base_model", "")))
+    keep = os.environ.get("STANDIN_KEEP_MERGE")
+    if keep:  # the test reads what the caller wrote, after the caller has removed it
+        Path(os.environ.get("STANDIN_LOG", "x")).with_name("merge.yaml").write_text(
+            config_path.read_text()
+        )
+    if (base / "config.json").is_file():  # a real base model: the "merge" is a copy of it
+        shutil.copytree(base, merged, dirs_exist_ok=True)
+    else:
+        merged.mkdir(parents=True, exist_ok=True)
+        (merged / "model.safetensors").write_bytes(b"merged")
     print("standin: merged", flush=True)
     return 0
 

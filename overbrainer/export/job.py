@@ -1,0 +1,367 @@
+"""`overbrainer export`: the export job on the run's target, followed, cancelled on Ctrl-C (§B.2).
+
+The export reuses the training run machinery: its record is a run record in
+`runs/<run>/exports/<export-id>/run.json` (IDs `export_YYYYMMDD-HHMMSS`), its job starts and is
+followed through the run's executor like a training job, and Ctrl-C cancels it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.config.settings import RunpodTarget, Runtime
+from overbrainer.export import ollama
+from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
+from overbrainer.export.plan import ModelChoice, model_of
+from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.model.job_kind import JobKind
+from overbrainer.model.job_status import Cancelled, Exited, JobStatus
+from overbrainer.model.train_metric import JobStage
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
+from overbrainer.targets.export_script import SCRIPT_FILE, export_env, export_script, gguf_name
+from overbrainer.targets.job_script import Command, native_commands, quote
+from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
+from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
+from overbrainer.training.lifecycle import START_BOUND, Session
+from overbrainer.training.prepare import METRICS_ENV
+from overbrainer.training.retrieve import fetch
+from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
+from overbrainer.training.runtime import expand_venv
+from overbrainer.training.summary import MetricsSummary
+from overbrainer.training.target_access import HostTarget, run_target
+
+log = logging.getLogger(__name__)
+
+EXPORT_SLUG = "export"
+"""The ID prefix of exports: `export_YYYYMMDD-HHMMSS`."""
+RESULTS = (GGUF_DIR, METRICS_FILE, "job.log")
+PART = ("*.part",)
+
+
+class ExportCancelled(OverbrainerError):
+    """Ctrl-C cancelled the export's job (exit 130)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+@attrs.frozen
+class ExportRequest:
+    """What `overbrainer export` was asked: the run, the type, the Ollama name, `--keep-pod`."""
+
+    run_id: str
+    quantize: str
+    ollama_name: str | None = None
+    keep_pod: bool = False
+
+
+def export_target(session: Session, record: RunRecord, keep_pod: bool) -> HostTarget:
+    """The run's target, where the export runs; refused where this version cannot run it."""
+    target = run_target(session.settings, record.target, keep_pod=keep_pod)
+    if isinstance(target, RunpodTarget):
+        raise UsageError(
+            f"run {record.id} trained on the Runpod target `{record.target}`: exporting on a "
+            "new pod is not implemented yet; set a local or SSH target for the run's export"
+        )
+    if target.runtime is Runtime.DOCKER:
+        raise UsageError(
+            f"target `{record.target}` runs jobs in a container: the export runs natively "
+            "only in this version"
+        )
+    return target
+
+
+def _link_tree(source: Path, target: Path, top_skip: tuple[str, ...]) -> None:
+    """Hard-link `source` into `target` (copying across file systems), top names skipped."""
+    for folder, dirs, files in os.walk(source):
+        here = Path(folder)
+        if here == source:
+            dirs[:] = [d for d in dirs if not d.startswith(top_skip)]
+        out = target / here.relative_to(source)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            try:
+                os.link(here / name, out / name)
+            except OSError as error:
+                if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                    raise
+                shutil.copy2(here / name, out / name)
+
+
+def stage_model(run_dir: Path, job_dir: Path, model: str) -> None:
+    """Stage the model (checkpoints and GGUFs left out) and config into the job directory."""
+    _link_tree(run_dir / model, job_dir / OUTPUT_DIR, ("checkpoint-", "gguf"))
+    os.link(run_dir / CONFIG_FILE, job_dir / CONFIG_FILE)
+
+
+async def _remote_has_model(executor: Executor, remote_run: str, model: str) -> bool:
+    folder = f"{remote_run.rstrip('/')}/{model}"
+    script = (
+        f"cd -- {quote(remote_run)} 2>/dev/null && [ -f {quote(CONFIG_FILE)} ] && "
+        f"{{ [ -f {quote(folder + '/adapter_config.json')} ] || "
+        f"[ -f {quote(folder + '/config.json')} ]; }} && echo yes || echo no"
+    )
+    return (await executor.probe(script)).strip() == "yes"
+
+
+@attrs.frozen
+class Started:
+    """A started export job: its record, its directory here, and whether files were staged."""
+
+    record: RunRecord
+    job_dir: Path
+    staged: bool
+
+
+def job_commands(target: HostTarget, env: dict[str, str], home: str | None) -> str:
+    """The export job's commands: the environment, its stage line, then `sh export.sh`."""
+    venv = expand_venv(target.venv, home)
+    if venv is not None:
+        env = {**env, "PATH": f"{venv.rstrip('/')}/bin"}
+    return native_commands([Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,))], env)
+
+
+async def start_export(
+    session: Session,
+    exports: Runs,
+    export: RunRecord,
+    request: ExportRequest,
+    run: RunRecord,
+    choice: ModelChoice,
+    target: HostTarget,
+    executor: Executor,
+) -> Started:
+    """Write the script, stage and upload what the target lacks, spawn the job (call shielded)."""
+    job_dir = exports.dir_of(export.id)
+    remote = export.remote_dir
+    staged = False
+    try:
+        if not executor.local:
+            staged = not await _remote_has_model(executor, run.remote_dir, choice.model)
+            if staged:
+                run_dir = exports.root.parent
+                await trio.to_thread.run_sync(stage_model, run_dir, job_dir, choice.model)
+        await trio.to_thread.run_sync(write_atomic, job_dir / SCRIPT_FILE, export_script())
+        model = OUTPUT_DIR if staged else f"../../{choice.model}"
+        config = CONFIG_FILE if staged else f"../../{CONFIG_FILE}"
+        env = export_env(
+            name=run.id,
+            quantize=request.quantize,
+            model=model,
+            config=config,
+            cache=f"{executor.workdir.rstrip('/')}/.cache",
+        )
+        env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
+        commands = job_commands(target, env, None if executor.local else executor.home)
+        if not executor.local:
+            await executor.upload(job_dir, remote, ("ssh",))
+        job = await executor.spawn(remote, commands, {})
+    except (OSError, OverbrainerError) as error:
+        message = error.message if isinstance(error, OverbrainerError) else str(error)
+        await _end(exports, export, RunState.FAILED, message, job_dir)
+        raise WorkFailed(f"export {export.id} of run {run.id} failed: {message}") from None
+    running = attrs.evolve(export, state=RunState.RUNNING, job=Job(remote, job.pid))
+    await trio.to_thread.run_sync(exports.save, running)
+    return Started(running, job_dir, staged)
+
+
+async def _end(
+    exports: Runs, record: RunRecord, state: RunState, message: str | None, job_dir: Path
+) -> RunRecord:
+    def save() -> RunRecord:
+        remove_staged(job_dir)
+        ended = attrs.evolve(record, state=state, message=message)
+        exports.save(ended)
+        return ended
+
+    return await trio.to_thread.run_sync(save)
+
+
+def _last_message(job_dir: Path) -> str | None:
+    """The last `export: ` line of the job's log, without its prefix."""
+    try:
+        lines = (job_dir / "job.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith("export: "):
+            return line.removeprefix("export: ").strip()
+    return None
+
+
+def _failure(status: JobStatus, job_dir: Path) -> str:
+    if isinstance(status, Exited):
+        return _last_message(job_dir) or f"its job exited with code {status.code}"
+    return _last_message(job_dir) or "its job was lost"
+
+
+def _clear_work(job_dir: Path) -> None:
+    """What a killed job could leave behind: its work directory and `.part` files."""
+    shutil.rmtree(job_dir / "export-work", ignore_errors=True)
+    for part in (job_dir / GGUF_DIR).glob("*.part"):
+        part.unlink(missing_ok=True)
+
+
+async def run_export(session: Session, request: ExportRequest) -> list[str]:
+    """Export a run's model to GGUF on its target and deliver it; the result lines (§B.5)."""
+    runs = session.runs
+    run = await trio.to_thread.run_sync(runs.load, request.run_id)
+    run_dir = runs.dir_of(run.id)
+    choice = await trio.to_thread.run_sync(model_of, run, run_dir)
+    target = export_target(session, run, request.keep_pod)
+    if choice.warning is not None:
+        log.warning("%s", choice.warning)
+    exports = Runs(run_dir / EXPORTS_DIR)
+
+    def interrupted() -> ExportCancelled:
+        return ExportCancelled(f"interrupted before the export of run {run.id} started")
+
+    async with session.open_target(run.target, target, interrupted) as executor:
+        export = await trio.to_thread.run_sync(
+            lambda: exports.create(
+                EXPORT_SLUG, run.target, lambda i: f"{run.remote_dir.rstrip('/')}/exports/{i}"
+            )
+        )
+        log.info(
+            "export: %s: runs/%s/%s to GGUF %s on target `%s`",
+            export.id,
+            run.id,
+            choice.model,
+            request.quantize,
+            run.target,
+        )
+        started: Started | None = None
+        with trio.move_on_after(START_BOUND, shield=True):
+            started = await start_export(
+                session, exports, export, request, run, choice, target, executor
+            )
+        if started is None:
+            job_dir = exports.dir_of(export.id)
+            await _end(exports, export, RunState.FAILED, "the job did not start in time", job_dir)
+            raise WorkFailed(f"export {export.id} of run {run.id} failed: the job did not start")
+        lines = await _follow_and_deliver(session, executor, exports, run, request, started)
+    return lines
+
+
+async def _follow_and_deliver(
+    session: Session,
+    executor: Executor,
+    exports: Runs,
+    run: RunRecord,
+    request: ExportRequest,
+    started: Started,
+) -> list[str]:
+    record, job_dir = started.record, started.job_dir
+    subject = f"export {record.id} of run {run.id}"
+    assert record.job is not None
+    job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
+
+    async def end(state: RunState, message: str | None) -> None:
+        """Record how the export ended; remove what was staged, here and on the target."""
+        with trio.move_on_after(CANCEL_BOUND, shield=True):
+            if executor.local and state is RunState.CANCELLED:
+                await trio.to_thread.run_sync(_clear_work, job_dir)
+            await _end(exports, record, state, message, job_dir)
+            if started.staged:
+                await _remove_remote_staged(executor, job.job.dir)
+
+    tail = MetricsTail(MetricsSummary())
+    status = await session.interrupt.race(
+        lambda: follow(
+            job, session.bus, tail, run_id=record.id, times=session.times, kind=JobKind.EXPORT
+        )
+    )
+    if status is None:
+        with trio.move_on_after(CANCEL_BOUND, shield=True):
+            try:
+                await job.cancel()
+            except (OSError, OverbrainerError) as error:
+                log.warning("cannot cancel the export job: %s", error)
+        await end(RunState.CANCELLED, "cancelled")
+        raise ExportCancelled(f"{subject} was cancelled")
+    if not executor.local:
+        try:
+            await fetch(executor, job.job.dir, job_dir, RESULTS, PART)
+        except (OSError, OverbrainerError) as error:
+            message = error.message if isinstance(error, OverbrainerError) else str(error)
+            await end(RunState.FAILED, message)
+            problem = f"its results cannot be retrieved: {message}"
+            raise WorkFailed(f"{subject} failed: {problem}") from None
+    if isinstance(status, Cancelled):
+        await end(RunState.CANCELLED, "cancelled")
+        raise WorkFailed(f"{subject} was cancelled")
+    if status != Exited(0):
+        message = await trio.to_thread.run_sync(_failure, status, job_dir)
+        await end(RunState.FAILED, message)
+        raise WorkFailed(f"{subject} failed: {message}")
+    run_dir = exports.root.parent
+    name = gguf_name(run.id, request.quantize)
+    try:
+        delivered = await trio.to_thread.run_sync(
+            deliver, run.id, run_dir, job_dir, name, request.quantize, resolve_pin().tag
+        )
+    except WorkFailed as error:
+        await end(RunState.FAILED, error.message)
+        raise WorkFailed(f"{subject} failed: {error.message}") from None
+    await end(RunState.SUCCEEDED, None)
+    return await delivery_lines(run_dir, delivered, request.ollama_name)
+
+
+async def _remove_remote_staged(executor: Executor, remote_job: str) -> None:
+    """Remove the model and config staged into the job directory on the target."""
+    try:
+        await executor.probe(f"cd -- {quote(remote_job)} && rm -rf -- {OUTPUT_DIR} {CONFIG_FILE}")
+    except (OSError, OverbrainerError) as error:
+        log.debug("cannot remove the staged files on the target: %s", error)
+
+
+async def delivery_lines(run_dir: Path, delivered: Delivered, name: str | None) -> list[str]:
+    """The §B.5 lines of a delivered GGUF, running `ollama create` when a name is given."""
+    lines = [delivered.line()]
+    if name is None:
+        lines.append(ollama.hint(delivered.folder, delivered.run_id))
+        return lines
+    created = await ollama.create(run_dir / GGUF_DIR, name)
+    if created is not None:
+        lines.append(created)
+    return lines
+
+
+async def after_training(session: Session, record: RunRecord) -> list[str]:
+    """The lines of an in-job export, delivered once after the run came back (§B.5).
+
+    Only with `[export] after_training` and a succeeded run; a problem is a warning, never a
+    failure of the run.
+    """
+    settings = session.settings.export
+    if not settings.after_training or record.state is not RunState.SUCCEEDED:
+        return []
+    run_dir = session.runs.dir_of(record.id)
+    try:
+        delivered = await trio.to_thread.run_sync(
+            deliver_in_job, record.id, run_dir, resolve_pin().tag
+        )
+    except (OSError, OverbrainerError) as error:
+        log.warning("export: cannot deliver the GGUF of run %s: %s", record.id, error)
+        return []
+    if delivered is None:
+        known = (run_dir / EXPORT_FILE).is_file()
+        if not known:
+            log.warning(
+                "export: the job of run %s left no GGUF in runs/%s/%s: see runs/%s/job.log",
+                record.id,
+                record.id,
+                GGUF_DIR,
+                record.id,
+            )
+        return []
+    return await delivery_lines(run_dir, delivered, settings.ollama_name)

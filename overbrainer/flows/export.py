@@ -1,0 +1,31 @@
+"""The order of work of `overbrainer export`."""
+
+from __future__ import annotations
+
+from overbrainer.events.frontend import Frontend
+from overbrainer.export.job import ExportRequest, run_export
+from overbrainer.export.plan import check_ollama_name, check_quantize
+from overbrainer.flows.setup import CommandOptions, open_command
+from overbrainer.flows.train import training_session
+
+
+async def export_flow(
+    options: CommandOptions,
+    front: Frontend,
+    run_id: str,
+    *,
+    quantize: str | None = None,
+    ollama_name: str | None = None,
+    keep_pod: bool = False,
+) -> None:
+    """`overbrainer export RUN_ID`: a GGUF of the run's model, its Modelfile, and the lines."""
+    async with open_command(options, front) as command:
+        settings = command.settings.export
+        request = ExportRequest(
+            run_id,
+            check_quantize(quantize or settings.quantize),
+            check_ollama_name(ollama_name or settings.ollama_name),
+            keep_pod,
+        )
+        for line in await run_export(training_session(command), request):
+            front.line(line)

@@ -1,0 +1,48 @@
+"""The export job's script (`export.sh` after the shared llama.cpp helpers) and its environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+
+from overbrainer.targets.llama_cpp import helpers_script, resolve_pin
+
+SCRIPT_FILE = "export.sh"
+NAME_ENV = "OVERBRAINER_EXPORT_NAME"
+QUANTIZE_ENV = "OVERBRAINER_EXPORT_QUANTIZE"
+MODEL_ENV = "OVERBRAINER_EXPORT_MODEL"
+CONFIG_ENV = "OVERBRAINER_EXPORT_CONFIG"
+CACHE_ENV = "OVERBRAINER_CACHE"
+CACHE_DIR = ".cache"
+"""The target's tool cache under its workdir (the local target's: `runs/.cache`)."""
+
+
+def export_script() -> str:
+    """The complete `export.sh`: the helpers with `SCRIPT_NAME=export`, then the export steps."""
+    body = resources.files("overbrainer.targets").joinpath("scripts", SCRIPT_FILE)
+    return "SCRIPT_NAME=export\n" + helpers_script() + "\n" + body.read_text("utf-8")
+
+
+def export_env(
+    *,
+    name: str,
+    quantize: str,
+    model: str,
+    config: str,
+    cache: str,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The variables of an export job: what to export, where the cache is, and the pin."""
+    return {
+        NAME_ENV: name,
+        QUANTIZE_ENV: quantize,
+        MODEL_ENV: model,
+        CONFIG_ENV: config,
+        CACHE_ENV: cache,
+        **resolve_pin(environ).job_env(),
+    }
+
+
+def gguf_name(run_id: str, quantize: str) -> str:
+    """The file an export writes: `<run>-<QUANT>.gguf`."""
+    return f"{run_id}-{quantize}.gguf"
