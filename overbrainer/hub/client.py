@@ -41,15 +41,18 @@ def prepare_library() -> None:
     with _prepared:
         for key, value in LIBRARY_ENV.items():
             os.environ[key] = value
+        from huggingface_hub.utils.logging import set_verbosity_error
         from huggingface_hub.utils.tqdm import disable_progress_bars
 
         disable_progress_bars()
+        # Its notes ("no files have been modified…") would bypass our log format.
+        set_verbosity_error()
 
 
 def xet_in_use() -> bool:
     """Whether uploads go through Xet (paths only: progress per file) rather than LFS."""
     prepare_library()
-    from huggingface_hub.utils import is_xet_available
+    from huggingface_hub.utils._runtime import is_xet_available
 
     return bool(is_xet_available())
 

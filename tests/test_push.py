@@ -1,0 +1,258 @@
+"""`overbrainer push` against the loopback fake Hub, through the real huggingface_hub."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from overbrainer.hub.card import front_matter, scalar
+from overbrainer.hub.selection import repo_path
+from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
+
+ALL_FILES = [
+    "Modelfile",
+    "README.md",
+    "adapter_config.json",
+    "adapter_model.safetensors",
+    "demo_20261203-120000-Q4_K_M.gguf",
+    "tokenizer.json",
+]
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[FakeHub]:
+    with fake_hub(tmp_path) as running:
+        yield running
+
+
+def push(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        push_command(root, *args), env=env, capture_output=True, text=True, timeout=90
+    )
+    assert TOKEN not in result.stdout + result.stderr
+    return result
+
+
+def commits(hub: FakeHub) -> list[list[str]]:
+    return [entry["commit"]["files"] for entry in hub.calls("commit")]
+
+
+def test_first_push_uploads_everything_and_a_second_nothing_new(
+    tmp_path: Path, hub: FakeHub
+) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    env = hub_env(tmp_path, hub.url)
+    first = push(root, env)
+    assert first.returncode == 0, first.stderr
+    record = json.loads((run_dir / "hub" / "push.json").read_text())
+    assert record["repo"] == "alice/my-project"
+    assert record["private"] is True
+    assert sorted(record["files"]) == ALL_FILES
+    assert first.stdout.splitlines() == [f"push: {record['url']} (6 files, 0.1 MB)"]
+    assert record["url"].endswith(f"/alice/my-project/commit/{record['commit']}")
+    assert commits(hub) == [ALL_FILES]
+    uploads = hub.calls("upload")
+    assert sorted(entry["bytes"] for entry in uploads) == [32768, 70004]
+    assert "push: demo_20261203-120000 102.9 kB/102.9 kB" in first.stderr
+    # Only our token was ever sent: never HF_TOKEN, never the token file.
+    assert {entry["auth"] for entry in hub.log()} <= {f"Bearer {TOKEN}", ""}
+
+    second = push(root, env)
+    assert second.returncode == 0, second.stderr
+    assert len(hub.calls("upload")) == 2
+    assert len(hub.calls("commit")) == 1
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes()
+
+
+def test_a_foreign_card_is_kept_unless_overwritten(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    hub.control(repos={"alice/my-project": True}, cards={"alice/my-project": "# my own card\n"})
+    env = hub_env(tmp_path, hub.url)
+    kept = push(root, env)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.splitlines()[0] == (
+        "kept the repo's own README.md (use --overwrite-card to replace it)"
+    )
+    assert commits(hub) == [[name for name in ALL_FILES if name != "README.md"]]
+    replaced = push(root, env, "--overwrite-card")
+    assert replaced.returncode == 0, replaced.stderr
+    assert commits(hub)[-1] == ["README.md"]
+
+
+def test_our_own_card_is_replaced(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    card = "old\n<!-- overbrainer:card -->\n"
+    hub.control(repos={"alice/my-project": True}, cards={"alice/my-project": card})
+    result = push(root, hub_env(tmp_path, hub.url))
+    assert result.returncode == 0, result.stderr
+    assert "README.md" in commits(hub)[0]
+
+
+def test_a_private_push_into_a_public_repo_is_refused_first(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    hub.control(repos={"alice/my-project": False})
+    result = push(root, hub_env(tmp_path, hub.url))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: repo alice/my-project is public and this push is private: push with --public "
+        "or set [hub] private = false"
+    )
+    assert [entry["call"] for entry in hub.log()] == ["whoami", "info"]
+    public = push(root, hub_env(tmp_path, hub.url), "--public")
+    assert public.returncode == 0, public.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "status", "message"),
+    [
+        (
+            "whoami",
+            401,
+            "Hugging Face refused the token: set OVERBRAINER_HF_TOKEN to a valid token with "
+            "write access",
+        ),
+        (
+            "create",
+            403,
+            "the Hugging Face token needs write access to alice: set OVERBRAINER_HF_TOKEN to a "
+            "token that has it",
+        ),
+        ("whoami", 429, "Hugging Face rate limit, retry later"),
+    ],
+)
+def test_hub_refusals_have_their_messages(
+    tmp_path: Path, hub: FakeHub, call: str, status: int, message: str
+) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    hub.control(status={call: status})
+    result = push(root, hub_env(tmp_path, hub.url))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == f"error: {message}"
+    assert hub.calls("commit") == []
+
+
+def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
+    tmp_path: Path, hub: FakeHub
+) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    env = hub_env(tmp_path, hub.url)
+    hub.control(upload_delay=0.5)
+    err = tmp_path / "err.txt"
+    with open(err, "w") as stderr:
+        process = subprocess.Popen(
+            push_command(root), env=env, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not hub.calls("upload"):
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+    finally:
+        process.kill()
+        process.wait()
+    assert err.read_text().splitlines()[-1] == (
+        "push cancelled: nothing was committed, run it again to resume"
+    )
+    assert hub.calls("commit") == []
+    assert not (run_dir / "hub" / "push.json").exists()
+    hub.control(upload_delay=0)
+    rerun = push(root, env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert commits(hub) == [ALL_FILES]
+
+
+def test_dry_run_without_a_token_sends_nothing(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    result = push(root, hub_env(tmp_path, hub.url, token=None), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "push: <you>/my-project, private when created; nothing is sent (--dry-run)",
+        "Modelfile  0.0 MB",
+        "adapter_config.json  0.0 MB",
+        "adapter_model.safetensors  0.0 MB",
+        "demo_20261203-120000-Q4_K_M.gguf  0.0 MB",
+        "tokenizer.json  0.0 MB",
+        f"push: 5 files, 0.1 MB; card written to runs/{RUN_ID}/hub/README.md",
+    ]
+    card = (run_dir / "hub" / "README.md").read_text()
+    assert card.splitlines()[-1] == "<!-- overbrainer:card -->"
+    assert "# <you>/my-project" in card
+    assert hub.log() == []
+
+
+def test_push_without_a_token_is_refused(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    result = push(root, hub_env(tmp_path, hub.url, token=None))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: OVERBRAINER_HF_TOKEN is not set: a Hugging Face token with write access is "
+        "needed to push"
+    )
+    assert hub.log() == []
+
+
+def test_bad_repo_and_unpushable_runs(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root, state="failed")
+    env = hub_env(tmp_path, hub.url)
+    bad = push(root, env, "--repo", "no-slash")
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == (
+        "error: `no-slash` is not a Hugging Face repo: use NAMESPACE/NAME"
+    )
+    failed = push(root, env)
+    assert failed.returncode == 2
+    assert failed.stderr.splitlines()[-1] == (
+        f"error: run {RUN_ID} is failed: only a succeeded or stopped run can be pushed"
+    )
+    assert hub.log() == []
+
+
+def test_repo_paths_are_pinned() -> None:
+    assert repo_path("gguf/run-Q4_K_M.gguf") == "run-Q4_K_M.gguf"
+    assert repo_path("gguf/Modelfile") == "Modelfile"
+    assert repo_path("gguf/sub/x.gguf") == "sub/x.gguf"
+    assert repo_path("merged/model.safetensors") == "merged/model.safetensors"
+    assert repo_path("adapter_config.json") == "adapter_config.json"
+
+
+def test_card_front_matter_is_pinned() -> None:
+    assert front_matter("Qwen/Qwen3-4B", "qlora", "apache-2.0", True) == (
+        "base_model: Qwen/Qwen3-4B\n"
+        "base_model_relation: adapter\n"
+        "library_name: peft\n"
+        "license: apache-2.0\n"
+        "pipeline_tag: text-generation\n"
+        "tags:\n"
+        "- overbrainer\n"
+        "- distillation\n"
+        "- gguf"
+    )
+    assert front_matter("/models/local", None, None, False) == (
+        "library_name: transformers\n"
+        "pipeline_tag: text-generation\n"
+        "tags:\n"
+        "- overbrainer\n"
+        "- distillation"
+    )
+    assert scalar("yes") == '"yes"'
+    assert scalar("1abc") == '"1abc"'
+    assert scalar("llama3.2") == "llama3.2"
