@@ -8,6 +8,7 @@ explicitly. Its errors become HubFailed with the spec's messages; the token neve
 from __future__ import annotations
 
 import io
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -41,12 +42,11 @@ def prepare_library() -> None:
     with _prepared:
         for key, value in LIBRARY_ENV.items():
             os.environ[key] = value
-        from huggingface_hub.utils.logging import set_verbosity_error
         from huggingface_hub.utils.tqdm import disable_progress_bars
 
         disable_progress_bars()
         # Its notes ("no files have been modified…") would bypass our log format.
-        set_verbosity_error()
+        logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
 
 
 def xet_in_use() -> bool:
