@@ -7,6 +7,7 @@ import logging
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.flows.pods import stray_pod_warnings
+from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
@@ -98,7 +99,7 @@ async def train_flow(
     `force` starts it even while another run of this project still trains on the target.
     """
     async with open_command(options, front) as command:
-        await train_run(
+        record = await train_run(
             training_session(command),
             front,
             target_name=target_name,
@@ -106,6 +107,7 @@ async def train_flow(
             keep_pod=keep_pod,
             force=force,
         )
+        await push_after_training(command, front, record)
 
 
 async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
