@@ -172,7 +172,7 @@ def reproduce(settings: Settings, recorded: dict[str, Any]) -> str:
         out.append("[training]")
         values = {
             "base_model": recorded.get("base_model", training.base_model),
-            "adapter": recorded.get("adapter") or "full",
+            "adapter": (recorded.get("adapter") or "full") if recorded else training.adapter.value,
             "epochs": recorded.get("num_epochs", training.epochs),
             "learning_rate": recorded.get("learning_rate", training.learning_rate),
             "sequence_len": recorded.get("sequence_len", training.sequence_len),
