@@ -256,3 +256,28 @@ def test_card_front_matter_is_pinned() -> None:
     assert scalar("yes") == '"yes"'
     assert scalar("1abc") == '"1abc"'
     assert scalar("llama3.2") == "llama3.2"
+
+
+def test_a_public_push_into_a_private_repo_keeps_it_private(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    hub.control(repos={"alice/my-project": True})
+    result = push(root, hub_env(tmp_path, hub.url), "--public")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "repo alice/my-project exists and stays private"
+    assert json.loads((run_dir / "hub" / "push.json").read_text())["private"] is True
+
+
+def test_the_card_shows_a_compare_summary_when_one_exists(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    compare = run_dir / "compares" / "compare_20261203-130000"
+    compare.mkdir(parents=True)
+    summary = {"questions": 20, "win_or_tie": 0.65, "latency_p50": 1.5}
+    (compare / "compare.json").write_text(json.dumps({"summary": summary}))
+    result = push(root, hub_env(tmp_path, hub.url, token=None), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    card = (run_dir / "hub" / "README.md").read_text()
+    assert (
+        "## Compared with the parent\n\nThe child won or tied 65% of 20 judged questions " in card
+    )
