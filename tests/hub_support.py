@@ -37,7 +37,7 @@ class FakeHub:
         self.url = url
 
     def control(self, **change: Any) -> None:
-        """Change the fake's settings (token, user, status, upload_delay, repos, cards)."""
+        """Change the fake's settings (token, user, status, echo_auth, delays, repos, cards)."""
         request = urllib.request.Request(
             f"{self.url}/_control", data=json.dumps(change).encode(), method="POST"
         )

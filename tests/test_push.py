@@ -130,6 +130,12 @@ def test_a_private_push_into_a_public_repo_is_refused_first(tmp_path: Path, hub:
             "token that has it",
         ),
         ("whoami", 429, "Hugging Face rate limit, retry later"),
+        (
+            "info",
+            401,
+            "Hugging Face refused the token: set OVERBRAINER_HF_TOKEN to a valid token with "
+            "write access",
+        ),
     ],
 )
 def test_hub_refusals_have_their_messages(
@@ -281,3 +287,42 @@ def test_the_card_shows_a_compare_summary_when_one_exists(tmp_path: Path, hub: F
     assert (
         "## Compared with the parent\n\nThe child won or tied 65% of 20 judged questions " in card
     )
+
+
+def test_a_hub_message_quoting_the_token_is_replaced(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    hub.control(status={"create": 400}, echo_auth=True)
+    result = push(root, hub_env(tmp_path, hub.url))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "error: Hugging Face request failed (its message quoted the token and is not shown)"
+    )
+
+
+def test_ctrl_c_during_the_commit_lets_it_finish(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    hub.control(commit_delay=2)
+    process = subprocess.Popen(
+        push_command(root),
+        env=hub_env(tmp_path, hub.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not hub.calls("commit"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0
+    assert "push: Ctrl-C came during the commit, which was let finish: it is made" in err
+    assert TOKEN not in out + err
+    assert (run_dir / "hub" / "push.json").exists()
+    assert out.splitlines()[-1].startswith("push: ")

@@ -4,7 +4,8 @@ Run as `python -m overbrainer.devtools.fake_hub PORT_FILE`: it serves on 127.0.0
 writes its base URL to PORT_FILE, and keeps its repos and LFS objects in memory. Calls:
 whoami-v2, model info, repo create, README resolve (HEAD/GET), validate-yaml, preupload, LFS
 batch + basic upload + verify, commit (NDJSON). Tests steer it through `POST /_control`
-(token, user, per-call status, a slow LFS upload, seeded repos) and read `GET /_log`.
+(token, user, per-call status, an error echoing the Authorization header, a slow LFS
+upload or commit, seeded repos) and read `GET /_log`.
 Xet is not spoken: run the client with HF_HUB_DISABLE_XET=1.
 """
 
@@ -49,6 +50,8 @@ class Hub:
         self.user = "alice"
         self.status: dict[str, int] = {}
         self.upload_delay = 0.0
+        self.commit_delay = 0.0
+        self.echo_auth = False
         self.repos: dict[str, dict[str, Any]] = {}
         self.objects: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
@@ -122,8 +125,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = self._body()
         if status is not None:
-            self._send(status, {"error": f"fake {status} for {name}"})
+            echo = f"; you sent {auth}" if HUB.echo_auth else ""
+            self._send(status, {"error": f"fake {status} for {name}{echo}"})
             return
+        if name == "commit" and HUB.commit_delay:
+            time.sleep(HUB.commit_delay)
         if name not in ("card",) and auth != f"Bearer {HUB.token}":
             self._send(401, {"error": "Invalid credentials in Authorization header"})
             return
@@ -131,7 +137,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _control(self, change: dict[str, Any]) -> None:
         with HUB.lock:
-            for key in ("token", "user", "status", "upload_delay"):
+            for key in ("token", "user", "status", "upload_delay", "commit_delay", "echo_auth"):
                 if key in change:
                     setattr(HUB, key, change[key])
             for repo, private in change.get("repos", {}).items():

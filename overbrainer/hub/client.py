@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import httpx2
 
 from overbrainer import __version__
 from overbrainer.hub.errors import HubFailed
@@ -42,11 +43,27 @@ def prepare_library() -> None:
     with _prepared:
         for key, value in LIBRARY_ENV.items():
             os.environ[key] = value
+        from huggingface_hub import set_client_factory
         from huggingface_hub.utils.tqdm import disable_progress_bars
 
         disable_progress_bars()
+        set_client_factory(_client)
         # Its notes ("no files have been modified…") would bypass our log format.
         logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _client() -> httpx2.Client:
+    """The library's HTTP client: a 10 s connect timeout, no total one (uploads take long)."""
+    from huggingface_hub.utils._http import hf_request_event_hook
+
+    return httpx2.Client(
+        event_hooks={"request": [hf_request_event_hook]},
+        follow_redirects=True,
+        timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT_S),
+    )
 
 
 def xet_in_use() -> bool:
@@ -154,7 +171,10 @@ class HubClient:
         def info() -> bool | None:
             try:
                 model = self.api.model_info(str(repo), token=self.token)
-            except RepositoryNotFoundError:
+            except RepositoryNotFoundError as error:
+                # The library files a 401 under "not found"; with our token it is a bad token.
+                if error.response is not None and error.response.status_code == 401:
+                    raise hub_error(error, repo.namespace, self.token) from None
                 return None
             return True if model.private is None else bool(model.private)
 

@@ -164,6 +164,8 @@ async def push(
         bus.publish(Push(run_id=run_id, done=total, total=total))
         message = f"Upload run {run_id} with overbrainer {__version__}"
         committed = await interrupt.shield(lambda: _commit(client, repo, operations, message))
+        if interrupt.caught:
+            log.warning("push: Ctrl-C came during the commit, which was let finish: it is made")
     finally:
         for reader in readers:
             reader.close()
