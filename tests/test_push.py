@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.hub.card import front_matter, scalar
+from overbrainer.hub.card import duration, front_matter, scalar
 from overbrainer.hub.selection import repo_path
 from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
 
@@ -326,3 +326,9 @@ def test_ctrl_c_during_the_commit_lets_it_finish(tmp_path: Path, hub: FakeHub) -
     assert TOKEN not in out + err
     assert (run_dir / "hub" / "push.json").exists()
     assert out.splitlines()[-1].startswith("push: ")
+
+
+def test_training_time_is_pinned() -> None:
+    assert duration(45) == "45 s"
+    assert duration(360) == "6 min"
+    assert duration(4800) == "1 h 20 min"

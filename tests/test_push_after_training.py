@@ -63,3 +63,24 @@ def test_without_a_token_training_warns_and_the_push_only_warns(
         f"is needed to push; run it again with: overbrainer push {run_id}"
     ) in result.stderr
     assert hub.log() == []
+    # The card of a real (stand-in) run: the table comes from its axolotl.yaml, data, metrics.
+    dry = overbrainer(project, env_for(tmp_path, hub, None), "push", run_id, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    card = (project / "runs" / run_id / "hub" / "README.md").read_text().splitlines()
+    assert (
+        "Qwen/Qwen3-4B fine-tuned (QLoRA) on 1 question answered by deepseek/deepseek-r1." in card
+    )
+    table = card[card.index("| | |") : card.index("| | |") + 12]
+    assert table[2:11] == [
+        "| Parent model | deepseek/deepseek-r1 |",
+        "| Generator model | qwen/qwen3-235b-a22b |",
+        "| Base model | Qwen/Qwen3-4B |",
+        "| Adapter | QLoRA |",
+        "| Examples | 1 train, 1 eval |",
+        "| Epochs | 3 |",
+        "| Learning rate | 0.0002 |",
+        "| Sequence length | 4096 |",
+        "| Final loss | 1.00 train, 0.05 eval |",
+    ]
+    assert table[11].startswith("| Training time | ")
+    assert card[-1] == "<!-- overbrainer:card -->"

@@ -87,6 +87,39 @@ def _reasoning_kept(path: Path) -> bool | None:
     return "reasoning_content" in head if head else None
 
 
+def duration(seconds: float) -> str:
+    """`45 s`, `6 min`, `1 h 20 min`."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
+def _training_seconds(path: Path) -> float | None:
+    """From the plugin's `begin` line to its `end` line in `metrics.jsonl`."""
+    begin = end = None
+    try:
+        with open(path, encoding="utf-8") as file:
+            for line in file:
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                time = item.get("time") if isinstance(item, dict) else None
+                if not isinstance(time, int | float) or isinstance(time, bool):
+                    continue
+                if item.get("event") == "begin" and begin is None:
+                    begin = float(time)
+                elif item.get("event") == "end":
+                    end = float(time)
+    except OSError:
+        return None
+    return None if begin is None or end is None or end < begin else end - begin
+
+
 def front_matter(base: str | None, adapter: str | None, license_: str | None, gguf: bool) -> str:
     """The YAML front matter lines (spec §C.5 item 1)."""
     lines: list[str] = []
@@ -244,7 +277,7 @@ def render_card(inputs: CardInputs) -> str:
     )
     subject = _shown(str(base)) if base else "A base model"
     count = (
-        f"on {train_n} questions answered by {cell(parent)}."
+        f"on {train_n} question{'' if train_n == 1 else 's'} answered by {cell(parent)}."
         if train_n
         else f"on answers from {cell(parent)}."
     )
@@ -281,6 +314,9 @@ def render_card(inputs: CardInputs) -> str:
         losses.append(f"{summary.eval_loss:.2f} eval")
     if losses:
         rows.append(("Final loss", ", ".join(losses)))
+    seconds = _training_seconds(run_dir / "metrics.jsonl")
+    if seconds is not None:
+        rows.append(("Training time", duration(seconds)))
     text = reproduce(settings, recorded)
     template = jinja2.Environment(
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
