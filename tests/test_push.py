@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.hub.card import duration, front_matter, scalar
-from overbrainer.hub.selection import repo_path
+from overbrainer.hub.errors import PushRefused
+from overbrainer.hub.selection import repo_path, select_files
 from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
 
 ALL_FILES = [
@@ -332,3 +334,47 @@ def test_training_time_is_pinned() -> None:
     assert duration(45) == "45 s"
     assert duration(360) == "6 min"
     assert duration(4800) == "1 h 20 min"
+
+
+def test_an_unreachable_hub_is_a_clear_failure(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = push(root, hub_env(tmp_path, f"http://127.0.0.1:{port}"))
+    assert result.returncode == 1
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: Hugging Face request failed: "), result.stderr
+
+
+def test_file_selection_skips_what_is_not_the_model(tmp_path: Path) -> None:
+    output = tmp_path / "output"
+    for name in (
+        "config.json",
+        ".hidden/x",
+        "sub/.dot",
+        "checkpoint-10/model.bin",
+        "sub/checkpoint-3/kept.bin",
+        "debug.log",
+        "sub/debug.log",
+        "README.md",
+        "gguf/README.md",
+        "merged/model.safetensors",
+        "gguf/run-Q4_K_M.gguf",
+    ):
+        (output / name).parent.mkdir(parents=True, exist_ok=True)
+        (output / name).write_text(name)
+    (output / "link.bin").symlink_to(output / "config.json")
+    assert [item.repo_path for item in select_files(output)] == [
+        "config.json",
+        "merged/model.safetensors",
+        "run-Q4_K_M.gguf",
+        "sub/checkpoint-3/kept.bin",
+        "sub/debug.log",
+    ]
+    (output / "gguf" / "config.json").write_text("twice")
+    with pytest.raises(
+        PushRefused, match="^config.json and gguf/config.json both map to config.json in the repo$"
+    ):
+        select_files(output)

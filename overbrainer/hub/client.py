@@ -153,7 +153,7 @@ class HubClient:
             return work()
         except HubFailed:
             raise
-        except (HfHubHTTPError, OSError, ValueError, RuntimeError) as error:
+        except (HfHubHTTPError, httpx2.HTTPError, OSError, ValueError, RuntimeError) as error:
             raise hub_error(error, namespace, self.token) from None
 
     def whoami(self) -> str:
