@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.hub_support import TOKEN, FakeHub, fake_hub, hub_env
-from tests.train_helpers import kill_jobs, make_project, only_run, overbrainer, standin_env
+from tests.train_helpers import (
+    kill_jobs,
+    make_project,
+    only_run,
+    overbrainer,
+    standin_env,
+    start,
+)
 
 
 @pytest.fixture
@@ -46,6 +55,33 @@ def test_a_succeeded_run_is_pushed_after_training(
     assert result.stdout.splitlines()[-1].startswith("push: ")
     assert len(hub.calls("commit")) == 1
     assert TOKEN not in result.stdout + result.stderr
+    again = overbrainer(project, env_for(tmp_path, hub, TOKEN), "train", "attach", run_id)
+    assert again.returncode == 0, again.stderr
+    assert len(hub.calls("commit")) == 1  # already pushed: attaching again pushes nothing
+
+
+def test_ctrl_c_during_the_push_after_training(project: Path, tmp_path: Path, hub: FakeHub) -> None:
+    hub.control(upload_delay=1)
+    err = tmp_path / "err.txt"
+    process = start(project, env_for(tmp_path, hub, TOKEN), err, "train")
+    try:
+        deadline = time.monotonic() + 120
+        while not hub.calls("upload"):
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+    finally:
+        process.kill()
+        process.wait()
+    run_id = only_run(project)
+    assert err.read_text().splitlines()[-1] == (
+        f"push cancelled before its commit finished; run it again with: overbrainer push {run_id}"
+    )
+    assert hub.calls("commit") == []
+    assert json.loads((project / "runs" / run_id / "run.json").read_text())["state"] == (
+        "succeeded"
+    )
 
 
 def test_without_a_token_training_warns_and_the_push_only_warns(

@@ -9,6 +9,7 @@ import trio
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.hub import push as hub_push
+from overbrainer.hub.errors import PushCancelled
 from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, plan_push
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.training.run_record import RunRecord, RunState
@@ -68,7 +69,10 @@ async def push_flow(
 
 
 async def push_after_training(command: Command, sink: ResultSink, record: RunRecord) -> None:
-    """`[hub] after_training`: push a run that succeeded and came back; failures only warn."""
+    """`[hub] after_training`: push a run that succeeded and came back; failures only warn.
+
+    Ctrl-C during it is the command's interruption (exit 130), with a line saying how to push.
+    """
     if not command.settings.hub.after_training or record.state is not RunState.SUCCEEDED:
         return
     runs = Runs(command.project.runs)
@@ -76,6 +80,11 @@ async def push_after_training(command: Command, sink: ResultSink, record: RunRec
         return
     try:
         await push_run(command, sink, record.id)
+    except PushCancelled:
+        raise PushCancelled(
+            "push cancelled before its commit finished; run it again with: "
+            f"overbrainer push {record.id}"
+        ) from None
     except OverbrainerError as error:
         log.warning(
             "push failed: %s; run it again with: overbrainer push %s", error.message, record.id

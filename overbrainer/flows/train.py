@@ -114,7 +114,9 @@ async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     """`overbrainer train attach`: follow a run again until its job ends, then report it."""
     async with open_command(options, front) as command:
         session = training_session(command)
-        report(front, ending(session.runs, await run_commands.attach(session, run_id)))
+        outcome = await run_commands.attach(session, run_id)
+        report(front, ending(session.runs, outcome))
+        await push_after_training(command, front, outcome.record)
 
 
 def held_elsewhere(project: Project) -> bool:

@@ -23,5 +23,5 @@ class PushCancelled(OverbrainerError):
 
     exit_code = EXIT_INTERRUPTED
 
-    def __init__(self) -> None:
-        super().__init__(CANCELLED)
+    def __init__(self, message: str = CANCELLED) -> None:
+        super().__init__(message)
