@@ -15,6 +15,7 @@ import pytest
 from overbrainer.hub.card import duration, front_matter, scalar
 from overbrainer.hub.errors import PushRefused
 from overbrainer.hub.selection import repo_path, select_files
+from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
 
 ALL_FILES = [
@@ -378,3 +379,16 @@ def test_file_selection_skips_what_is_not_the_model(tmp_path: Path) -> None:
         PushRefused, match="^config.json and gguf/config.json both map to config.json in the repo$"
     ):
         select_files(output)
+
+
+def test_the_card_names_the_runpod_gpu_and_spend(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    pod = PodRecord(RUN_ID, PodState.DELETED, gpu_type="NVIDIA A40", estimated_spend=1.234)
+    save_pod_record(run_dir, pod)
+    result = push(root, hub_env(tmp_path, hub.url, token=None), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    card = (run_dir / "hub" / "README.md").read_text().splitlines()
+    assert (
+        "Trained on [Runpod](https://runpod.io?ref=ym24z23f) (NVIDIA A40) for about $1.23." in card
+    )

@@ -18,6 +18,9 @@ import yaml
 
 from overbrainer.config.settings import Settings
 from overbrainer.hub.compare_summary import latest_compare_summary
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.targets.runpod.pod_record import load_pod_record
+from overbrainer.training.axolotl_config import template_warning
 from overbrainer.training.outcome import local_summary
 
 MARKER = "<!-- overbrainer:card -->"
@@ -120,6 +123,21 @@ def _training_seconds(path: Path) -> float | None:
     return None if begin is None or end is None or end < begin else end - begin
 
 
+def runpod_line(run_dir: Path) -> str:
+    """`Trained on [Runpod](…) (<gpu>) for about $X.XX.` for a run on a pod; empty otherwise."""
+    try:
+        pod = load_pod_record(run_dir)
+    except (OverbrainerError, OSError):
+        return ""
+    if pod is None or pod.gpu_type is None:
+        return ""
+    line = f"Trained on [Runpod](https://runpod.io?ref=ym24z23f) ({cell(pod.gpu_type)})"
+    spend = pod.estimated_spend
+    if spend is None:
+        return line + "."
+    return line + (" for less than $0.01." if spend < 0.01 else f" for about ${spend:.2f}.")
+
+
 def front_matter(base: str | None, adapter: str | None, license_: str | None, gguf: bool) -> str:
     """The YAML front matter lines (spec §C.5 item 1)."""
     lines: list[str] = []
@@ -195,7 +213,13 @@ def reproduce(settings: Settings, recorded: dict[str, Any]) -> str:
         out.append(f"[roles.{name}]")
         out.append(f"provider = {_toml(role.provider)}")
         out.append(f"model = {_toml(role.model)}")
-        for key in ("reasoning", "max_tokens", "temperature", "reasoning_effort"):
+        for key in (
+            "reasoning",
+            "max_tokens",
+            "temperature",
+            "reasoning_effort",
+            "thinking_budget",
+        ):
             value = getattr(role, key, None)
             if value is not None:
                 out.append(f"{key} = {_toml(getattr(value, 'value', value))}")
@@ -222,10 +246,10 @@ def reproduce(settings: Settings, recorded: dict[str, Any]) -> str:
         out.append("")
     pipeline = settings.pipeline
     out.append("[pipeline]")
-    for key in ("concurrency", "seed", "eval_fraction"):
-        value = getattr(pipeline, key, None)
+    for field in attrs.fields(type(pipeline)):
+        value = getattr(pipeline, field.name)
         if isinstance(value, bool | int | float | str):
-            out.append(f"{key} = {_toml(value)}")
+            out.append(f"{field.name} = {_toml(value)}")
     return "\n".join(out) + "\n"
 
 
@@ -287,6 +311,12 @@ def render_card(inputs: CardInputs) -> str:
         False: "The child learned the parent's answers (without its reasoning).",
         None: "The child learned from the parent's answers.",
     }[reasoning]
+    if reasoning and training is not None and template_warning(training) is not None:
+        kept = (
+            "The child learned the parent's answers. The training data carried the parent's "
+            "reasoning too, but the chat template in use may not render it, so it may have "
+            "been left out of training."
+        )
     summary = local_summary(run_dir)
     rows: list[tuple[str, str]] = [("Parent model", cell(parent))]
     rows.append(("Generator model", cell(settings.roles.generator.model)))
@@ -330,6 +360,7 @@ def render_card(inputs: CardInputs) -> str:
         rows=rows,
         topics=[(cell(t.name), cell(t.description or "")) for t in settings.topics],
         compare=_compare(latest_compare_summary(run_dir)),
+        runpod=runpod_line(run_dir),
         fence=_fence(text),
         reproduce=text,
         marker=MARKER,
