@@ -392,3 +392,14 @@ def test_the_card_names_the_runpod_gpu_and_spend(tmp_path: Path, hub: FakeHub) -
     assert (
         "Trained on [Runpod](https://runpod.io?ref=ym24z23f) (NVIDIA A40) for about $1.23." in card
     )
+
+
+def test_dry_run_with_a_token_only_asks_who_you_are(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root)
+    result = push(root, hub_env(tmp_path, hub.url), "--dry-run", "--public")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "push: alice/my-project, public when created; nothing is sent (--dry-run)"
+    )
+    assert [entry["call"] for entry in hub.log()] == ["whoami"]
