@@ -91,6 +91,7 @@ def make_run(root: Path, files: dict[str, bytes] | None = None, state: str = "su
         "state": state,
         "message": None,
     }
+    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     return run_dir
 

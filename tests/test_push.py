@@ -403,3 +403,71 @@ def test_dry_run_with_a_token_only_asks_who_you_are(tmp_path: Path, hub: FakeHub
         "push: alice/my-project, public when created; nothing is sent (--dry-run)"
     )
     assert [entry["call"] for entry in hub.log()] == ["whoami"]
+
+
+@pytest.mark.parametrize(
+    ("files", "state", "snapshot", "message"),
+    [
+        ({}, "succeeded", False, None),
+        (
+            {"checkpoint-7/adapter_model.safetensors": b"x"},
+            "stopped",
+            True,
+            f"run {RUN_ID} has no model in output/ (only checkpoint checkpoint-7): "
+            "export or resume it first",
+        ),
+        (
+            {"notes.txt": b"x"},
+            "succeeded",
+            False,
+            f"runs/{RUN_ID}/output holds no model: nothing to push",
+        ),
+        (
+            {"config.json": b"{}", "checkpoint-7/x": b"x", ".hidden": b"x"},
+            "stopped",
+            False,
+            None,
+        ),
+    ],
+)
+def test_runs_without_a_model_are_refused(
+    tmp_path: Path,
+    hub: FakeHub,
+    files: dict[str, bytes],
+    state: str,
+    snapshot: bool,
+    message: str | None,
+) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root, files, state=state)
+    record = json.loads((run_dir / "run.json").read_text())
+    if snapshot:
+        record["snapshot"] = {"checkpoint": "output/checkpoint-7", "step": 7, "reason": "requested"}
+    (run_dir / "run.json").write_text(json.dumps(record))
+    if not files:
+        assert not (run_dir / "output").exists()
+        message = (
+            f"the results of run {RUN_ID} were not retrieved: retrieve them with "
+            f"`overbrainer train attach {RUN_ID}`, then push"
+        )
+    result = push(root, hub_env(tmp_path, hub.url), "--dry-run")
+    if message is None:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[1:] == [
+            "config.json  0.0 MB",
+            f"push: 1 file, 0.0 MB; card written to runs/{RUN_ID}/hub/README.md",
+        ]
+        return
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == f"error: {message}"
+    assert hub.log() == []
+
+
+def test_a_model_with_nothing_else_to_push_is_refused(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    make_run(root, {"config.json": b"{}"})
+    (root / "runs" / RUN_ID / "output" / "config.json").unlink()
+    (root / "runs" / RUN_ID / "output" / "adapter_config.json").symlink_to("../run.json")
+    result = push(root, hub_env(tmp_path, hub.url), "--dry-run")
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (f"error: run {RUN_ID} has nothing to push in output/")

@@ -112,8 +112,8 @@ async def hub_token(settings: Settings) -> str:
     return await resolve_secret(settings.hf_token, "OVERBRAINER_HF_TOKEN")
 
 
-async def _progress(bus: EventBus, run_id: str, total: int, done: Callable[[], int]) -> None:
-    # Polled once a second: at most one event a second, whatever the library's read size.
+async def publish_progress(bus: EventBus, run_id: str, total: int, done: Callable[[], int]) -> None:
+    """Publish `Push` once a second when `done()` moved (capped at `total`) until cancelled."""
     last = -1
     while True:
         value = min(done(), total)
@@ -150,7 +150,7 @@ async def push(
 
     async def upload_all() -> bool:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_progress, bus, run_id, total, done)
+            nursery.start_soon(publish_progress, bus, run_id, total, done)
             for operation in operations:
                 await _blocking(functools.partial(client.preupload, repo, operation))
                 if per_file:
