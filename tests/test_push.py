@@ -167,7 +167,7 @@ def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
         )
     try:
         deadline = time.monotonic() + 60
-        while not hub.calls("upload"):
+        while len(hub.calls("upload")) < 2:  # the first file is stored, the second on its way
             assert time.monotonic() < deadline, err.read_text()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
@@ -180,10 +180,13 @@ def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
     )
     assert hub.calls("commit") == []
     assert not (run_dir / "hub" / "push.json").exists()
+    first = hub.calls("upload")[0]["path"]
     hub.control(upload_delay=0)
     rerun = push(root, env)
     assert rerun.returncode == 0, rerun.stderr
     assert commits(hub) == [ALL_FILES]
+    # The rerun resumed: what was stored before the Ctrl-C was not sent again.
+    assert [entry["path"] for entry in hub.calls("upload")].count(first) == 1
 
 
 def test_dry_run_without_a_token_sends_nothing(tmp_path: Path, hub: FakeHub) -> None:
