@@ -8,9 +8,7 @@ import trio
 
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.flows.setup import Command, CommandOptions, open_command
-from overbrainer.hub import push as hub_push
 from overbrainer.hub.errors import PushCancelled
-from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, plan_push
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.training.run_record import RunRecord, RunState
 from overbrainer.training.run_store import Runs
@@ -29,6 +27,11 @@ async def push_run(
     dry_run: bool = False,
 ) -> None:
     """Plan and push one run (or only show it, `dry_run`), handing the lines to the sink."""
+    # Imported on use: the card's template engine and the Hub client cost every other
+    # command's start-up (train, run and attach import this module) for nothing.
+    from overbrainer.hub import push as hub_push
+    from overbrainer.hub.plan import plan_push
+
     settings = command.settings
     runs = Runs(command.project.runs)
     plan = await trio.to_thread.run_sync(
@@ -75,8 +78,10 @@ async def push_after_training(command: Command, sink: ResultSink, record: RunRec
     """
     if not command.settings.hub.after_training or record.state is not RunState.SUCCEEDED:
         return
+    from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE
+
     runs = Runs(command.project.runs)
-    if (runs.dir_of(record.id) / PUSH_DIR / PUSH_FILE).exists():
+    if await trio.to_thread.run_sync((runs.dir_of(record.id) / PUSH_DIR / PUSH_FILE).exists):
         return
     try:
         await push_run(command, sink, record.id)
