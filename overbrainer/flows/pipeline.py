@@ -17,6 +17,7 @@ from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
 from overbrainer.flows.config_state import ConfigState
+from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
@@ -211,4 +212,6 @@ async def pipeline_flow(
                 log.info("--no-train: run stops after split")
                 return
             config.reload_if_changed()
-            await train_after_split(training_session(command), front)
+            record = await train_after_split(training_session(command), front)
+            if record is not None:
+                await push_after_training(command, front, record)

@@ -8,6 +8,7 @@ from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.export.job import after_training
 from overbrainer.flows.pods import stray_pod_warnings
+from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.training import run_commands
@@ -106,7 +107,7 @@ async def train_flow(
     `force` starts it even while another run of this project still trains on the target.
     """
     async with open_command(options, front) as command:
-        await train_run(
+        record = await train_run(
             training_session(command),
             front,
             target_name=target_name,
@@ -114,6 +115,7 @@ async def train_flow(
             keep_pod=keep_pod,
             force=force,
         )
+        await push_after_training(command, front, record)
 
 
 async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
@@ -123,6 +125,7 @@ async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
         outcome = await run_commands.attach(session, run_id)
         report(front, ending(session.runs, outcome))
         await export_after(session, front, outcome.record)
+        await push_after_training(command, front, outcome.record)
 
 
 def held_elsewhere(project: Project) -> bool:

@@ -242,7 +242,10 @@ async def plan_start(
     )
     if isinstance(target, LocalTarget):
         _warn_missing_axolotl(name, target)
-    for warning in prepare.start_warnings(training, hf_token=session.settings.hf_token is not None):
+    settings = session.settings
+    for warning in prepare.start_warnings(
+        training, hf_token=settings.hf_token is not None, push_after=settings.hub.after_training
+    ):
         log.warning("%s", warning)
     data = session.project.data if resume is None else resume.run_dir / "data"
     if not _has_examples(data / "train.jsonl"):

@@ -205,10 +205,11 @@ def job_commands(training: Training, *, export: bool = False) -> list[Command]:
 HF_TOKEN_ENV = "OVERBRAINER_HF_TOKEN"
 
 
-def start_warnings(training: Training, *, hf_token: bool) -> list[str]:
+def start_warnings(training: Training, *, hf_token: bool, push_after: bool = False) -> list[str]:
     """The warnings of a run start: a template that may drop reasoning, a push without token.
 
-    `hf_token`: whether the settings have one (from the environment, `.env` or the file).
+    `hf_token`: whether the settings have one (from the environment, `.env` or the file);
+    `push_after`: whether `[hub] after_training` is on.
     """
     warnings = []
     template = template_warning(training)
@@ -217,5 +218,10 @@ def start_warnings(training: Training, *, hf_token: bool) -> list[str]:
     if training.hub_model_id is not None and not hf_token:
         warnings.append(
             f"training.hub_model_id is set but {HF_TOKEN_ENV} is not: the push will fail"
+        )
+    if push_after and not hf_token:
+        warnings.append(
+            f"[hub] after_training is set but {HF_TOKEN_ENV} is not: "
+            "the push after training will fail"
         )
     return warnings
