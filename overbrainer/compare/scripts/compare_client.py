@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 PREFIX = "compare"
 REQUEST_TIMEOUT = 600
@@ -146,7 +147,9 @@ def wait_ready(port: int, pid: int, seconds: int) -> None:
         time.sleep(0.5)
 
 
-def ask(port: int, messages: list[dict[str, str]], max_tokens: int, temperature: float) -> dict:
+def ask(
+    port: int, messages: list[dict[str, str]], max_tokens: int, temperature: float
+) -> dict[str, Any]:
     """One streamed answer and its timings (the fields of a child_answers.jsonl line)."""
     body = json.dumps(
         {
@@ -166,8 +169,8 @@ def ask(port: int, messages: list[dict[str, str]], max_tokens: int, temperature:
     first = None
     parts: list[str] = []
     finish = None
-    usage: dict = {}
-    timings: dict = {}
+    usage: dict[str, Any] = {}
+    timings: dict[str, Any] = {}
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as reply:
         for raw in reply:
             line = raw.decode("utf-8", errors="replace").strip()
@@ -206,7 +209,9 @@ def ask(port: int, messages: list[dict[str, str]], max_tokens: int, temperature:
 ASK_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError, ValueError)
 
 
-def ask_or_error(port: int, pid: int, question: dict, args: argparse.Namespace) -> dict:
+def ask_or_error(
+    port: int, pid: int, question: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
     try:
         line = ask(port, question["messages"], args.max_tokens, args.temperature)
     except ASK_ERRORS as error:
@@ -226,12 +231,14 @@ def percentile(values: list[float], p: float) -> float | None:
     return ordered[max(1, math.ceil(p * len(ordered) / 100)) - 1]
 
 
-def under_load(port: int, pid: int, questions: list[dict], args: argparse.Namespace) -> dict:
+def under_load(
+    port: int, pid: int, questions: list[dict[str, Any]], args: argparse.Namespace
+) -> dict[str, Any]:
     """Every question again, `concurrency` at a time: throughput of a loaded server."""
-    todo: queue.Queue[dict] = queue.Queue()
+    todo: queue.Queue[dict[str, Any]] = queue.Queue()
     for question in questions:
         todo.put(question)
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     lock = threading.Lock()
 
     def worker() -> None:
