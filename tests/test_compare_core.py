@@ -101,6 +101,7 @@ def test_verdicts_key_is_16_hex_of_provider_model_and_template() -> None:
     assert verdicts_key("p", "m", "t") == "5a323458127f0ba2"
     assert verdicts_key("p", "m", "t2") != verdicts_key("p", "m", "t")
     assert verdicts_key("p", "m2", "t") != verdicts_key("p", "m", "t")
+    assert verdicts_key("p", "m", "t", both_orders=True) != verdicts_key("p", "m", "t")
 
 
 def test_verdict_line_round_trip() -> None:

@@ -89,9 +89,9 @@ def pod_price(folder: Path) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def verdicts_path(folder: Path, judge: Judge) -> Path:
+def verdicts_path(folder: Path, judge: Judge, both_orders: bool) -> Path:
     """`verdicts-<key>.jsonl` of this judge and prompt."""
-    key = verdicts_key(judge.provider, judge.role.model, judge.template_source)
+    key = verdicts_key(judge.provider, judge.role.model, judge.template_source, both_orders)
     return folder / verdicts_file_name(key)
 
 
@@ -106,7 +106,7 @@ async def judge_and_report(
     """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path."""
     setup = await trio.to_thread.run_sync(load_setup, folder)
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
-    path = verdicts_path(folder, judge)
+    path = verdicts_path(folder, judge, settings.judge_both_orders)
     verdicts = await judge_all(
         judge,
         setup,

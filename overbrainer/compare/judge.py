@@ -151,11 +151,12 @@ async def judge_all(
     by_id = {a.id: a for a in answers}
     todo = [i for i, q in enumerate(setup.questions) if q.id not in done]
     appender = await trio.to_thread.run_sync(open_file_appender, verdicts_path)
-    limiter = trio.CapacityLimiter(max(1, concurrency))
+    pending = iter(todo)
     try:
 
-        async def one(index: int) -> None:
-            async with limiter:
+        async def worker() -> None:
+            # Workers take questions in setup order, so a resume is predictable.
+            for index in pending:
                 question_id = setup.questions[index].id
                 line = await judge_one(judge, setup, index, by_id.get(question_id), both_orders)
                 await trio.to_thread.run_sync(appender.append, line.to_json())
@@ -164,8 +165,8 @@ async def judge_all(
 
         try:
             async with trio.open_nursery() as nursery:
-                for index in todo:
-                    nursery.start_soon(one, index)
+                for _ in range(max(1, min(concurrency, len(todo)))):
+                    nursery.start_soon(worker)
         except BaseExceptionGroup as group:
             error = meaningful_error(group)
             if error is None:

@@ -27,10 +27,16 @@ def child_first(question_id: str, seed: int) -> bool:
     return (xxhash.xxh3_64_intdigest(question_id.encode("utf-8"), seed=seed) & 1) == 1
 
 
-def verdicts_key(provider: str, model: str, template_source: str) -> str:
-    """The 16 hex digits naming a judge and prompt's verdict file (XXH3-64, seed 0)."""
-    joined = f"{provider}\x1f{model}\x1f{template_source}".encode()
-    return xxhash.xxh3_64_hexdigest(joined)
+def verdicts_key(provider: str, model: str, template_source: str, both_orders: bool = False) -> str:
+    """The 16 hex digits naming a judge and prompt's verdict file (XXH3-64, seed 0).
+
+    Judging in both orders (ours) gives other verdicts, so it is part of the key when on; off,
+    the key is the reference's.
+    """
+    joined = f"{provider}\x1f{model}\x1f{template_source}"
+    if both_orders:
+        joined += "\x1fboth_orders"
+    return xxhash.xxh3_64_hexdigest(joined.encode())
 
 
 def verdicts_file_name(key: str) -> str:

@@ -14,9 +14,16 @@ from overbrainer.model.text import decode_utf8
 PREFIX = "OVERBRAINER_"
 # Read elsewhere, so not config keys (OVERBRAINER_LOG maps onto the `log` key instead).
 EXEMPT = frozenset(
-    {"OVERBRAINER_NO_UPDATE_CHECK", "OVERBRAINER_TUI_COLOR", "OVERBRAINER_TUI_MOTION"}
+    {
+        "OVERBRAINER_NO_UPDATE_CHECK",
+        "OVERBRAINER_TUI_COLOR",
+        "OVERBRAINER_TUI_MOTION",
+        "OVERBRAINER_CACHE",
+        "OVERBRAINER_COMPARE_KFD",
+    }
 )
-EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
+# The llama.cpp pin's 13 variables (targets/llama_cpp.py) are read by export and compare.
+EXEMPT_PREFIXES = ("OVERBRAINER_TEST_", "OVERBRAINER_LLAMA_CPP")
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 SSH_CONFIG_ENV = "OVERBRAINER_SSH_CONFIG"
 """An ssh_config file every `ssh` of overbrainer reads instead of `~/.ssh/config` (`ssh -F`)."""
