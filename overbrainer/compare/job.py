@@ -15,6 +15,7 @@ from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.config.settings import Compare
 from overbrainer.events.bus import EventBus
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
@@ -197,7 +198,12 @@ async def follow_compare(
     assert record.job is not None
     job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
     status = await follow(
-        job, bus, MetricsTail(MetricsSummary()), run_id=setup.compare, times=times
+        job,
+        bus,
+        MetricsTail(MetricsSummary()),
+        run_id=setup.compare,
+        times=times,
+        kind=JobKind.COMPARE,
     )
     if not executor.local:
         folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)

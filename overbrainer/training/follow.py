@@ -14,6 +14,7 @@ import trio
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import JobStatusChanged, RunWatched, System
 from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
@@ -191,12 +192,15 @@ async def follow(
     run_id: str,
     times: FollowTimes,
     sampler: Sampler | None = None,
+    kind: JobKind | None = None,
 ) -> JobStatus:
     """Follow the job until it ends, then drain its metrics file; its final status.
 
+    `kind` tells the front ends which job this is (None: the run's training).
+
     Raises FollowError (not grouped) after six failed polls in a row.
     """
-    bus.publish(RunWatched(run_id))
+    bus.publish(RunWatched(run_id, kind))
     budget = _Budget(run_id)
     status: JobStatus | FollowError
     async with trio.open_nursery() as nursery:
