@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from overbrainer.devtools.stub_provider import Recorded, Reply
@@ -152,3 +159,77 @@ SCRIPTED = {
 def scripted_judge(request: Recorded) -> Reply:
     """A: q0, B: q1, tie: q2, garbage: q3 (unparsed), JSON in prose: q4; others tie."""
     return Reply(SCRIPTED.get(question_number(request), SCRIPTED[2]), usage=(50, 10))
+
+
+STANDIN_SERVER = '''#!/usr/bin/env python3
+"""A stand-in llama-server: healthy, starts an answer, then dies (or hangs) mid-answer."""
+import http.server, json, os, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+with open("standin.pid", "w") as out:
+    out.write(str(os.getpid()))
+mode = os.environ.get("STANDIN_LLAMA_MODE", "die")
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"status":"ok"}')
+
+    def do_POST(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        chunk = {"choices": [{"delta": {"content": "Hel"}, "finish_reason": None}]}
+        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\\n\\n")
+        self.wfile.flush()
+        print("standin: answering", flush=True)
+        if mode == "hang":
+            time.sleep(600)
+        print("standin: GGML_ASSERT failed, dying", flush=True)
+        os._exit(3)
+
+    def log_message(self, *args):
+        pass
+
+print("standin: listening", flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+'''
+STANDIN_TAG = "b0standin"
+
+
+@contextlib.contextmanager
+def standin_release(directory: Path) -> Iterator[dict[str, str]]:
+    """A loopback release whose `llama-server` is the stand-in; its pin variables."""
+    binary = directory / "releases" / "download" / STANDIN_TAG
+    binary.mkdir(parents=True)
+    archive = binary / f"llama-{STANDIN_TAG}-bin-ubuntu-x64.tar.gz"
+    script = directory / "llama-server"
+    script.write_text(STANDIN_SERVER, encoding="utf-8")
+    script.chmod(0o755)
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(script, arcname=f"llama-{STANDIN_TAG}/llama-server")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield {
+            "OVERBRAINER_LLAMA_CPP": STANDIN_TAG,
+            "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
+            "OVERBRAINER_LLAMA_CPP_UBUNTU_X64_SHA256": sha256_of(archive),
+        }
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

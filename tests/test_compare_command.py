@@ -20,6 +20,7 @@ from tests.compare_support import (
     make_compare_project,
     question_number,
     scripted_judge,
+    standin_release,
 )
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
@@ -264,3 +265,84 @@ async def test_keep_pod_is_refused_off_runpod(tmp_path: Path) -> None:
     assert result.code == 2
     assert result.stderr.splitlines()[-1] == "error: --keep-pod only applies to a runpod target"
     assert not (root / COMPARES).exists()
+
+
+async def test_llama_server_exiting_mid_answer_fails_with_the_log_tail(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=2)
+    with standin_release(tmp_path / "release") as pin:
+        env = {**pin, "OVERBRAINER_CACHE": str(tmp_path / "c"), "OVERBRAINER_TEST_POLL_S": "0.2"}
+        async with open_stub(scripted_judge) as stub:
+            result = await overbrainer(root, "compare", url=stub.url, env=env, limit=120)
+            assert _judge_requests(stub.requests) == []
+    assert result.code == 1, result.stderr
+    folder = _compare_dir(root)
+    assert (
+        f"error: compare {folder.name} of run {RUN_ID} failed: llama-server exited while "
+        "answering:" in result.stderr
+    )
+    job_log = (folder / "job.log").read_text()
+    assert "compare: llama-server exited while answering:\nstandin: listening\n" in job_log
+    assert "standin: GGML_ASSERT failed, dying" in job_log
+    assert result.stderr.rstrip().endswith(f"its server log is {COMPARES}/{folder.name}/server.log")
+    assert json.loads((folder / "run.json").read_text())["state"] == "failed"
+
+
+@pytest.mark.sigint
+async def test_ctrl_c_while_the_child_answers_cancels_the_job(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=2)
+    with standin_release(tmp_path / "release") as pin:
+        env = {
+            **pin,
+            "OVERBRAINER_CACHE": str(tmp_path / "c"),
+            "OVERBRAINER_TEST_POLL_S": "0.2",
+            "STANDIN_LLAMA_MODE": "hang",
+        }
+        async with open_stub(scripted_judge) as stub, trio.open_nursery() as nursery:
+            process = await start(nursery, root, "compare", url=stub.url, env=env)
+
+            def answering() -> bool:
+                logs = list((root / COMPARES).glob("*/server.log"))
+                return bool(logs) and "standin: answering" in logs[0].read_text()
+
+            await wait_until(answering, limit=60, every=0.1)
+            os.kill(process.pid, signal.SIGINT)
+            with trio.fail_after(60):
+                await process.wait()
+            assert _judge_requests(stub.requests) == []
+    assert process.returncode == 130
+    folder = _compare_dir(root)
+    stderr = (root / "stderr.txt").read_text()
+    assert stderr.splitlines()[-1] == (
+        f"interrupted: compare {folder.name} of run {RUN_ID} cancelled"
+    )
+    assert json.loads((folder / "run.json").read_text())["state"] == "cancelled"
+    server_pid = int((folder / "standin.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(server_pid, 0)
+
+
+async def test_a_failing_judge_keeps_the_verdicts_and_says_how_to_resume(
+    tmp_path: Path, llama_release: LlamaRelease
+) -> None:
+    root = make_compare_project(tmp_path / "p", questions=3, concurrency=1)
+
+    def fails_on_q2(request: Recorded) -> Reply:
+        if question_number(request) == 2:
+            return Reply("overloaded", status=500)
+        return scripted_judge(request)
+
+    async with open_stub(fails_on_q2) as stub:
+        result = await overbrainer(
+            root, "compare", url=stub.url, env=compare_env(llama_release, tmp_path / "c"),
+            limit=120,
+        )  # fmt: skip
+    assert result.code == 1, result.stderr
+    folder = _compare_dir(root)
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: the judge failed on question q2: ")
+    assert last.endswith(
+        f"; the verdicts so far are kept; resume with `overbrainer compare --rejudge {folder.name}`"
+    )
+    lines = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["q0", "q1"]
+    assert not (folder / "compare.json").exists()

@@ -41,6 +41,11 @@ class JudgeFailed(WorkFailed):
     """A judge request failed after its retries; the verdicts so far are kept."""
 
 
+def resume_hint(compare_id: str) -> str:
+    """What the user runs to finish judging."""
+    return f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {compare_id}`"
+
+
 @attrs.frozen
 class Judge:
     """The judging model and its prompt: a role on its provider's client."""
@@ -171,6 +176,8 @@ async def judge_all(
             error = meaningful_error(group)
             if error is None:
                 raise
+            if isinstance(error, JudgeFailed):
+                error = JudgeFailed(f"{error.message}; {resume_hint(compare_id)}")
             raise error from None
     finally:
         with trio.move_on_after(5, shield=True):

@@ -26,7 +26,7 @@ from overbrainer.compare.job import (
     start_compare_job,
     tools_cache,
 )
-from overbrainer.compare.judge import Judge, JudgeFailed
+from overbrainer.compare.judge import Judge, resume_hint
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.env import SSH_CLIENT_ENV
@@ -176,18 +176,15 @@ async def compare_flow(
         shown = folder.relative_to(command.project.root)
         async with open_judge(command) as judge:
             log.info("compare: %s: judging with %s", compare_id, judge.label)
-            try:
-                path = await command.interrupt.race(
-                    lambda: judge_and_report(
-                        folder,
-                        judge,
-                        command.settings.compare,
-                        concurrency=command.settings.pipeline.concurrency,
-                        bus=command.bus,
-                    )
+            path = await command.interrupt.race(
+                lambda: judge_and_report(
+                    folder,
+                    judge,
+                    command.settings.compare,
+                    concurrency=command.settings.pipeline.concurrency,
+                    bus=command.bus,
                 )
-            except JudgeFailed as error:
-                raise JudgeFailed(f"{error.message}; {_resume_hint(compare_id)}") from None
+            )
         if path is None:
-            raise CompareInterrupted(f"interrupted: {_resume_hint(compare_id)}")
+            raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
         front.line(str(shown / path.name))

@@ -171,6 +171,7 @@ def ask(
     finish = None
     usage: dict[str, Any] = {}
     timings: dict[str, Any] = {}
+    complete = False
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as reply:
         for raw in reply:
             line = raw.decode("utf-8", errors="replace").strip()
@@ -178,6 +179,7 @@ def ask(
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
+                complete = True
                 break
             event = json.loads(data)
             for choice in event.get("choices") or []:
@@ -190,6 +192,8 @@ def ask(
                     finish = choice["finish_reason"]
             usage = event.get("usage") or usage
             timings = event.get("timings") or timings
+    if not complete:
+        raise ValueError("the answer stream ended before [DONE]")
     seconds = time.monotonic() - start
     output = usage.get("completion_tokens", timings.get("predicted_n"))
     speed = None
