@@ -71,6 +71,8 @@ def make_compare_project(
     compare: str = "",
     questions: int = QUESTIONS,
     bad_gguf: bool = False,
+    target: str = "local",
+    remote_dir: Path | None = None,
 ) -> Path:
     """A project whose run `RUN_ID` has an exported GGUF and whose data/eval.jsonl is written."""
     root.mkdir(parents=True, exist_ok=True)
@@ -82,9 +84,9 @@ def make_compare_project(
     (run_dir / "output" / "gguf").mkdir(parents=True)
     record = RunRecord(
         id=RUN_ID,
-        target="local",
+        target=target,
         created="2026-10-07T09:27:58Z",
-        remote_dir=str(run_dir.resolve()),
+        remote_dir=str(run_dir.resolve() if remote_dir is None else remote_dir),
         job=None,
         state=RunState.SUCCEEDED,
     )
