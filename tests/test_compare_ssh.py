@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
 from overbrainer.devtools.stub_provider import open_stub
 from tests.compare_support import RUN_ID, compare_env, make_compare_project, scripted_judge
@@ -71,3 +72,31 @@ async def test_a_compare_on_an_ssh_target_uploads_the_gguf_and_fetches_the_answe
     record = json.loads((folder / "run.json").read_text())
     assert record["state"] == "succeeded" and record["remote_dir"] == str(remote_compare)
     assert (folder / "compare.md").is_file()
+
+
+async def test_the_gguf_is_uploaded_again_only_when_the_target_copy_differs(
+    sshd: Sshd, remote: Path, tmp_path: Path, llama_release: LlamaRelease
+) -> None:
+    root, workdir = _ssh_project(tmp_path, remote)
+    env = compare_env(
+        llama_release,
+        tmp_path / "unused-cache",
+        {
+            "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
+            "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
+        },
+    )
+    local = root / "runs" / RUN_ID / "output" / "gguf" / "tiny-Q8_0.gguf"
+    target = workdir / RUN_ID / "output" / "gguf" / "tiny-Q8_0.gguf"
+    async with open_stub(scripted_judge) as stub:
+        first = await overbrainer(root, "compare", url=stub.url, env=env, limit=180)
+        assert first.code == 0, first.stderr
+        uploaded = target.stat().st_mtime_ns
+        await trio.sleep(0.05)
+        same = await overbrainer(root, "compare", url=stub.url, env=env, limit=180)
+        assert same.code == 0, same.stderr
+        assert target.stat().st_mtime_ns == uploaded
+        target.write_bytes(b"not the exported model")
+        again = await overbrainer(root, "compare", url=stub.url, env=env, limit=180)
+        assert again.code == 0, again.stderr
+    assert target.read_bytes() == local.read_bytes()

@@ -113,14 +113,17 @@ def job_env(
 
 
 async def place_model(
-    executor: Executor, run_dir: Path, remote_run: str, file: str, folder: Path
+    executor: Executor, run_dir: Path, remote_run: str, file: str, sha256: str, folder: Path
 ) -> str:
-    """The GGUF's absolute path on the target, uploaded into the remote run dir if missing."""
+    """The GGUF's absolute path on the target: the run's own copy when the target's SHA-256
+    matches `export.json`'s, else uploaded there first (through a hard-linked stage)."""
     remote = f"{remote_run}/{file}"
     if executor.local:
         return str((run_dir / file).resolve())
     if await executor.exists(remote):
-        return remote
+        found = await executor.manifest(remote_run, (file,))
+        if found.get(file) == sha256.lower():
+            return remote
     stage = folder / UPLOAD_DIR
     staged = stage / file
 
@@ -143,6 +146,18 @@ def _remove_tree(path: Path) -> None:
     path.rmdir()
 
 
+async def failed_to_start(
+    runs: Runs, setup: CompareSetup, error: OSError | OverbrainerError
+) -> WorkFailed:
+    """Record the compare failed before its job started; the error to raise."""
+    compares = compares_of(runs.dir_of(setup.run))
+    message = error.message if isinstance(error, OverbrainerError) else str(error)
+    record = compares.load(setup.compare)
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    await trio.to_thread.run_sync(compares.save, failed)
+    return WorkFailed(f"compare {setup.compare} failed to start: {message}")
+
+
 async def start_compare_job(
     runs: Runs,
     setup: CompareSetup,
@@ -160,10 +175,7 @@ async def start_compare_job(
         command = Command(JobStage.COMPARE, "sh", (SCRIPT,))
         job = await executor.spawn(remote, native_commands([command], env), {})
     except (OSError, OverbrainerError) as error:
-        message = error.message if isinstance(error, OverbrainerError) else str(error)
-        failed = attrs.evolve(record, state=RunState.FAILED, message=message)
-        await trio.to_thread.run_sync(compares.save, failed)
-        raise WorkFailed(f"compare {setup.compare} failed to start: {message}") from None
+        raise await failed_to_start(runs, setup, error) from None
     running = attrs.evolve(
         record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid)
     )

@@ -20,6 +20,7 @@ from overbrainer.compare.job import (
     compares_of,
     conclude,
     create_compare,
+    failed_to_start,
     follow_compare,
     job_env,
     place_model,
@@ -35,7 +36,7 @@ from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.llm.connect import connect_roles
-from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.follow import FollowTimes
@@ -95,9 +96,17 @@ async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
         remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
         started = None
         with trio.move_on_after(START_BOUND, shield=True):
-            model = await place_model(
-                executor, runs.dir_of(setup.run), remote_run, setup.gguf, folder
-            )
+            try:
+                model = await place_model(
+                    executor,
+                    runs.dir_of(setup.run),
+                    remote_run,
+                    setup.gguf,
+                    setup.gguf_sha256,
+                    folder,
+                )
+            except (OSError, OverbrainerError) as error:
+                raise await failed_to_start(runs, setup, error) from None
             root = str(folder.resolve()) if executor.local else record.remote_dir
             env = job_env(
                 settings.compare,
