@@ -346,3 +346,27 @@ async def test_a_failing_judge_keeps_the_verdicts_and_says_how_to_resume(
     lines = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
     assert [json.loads(x)["id"] for x in lines] == ["q0", "q1"]
     assert not (folder / "compare.json").exists()
+
+
+async def test_bad_input_is_refused_with_one_line_and_nothing_written(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=1)
+    async with open_stub(scripted_judge) as stub:
+        unknown = await overbrainer(root, "compare", "--rejudge", "compare_x", url=stub.url)
+        both = await overbrainer(
+            root, "compare", "--rejudge", "compare_x", "--limit", "2", url=stub.url
+        )
+        no_run = await overbrainer(root, "compare", "--run", "nope_1", url=stub.url)
+        (root / "runs" / RUN_ID / "export.json").unlink()
+        no_gguf = await overbrainer(root, "compare", url=stub.url)
+        assert _judge_requests(stub.requests) == []
+    assert (unknown.code, unknown.stderr.splitlines()[-1]) == (
+        2,
+        "error: no compare compare_x in runs/",
+    )
+    assert both.code == 2 and "--limit and --keep-pod go without --rejudge" in both.stderr
+    assert (no_run.code, no_run.stderr.splitlines()[-1]) == (2, "error: no run nope_1 in runs/")
+    assert (no_gguf.code, no_gguf.stderr.splitlines()[-1]) == (
+        2,
+        "error: no run has a GGUF: export one with `overbrainer export <run-id>`, then compare",
+    )
+    assert not (root / COMPARES).exists()
