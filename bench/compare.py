@@ -103,7 +103,7 @@ async def judging(folder: Path, url: str) -> None:
                 concurrency=CONCURRENCY, both_orders=False, bus=bus,
             )  # fmt: skip
             wall, used = time.perf_counter() - start, _cpu() - cpu
-    assert len(verdicts) == QUESTIONS
+    assert verdicts is not None and len(verdicts) == QUESTIONS
     ideal = QUESTIONS / CONCURRENCY * DELAY
     print(
         f"judging: {QUESTIONS} verdicts at concurrency {CONCURRENCY}: {wall:.2f} s "

@@ -195,8 +195,9 @@ async def test_ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_resumes(
     env = compare_env(llama_release, cache)
 
     def slow_after_two(request: Recorded) -> Reply:
+        # q2 is in flight when Ctrl-C comes and answers within the grace; q3 is never asked.
         number = question_number(request)
-        return Reply(SCRIPTED[2], delay=0.0 if number < 2 else 60.0)
+        return Reply(SCRIPTED[2], delay=0.0 if number < 2 else 2.0 if number == 2 else 60.0)
 
     async with open_stub(slow_after_two) as stub, trio.open_nursery() as nursery:
         process = await start(nursery, root, "compare", url=stub.url, env=env)
@@ -218,7 +219,7 @@ async def test_ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_resumes(
         f"`overbrainer compare --rejudge {folder.name}`"
     )
     verdicts = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
-    assert [json.loads(x)["id"] for x in verdicts] == ["q0", "q1"]
+    assert [json.loads(x)["id"] for x in verdicts] == ["q0", "q1", "q2"]
     assert not (folder / "compare.md").exists()
 
     async with open_stub(scripted_judge) as stub:
@@ -226,9 +227,9 @@ async def test_ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_resumes(
             root, "compare", "--rejudge", folder.name, url=stub.url, env=env, limit=60
         )
         assert result.code == 0, result.stderr
-        assert sorted(question_number(r) for r in _judge_requests(stub.requests)) == [2, 3, 3, 4]
+        assert sorted(question_number(r) for r in _judge_requests(stub.requests)) == [3, 3, 4]
     lines = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
-    assert [json.loads(x)["id"] for x in lines][:2] == ["q0", "q1"]
+    assert [json.loads(x)["id"] for x in lines][:3] == ["q0", "q1", "q2"]
     assert len(lines) == 5
 
 
@@ -370,3 +371,25 @@ async def test_bad_input_is_refused_with_one_line_and_nothing_written(tmp_path: 
         "error: no run has a GGUF: export one with `overbrainer export <run-id>`, then compare",
     )
     assert not (root / COMPARES).exists()
+
+
+@pytest.mark.sigint
+async def test_a_judge_request_outlasting_the_grace_is_cancelled(
+    tmp_path: Path, llama_release: LlamaRelease
+) -> None:
+    root = make_compare_project(tmp_path / "p", questions=3, concurrency=1)
+    env = compare_env(llama_release, tmp_path / "c", {"OVERBRAINER_PIPELINE__DRAIN_SECS": "0.5"})
+
+    def slow_q1(request: Recorded) -> Reply:
+        return Reply(SCRIPTED[2], delay=60.0 if question_number(request) == 1 else 0.0)
+
+    async with open_stub(slow_q1) as stub, trio.open_nursery() as nursery:
+        process = await start(nursery, root, "compare", url=stub.url, env=env)
+        await wait_until(lambda: len(_judge_requests(stub.requests)) == 2, limit=180, every=0.1)
+        os.kill(process.pid, signal.SIGINT)
+        with trio.fail_after(20):
+            await process.wait()
+        assert len(_judge_requests(stub.requests)) == 2
+    assert process.returncode == 130
+    verdicts = next(_compare_dir(root).glob("verdicts-*.jsonl")).read_text().splitlines()
+    assert [json.loads(x)["id"] for x in verdicts] == ["q0"]

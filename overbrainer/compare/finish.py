@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -102,8 +103,12 @@ async def judge_and_report(
     *,
     concurrency: int,
     bus: EventBus,
-) -> Path:
-    """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path."""
+    admitting: Callable[[], bool] = lambda: True,
+) -> Path | None:
+    """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path.
+
+    None, and no report, when `admitting()` turned false before every question was judged.
+    """
     setup = await trio.to_thread.run_sync(load_setup, folder)
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
     path = verdicts_path(folder, judge, settings.judge_both_orders)
@@ -115,7 +120,10 @@ async def judge_and_report(
         concurrency=concurrency,
         both_orders=settings.judge_both_orders,
         bus=bus,
+        admitting=admitting,
     )
+    if verdicts is None:
+        return None
     hardware = await trio.to_thread.run_sync(load_hardware, folder)
     load = await trio.to_thread.run_sync(load_load, folder)
     from_pod = await trio.to_thread.run_sync(pod_price, folder)

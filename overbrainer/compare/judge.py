@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -142,11 +142,14 @@ async def judge_all(
     concurrency: int,
     both_orders: bool,
     bus: EventBus,
-) -> list[VerdictLine]:
+    admitting: Callable[[], bool] = lambda: True,
+) -> list[VerdictLine] | None:
     """Judge every question without a verdict in `verdicts_path`, `concurrency` at a time.
 
     Each verdict is appended as soon as it comes, then a `Judged` event. Returns the verdicts
-    of every setup question, in setup order. Cancelling keeps what was appended.
+    of every setup question, in setup order; None when `admitting()` turned false before every
+    question was taken (the questions in flight are still judged and kept). Cancelling keeps
+    what was appended.
     """
     compare_id = setup.compare
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
@@ -162,6 +165,8 @@ async def judge_all(
         async def worker() -> None:
             # Workers take questions in setup order, so a resume is predictable.
             for index in pending:
+                if not admitting():
+                    return
                 question_id = setup.questions[index].id
                 line = await judge_one(judge, setup, index, by_id.get(question_id), both_orders)
                 await trio.to_thread.run_sync(appender.append, line.to_json())
@@ -182,4 +187,6 @@ async def judge_all(
     finally:
         with trio.move_on_after(5, shield=True):
             await trio.to_thread.run_sync(appender.close)
+    if any(q.id not in done for q in setup.questions):
+        return None
     return [done[q.id] for q in setup.questions]

@@ -132,6 +132,35 @@ async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
         await trio.to_thread.run_sync(conclude, runs, setup, started, status)
 
 
+async def judge_draining(command: Command, folder: Path, judge: Judge) -> Path | None:
+    """Judge and report; the first Ctrl-C takes no new question and gives the requests in
+    flight `[pipeline] drain_secs` to finish (their verdicts kept); a second one, or the end
+    of that grace, cancels them. None when interrupted."""
+    interrupt = command.interrupt
+    settings = command.settings
+    path: Path | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def cancel_after_grace() -> None:
+            await interrupt.wait_caught()
+            with trio.move_on_after(settings.pipeline.drain_secs):
+                await interrupt.wait()
+            nursery.cancel_scope.cancel()
+
+        if not interrupt.off:
+            nursery.start_soon(cancel_after_grace)
+        path = await judge_and_report(
+            folder,
+            judge,
+            settings.compare,
+            concurrency=settings.pipeline.concurrency,
+            bus=command.bus,
+            admitting=lambda: not interrupt.caught,
+        )
+        nursery.cancel_scope.cancel()
+    return None if interrupt.caught else path
+
+
 def _check_target(command: Command, run_id: str, target_name: str, keep_pod: bool) -> None:
     target = command.settings.targets.get(target_name)
     if target is None:
@@ -185,15 +214,7 @@ async def compare_flow(
         shown = folder.relative_to(command.project.root)
         async with open_judge(command) as judge:
             log.info("compare: %s: judging with %s", compare_id, judge.label)
-            path = await command.interrupt.race(
-                lambda: judge_and_report(
-                    folder,
-                    judge,
-                    command.settings.compare,
-                    concurrency=command.settings.pipeline.concurrency,
-                    bus=command.bus,
-                )
-            )
+            path = await judge_draining(command, folder, judge)
         if path is None:
             raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
         front.line(str(shown / path.name))
