@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 from pathlib import Path
 
@@ -11,10 +10,6 @@ import pytest
 
 from overbrainer.compare.job_script import compare_script, pick_build_script
 from overbrainer.targets.llama_cpp import helpers_script, resolve_pin
-
-pytestmark = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.machine() != "x86_64", reason="Linux x86_64 only"
-)
 
 ROCM_LIBS = (
     "\tlibamdhip64.so.7 (libc6,x86-64) => /opt/rocm/lib/libamdhip64.so.7\n"
@@ -38,9 +33,12 @@ def _pick(
     libs: str = "",
     glibc: str | None = "glibc 2.39\n",
     kfd: Path | None = None,
+    machine: str = "Linux x86_64",
+    code: int = 0,
 ) -> tuple[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
+    _tool(bin_dir, "uname", machine + "\n")
     _tool(bin_dir, "nvidia-smi", smi)
     _tool(bin_dir, "ldconfig", libs)
     _tool(bin_dir, "getconf", glibc)
@@ -59,7 +57,7 @@ def _pick(
     done = subprocess.run(
         ["sh", "-c", script], env=env, capture_output=True, text=True, timeout=30, check=False
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     return done.stdout.strip(), done.stderr
 
 
@@ -153,3 +151,44 @@ def test_amd_without_access_to_kfd_mentions_the_render_group(tmp_path: Path) -> 
 def test_compare_script_is_valid_sh() -> None:
     done = subprocess.run(["sh", "-n", "-c", compare_script()], capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
+
+
+def test_arm64_linux_uses_the_arm64_builds(tmp_path: Path) -> None:
+    v = resolve_pin({}).values
+    out, err = _pick(tmp_path, machine="Linux aarch64")
+    assert out.split()[:2] == ["ubuntu-arm64", v["OVERBRAINER_LLAMA_CPP_UBUNTU_ARM64_SHA256"]]
+    out, err = _pick(tmp_path, machine="Linux aarch64", smi=SMI_13)
+    assert out.split() == [
+        "ubuntu-cuda-13.4-arm64",
+        v["OVERBRAINER_LLAMA_CPP_UBUNTU_CUDA_ARM64_SHA256"],
+        "cudart-llama-b11320-bin-ubuntu-cuda-13.4-arm64",
+        v["OVERBRAINER_LLAMA_CPP_CUDART_ARM64_SHA256"],
+    ]
+    assert err == ""
+
+
+def test_an_amd_gpu_on_arm64_stays_on_the_cpu_build(tmp_path: Path) -> None:
+    kfd = tmp_path / "kfd"
+    kfd.write_text("")
+    out, err = _pick(tmp_path, machine="Linux aarch64", libs=ROCM_LIBS, kfd=kfd)
+    assert out.split()[0] == "ubuntu-arm64"
+    assert err == (
+        "compare: warning: an AMD GPU is present, but llama.cpp b11320 has no ROCm build for "
+        "arm64: using the CPU build ubuntu-arm64\n"
+    )
+
+
+def test_apple_silicon_uses_the_metal_build(tmp_path: Path) -> None:
+    out, err = _pick(tmp_path, machine="Darwin arm64", smi=SMI_13)
+    v = resolve_pin({}).values
+    assert out.split() == ["macos-arm64", v["OVERBRAINER_LLAMA_CPP_MACOS_ARM64_SHA256"], "-", "-"]
+    assert err == ""
+
+
+def test_another_platform_is_refused(tmp_path: Path) -> None:
+    out, err = _pick(tmp_path, machine="FreeBSD amd64", code=1)
+    assert out == ""
+    assert err == (
+        "compare: llama.cpp b11320 has no prebuilt llama-server for FreeBSD amd64 "
+        "(Linux x86_64, Linux aarch64 and Darwin arm64 only)\n"
+    )
