@@ -435,13 +435,14 @@ OURS: list[tuple[str, str, list[str]]] = [
         HEAD
         + ROLES
         + "[compare]\nparent_price_in = -1.0\nchild_price_per_hour = nan\nmax_tokens = 0\n"
-        + "temperature = 2.1\nserver_start_secs = 0\n",
+        + "temperature = 2.1\nserver_start_secs = 0\nconcurrency = 0\n",
         [
             "compare.parent_price_in: must be at least 0",
             "compare.child_price_per_hour: must be at least 0",
             "compare.max_tokens: must be at least 1",
             "compare.temperature: must be in [0, 2]",
             "compare.server_start_secs: must be at least 1",
+            "compare.concurrency: must be in [1, 64]",
         ],
     ),
     (

@@ -2,6 +2,7 @@
 
 # One import per command module; each import adds its commands to the group.
 from overbrainer.cli import (
+    compare_command,  # noqa: F401
     config_command,  # noqa: F401
     export_command,  # noqa: F401
     history_command,  # noqa: F401

@@ -14,7 +14,13 @@ from overbrainer.model.text import decode_utf8
 PREFIX = "OVERBRAINER_"
 # Read elsewhere, so not config keys (OVERBRAINER_LOG maps onto the `log` key instead).
 EXEMPT = frozenset(
-    {"OVERBRAINER_NO_UPDATE_CHECK", "OVERBRAINER_TUI_COLOR", "OVERBRAINER_TUI_MOTION"}
+    {
+        "OVERBRAINER_NO_UPDATE_CHECK",
+        "OVERBRAINER_TUI_COLOR",
+        "OVERBRAINER_TUI_MOTION",
+        "OVERBRAINER_CACHE",
+        "OVERBRAINER_COMPARE_KFD",
+    }
 )
 EXEMPT_PREFIXES = ("OVERBRAINER_TEST_", "OVERBRAINER_LLAMA_CPP")
 """OVERBRAINER_LLAMA_CPP*: the llama.cpp pin's overrides (targets/llama_cpp.py), not config keys."""

@@ -185,6 +185,9 @@ def _export(cfg: s.Settings) -> list[str]:
     return out
 
 
+MAX_COMPARE_CONCURRENCY = 64
+
+
 def _compare(cfg: s.Settings) -> list[str]:
     c = cfg.compare
     out = [
@@ -198,6 +201,8 @@ def _compare(cfg: s.Settings) -> list[str]:
         out.append("compare.temperature: must be in [0, 2]")
     if c.server_start_secs < 1:
         out.append("compare.server_start_secs: must be at least 1")
+    if not 1 <= c.concurrency <= MAX_COMPARE_CONCURRENCY:
+        out.append(f"compare.concurrency: must be in [1, {MAX_COMPARE_CONCURRENCY}]")
     return out
 
 

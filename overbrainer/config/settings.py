@@ -338,6 +338,10 @@ class Compare:
     temperature: float = 0.0
     server_start_secs: int = 300
     image: str | None = None
+    concurrency: int = 1
+    """Ours: also measure the child under this many parallel requests (1: serial only)."""
+    judge_both_orders: bool = False
+    """Ours: judge each question in both orders; count a verdict only when both agree."""
 
 
 @attrs.frozen

@@ -45,17 +45,25 @@ class Template:
             raise TemplateError(f"cannot render template {self.name}: {error.message}") from None
 
 
+def template_source(prompts_dir: Path, name: str) -> str:
+    """The text of `prompts_dir/name` when it exists, else the built-in default, unrendered."""
+    path = prompts_dir / name
+    if not path.exists():
+        return default_text(name)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise TemplateError(f"cannot read {path}: {error.strerror}") from None
+    return decode_utf8(raw, str(path))
+
+
 def load_template(prompts_dir: Path, name: str) -> Template:
     """`prompts_dir/name` when it exists, else the built-in default, parsed."""
-    path = prompts_dir / name
-    if path.exists():
-        try:
-            raw = path.read_bytes()
-        except OSError as error:
-            raise TemplateError(f"cannot read {path}: {error.strerror}") from None
-        text = decode_utf8(raw, str(path))
-    else:
-        text = default_text(name)
+    return parse_template(name, template_source(prompts_dir, name))
+
+
+def parse_template(name: str, text: str) -> Template:
+    """`text` parsed as template `name`."""
     try:
         return Template(name, _ENVIRONMENT.from_string(text))
     except jinja2.TemplateSyntaxError as error:

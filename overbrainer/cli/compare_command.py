@@ -1,0 +1,49 @@
+"""`overbrainer compare [--run RUN_ID] [--limit N] [--keep-pod] [--rejudge COMPARE_ID]`."""
+
+from __future__ import annotations
+
+import click
+
+from overbrainer.cli.completion import complete_run_ids
+from overbrainer.cli.context import cli_frontend
+from overbrainer.cli.group import cli
+from overbrainer.cli.options import command_options
+from overbrainer.cli.running import run_flow
+from overbrainer.flows.compare import compare_flow
+
+
+@cli.command()
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    shell_complete=complete_run_ids,
+    help="Compare this run (default: the newest run with a GGUF).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1, max=2**32 - 1),
+    metavar="N",
+    help="Ask only the first N questions of data/eval.jsonl.",
+)
+@click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after the job.")
+@click.option(
+    "--rejudge",
+    metavar="COMPARE_ID",
+    help="Judge an earlier compare again (resume, or another judge or prompt).",
+)
+def compare(run_id: str | None, limit: int | None, keep_pod: bool, rejudge: str | None) -> None:
+    """Measure the exported child against the parent on the held-out questions."""
+    if rejudge is not None and (limit is not None or keep_pod):
+        raise click.UsageError("--limit and --keep-pod go without --rejudge")
+    options = command_options()
+    run_flow(
+        lambda: compare_flow(
+            options,
+            cli_frontend(),
+            run_id=run_id,
+            limit=limit,
+            keep_pod=keep_pod,
+            rejudge=rejudge,
+        )
+    )

@@ -1,0 +1,52 @@
+"""`hardware.json`: which llama.cpp build served the child, on which GPUs or CPU (§A.6, §A.12)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Hardware:
+    """The build, the GPUs it used (in order) and the CPU."""
+
+    build: str
+    gpus: tuple[str, ...]
+    cpu: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields of `hardware.json`."""
+        return {"build": self.build, "gpus": list(self.gpus), "cpu": self.cpu}
+
+    @classmethod
+    def from_json(cls, text: str) -> Hardware:
+        """Parse `hardware.json`; `ValueError` when it is not one."""
+        raw: Any = json.loads(text)
+        if not isinstance(raw, dict) or not isinstance(raw.get("build"), str):
+            raise ValueError("hardware.json has no build")
+        gpus = raw.get("gpus", [])
+        cpu = raw.get("cpu")
+        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+            raise ValueError("hardware.json: `gpus` is not a list of names")
+        return cls(raw["build"], tuple(gpus), cpu if isinstance(cpu, str) else None)
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether the build runs on a GPU (CUDA, ROCm, Metal)."""
+        if self.build.startswith(("ubuntu-cuda-", "ubuntu-rocm-", "macos-")):
+            return True
+        if self.build in ("ubuntu-x64", "ubuntu-arm64"):
+            return False
+        return bool(self.gpus)
+
+    def describe(self) -> str:
+        """`1 x NVIDIA A40 (ubuntu-cuda-13.4-x64)`, or `<cpu>, CPU (<build>)` without a GPU."""
+        if not self.gpus:
+            return f"{self.cpu or 'unknown CPU'}, CPU ({self.build})"
+        counts: dict[str, int] = {}
+        for gpu in self.gpus:
+            counts[gpu] = counts.get(gpu, 0) + 1
+        listed = " + ".join(f"{n} x {name}" for name, n in counts.items())
+        return f"{listed} ({self.build})"

@@ -1,0 +1,257 @@
+"""The compare job on the run's target: its directory, files, start, follow, results (§A.5-7)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.compare.job_script import CLIENT, SCRIPT, client_script, compare_script
+from overbrainer.compare.plan import ComparePlan
+from overbrainer.compare.setup import SETUP_FILE, CompareSetup
+from overbrainer.config.settings import Compare
+from overbrainer.events.bus import EventBus
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
+from overbrainer.model.job_kind import JobKind
+from overbrainer.model.job_status import Exited, JobStatus
+from overbrainer.model.train_metric import JobStage
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
+from overbrainer.targets.job_script import Command, native_commands
+from overbrainer.targets.llama_cpp import LlamaCppPin
+from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
+from overbrainer.training.retrieve import fetch
+from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
+from overbrainer.training.summary import MetricsSummary
+
+COMPARES_DIR = "compares"
+ANSWERS_FILE = "child_answers.jsonl"
+ARTIFACTS = (ANSWERS_FILE, "server.log", "hardware.json", "load.json", "metrics.jsonl", "job.log")
+START_BOUND = 300.0
+"""Seconds the shielded start may take (an upload of the GGUF over SSH included)."""
+UPLOAD_DIR = ".upload"
+
+
+class CompareInterrupted(OverbrainerError):
+    """Ctrl-C during the job: it was cancelled."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def compares_of(run_dir: Path) -> Runs:
+    """The compares of a run, kept with the same record machinery as runs."""
+    return Runs(run_dir / COMPARES_DIR)
+
+
+def create_compare(runs: Runs, plan: ComparePlan, pin: LlamaCppPin, seed: int) -> CompareSetup:
+    """Claim `compares/compare_<time>`, write `setup.json`, `questions.jsonl`, the scripts and
+    the `preparing` record (blocking)."""
+    run = plan.record
+    compares = compares_of(runs.dir_of(run.id))
+    remote_run = run.remote_dir.rstrip("/")
+    record = compares.create(
+        "compare", run.target, lambda compare_id: f"{remote_run}/{COMPARES_DIR}/{compare_id}"
+    )
+    setup = CompareSetup(
+        run=run.id,
+        compare=record.id,
+        gguf=plan.export.file,
+        gguf_sha256=plan.export.sha256,
+        quantize=plan.export.quantize,
+        llama_cpp=pin.tag,
+        base_model=plan.base_model,
+        seed=seed,
+        created=record.created,
+        questions=plan.questions,
+    )
+    folder = compares.dir_of(record.id)
+    write_atomic(folder / SETUP_FILE, setup.to_json())
+    write_atomic(folder / "questions.jsonl", setup.questions_jsonl())
+    write_atomic(folder / SCRIPT, compare_script())
+    write_atomic(folder / CLIENT, client_script())
+    return setup
+
+
+def tools_cache(executor: Executor, environ: Mapping[str, str]) -> str:
+    """Where the target keeps llama.cpp builds: this user's cache here, the workdir's remotely."""
+    if not executor.local:
+        return f"{executor.workdir.rstrip('/')}/.cache/overbrainer"
+    if environ.get("OVERBRAINER_CACHE"):
+        return environ["OVERBRAINER_CACHE"]
+    base = environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return f"{base}/overbrainer"
+
+
+def job_env(
+    settings: Compare,
+    pin: LlamaCppPin,
+    *,
+    root: str,
+    model: str,
+    context: int,
+    cache: str,
+    environ: Mapping[str, str],
+) -> dict[str, str]:
+    """The variables `compare.sh` reads (§A.6)."""
+    env = {
+        "OVERBRAINER_METRICS": f"{root}/metrics.jsonl",
+        "OVERBRAINER_COMPARE_MODEL": model,
+        "OVERBRAINER_COMPARE_MAX_TOKENS": str(settings.max_tokens),
+        "OVERBRAINER_COMPARE_TEMPERATURE": repr(settings.temperature),
+        "OVERBRAINER_COMPARE_START_SECS": str(settings.server_start_secs),
+        "OVERBRAINER_COMPARE_CTX": str(context),
+        "OVERBRAINER_COMPARE_CONCURRENCY": str(settings.concurrency),
+        "OVERBRAINER_CACHE": cache,
+        **pin.job_env(),
+    }
+    if environ.get("OVERBRAINER_COMPARE_KFD"):
+        env["OVERBRAINER_COMPARE_KFD"] = environ["OVERBRAINER_COMPARE_KFD"]
+    return env
+
+
+async def place_model(
+    executor: Executor, run_dir: Path, remote_run: str, file: str, sha256: str, folder: Path
+) -> str:
+    """The GGUF's absolute path on the target: the run's own copy when the target's SHA-256
+    matches `export.json`'s, else uploaded there first (through a hard-linked stage)."""
+    remote = f"{remote_run}/{file}"
+    if executor.local:
+        return str((run_dir / file).resolve())
+    if await executor.exists(remote):
+        found = await executor.manifest(remote_run, (file,))
+        if found.get(file) == sha256.lower():
+            return remote
+    stage = folder / UPLOAD_DIR
+    staged = stage / file
+
+    def link() -> None:
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        if not staged.exists():
+            os.link(run_dir / file, staged)
+
+    await trio.to_thread.run_sync(link)
+    try:
+        await executor.upload(stage, remote_run)
+    finally:
+        await trio.to_thread.run_sync(lambda: _remove_tree(stage))
+    return remote
+
+
+def _remove_tree(path: Path) -> None:
+    for child in sorted(path.rglob("*"), reverse=True):
+        child.rmdir() if child.is_dir() else child.unlink()
+    path.rmdir()
+
+
+async def failed_to_start(
+    runs: Runs, setup: CompareSetup, error: OSError | OverbrainerError
+) -> WorkFailed:
+    """Record the compare failed before its job started; the error to raise."""
+    compares = compares_of(runs.dir_of(setup.run))
+    message = error.message if isinstance(error, OverbrainerError) else str(error)
+    record = compares.load(setup.compare)
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    await trio.to_thread.run_sync(compares.save, failed)
+    return WorkFailed(f"compare {setup.compare} failed to start: {message}")
+
+
+async def start_compare_job(
+    runs: Runs,
+    setup: CompareSetup,
+    executor: Executor,
+    env: dict[str, str],
+) -> RunRecord:
+    """Upload (remote), spawn the job and save the `running` record; call it shielded."""
+    compares = compares_of(runs.dir_of(setup.run))
+    record = compares.load(setup.compare)
+    folder = compares.dir_of(setup.compare)
+    remote = record.remote_dir if not executor.local else str(folder.resolve())
+    try:
+        if not executor.local:
+            await executor.upload(folder, remote, ("run.json",))
+        command = Command(JobStage.COMPARE, "sh", (SCRIPT,))
+        job = await executor.spawn(remote, native_commands([command], env), {})
+    except (OSError, OverbrainerError) as error:
+        raise await failed_to_start(runs, setup, error) from None
+    running = attrs.evolve(
+        record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid)
+    )
+    await trio.to_thread.run_sync(compares.save, running)
+    return running
+
+
+def job_message(folder: Path) -> str | None:
+    """The job's own failure line from `job.log` (the last `compare: ` line and what follows)."""
+    try:
+        lines = (folder / "job.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith("compare: ") and not lines[index].startswith(
+            "compare: warning: "
+        ):
+            text = "\n".join(lines[index:]).removeprefix("compare: ")
+            return text.rstrip()
+    return None
+
+
+async def follow_compare(
+    runs: Runs,
+    setup: CompareSetup,
+    executor: Executor,
+    record: RunRecord,
+    bus: EventBus,
+    times: FollowTimes,
+) -> JobStatus:
+    """Follow the job to its end and bring its artifacts here."""
+    assert record.job is not None
+    job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
+    status = await follow(
+        job,
+        bus,
+        MetricsTail(MetricsSummary()),
+        run_id=setup.compare,
+        times=times,
+        kind=JobKind.COMPARE,
+    )
+    if not executor.local:
+        folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
+        present = tuple([name for name in ARTIFACTS if await job.exists(name)])
+        if present:
+            await fetch(executor, record.job.dir, folder, present, ())
+    return status
+
+
+async def cancel_compare(executor: Executor, record: RunRecord) -> None:
+    """Cancel the job (bounded, shielded)."""
+    if record.job is None:
+        return
+    with trio.move_on_after(CANCEL_BOUND, shield=True):
+        await executor.cancel(JobRef(record.job.dir, record.job.pid))
+
+
+def conclude(runs: Runs, setup: CompareSetup, record: RunRecord, status: JobStatus) -> None:
+    """Record how the job ended; WorkFailed with the spec's message when it failed (blocking)."""
+    compares = compares_of(runs.dir_of(setup.run))
+    folder = compares.dir_of(setup.compare)
+    subject = f"compare {setup.compare} of run {setup.run}"
+    if isinstance(status, Exited) and status.code == 0 and (folder / ANSWERS_FILE).is_file():
+        compares.save(attrs.evolve(record, state=RunState.SUCCEEDED, message=None))
+        return
+    if isinstance(status, Exited):
+        message = job_message(folder) or f"its job exited with code {status.code}"
+    else:
+        message = "its job ended without an exit code"
+    compares.save(attrs.evolve(record, state=RunState.FAILED, message=message.splitlines()[0]))
+    log_path = f"runs/{setup.run}/{COMPARES_DIR}/{setup.compare}/server.log"
+    raise WorkFailed(f"{subject} failed: {message}; its server log is {log_path}")
+
+
+def cancelled(runs: Runs, setup: CompareSetup, record: RunRecord) -> CompareInterrupted:
+    """Record the job cancelled (blocking); the error Ctrl-C ends the command with."""
+    compares = compares_of(runs.dir_of(setup.run))
+    compares.save(attrs.evolve(record, state=RunState.CANCELLED, message="cancelled"))
+    return CompareInterrupted(f"interrupted: compare {setup.compare} of run {setup.run} cancelled")

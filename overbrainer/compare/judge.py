@@ -1,0 +1,192 @@
+"""The judge: each question's two answers shown to an LLM, verdicts appended as they come (§A.8)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.compare.answers import ChildAnswer
+from overbrainer.compare.reasoning import strip_reasoning
+from overbrainer.compare.setup import CompareSetup
+from overbrainer.compare.verdicts import (
+    Verdict,
+    VerdictLine,
+    agreed,
+    child_first,
+    parse_reply,
+    verdict_of,
+)
+from overbrainer.config.settings import Role
+from overbrainer.events.bus import EventBus
+from overbrainer.events.types import Judged
+from overbrainer.llm.client import ProtocolClient
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.types import CompletionRequest
+from overbrainer.model.error_groups import meaningful_error
+from overbrainer.model.errors import WorkFailed
+from overbrainer.project.templates import Template
+from overbrainer.storage.jsonl import open_file_appender, read_records
+
+log = logging.getLogger(__name__)
+
+ASKS = 2
+"""Asks per order before a reply that never parses is recorded `unparsed`."""
+
+
+class JudgeFailed(WorkFailed):
+    """A judge request failed after its retries; the verdicts so far are kept."""
+
+
+def resume_hint(compare_id: str) -> str:
+    """What the user runs to finish judging."""
+    return f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {compare_id}`"
+
+
+@attrs.frozen
+class Judge:
+    """The judging model and its prompt: a role on its provider's client."""
+
+    provider: str
+    role: Role
+    client: ProtocolClient
+    template: Template
+    template_source: str
+    is_parent: bool
+
+    @property
+    def label(self) -> str:
+        """`provider/model`, as the report shows it."""
+        return f"{self.provider}/{self.role.model}"
+
+
+def read_verdicts(path: Path) -> dict[str, VerdictLine]:
+    """The verdicts already in a file, by question ID (blocking)."""
+    if not path.exists():
+        return {}
+    found: dict[str, VerdictLine] = {}
+    for line in read_records(path, _parse_or_none):
+        if line is not None:
+            found[line.id] = line
+    return found
+
+
+def _parse_or_none(text: str) -> VerdictLine | None:
+    try:
+        return VerdictLine.from_json(text)
+    except (ValueError, KeyError):
+        return None
+
+
+async def _ask(judge: Judge, prompt: str, question_id: str) -> tuple[str, str] | None:
+    """The judge's choice and reason for one order; None when no reply parsed in two asks."""
+    role = judge.role
+    request = CompletionRequest(
+        prompt,
+        max_tokens=role.max_tokens,
+        temperature=role.temperature,
+        reasoning=role.reasoning,
+        effort=role.reasoning_effort,
+        thinking_budget=role.thinking_budget,
+    )
+    for ask in range(ASKS):
+        try:
+            completion = await judge.client.complete(request)
+        except LlmError as error:
+            raise JudgeFailed(f"the judge failed on question {question_id}: {error}") from None
+        parsed = parse_reply(completion.content)
+        if parsed is not None:
+            return parsed.choice, parsed.reason
+        log.debug("compare: the judge's reply %d on %s did not parse", ask + 1, question_id)
+    return None
+
+
+async def judge_one(
+    judge: Judge,
+    setup: CompareSetup,
+    index: int,
+    answer: ChildAnswer | None,
+    both_orders: bool,
+) -> VerdictLine:
+    """The verdict on one question: `error` without a usable answer, no judge call then."""
+    question = setup.questions[index]
+    first = child_first(question.id, setup.seed)
+    if answer is None or answer.is_error:
+        return VerdictLine(question.id, Verdict.ERROR, None, first)
+    child = strip_reasoning(answer.answer or "")
+    verdicts: list[Verdict] = []
+    reasons: list[str] = []
+    for child_is_a in (first, not first) if both_orders else (first,):
+        a, b = (child, question.parent) if child_is_a else (question.parent, child)
+        prompt = judge.template.render(question=question.question, answer_a=a, answer_b=b)
+        reply = await _ask(judge, prompt, question.id)
+        if reply is None:
+            verdicts.append(Verdict.UNPARSED)
+            continue
+        verdicts.append(verdict_of(reply[0], child_is_a))
+        reasons.append(reply[1])
+    verdict = verdicts[0] if len(verdicts) == 1 else agreed(verdicts[0], verdicts[1])
+    reason = next((r for r in reasons if r), None)
+    return VerdictLine(question.id, verdict, reason, first)
+
+
+async def judge_all(
+    judge: Judge,
+    setup: CompareSetup,
+    answers: Sequence[ChildAnswer],
+    verdicts_path: Path,
+    *,
+    concurrency: int,
+    both_orders: bool,
+    bus: EventBus,
+    admitting: Callable[[], bool] = lambda: True,
+) -> list[VerdictLine] | None:
+    """Judge every question without a verdict in `verdicts_path`, `concurrency` at a time.
+
+    Each verdict is appended as soon as it comes, then a `Judged` event. Returns the verdicts
+    of every setup question, in setup order; None when `admitting()` turned false before every
+    question was taken (the questions in flight are still judged and kept). Cancelling keeps
+    what was appended.
+    """
+    compare_id = setup.compare
+    known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
+    ids = {q.id for q in setup.questions}
+    done = {k: v for k, v in known.items() if k in ids}
+    total = len(setup.questions)
+    by_id = {a.id: a for a in answers}
+    todo = [i for i, q in enumerate(setup.questions) if q.id not in done]
+    appender = await trio.to_thread.run_sync(open_file_appender, verdicts_path)
+    pending = iter(todo)
+    try:
+
+        async def worker() -> None:
+            # Workers take questions in setup order, so a resume is predictable.
+            for index in pending:
+                if not admitting():
+                    return
+                question_id = setup.questions[index].id
+                line = await judge_one(judge, setup, index, by_id.get(question_id), both_orders)
+                await trio.to_thread.run_sync(appender.append, line.to_json())
+                done[question_id] = line
+                bus.publish(Judged(compare_id, len(done), total))
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(max(1, min(concurrency, len(todo)))):
+                    nursery.start_soon(worker)
+        except BaseExceptionGroup as group:
+            error = meaningful_error(group)
+            if error is None:
+                raise
+            if isinstance(error, JudgeFailed):
+                error = JudgeFailed(f"{error.message}; {resume_hint(compare_id)}")
+            raise error from None
+    finally:
+        with trio.move_on_after(5, shield=True):
+            await trio.to_thread.run_sync(appender.close)
+    if any(q.id not in done for q in setup.questions):
+        return None
+    return [done[q.id] for q in setup.questions]

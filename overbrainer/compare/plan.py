@@ -1,0 +1,77 @@
+"""The plan of a compare before anything runs: which run, which GGUF, which questions (§A.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from overbrainer.compare.questions import EvalQuestion, eval_questions
+from overbrainer.export.record import ExportRecord, latest_export
+from overbrainer.model.errors import UsageError
+from overbrainer.storage.jsonl import read_records
+from overbrainer.storage.records import Example
+from overbrainer.training.run_store import RunRecord, Runs
+
+
+@attrs.frozen
+class ComparePlan:
+    """The run to compare, its latest GGUF, the questions, and what axolotl.yaml says."""
+
+    record: RunRecord
+    export: ExportRecord
+    questions: tuple[EvalQuestion, ...]
+    context: int
+    base_model: str | None
+
+
+def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
+    """`run_id`'s record and latest export, or the newest run with a GGUF (blocking)."""
+    if run_id is not None:
+        record = runs.load(run_id)
+        export = latest_export(runs.dir_of(run_id))
+        if export is None:
+            raise UsageError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")
+        return record, export
+    for record in reversed(runs.list()):
+        export = latest_export(runs.dir_of(record.id))
+        if export is not None:
+            return record, export
+    raise UsageError(
+        "no run has a GGUF: export one with `overbrainer export <run-id>`, then compare"
+    )
+
+
+def read_questions(path: Path, shown: str, limit: int | None) -> tuple[EvalQuestion, ...]:
+    """The first `limit` valid questions of `data/eval.jsonl` (blocking)."""
+    examples = read_records(path, Example.from_json) if path.exists() else []
+    questions = tuple(eval_questions(examples, limit))
+    if not questions:
+        raise UsageError(f"{shown} has no question with an answer: run `overbrainer split` first")
+    return questions
+
+
+def axolotl_facts(run_dir: Path) -> tuple[int, str | None]:
+    """`sequence_len` (0: the model's own) and `base_model` of the run's axolotl.yaml."""
+    try:
+        raw: Any = yaml.safe_load((run_dir / "axolotl.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return 0, None
+    if not isinstance(raw, dict):
+        return 0, None
+    context = raw.get("sequence_len")
+    base = raw.get("base_model")
+    return (
+        context if type(context) is int and context > 0 else 0,
+        base if isinstance(base, str) else None,
+    )
+
+
+def plan_compare(runs: Runs, eval_path: Path, run_id: str | None, limit: int | None) -> ComparePlan:
+    """The plan of §A.3 steps 1-4 (blocking)."""
+    record, export = pick_run(runs, run_id)
+    questions = read_questions(eval_path, "data/eval.jsonl", limit)
+    context, base_model = axolotl_facts(runs.dir_of(record.id))
+    return ComparePlan(record, export, questions, context, base_model)

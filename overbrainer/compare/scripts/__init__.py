@@ -1,0 +1,1 @@
+"""The compare job's scripts, shipped as package data."""

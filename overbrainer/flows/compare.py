@@ -1,0 +1,220 @@
+"""The order of work of `overbrainer compare`: plan, job on the run's target, judge, report."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import trio
+
+from overbrainer.compare.finish import judge_and_report
+from overbrainer.compare.job import (
+    COMPARES_DIR,
+    START_BOUND,
+    CompareInterrupted,
+    cancel_compare,
+    cancelled,
+    compares_of,
+    conclude,
+    create_compare,
+    failed_to_start,
+    follow_compare,
+    job_env,
+    place_model,
+    start_compare_job,
+    tools_cache,
+)
+from overbrainer.compare.judge import Judge, resume_hint
+from overbrainer.compare.plan import plan_compare
+from overbrainer.compare.setup import CompareSetup
+from overbrainer.config.env import SSH_CLIENT_ENV
+from overbrainer.config.settings import LocalTarget, RunpodTarget, SshTarget
+from overbrainer.devtools.embedded import stub_transports
+from overbrainer.events.frontend import Frontend
+from overbrainer.flows.setup import Command, CommandOptions, open_command
+from overbrainer.llm.connect import connect_roles
+from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
+from overbrainer.project.templates import parse_template, template_source
+from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.training.follow import FollowTimes
+from overbrainer.training.run_store import Runs, is_valid_run_id
+from overbrainer.training.target_access import check_ssh_client, open_executor
+
+log = logging.getLogger(__name__)
+
+JUDGE_TEMPLATE = "judge.txt"
+
+
+def _resume_hint(compare_id: str) -> str:
+    return f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {compare_id}`"
+
+
+def find_compare(runs: Runs, compare_id: str, run_id: str | None) -> Path:
+    """The directory of an earlier compare: in `run_id`'s compares, else in any run's."""
+    if is_valid_run_id(compare_id):
+        if run_id is not None:
+            folder = runs.dir_of(run_id) / COMPARES_DIR / compare_id
+            if (folder / "run.json").is_file():
+                return folder
+        else:
+            for folder in sorted(runs.root.glob(f"*/{COMPARES_DIR}/{compare_id}")):
+                if (folder / "run.json").is_file():
+                    return folder
+    raise UsageError(f"no compare {compare_id} in runs/")
+
+
+@contextlib.asynccontextmanager
+async def open_judge(command: Command) -> AsyncIterator[Judge]:
+    """The judge role (the parent when `[roles] judge` is unset) and its prompt."""
+    settings = command.settings
+    name = "judge" if settings.roles.judge is not None else "parent"
+    source = template_source(command.project.prompts, JUDGE_TEMPLATE)
+    template = parse_template(JUDGE_TEMPLATE, source)
+    async with connect_roles(
+        settings, [name], command.config.env, stub_transports=stub_transports(settings)
+    ) as roles:
+        role = roles[name]
+        yield Judge(role.provider, role.role, role.client, template, source, name == "parent")
+
+
+async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
+    """Start the compare job on the run's target, follow it, and record how it ended."""
+    settings = command.settings
+    runs = Runs(command.project.runs)
+    record = compares_of(runs.dir_of(setup.run)).load(setup.compare)
+    name = record.target
+    target = settings.targets.get(name)
+    assert isinstance(target, LocalTarget | SshTarget)
+    interrupt = command.interrupt
+    pin = resolve_pin()
+    not_started = CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
+    async with open_executor(name, target, runs.root, interrupt, lambda: not_started) as executor:
+        folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
+        remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
+        started = None
+        with trio.move_on_after(START_BOUND, shield=True):
+            try:
+                model = await place_model(
+                    executor,
+                    runs.dir_of(setup.run),
+                    remote_run,
+                    setup.gguf,
+                    setup.gguf_sha256,
+                    folder,
+                )
+            except (OSError, OverbrainerError) as error:
+                raise await failed_to_start(runs, setup, error) from None
+            root = str(folder.resolve()) if executor.local else record.remote_dir
+            env = job_env(
+                settings.compare,
+                pin,
+                root=root,
+                model=model,
+                context=context,
+                cache=tools_cache(executor, os.environ),
+                environ=os.environ,
+            )
+            started = await start_compare_job(runs, setup, executor, env)
+        if started is None:
+            raise WorkFailed(f"compare {setup.compare} failed: the job did not start in time")
+        times = FollowTimes.from_env()
+        status = None
+        if not interrupt.caught:
+            status = await interrupt.race(
+                lambda: follow_compare(runs, setup, executor, started, command.bus, times)
+            )
+        if status is None:
+            await cancel_compare(executor, started)
+            raise await trio.to_thread.run_sync(cancelled, runs, setup, started)
+        await trio.to_thread.run_sync(conclude, runs, setup, started, status)
+
+
+async def judge_draining(command: Command, folder: Path, judge: Judge) -> Path | None:
+    """Judge and report; the first Ctrl-C takes no new question and gives the requests in
+    flight `[pipeline] drain_secs` to finish (their verdicts kept); a second one, or the end
+    of that grace, cancels them. None when interrupted."""
+    interrupt = command.interrupt
+    settings = command.settings
+    path: Path | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def cancel_after_grace() -> None:
+            await interrupt.wait_caught()
+            with trio.move_on_after(settings.pipeline.drain_secs):
+                await interrupt.wait()
+            nursery.cancel_scope.cancel()
+
+        if not interrupt.off:
+            nursery.start_soon(cancel_after_grace)
+        path = await judge_and_report(
+            folder,
+            judge,
+            settings.compare,
+            concurrency=settings.pipeline.concurrency,
+            bus=command.bus,
+            admitting=lambda: not interrupt.caught,
+        )
+        nursery.cancel_scope.cancel()
+    return None if interrupt.caught else path
+
+
+def _check_target(command: Command, run_id: str, target_name: str, keep_pod: bool) -> None:
+    target = command.settings.targets.get(target_name)
+    if target is None:
+        raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
+    if keep_pod and not isinstance(target, RunpodTarget):
+        raise UsageError("--keep-pod only applies to a runpod target")
+    if isinstance(target, RunpodTarget):
+        raise UsageError(
+            f"compare on a Runpod target (`{target_name}`) is not supported yet: copy the run "
+            "to a local or SSH target's project and compare there"
+        )
+    if isinstance(target, SshTarget):
+        check_ssh_client(target_name, target, os.environ.get(SSH_CLIENT_ENV))
+
+
+async def compare_flow(
+    options: CommandOptions,
+    front: Frontend,
+    *,
+    run_id: str | None = None,
+    limit: int | None = None,
+    keep_pod: bool = False,
+    rejudge: str | None = None,
+) -> None:
+    """`overbrainer compare`: the child's answers and timings, the judge, the report path."""
+    async with open_command(options, front) as command:
+        runs = Runs(command.project.runs)
+        if rejudge is not None:
+            folder = await trio.to_thread.run_sync(find_compare, runs, rejudge, run_id)
+            compare_id = rejudge
+        else:
+            plan = await trio.to_thread.run_sync(
+                plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
+            )
+            run = plan.record
+            _check_target(command, run.id, run.target, keep_pod)
+            log.info(
+                "compare: run %s (%s) on %d questions, on target `%s`",
+                run.id,
+                plan.export.quantize,
+                len(plan.questions),
+                run.target,
+            )
+            setup = await trio.to_thread.run_sync(
+                create_compare, runs, plan, resolve_pin(), command.settings.pipeline.seed
+            )
+            compare_id = setup.compare
+            folder = compares_of(runs.dir_of(run.id)).dir_of(compare_id)
+            log.info("compare: %s: runs/%s/%s/%s", compare_id, run.id, COMPARES_DIR, compare_id)
+            await run_job(command, setup, plan.context)
+        shown = folder.relative_to(command.project.root)
+        async with open_judge(command) as judge:
+            log.info("compare: %s: judging with %s", compare_id, judge.label)
+            path = await judge_draining(command, folder, judge)
+        if path is None:
+            raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
+        front.line(str(shown / path.name))
