@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from overbrainer.llm.adaptive import AdaptiveLimiter
+from overbrainer.llm.adaptive import PROBE_SECS, AdaptiveLimiter
 from overbrainer.llm.ratelimit import Budget, RateLimitInfo
 
 WINDOW = 2.0
@@ -124,12 +124,24 @@ async def test_one_request_probes_before_the_first_reply(
 ) -> None:
     limiter = AdaptiveLimiter("p/m", 8)
     await limiter.admit()
-    with trio.move_on_after(10) as waited:
+    with trio.move_on_after(1.0) as waited:
         await limiter.admit()
     assert waited.cancelled_caught
     limiter.succeeded()
     await limiter.admit()
     assert limiter.in_flight == 2
+
+
+async def test_a_slow_first_reply_holds_the_rest_for_the_probe_time_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = AdaptiveLimiter("p/m", 8)
+    start = trio.current_time()
+    await limiter.admit()
+    await limiter.admit()
+    assert trio.current_time() - start == pytest.approx(PROBE_SECS)
+    await limiter.admit()
+    assert limiter.in_flight == 3
 
 
 async def test_first_headers_seed_a_lower_limit(autojump_clock: trio.testing.MockClock) -> None:

@@ -15,7 +15,7 @@ from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.events.types import Stage
+from overbrainer.events.types import ConcurrencyChanged, Stage
 from overbrainer.flows.config_state import ConfigState
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
@@ -105,6 +105,9 @@ class _Pipeline:
     spend: SpendCap
     prices: PriceBook = attrs.Factory(PriceBook)
 
+    def _concurrency_changed(self, model: str, old: int, new: int, reason: str) -> None:
+        self.bus.publish(ConcurrencyChanged(model, old, new, reason))
+
     async def _connect(
         self, connection: contextlib.AsyncExitStack, names: list[str]
     ) -> dict[str, RoleClient]:
@@ -120,6 +123,7 @@ class _Pipeline:
                     self.config.env,
                     self.prices,
                     stub_transports(self.config.settings),
+                    self._concurrency_changed,
                 )
             )
         )

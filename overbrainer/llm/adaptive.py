@@ -1,7 +1,8 @@
 """Adaptive concurrency for one (provider, model): additive increase, multiplicative decrease.
 
-The first request goes alone, to learn the provider's limits; then the limit is the configured
-`concurrency`, lowered to the requests left in the window the first time a reply states one.
+The first request goes alone (for at most `PROBE_SECS`), to learn the provider's limits; then
+the limit is `concurrency`, lowered to the requests left in the window the first time a reply
+states one.
 A 429 cuts it by `decrease` once per cut (only a request admitted since the last cut can cut
 again, so a burst of 429s from requests already in flight counts once) and admits nothing until
 its `Retry-After` (else `pause`) has passed. After `limit` successes in a row it grows by one,
@@ -24,6 +25,8 @@ DEFAULT_DECREASE = 0.75
 """The cut on a 429 (NeMo Data Designer's factor)."""
 DEFAULT_PAUSE = 1.0
 """Seconds to admit nothing after a 429 that gave no `Retry-After`."""
+PROBE_SECS = 2.0
+"""How long the first request goes alone at most: a slow first answer never holds the rest."""
 TOKENS_SMOOTHING = 0.2
 """Weight of the newest request in the running average of tokens per request."""
 
@@ -95,6 +98,7 @@ class AdaptiveLimiter:
         self._streak = 0
         self._seeded = False
         self._replied = False
+        self._probe_ends = math.inf
         self._requests: _Window | None = None
         self._tokens: list[_Window] = []
         self._tokens_per_request: float | None = None
@@ -122,8 +126,10 @@ class AdaptiveLimiter:
         """Seconds until a request may be admitted: 0 now, `inf` until something changes."""
         if now < self.paused_until:
             return self.paused_until - now
-        if self.in_flight >= (self.limit if self._replied else 1):
-            return math.inf  # full; before the first reply, one request probes the limits
+        if not self._replied and self.in_flight >= 1 and now < self._probe_ends:
+            return self._probe_ends - now  # one request probes the limits first
+        if self.in_flight >= self.limit:
+            return math.inf
         wait = 0.0
         windows = [self._requests] if self._requests is not None else []
         need = [1.0] * len(windows)
@@ -146,6 +152,8 @@ class AdaptiveLimiter:
             changed = self._changed
             with trio.move_on_after(wait):
                 await changed.wait()
+        if self.admitted == 0:
+            self._probe_ends = trio.current_time() + PROBE_SECS
         self.in_flight += 1
         self.admitted += 1
         if self._requests is not None:
