@@ -40,6 +40,7 @@ class Ticket:
 
     generation: int
     sequence: int = 0
+    admitted_at: float = 0.0
 
 
 @attrs.define
@@ -49,22 +50,37 @@ class _Window:
     remaining: float
     refills_at: float
     limit: int | None
+    started_at: float = -math.inf
+    """When this window began, as far as we know: replies to requests admitted before it
+    describe an earlier window and are ignored."""
 
     def refresh(self, now: float) -> None:
         """A window past its refill time starts over at its limit (unknown: unbounded)."""
         if now >= self.refills_at:
             self.remaining = math.inf if self.limit is None else float(self.limit)
+            self.started_at = self.refills_at
             self.refills_at = math.inf
 
 
-def _window(budget: Budget, now: float, spent_since: float) -> _Window | None:
+def _window(
+    budget: Budget, current: _Window | None, admitted_at: float, now: float, spent_since: float
+) -> _Window | None:
+    """The window a reply describes, or `current` when the reply is about an earlier one.
+
+    Whether a provider counts the reset from the request's arrival or from its reply differs,
+    so it is taken from the reply (the later of the two): a window is never thought to refill
+    before it does.
+    """
     if budget.remaining is None:
-        return None
-    reset = budget.reset_after
+        return current
+    if current is not None and admitted_at < current.started_at:
+        return current  # admitted before the window we know began: stale
+    refills_at = math.inf if budget.reset_after is None else now + budget.reset_after
     return _Window(
         remaining=float(budget.remaining) - spent_since,
-        refills_at=math.inf if reset is None else now + reset,
+        refills_at=refills_at,
         limit=budget.limit,
+        started_at=current.started_at if current is not None else -math.inf,
     )
 
 
@@ -100,7 +116,7 @@ class AdaptiveLimiter:
         self._replied = False
         self._probe_ends = math.inf
         self._requests: _Window | None = None
-        self._tokens: list[_Window] = []
+        self._tokens: dict[str, _Window] = {}
         self._tokens_per_request: float | None = None
         self._changed = trio.Event()
 
@@ -134,7 +150,7 @@ class AdaptiveLimiter:
         windows = [self._requests] if self._requests is not None else []
         need = [1.0] * len(windows)
         if self._tokens_per_request is not None:
-            windows += self._tokens
+            windows += self._tokens.values()
             need += [self._tokens_per_request] * len(self._tokens)
         for window, amount in zip(windows, need, strict=True):
             window.refresh(now)
@@ -159,9 +175,9 @@ class AdaptiveLimiter:
         if self._requests is not None:
             self._requests.remaining -= 1
         if self._tokens_per_request is not None:
-            for window in self._tokens:
+            for window in self._tokens.values():
                 window.remaining -= self._tokens_per_request
-        return Ticket(self.generation, self.admitted)
+        return Ticket(self.generation, self.admitted, trio.current_time())
 
     def release(self) -> None:
         """The request ended (whatever its outcome): its place is free."""
@@ -179,17 +195,18 @@ class AdaptiveLimiter:
             return
         now = trio.current_time()
         later = 0 if ticket is None else max(self.admitted - ticket.sequence, 0)
+        admitted_at = now if ticket is None else ticket.admitted_at
         if info.requests is not None:
-            self._requests = _window(info.requests, now, later) or self._requests
+            self._requests = _window(info.requests, self._requests, admitted_at, now, later)
             remaining = info.requests.remaining
             if not self._seeded and remaining is not None:
                 self._seeded = True
                 self._set_limit(min(self.limit, max(1, remaining)), "headers")
         spent = later * (self._tokens_per_request or 0.0)
-        windows = (_window(budget, now, spent) for budget in info.token_budgets())
-        tokens = [window for window in windows if window is not None]
-        if tokens:
-            self._tokens = tokens
+        for name, budget in info.token_budgets().items():
+            window = _window(budget, self._tokens.get(name), admitted_at, now, spent)
+            if window is not None:
+                self._tokens[name] = window
         self._notify()
 
     def succeeded(self, tokens: int | None = None) -> None:

@@ -41,9 +41,14 @@ class RateLimitInfo:
     input_tokens: Budget | None = None
     output_tokens: Budget | None = None
 
-    def token_budgets(self) -> tuple[Budget, ...]:
-        """The token budgets present (total, input, output), each one a gate."""
-        return tuple(b for b in (self.tokens, self.input_tokens, self.output_tokens) if b)
+    def token_budgets(self) -> dict[str, Budget]:
+        """The token budgets present by name (`tokens`, `input_tokens`, `output_tokens`)."""
+        named = {
+            "tokens": self.tokens,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        return {name: budget for name, budget in named.items() if budget is not None}
 
 
 def parse_duration(text: str) -> float | None:
