@@ -8,6 +8,7 @@ from overbrainer.cli import (
     migrate_command,  # noqa: F401
     pod_command,  # noqa: F401
     runs_command,  # noqa: F401
+    skill_command,  # noqa: F401
     stage_commands,  # noqa: F401
     system_command,  # noqa: F401
     train_command,  # noqa: F401
