@@ -3,6 +3,7 @@
 # One import per command module; each import adds its commands to the group.
 from overbrainer.cli import (
     config_command,  # noqa: F401
+    estimate_command,  # noqa: F401
     history_command,  # noqa: F401
     init_command,  # noqa: F401
     migrate_command,  # noqa: F401
