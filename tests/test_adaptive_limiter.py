@@ -173,3 +173,39 @@ async def test_token_budget_gates_once_tokens_per_request_are_known(
     start = trio.current_time()
     await limiter.admit()
     assert trio.current_time() - start == pytest.approx(5.0)
+
+
+async def test_a_reply_that_overtook_the_others_does_not_open_the_window(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = AdaptiveLimiter("p/m", 20)
+    first = await limiter.admit()
+    limiter.release()
+    limiter.observe(RateLimitInfo(requests=Budget(limit=10, remaining=9, reset_after=5.0)), first)
+    tickets = [await limiter.admit() for _ in range(9)]
+    # The last one admitted arrived first (a fresh connection for the others): the provider
+    # counted only it and the probe, so its reply says 8 are left. None are.
+    limiter.release()
+    limiter.observe(
+        RateLimitInfo(requests=Budget(limit=10, remaining=8, reset_after=5.0)), tickets[-1]
+    )
+    start = trio.current_time()
+    await limiter.admit()
+    assert trio.current_time() - start >= 5.0
+
+
+async def test_another_client_on_the_same_key_is_believed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = AdaptiveLimiter("p/m", 20)
+    first = await limiter.admit()
+    limiter.release()
+    limiter.observe(RateLimitInfo(requests=Budget(limit=100, remaining=99, reset_after=9.0)), first)
+    second = await limiter.admit()
+    limiter.release()
+    # We sent 2 of 100, but the provider says 1 is left: someone else spent the rest.
+    limiter.observe(RateLimitInfo(requests=Budget(limit=100, remaining=1, reset_after=8.0)), second)
+    await limiter.admit()
+    start = trio.current_time()
+    await limiter.admit()
+    assert trio.current_time() - start >= 8.0

@@ -463,8 +463,10 @@ async def open_stub(
             nursery.cancel_scope.cancel()
 
 
-async def _serve_forever(port: int, delay: float, models: Json) -> None:
-    stub = StubProvider(delay=delay)
+async def _serve_forever(
+    port: int, delay: float, models: Json, limits: RateLimited | None = None
+) -> None:
+    stub = StubProvider(limits, delay=0.0 if limits else delay)
     stub.models = models
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -479,6 +481,9 @@ async def _serve_forever(port: int, delay: float, models: Json) -> None:
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break
+    if limits is not None:
+        # What the rate-limited stand-in did, for a benchmark that started it.
+        print(json.dumps({"answered": limits.answered, "refused": limits.refused}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -496,10 +501,24 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="a file whose JSON is served at /models (model prices)",
     )
+    parser.add_argument(
+        "--rate-limit",
+        metavar="N/SECONDS",
+        default=None,
+        help="a budget of N requests per window of SECONDS: OpenAI's x-ratelimit-* headers on "
+        "every reply, 429 with Retry-After over budget; prints its counts as JSON on exit",
+    )
     args = parser.parse_args(argv)
     models: Json = json.load(args.models_json) if args.models_json else {"data": []}
+    limits = None
+    if args.rate_limit is not None:
+        count, _, window = args.rate_limit.partition("/")
+        try:
+            limits = RateLimited(requests=int(count), window=float(window), latency=args.delay)
+        except ValueError:
+            parser.error(f"--rate-limit {args.rate_limit}: use N/SECONDS, e.g. 20/2")
     try:
-        trio.run(_serve_forever, args.port, args.delay, models)
+        trio.run(_serve_forever, args.port, args.delay, models, limits)
     except (OSError, BaseExceptionGroup) as error:
         failed = next((e for e in error_leaves(error) if isinstance(e, OSError)), None)
         if failed is None:

@@ -13,6 +13,7 @@ provider has said it will refuse.
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable
 
@@ -29,6 +30,9 @@ PROBE_SECS = 2.0
 """How long the first request goes alone at most: a slow first answer never holds the rest."""
 TOKENS_SMOOTHING = 0.2
 """Weight of the newest request in the running average of tokens per request."""
+
+ADMISSIONS_KEPT = 100_000
+"""Admission times kept, to count what was sent since a window began."""
 
 OnChange = Callable[[int, int, str], None]
 """Called with the old limit, the new one and why (`rate limited`, `grown`, `headers`)."""
@@ -53,35 +57,64 @@ class _Window:
     started_at: float = -math.inf
     """When this window began, as far as we know: replies to requests admitted before it
     describe an earlier window and are ignored."""
+    lateness: float = 0.0
+    """How late `refills_at` may be: the reply that set it came back this long after its
+    request left, and the provider may have counted the reset from the request's arrival."""
 
-    def refresh(self, now: float) -> None:
-        """A window past its refill time starts over at its limit (unknown: unbounded)."""
+    def refresh(self, now: float, spent_since: Callable[[float], float]) -> None:
+        """A window past its refill time starts over at its limit (unknown: unbounded), less
+        what was sent since it may really have begun."""
         if now >= self.refills_at:
-            self.remaining = math.inf if self.limit is None else float(self.limit)
-            self.started_at = self.refills_at
+            began = self.refills_at - self.lateness
+            full = math.inf if self.limit is None else float(self.limit)
+            self.remaining = full - spent_since(began)
+            self.started_at = began
             self.refills_at = math.inf
 
 
 def _window(
-    budget: Budget, current: _Window | None, admitted_at: float, now: float, spent_since: float
+    budget: Budget,
+    current: _Window | None,
+    admitted_at: float,
+    now: float,
+    later: float,
+    sent_since: Callable[[float], float],
+    unsure: float,
 ) -> _Window | None:
-    """The window a reply describes, or `current` when the reply is about an earlier one.
+    """The window after a reply.
 
-    Whether a provider counts the reset from the request's arrival or from its reply differs,
-    so it is taken from the reply (the later of the two): a window is never thought to refill
-    before it does.
+    The reply says what was left when its request arrived; the requests admitted after it are
+    taken off (`later`). Requests do not always arrive in the order they left (new
+    connections), which makes that count off by up to what is in flight (`unsure`). So once
+    the window is known and the provider states its limit, what is left is the limit less
+    what this process sent since the window began — exact whatever the order — unless the
+    reply says clearly less (another process using the same key) or nothing at all. A reply
+    to a request admitted before the current window began is about an earlier one and
+    changes nothing. Whether a provider counts the reset from the request's arrival or from
+    its reply differs, so it is counted from the reply (the later of the two): a window is
+    never thought to refill early.
     """
     if budget.remaining is None:
         return current
     if current is not None and admitted_at < current.started_at:
         return current  # admitted before the window we know began: stale
+    began = -math.inf if current is None else current.started_at
+    limit = budget.limit if budget.limit is not None else (current.limit if current else None)
+    stated = float(budget.remaining) - later
+    if current is not None and limit is not None and budget.remaining > 0:
+        ours = float(limit) - sent_since(began)
+        if stated >= ours - unsure:
+            stated = ours
     refills_at = math.inf if budget.reset_after is None else now + budget.reset_after
-    return _Window(
-        remaining=float(budget.remaining) - spent_since,
-        refills_at=refills_at,
-        limit=budget.limit,
-        started_at=current.started_at if current is not None else -math.inf,
-    )
+    lateness = max(now - admitted_at, 0.0)
+    if current is None:
+        return _Window(stated, refills_at, limit, lateness=lateness)
+    current.remaining = stated
+    if current.refills_at == math.inf or refills_at > current.refills_at:
+        current.refills_at = refills_at
+        current.lateness = lateness
+    current.limit = limit
+    return current
 
 
 class AdaptiveLimiter:
@@ -119,6 +152,7 @@ class AdaptiveLimiter:
         self._tokens: dict[str, _Window] = {}
         self._tokens_per_request: float | None = None
         self._changed = trio.Event()
+        self._admissions: collections.deque[float] = collections.deque(maxlen=ADMISSIONS_KEPT)
 
     def _notify(self) -> None:
         self._changed.set()
@@ -153,10 +187,24 @@ class AdaptiveLimiter:
             windows += self._tokens.values()
             need += [self._tokens_per_request] * len(self._tokens)
         for window, amount in zip(windows, need, strict=True):
-            window.refresh(now)
+            window.refresh(
+                now, self._sent_since if window is self._requests else self._tokens_since
+            )
             if window.remaining < amount:
                 wait = max(wait, window.refills_at - now)
         return wait
+
+    def _sent_since(self, moment: float) -> float:
+        """Requests admitted at or after `moment`."""
+        count = 0
+        for admitted in reversed(self._admissions):
+            if admitted < moment:
+                break
+            count += 1
+        return float(count)
+
+    def _tokens_since(self, moment: float) -> float:
+        return self._sent_since(moment) * (self._tokens_per_request or 0.0)
 
     async def admit(self) -> Ticket:
         """Wait until a request may start, then count it in flight."""
@@ -172,6 +220,7 @@ class AdaptiveLimiter:
             self._probe_ends = trio.current_time() + PROBE_SECS
         self.in_flight += 1
         self.admitted += 1
+        self._admissions.append(trio.current_time())
         if self._requests is not None:
             self._requests.remaining -= 1
         if self._tokens_per_request is not None:
@@ -197,14 +246,30 @@ class AdaptiveLimiter:
         later = 0 if ticket is None else max(self.admitted - ticket.sequence, 0)
         admitted_at = now if ticket is None else ticket.admitted_at
         if info.requests is not None:
-            self._requests = _window(info.requests, self._requests, admitted_at, now, later)
+            self._requests = _window(
+                info.requests,
+                self._requests,
+                admitted_at,
+                now,
+                later,
+                self._sent_since,
+                float(self.in_flight + 1),
+            )
             remaining = info.requests.remaining
             if not self._seeded and remaining is not None:
                 self._seeded = True
                 self._set_limit(min(self.limit, max(1, remaining)), "headers")
         spent = later * (self._tokens_per_request or 0.0)
         for name, budget in info.token_budgets().items():
-            window = _window(budget, self._tokens.get(name), admitted_at, now, spent)
+            window = _window(
+                budget,
+                self._tokens.get(name),
+                admitted_at,
+                now,
+                spent,
+                self._tokens_since,
+                (self.in_flight + 1) * (self._tokens_per_request or 0.0),
+            )
             if window is not None:
                 self._tokens[name] = window
         self._notify()
