@@ -26,7 +26,7 @@ DEFAULT_DECREASE = 0.75
 """The cut on a 429 (NeMo Data Designer's factor)."""
 DEFAULT_PAUSE = 1.0
 """Seconds to admit nothing after a 429 that gave no `Retry-After`."""
-PROBE_SECS = 2.0
+PROBE_SECS = 0.5
 """How long the first request goes alone at most: a slow first answer never holds the rest."""
 TOKENS_SMOOTHING = 0.2
 """Weight of the newest request in the running average of tokens per request."""
