@@ -60,6 +60,11 @@ PRICES: Json = {
 """Prices the stub lists: $0.20 for a (100 in, 50 out) answer of the parent."""
 
 
+FIXED_CONCURRENCY = "adaptive = false"
+"""`[pipeline]` text for tests that count which requests are in flight at once: the adaptive
+limiter's first request probes alone, which would change that set."""
+
+
 def make_project(root: Path, *, concurrency: int = 4, pipeline: str = "") -> Path:
     """A two-topic project (ownership, async) on the `stub` provider."""
     root.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Example
 from tests.pipeline_support import (
+    FIXED_CONCURRENCY,
     completion_prompts,
     history,
     make_project,
@@ -49,7 +50,7 @@ def assert_unlocked(root: Path) -> None:
 async def test_first_sigint_drains_the_requests_in_flight_and_stores_them(
     tmp_path: Path,
 ) -> None:
-    root = make_project(tmp_path / "p", concurrency=3)
+    root = make_project(tmp_path / "p", concurrency=3, pipeline=FIXED_CONCURRENCY)
     questions = write_questions(root, 10)
     async with open_stub(slow(3.0)) as stub, trio.open_nursery() as nursery:
         process = await start(nursery, root, "answers", url=stub.url)

@@ -13,6 +13,7 @@ import trio
 from rich.console import Console
 
 from overbrainer.events.types import (
+    ConcurrencyChanged,
     ItemDone,
     ItemFailed,
     Stage,
@@ -84,6 +85,9 @@ def test_the_bar_shows_counts_rate_eta_tokens_spend_failures_and_retries() -> No
     assert "6/10 answers  1.0/s, ETA 4s" in frame
     assert "tokens 400 in, 200 out · $0.8000 · 1 failed · 1 retry · 1 skipped" in frame
     assert "━" in frame
+    screen.event(1, ConcurrencyChanged("stub/parent", 8, 6, "rate limited"))
+    screen.tick()
+    assert "1 skipped · concurrency 6" in plain(out)
     screen.event(1, StageFinished(a, StageStats()))
     screen.tick()
     assert screen.live is None

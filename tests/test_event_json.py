@@ -62,6 +62,7 @@ EVENTS: list[ev.Event] = [
     ev.System(SAMPLE),
     ev.Push("r1", 10, 20),
     ev.Judged("c1", 3, 4),
+    ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
     *(ev.MarkEvent(mark) for mark in MARKS),
     *(ev.JobStatusChanged(status) for status in JOB_STATUSES),
     *(ev.PodStatusChanged(status) for status in POD_STATUSES),
@@ -93,6 +94,11 @@ def test_round_trip(event: ev.Event) -> None:
             '{"event":"item_done","stage":"questions","id":"s1",'
             '"usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"excluded":false,'
             '"written":30}',
+        ),
+        (
+            ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
+            '{"event":"concurrency","model":"openrouter/m","old":8,"new":6,'
+            '"reason":"rate limited"}',
         ),
         (ev.JobStatusChanged(js.Exited(3)), '{"event":"job_status","status":{"exited":3}}'),
         (ev.JobStatusChanged(js.Running()), '{"event":"job_status","status":"running"}'),

@@ -12,6 +12,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import (
+    ConcurrencyChanged,
     ItemDone,
     ItemFailed,
     JobStatusChanged,
@@ -130,6 +131,7 @@ PIPELINE_TOTALS: Scrape = {
         ({"stage": "answers", "model": "parent"}, 0.125),
     ),
     "overbrainer_item_retries_total": series(({"stage": "answers"}, 2)),
+    "overbrainer_concurrency_limit": series(({"model": "stub/parent"}, 6)),
 }
 
 
@@ -145,6 +147,7 @@ async def test_a_scripted_sequence_scrapes_to_exact_values() -> None:
             pipeline.publish(StageStarted(Stage.ANSWERS, 3))
             pipeline.publish(StageModel(Stage.ANSWERS, "parent"))
             pipeline.publish(ItemFailed(Stage.ANSWERS, "q1", "timed out", retryable=True))
+            pipeline.publish(ConcurrencyChanged("stub/parent", 8, 6, "rate limited"))
             pipeline.publish(ItemFailed(Stage.ANSWERS, "q1", "timed out", retryable=True))
             pipeline.publish(ItemDone(Stage.ANSWERS, "q1", Usage(400, 300)))
             pipeline.publish(ItemDone(Stage.ANSWERS, "q2", Usage(200, 10), 0.125, excluded=True))
@@ -367,6 +370,7 @@ def test_every_family_of_the_reference_is_exposed_with_its_type_and_labels() -> 
         "overbrainer_cost_usd": ("counter", ("stage", "model")),
         "overbrainer_stage_running": ("gauge", ("stage",)),
         "overbrainer_item_retries": ("counter", ("stage",)),
+        "overbrainer_concurrency_limit": ("gauge", ("model",)),
         "overbrainer_train_step": ("gauge", ("run_id",)),
         "overbrainer_train_max_steps": ("gauge", ("run_id",)),
         "overbrainer_train_phase": ("gauge", ("run_id", "phase")),

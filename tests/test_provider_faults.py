@@ -14,6 +14,7 @@ import trio
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import (
+    FIXED_CONCURRENCY,
     completion_prompts,
     history,
     make_project,
@@ -46,31 +47,36 @@ def last_line(text: str) -> str:
     return text.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize("adaptive", [True, False])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 async def test_no_request_after_the_first_sigint_during_a_retry_after_wait(
-    tmp_path: Path, signum: signal.Signals
+    tmp_path: Path, signum: signal.Signals, adaptive: bool
 ) -> None:
-    root = make_project(tmp_path / "p", concurrency=2)
+    pipeline = "" if adaptive else "adaptive = false"
+    root = make_project(tmp_path / "p", concurrency=2, pipeline=pipeline)
     write_questions(root, 6)
     stderr = root / "stderr.txt"
+    # Fixed concurrency sends two requests, both refused, both items then wait 20 s for their
+    # retry. Adaptive sends one (it probes the limits first); its 429 pauses admission for
+    # 20 s, so the other item waits to be admitted.
+    refused = 1 if adaptive else 2
     async with open_stub(lambda _: Reply(status=429, headers={"retry-after": "20"})) as stub:
         async with trio.open_nursery() as nursery:
             process = await start(nursery, root, "answers", url=stub.url)
-            # Both requests were refused and both items now wait 20 s for their retry.
-            await wait_until(lambda: stderr.read_text().count("retrying in 20.0s") == 2)
+            await wait_until(lambda: stderr.read_text().count("retrying in 20.0s") == refused)
             begun = trio.current_time()
             process.send_signal(signum)
             with trio.fail_after(10):
                 code = await process.wait()
             took = trio.current_time() - begun
-        assert len(stub.completions) == 2  # the stand-in's log: nothing after the SIGINT
+        assert len(stub.completions) == refused  # the stand-in's log: nothing after the SIGINT
     assert code == 130
     assert took < 5  # not the 20 s wait, nor the 30 s drain
     assert last_line(stderr.read_text()) == INTERRUPTED
     assert "request(s) in flight cancelled" not in stderr.read_text()
     assert read_examples(root) == []
     [line] = history(root)
-    # The two waiting items are left for the next run, not failed.
+    # The waiting items are left for the next run, not failed.
     assert (line.status, line.done, line.failed) == (HistoryStatus.INTERRUPTED, 0, 0)
 
 
@@ -153,7 +159,7 @@ async def test_the_same_400_for_every_item_stops_after_a_few(tmp_path: Path) -> 
 async def test_a_401_midway_keeps_every_answer_received_and_sends_nothing_after(
     tmp_path: Path,
 ) -> None:
-    root = make_project(tmp_path / "p", concurrency=3)
+    root = make_project(tmp_path / "p", concurrency=3, pipeline=FIXED_CONCURRENCY)
     questions = write_questions(root, 9)
     first, second, refused = (q.text for q in questions[:3])
 

@@ -11,6 +11,7 @@ from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.project.directory import Project, project_lock
 from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import (
+    FIXED_CONCURRENCY,
     completion_prompts,
     history,
     make_project,
@@ -29,7 +30,7 @@ def slow(request: Recorded) -> Reply:
 
 
 async def test_sigterm_in_answers_drains_records_and_exits_130(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p", concurrency=2)
+    root = make_project(tmp_path / "p", concurrency=2, pipeline=FIXED_CONCURRENCY)
     questions = write_questions(root, 5)
     async with open_stub(slow) as stub, trio.open_nursery() as nursery:
         process = await start(nursery, root, "answers", url=stub.url)

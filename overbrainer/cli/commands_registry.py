@@ -4,6 +4,7 @@
 from overbrainer.cli import (
     compare_command,  # noqa: F401
     config_command,  # noqa: F401
+    estimate_command,  # noqa: F401
     export_command,  # noqa: F401
     history_command,  # noqa: F401
     init_command,  # noqa: F401
@@ -11,6 +12,7 @@ from overbrainer.cli import (
     pod_command,  # noqa: F401
     push_command,  # noqa: F401
     runs_command,  # noqa: F401
+    skill_command,  # noqa: F401
     stage_commands,  # noqa: F401
     system_command,  # noqa: F401
     train_command,  # noqa: F401

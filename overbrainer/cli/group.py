@@ -13,6 +13,7 @@ from overbrainer import __version__
 from overbrainer.cli.context import DISPLAY_KEY, PROJECT_DIR_KEY
 from overbrainer.cli.global_options import GLOBAL_OPTIONS_EPILOG, GlobalOptionsGroup
 from overbrainer.cli.options import EVENTS_FILE_KEY
+from overbrainer.cli.update_check import PendingCheck, start_check, wanted
 from overbrainer.project.directory import predates_versions
 from overbrainer.ui.display import choose_display
 from overbrainer.ui.logs import init_logging
@@ -26,6 +27,7 @@ class Epilogue:
     """What `main` prints on stderr once the command is over, whatever its outcome."""
 
     hint: bool = False
+    update: PendingCheck | None = None
 
 
 @click.group(
@@ -64,3 +66,7 @@ def cli(ctx: click.Context, project_dir: Path, events: Path | None, quiet: bool)
     ctx.meta[EVENTS_FILE_KEY] = events
     if isinstance(ctx.obj, Epilogue) and ctx.invoked_subcommand not in NO_HINT_COMMANDS:
         ctx.obj.hint = predates_versions(project_dir)
+    if isinstance(ctx.obj, Epilogue) and wanted(
+        os.environ, ctx.invoked_subcommand, sys.stderr.isatty()
+    ):
+        ctx.obj.update = start_check(os.environ)

@@ -14,6 +14,7 @@ import click
 from overbrainer.cli import commands_registry  # noqa: F401
 from overbrainer.cli.completion import completion_instruction, run_completion
 from overbrainer.cli.group import Epilogue, cli
+from overbrainer.cli.update_check import finish_check
 from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from overbrainer.model.redact import redact
 from overbrainer.project.directory import PREDATES_HINT
@@ -31,6 +32,11 @@ def main() -> None:
         _run(epilogue)
     finally:
         # Last on stderr, after the command's own output and error line; the exit code stays.
+        if epilogue.update is not None:
+            notice = finish_check(epilogue.update)
+            if notice is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    click.echo(notice, err=True)
         if epilogue.hint:
             with contextlib.suppress(OSError, ValueError):
                 click.echo(PREDATES_HINT, err=True)

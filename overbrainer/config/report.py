@@ -55,7 +55,13 @@ def _pipeline_line(pipeline: Pipeline) -> str:
 
 # Our own [pipeline] keys: the `pipeline: …` line keeps the reference's fields, and each of
 # these gets a line of its own, only when set to other than its default.
-OWN_PIPELINE_KEYS = ("max_cost_usd", "drain_secs")
+OWN_PIPELINE_KEYS = (
+    "max_cost_usd",
+    "drain_secs",
+    "adaptive",
+    "adaptive_decrease",
+    "adaptive_pause_secs",
+)
 
 
 def _own_pipeline_lines(pipeline: Pipeline) -> list[tuple[str, str]]:

@@ -163,7 +163,8 @@ class Roles:
 
 @attrs.frozen
 class Pipeline:
-    """`[pipeline]`: the reference's tunables plus our `max_cost_usd` and `drain_secs`."""
+    """`[pipeline]`: the reference's tunables plus our `max_cost_usd`, `drain_secs` and the
+    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`)."""
 
     concurrency: int = 8
     max_retries: int = 5
@@ -176,6 +177,9 @@ class Pipeline:
     request_timeout_secs: int = 600
     max_cost_usd: float | None = None
     drain_secs: float = 30.0
+    adaptive: bool = True
+    adaptive_decrease: float = 0.75
+    adaptive_pause_secs: float = 1.0
 
 
 @attrs.frozen

@@ -82,6 +82,10 @@ def check(cfg: s.Settings) -> list[str]:
         out.append("pipeline.max_cost_usd: must be at least 0")
     if not pl.drain_secs >= 0:
         out.append("pipeline.drain_secs: must be at least 0")
+    if not 0 < pl.adaptive_decrease < 1:
+        out.append("pipeline.adaptive_decrease: must be in (0, 1)")
+    if not 0 <= pl.adaptive_pause_secs <= 600:
+        out.append("pipeline.adaptive_pause_secs: must be in [0, 600]")
     if cfg.training is not None:
         if cfg.training.target not in cfg.targets:
             out.append(f"training.target: unknown target `{cfg.training.target}`")

@@ -289,6 +289,64 @@ def _echoed_auth(request: Recorded) -> str:
     )
 
 
+@attrs.define
+class RateLimited:
+    """A responder with a provider's per-window budget of requests (and tokens, if set).
+
+    Windows are fixed, `window` seconds long, from the first request. Every reply carries
+    OpenAI's `x-ratelimit-*` headers; a request over budget gets a 429 with `Retry-After` (the
+    seconds left in its window). `answered` and `refused` count what happened.
+    """
+
+    requests: int
+    window: float
+    tokens: int | None = None
+    latency: float = 0.0
+    usage: tuple[int, int] = (10, 5)
+    answered: int = 0
+    refused: int = 0
+    _start: float | None = None
+    _counts: dict[int, tuple[int, int]] = attrs.Factory(dict)
+
+    def __call__(self, request: Recorded) -> Reply:
+        """The reply to one request, by the budget of its window."""
+        now = trio.current_time()
+        if self._start is None:
+            self._start = now
+        index = math.floor((now - self._start) / self.window)
+        left = self._start + (index + 1) * self.window - now
+        used_requests, used_tokens = self._counts.get(index, (0, 0))
+        cost = sum(self.usage)
+        over = used_requests >= self.requests or (
+            self.tokens is not None and used_tokens + cost > self.tokens
+        )
+        if not over:
+            used_requests, used_tokens = used_requests + 1, used_tokens + cost
+            self._counts[index] = (used_requests, used_tokens)
+        headers = {
+            "x-ratelimit-limit-requests": str(self.requests),
+            "x-ratelimit-remaining-requests": str(max(self.requests - used_requests, 0)),
+            "x-ratelimit-reset-requests": f"{left * 1000:.0f}ms",
+        }
+        if self.tokens is not None:
+            headers |= {
+                "x-ratelimit-limit-tokens": str(self.tokens),
+                "x-ratelimit-remaining-tokens": str(max(self.tokens - used_tokens, 0)),
+                "x-ratelimit-reset-tokens": f"{left * 1000:.0f}ms",
+            }
+        if over:
+            self.refused += 1
+            headers["retry-after"] = f"{left:.3f}"
+            return Reply(status=429, headers=headers)
+        self.answered += 1
+        return Reply(
+            content=f"Answer to {request.prompt}",
+            usage=self.usage,
+            delay=self.latency,
+            headers=headers,
+        )
+
+
 class StubProvider:
     """The scripted provider; `serve` runs it, `url` is its base URL once started."""
 
@@ -405,8 +463,10 @@ async def open_stub(
             nursery.cancel_scope.cancel()
 
 
-async def _serve_forever(port: int, delay: float, models: Json) -> None:
-    stub = StubProvider(delay=delay)
+async def _serve_forever(
+    port: int, delay: float, models: Json, limits: RateLimited | None = None
+) -> None:
+    stub = StubProvider(limits, delay=0.0 if limits else delay)
     stub.models = models
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -421,6 +481,9 @@ async def _serve_forever(port: int, delay: float, models: Json) -> None:
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break
+    if limits is not None:
+        # What the rate-limited stand-in did, for a benchmark that started it.
+        print(json.dumps({"answered": limits.answered, "refused": limits.refused}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -438,10 +501,24 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="a file whose JSON is served at /models (model prices)",
     )
+    parser.add_argument(
+        "--rate-limit",
+        metavar="N/SECONDS",
+        default=None,
+        help="a budget of N requests per window of SECONDS: OpenAI's x-ratelimit-* headers on "
+        "every reply, 429 with Retry-After over budget; prints its counts as JSON on exit",
+    )
     args = parser.parse_args(argv)
     models: Json = json.load(args.models_json) if args.models_json else {"data": []}
+    limits = None
+    if args.rate_limit is not None:
+        count, _, window = args.rate_limit.partition("/")
+        try:
+            limits = RateLimited(requests=int(count), window=float(window), latency=args.delay)
+        except ValueError:
+            parser.error(f"--rate-limit {args.rate_limit}: use N/SECONDS, e.g. 20/2")
     try:
-        trio.run(_serve_forever, args.port, args.delay, models)
+        trio.run(_serve_forever, args.port, args.delay, models, limits)
     except (OSError, BaseExceptionGroup) as error:
         failed = next((e for e in error_leaves(error) if isinstance(e, OSError)), None)
         if failed is None:

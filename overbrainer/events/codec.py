@@ -37,6 +37,7 @@ EVENT_TAGS: dict[type[Any], str] = {
     ev.System: "system",
     ev.Push: "push",
     ev.Judged: "judged",
+    ev.ConcurrencyChanged: "concurrency",
 }
 """The `"event"` tag of each event class."""
 

@@ -179,6 +179,16 @@ class Judged:
     total: int
 
 
+@attrs.frozen
+class ConcurrencyChanged:
+    """The adaptive limit of one `provider/model` moved (`rate limited`, `grown`, `headers`)."""
+
+    model: str
+    old: int
+    new: int
+    reason: str
+
+
 Event = (
     StageStarted
     | ItemDone
@@ -193,6 +203,7 @@ Event = (
     | System
     | Push
     | Judged
+    | ConcurrencyChanged
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -209,6 +220,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     System,
     Push,
     Judged,
+    ConcurrencyChanged,
 )
 """Every event class, in the reference's declaration order."""
 

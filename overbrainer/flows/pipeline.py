@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import trio
@@ -15,13 +15,14 @@ from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.events.types import Stage
+from overbrainer.events.types import ConcurrencyChanged, Stage
 from overbrainer.flows.config_state import ConfigState
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.llm.pricing import PriceBook
+from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.context import check_templates
 from overbrainer.pipeline.engine import (
@@ -33,8 +34,16 @@ from overbrainer.pipeline.engine import (
     select_topics,
     stage_role_name,
 )
+from overbrainer.pipeline.estimate import (
+    PAID_STAGES,
+    StageEstimate,
+    estimate_line,
+    estimate_stages,
+    money,
+)
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
+from overbrainer.project.templates import Template
 from overbrainer.storage.records import Subtopic
 from overbrainer.storage.replacement import read_current
 from overbrainer.training.lifecycle import (
@@ -60,6 +69,12 @@ def _body(stage: Stage) -> Body:
 
         return split_stage
     return answers_stage
+
+
+def _price_of(roles: dict[str, RoleClient], stage: Stage) -> Price | None:
+    name = stage_role_name(stage)
+    role = None if name is None else roles.get(name)
+    return None if role is None else role.price
 
 
 def _role_names(stages: Sequence[Stage]) -> list[str]:
@@ -106,6 +121,9 @@ class _Pipeline:
     spend: SpendCap
     prices: PriceBook = attrs.Factory(PriceBook)
 
+    def _concurrency_changed(self, model: str, old: int, new: int, reason: str) -> None:
+        self.bus.publish(ConcurrencyChanged(model, old, new, reason))
+
     async def _connect(
         self, connection: contextlib.AsyncExitStack, names: list[str]
     ) -> dict[str, RoleClient]:
@@ -121,6 +139,7 @@ class _Pipeline:
                     self.config.env,
                     self.prices,
                     stub_transports(self.config.settings),
+                    self._concurrency_changed,
                 )
             )
         )
@@ -128,6 +147,52 @@ class _Pipeline:
             raise StageInterrupted()
         _check_prices(roles, self.spend)
         return roles
+
+    async def _estimates(
+        self,
+        stages: Sequence[Stage],
+        templates: Mapping[str, Template],
+        topics: tuple[Topic, ...],
+    ) -> list[StageEstimate]:
+        return await trio.to_thread.run_sync(
+            estimate_stages, self.project, self.config.settings, stages, templates, topics
+        )
+
+    async def _estimate_line(
+        self,
+        stage: Stage,
+        templates: Mapping[str, Template],
+        topics: tuple[Topic, ...],
+        roles: dict[str, RoleClient],
+    ) -> None:
+        """`run`'s line before a paid stage: what it still has to do and may cost."""
+        [estimate] = await self._estimates([stage], templates, topics)
+        log.info("%s", estimate_line(estimate, _price_of(roles, stage), None))
+
+    async def _warn_below_estimate(
+        self,
+        stages: Sequence[Stage],
+        templates: Mapping[str, Template],
+        topics: tuple[Topic, ...],
+        roles: dict[str, RoleClient],
+    ) -> None:
+        """A spend cap below the low end of the estimate is said before the first request."""
+        limit = self.spend.limit
+        paid = [stage for stage in stages if stage in PAID_STAGES]
+        if limit is None or not paid:
+            return
+        low = 0.0
+        for estimate in await self._estimates(paid, templates, topics):
+            cost = estimate.cost(_price_of(roles, estimate.stage))
+            if cost is not None:
+                low += cost[0]
+        if low > float(limit):
+            log.warning(
+                "the spend cap %s is below the estimate's low end %s: the stages will "
+                "stop before they are done (see `overbrainer estimate`)",
+                money(float(limit)),
+                money(low),
+            )
 
     async def run(self, stages: list[Stage], topics: tuple[Topic, ...]) -> None:
         """Templates, clients, then each stage; `run` reloads a changed config between them."""
@@ -137,6 +202,7 @@ class _Pipeline:
         names = _role_names(stages)
         async with contextlib.AsyncExitStack() as connection:
             roles = await self._connect(connection, names)
+            await self._warn_below_estimate(stages, templates, topics, roles)
             for index, stage in enumerate(stages):
                 if index > 0 and self.whole_run:
                     if self.interrupt.caught:
@@ -161,6 +227,8 @@ class _Pipeline:
                     roles=roles,
                     spend=self.spend,
                 )
+                if self.whole_run and stage in PAID_STAGES:
+                    await self._estimate_line(stage, templates, topics, roles)
                 outcome = await run_stage(ctx, stage, _body(stage))
                 self.front.line(outcome.line)
                 outcome.check()

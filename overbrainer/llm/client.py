@@ -8,11 +8,26 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Protocol as TypingProtocol
 
 import httpx2
+import trio
 
 from overbrainer.llm import anthropic, openai
-from overbrainer.llm.errors import Unsupported
-from overbrainer.llm.http import CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpClient, open_http
-from overbrainer.llm.retry import DEFAULT_MAX_RETRIES, Gate, OnRetry, RetryPolicy, with_retry
+from overbrainer.llm.adaptive import AdaptiveLimiter, Ticket
+from overbrainer.llm.errors import StatusError, Unsupported
+from overbrainer.llm.http import (
+    CONNECT_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    HttpClient,
+    Observe,
+    open_http,
+)
+from overbrainer.llm.retry import (
+    DEFAULT_MAX_RETRIES,
+    Gate,
+    OnRetry,
+    RetryHalted,
+    RetryPolicy,
+    with_retry,
+)
 from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
 
 MODELS_PATH = "models?detailed=true"
@@ -83,11 +98,13 @@ class ProtocolClient:
         *,
         retry: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         self.http = http
         self.protocol = protocol
         self.model = model
         self.retry = retry or RetryPolicy()
+        self.limiter = limiter
         self._rng = rng
 
     def __repr__(self) -> str:
@@ -99,19 +116,48 @@ class ProtocolClient:
     async def complete(
         self, request: CompletionRequest, on_retry: OnRetry | None = None, gate: Gate | None = None
     ) -> Completion:
-        """One answer to `request`, retried on 408, 429, 5xx and transport errors."""
-        return await with_retry(
-            self.retry, lambda: self.complete_once(request), on_retry, rng=self._rng, gate=gate
-        )
+        """One answer to `request`, retried on 408, 429, 5xx and transport errors.
 
-    async def complete_once(self, request: CompletionRequest) -> Completion:
-        """One attempt at `request`, without retries."""
+        With a limiter, each attempt waits to be admitted (a closed gate ends that wait at once,
+        as `RetryHalted`) and tells it how the attempt went.
+        """
+        limiter = self.limiter
+        if limiter is None:
+            return await with_retry(
+                self.retry, lambda: self.complete_once(request), on_retry, rng=self._rng, gate=gate
+            )
+
+        async def attempt() -> Completion:
+            ticket = await _admitted(limiter, gate)
+            try:
+                completion = await self.complete_once(
+                    request, lambda info: limiter.observe(info, ticket)
+                )
+            except StatusError as error:
+                if error.status == 429:
+                    limiter.rate_limited(ticket, error.retry_after)
+                raise
+            finally:
+                limiter.release()
+            usage = completion.usage
+            tokens = usage.input_tokens + usage.output_tokens
+            limiter.succeeded(tokens if completion.usage_reported else None)
+            return completion
+
+        return await with_retry(self.retry, attempt, on_retry, rng=self._rng, gate=gate)
+
+    async def complete_once(
+        self, request: CompletionRequest, observe: Observe | None = None
+    ) -> Completion:
+        """One attempt at `request`, without retries; `observe` sees the reply's rate limits."""
         if self.protocol is Protocol.ANTHROPIC:
             answer = await self.http.post(
-                anthropic.MESSAGES_PATH, anthropic.messages_body(self.model, request)
+                anthropic.MESSAGES_PATH, anthropic.messages_body(self.model, request), observe
             )
             return anthropic.parse_message(answer)
-        answer = await self.http.post(openai.CHAT_PATH, openai.chat_body(self.model, request))
+        answer = await self.http.post(
+            openai.CHAT_PATH, openai.chat_body(self.model, request), observe
+        )
         return openai.parse_chat(answer)
 
     async def embed(
@@ -134,6 +180,29 @@ class ProtocolClient:
     async def models(self) -> Json:
         """The provider's raw model listing (`GET {base}/models?detailed=true`), one attempt."""
         return await self.http.get(MODELS_PATH)
+
+
+async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:
+    """The limiter's ticket; `RetryHalted` the moment `gate` closes while waiting for it."""
+    if gate is None:
+        return await limiter.admit()
+    if gate.closed:
+        raise RetryHalted()
+    ticket: Ticket | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def watch_gate() -> None:
+            await gate.wait_closed()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch_gate)
+        ticket = await limiter.admit()
+        nursery.cancel_scope.cancel()
+    if ticket is None or gate.closed:
+        if ticket is not None:
+            limiter.release()
+        raise RetryHalted()
+    return ticket
 
 
 @contextlib.asynccontextmanager

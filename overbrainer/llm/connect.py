@@ -12,6 +12,7 @@ import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Protocol, Provider, Role, Settings
+from overbrainer.llm.adaptive import AdaptiveLimiter
 from overbrainer.llm.client import ProtocolClient, open_provider
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
@@ -65,6 +66,40 @@ def _provider(settings: Settings, role: Role) -> Provider:
             f"(set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
         )
     return provider
+
+
+ConcurrencyObserver = Callable[[str, int, int, str], None]
+"""Told `provider/model`, the old limit, the new one and why, at each adaptive change."""
+
+
+def _limiter(
+    settings: Settings,
+    limiters: dict[tuple[str, str], AdaptiveLimiter],
+    role: Role,
+    on_concurrency: ConcurrencyObserver | None,
+) -> AdaptiveLimiter | None:
+    """The shared limiter of the role's (provider, model); None when `adaptive` is off."""
+    pipeline = settings.pipeline
+    if not pipeline.adaptive:
+        return None
+    key = (role.provider, role.model)
+    if key not in limiters:
+        name = f"{role.provider}/{role.model}"
+        report = None
+        if on_concurrency is not None:
+            observer = on_concurrency
+
+            def report(old: int, new: int, reason: str) -> None:
+                observer(name, old, new, reason)
+
+        limiters[key] = AdaptiveLimiter(
+            name,
+            pipeline.concurrency,
+            decrease=pipeline.adaptive_decrease,
+            pause=pipeline.adaptive_pause_secs,
+            on_change=report,
+        )
+    return limiters[key]
 
 
 def _wrap(role_name: str, error: OverbrainerError) -> SetupError:
@@ -122,6 +157,7 @@ async def connect_roles(
     env: Mapping[str, str] | None = None,
     prices: PriceBook | None = None,
     stub_transports: StubTransports | None = None,
+    on_concurrency: ConcurrencyObserver | None = None,
 ) -> AsyncIterator[dict[str, RoleClient]]:
     """Connect each named, configured role; providers' connections close on exit.
 
@@ -129,12 +165,15 @@ async def connect_roles(
     connection shared by its roles; its key is resolved here, not before. Every role but the
     embedder has its price looked up in `prices` (one listing per provider). A `stub`
     provider's connection runs over `stub_transports(name)` instead of the network.
+    With `[pipeline] adaptive`, roles on the same provider and model share one adaptive
+    limiter, whose changes go to `on_concurrency`.
     """
     environ = os.environ if env is None else env
     retry = RetryPolicy(max_retries=settings.pipeline.max_retries)
     async with contextlib.AsyncExitStack() as stack:
         connections: dict[str, HttpClient] = {}
         clients: dict[str, tuple[Role, ProtocolClient]] = {}
+        limiters: dict[tuple[str, str], AdaptiveLimiter] = {}
         for name in names:
             role = _role(settings, name)
             if role is None:
@@ -148,7 +187,11 @@ async def connect_roles(
             except OverbrainerError as error:
                 raise _wrap(name, error) from None
             http = connections[role.provider]
-            clients[name] = (role, ProtocolClient(http, provider.protocol, role.model, retry=retry))
+            limiter = _limiter(settings, limiters, role, on_concurrency)
+            clients[name] = (
+                role,
+                ProtocolClient(http, provider.protocol, role.model, retry=retry, limiter=limiter),
+            )
         found: dict[str, Price | None] = {}
         if prices is not None:
 

@@ -9,7 +9,7 @@ import logging
 import math
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import httpx2
 import trio
@@ -22,9 +22,13 @@ from overbrainer.llm.errors import (
     StatusError,
     TransportError,
 )
+from overbrainer.llm.ratelimit import RateLimitInfo, parse_rate_limits
 from overbrainer.llm.types import Json
 
 log = logging.getLogger(__name__)
+
+Observe = Callable[[RateLimitInfo | None], None]
+"""Told the rate limits each reply states (None when it states none), errors included."""
 
 CONNECT_TIMEOUT = 30.0
 DEFAULT_REQUEST_TIMEOUT = 600.0
@@ -89,11 +93,13 @@ class HttpClient:
         """`GET {base}/{path}` decoded as JSON."""
         return await self._send("GET", path, None)
 
-    async def post(self, path: str, body: Json) -> Json:
+    async def post(self, path: str, body: Json, observe: Observe | None = None) -> Json:
         """`POST {base}/{path}` with a JSON body, the answer decoded as JSON."""
-        return await self._send("POST", path, json.dumps(body).encode())
+        return await self._send("POST", path, json.dumps(body).encode(), observe)
 
-    async def _send(self, method: str, path: str, content: bytes | None) -> Json:
+    async def _send(
+        self, method: str, path: str, content: bytes | None, observe: Observe | None = None
+    ) -> Json:
         self.breaker.check()
         url = join_url(self.base_url, path)
         response: httpx2.Response | None = None
@@ -108,6 +114,8 @@ class HttpClient:
             cause = f"no answer within {self.request_timeout:g}s"
             raise TransportError(cause) from TimeoutError(cause)
         self.breaker.replied()
+        if observe is not None:
+            observe(parse_rate_limits(response.headers))
         status = response.status_code
         retry_after = parse_retry_after(response.headers.get("retry-after"))
         if not 200 <= status < 300:

@@ -52,6 +52,11 @@ STAGE_RUNNING = _gauge("overbrainer_stage_running", "Pipeline stages running now
 ITEM_RETRIES = _counter(
     "overbrainer_item_retries", "Failed attempts retried, since this process started", ("stage",)
 )
+CONCURRENCY_LIMIT = _gauge(
+    "overbrainer_concurrency_limit",
+    "Requests a model may have in flight now, as the adaptive limiter set it",
+    ("model",),
+)
 TRAIN_STEP = _gauge("overbrainer_train_step", "Last optimizer step of a training run", RUN)
 TRAIN_MAX_STEPS = _gauge(
     "overbrainer_train_max_steps", "Total optimizer steps of a training run, once known", RUN
@@ -134,6 +139,7 @@ FAMILIES: tuple[FamilySpec, ...] = (
     COST,
     STAGE_RUNNING,
     ITEM_RETRIES,
+    CONCURRENCY_LIMIT,
     TRAIN_STEP,
     TRAIN_MAX_STEPS,
     TRAIN_PHASE,

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from overbrainer import __version__
 from overbrainer.events.types import (
+    ConcurrencyChanged,
     Event,
     ItemDone,
     ItemFailed,
@@ -34,6 +35,7 @@ from overbrainer.events.types import (
 from overbrainer.events.types import Metric as MetricEvent
 from overbrainer.metrics.families import (
     BUILD_INFO,
+    CONCURRENCY_LIMIT,
     COST,
     CPU_LOAD1,
     CPU_USAGE,
@@ -109,6 +111,7 @@ class MetricsObserver(Collector):
         self._tokens = self._family(TOKENS)
         self._cost = self._family(COST)
         self._retries = self._family(ITEM_RETRIES)
+        self._concurrency = self._family(CONCURRENCY_LIMIT)
         self._running = self._family(STAGE_RUNNING)
         self._phase = self._family(TRAIN_PHASE)
         self._train_gauges = tuple(
@@ -195,6 +198,8 @@ class MetricsObserver(Collector):
                     self._cost.inc((name, model), cost)
             case ItemFailed(stage=stage, retryable=True):
                 self._retries.inc((stage._value_,))
+            case ConcurrencyChanged(model=model, new=new):
+                self._concurrency.set((model,), new)
             case StageStarted(stage=stage):
                 self._running.inc((stage._value_,))
                 followed.running.append(stage)

@@ -70,15 +70,20 @@ def check_templates(templates: Mapping[str, Template], topics: Sequence[Topic]) 
     stage writes or a force begins.
     """
     for topic in topics:
-        common: dict[str, object] = {"topic": topic.name, "description": topic.description}
-        samples: dict[str, dict[str, object]] = {
-            "subtopics.txt": {**common, "count": topic.subtopics},
-            "questions.txt": {**common, "subtopic": topic.name, "count": 1, "accepted": []},
-            "answer_system.txt": common,
-        }
-        for name, variables in samples.items():
+        for name, variables in sample_variables(topic).items():
             if name in templates:
                 templates[name].render(**variables)
+
+
+def sample_variables(topic: Topic) -> dict[str, dict[str, object]]:
+    """Each stage template's variables for `topic`, with sample values where a stage has its
+    own (one subtopic named as the topic, one question asked, none accepted yet)."""
+    common: dict[str, object] = {"topic": topic.name, "description": topic.description}
+    return {
+        "subtopics.txt": {**common, "count": topic.subtopics},
+        "questions.txt": {**common, "subtopic": topic.name, "count": 1, "accepted": []},
+        "answer_system.txt": common,
+    }
 
 
 @attrs.define

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from overbrainer.events.types import (
+    ConcurrencyChanged,
     Event,
     ItemDone,
     ItemFailed,
@@ -65,6 +66,8 @@ class StageTally:
     output_tokens: int = 0
     cost: float | None = None
     ended: float | None = None
+    concurrency: int | None = None
+    """The adaptive limit of the stage's model, once it moved."""
 
     def apply(self, event: Event) -> None:
         """Count one item event of this stage."""
@@ -139,6 +142,8 @@ class StageTally:
         )
         if self.skipped:
             words += f" · {self.skipped} skipped"
+        if self.concurrency is not None:
+            words += f" · concurrency {self.concurrency}"
         return words
 
     def renderable(self, now: float) -> RenderableType:
@@ -172,6 +177,8 @@ class BarScreen:
                 self.freeze()
                 if stage in UNITS:
                     self.tally = StageTally(stage, total, self.clock())
+            case ConcurrencyChanged(new=new) if self.tally is not None:
+                self.tally.concurrency = new
             case StageFinished(stage=stage) if self.tally is not None:
                 if self.tally.stage is stage:
                     self.tally.ended = self.clock()

@@ -9,6 +9,7 @@ import trio
 
 from overbrainer.events.bus import Lagged, Subscription
 from overbrainer.events.types import (
+    ConcurrencyChanged,
     Event,
     ItemDone,
     ItemFailed,
@@ -178,6 +179,8 @@ class Progress:
                 if total > 0 and (done >= total or done * 10 >= self.judged_tenth * total):
                     self.judged_tenth = done * 10 // total + 1
                     log.info("judge: %s %d/%d", compare_id, done, total)
+            case ConcurrencyChanged(model=model, old=old, new=new, reason=reason):
+                log.info("concurrency: %s %d -> %d (%s)", model, old, new, reason)
             case _:
                 pass
 

@@ -1,0 +1,72 @@
+"""`overbrainer estimate [STAGE...]`: what the paid stages still have to do and may cost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import trio
+
+from overbrainer.config.settings import Settings
+from overbrainer.devtools.embedded import stub_transports
+from overbrainer.events.frontend import Frontend
+from overbrainer.events.types import Stage
+from overbrainer.flows.setup import CommandOptions, open_command
+from overbrainer.llm.connect import connect_roles
+from overbrainer.llm.pricing import PriceBook, role_price
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.usage import Price
+from overbrainer.pipeline.engine import load_templates, stage_role_name
+from overbrainer.pipeline.estimate import PAID_STAGES, estimate_line, estimate_stages, money
+
+log = logging.getLogger(__name__)
+
+PRICE_LOOKUP_SECS = 15.0
+"""The longest the providers' model listings may take before the estimate goes without."""
+
+
+async def _prices(
+    settings: Settings, env: Mapping[str, str], stages: Sequence[Stage]
+) -> dict[Stage, Price | None]:
+    """Each stage's model price: the provider's listing where it can be read, else the role's
+    own `price_in`/`price_out`."""
+    names = sorted({name for stage in stages if (name := stage_role_name(stage)) is not None})
+    found: dict[str, Price | None] = {}
+    try:
+        with trio.move_on_after(PRICE_LOOKUP_SECS):
+            async with connect_roles(
+                settings, names, env, PriceBook(), stub_transports(settings)
+            ) as roles:
+                found = {name: role.price for name, role in roles.items()}
+    except OverbrainerError as error:
+        log.warning("prices not looked up (%s): using the configured ones", error.message)
+    prices: dict[Stage, Price | None] = {}
+    for stage in stages:
+        name = stage_role_name(stage)
+        role = None if name is None else getattr(settings.roles, name)
+        prices[stage] = found.get(name or "") or (None if role is None else role_price(role))
+    return prices
+
+
+async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequence[Stage]) -> None:
+    """One line per paid stage, then the total; reads only (no lock, no request is paid)."""
+    chosen = [stage for stage in (stages or PAID_STAGES) if stage in PAID_STAGES]
+    async with open_command(options, front, shared=True) as command:
+        settings = command.config.settings
+        templates = await trio.to_thread.run_sync(load_templates, command.project)
+        estimates = await trio.to_thread.run_sync(
+            estimate_stages, command.project, settings, chosen, templates, settings.topics
+        )
+        prices = await _prices(settings, command.config.env, chosen)
+        low = high = 0.0
+        known = True
+        for estimate in estimates:
+            price = prices.get(estimate.stage)
+            front.line(estimate_line(estimate, price, None))
+            cost = estimate.cost(price)
+            if cost is None:
+                known = False
+            else:
+                low, high = low + cost[0], high + cost[1]
+        total = f"estimate: total {money(low)}-{money(high)}"
+        front.line(total if known else f"{total} for the stages with a known price")
