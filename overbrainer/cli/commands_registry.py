@@ -1,19 +1,26 @@
-"""Imports every command module so that each adds its commands to the group."""
+"""Which module adds each command to the group; a command's module is imported when it runs."""
 
-# One import per command module; each import adds its commands to the group.
-from overbrainer.cli import (
-    compare_command,  # noqa: F401
-    config_command,  # noqa: F401
-    estimate_command,  # noqa: F401
-    export_command,  # noqa: F401
-    history_command,  # noqa: F401
-    init_command,  # noqa: F401
-    migrate_command,  # noqa: F401
-    pod_command,  # noqa: F401
-    push_command,  # noqa: F401
-    runs_command,  # noqa: F401
-    skill_command,  # noqa: F401
-    stage_commands,  # noqa: F401
-    system_command,  # noqa: F401
-    train_command,  # noqa: F401
-)
+from overbrainer.cli.group import cli
+
+COMMAND_MODULES: dict[str, str] = {
+    "answers": "overbrainer.cli.stage_commands",
+    "compare": "overbrainer.cli.compare_command",
+    "config": "overbrainer.cli.config_command",
+    "estimate": "overbrainer.cli.estimate_command",
+    "export": "overbrainer.cli.export_command",
+    "history": "overbrainer.cli.history_command",
+    "init": "overbrainer.cli.init_command",
+    "migrate": "overbrainer.cli.migrate_command",
+    "pod": "overbrainer.cli.pod_command",
+    "push": "overbrainer.cli.push_command",
+    "questions": "overbrainer.cli.stage_commands",
+    "run": "overbrainer.cli.stage_commands",
+    "runs": "overbrainer.cli.runs_command",
+    "skill": "overbrainer.cli.skill_command",
+    "split": "overbrainer.cli.stage_commands",
+    "subtopics": "overbrainer.cli.stage_commands",
+    "system": "overbrainer.cli.system_command",
+    "train": "overbrainer.cli.train_command",
+}
+
+cli.lazy_commands = COMMAND_MODULES

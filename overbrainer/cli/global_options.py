@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import click
 
 GLOBAL_OPTIONS_EPILOG = (
@@ -81,8 +85,25 @@ def hoist_global_options(group: click.Group, ctx: click.Context, args: list[str]
 
 
 class GlobalOptionsGroup(click.Group):
-    """The top-level group: its options are accepted before or after the command name."""
+    """The top-level group: its options are accepted before or after the command name.
+
+    Its commands are loaded on use: `lazy_commands` maps each name to the module that adds it
+    to the group when imported, so a command imports only its own module (and `--help` and
+    completion import them all).
+    """
+
+    lazy_commands: Mapping[str, str] = MappingProxyType({})
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Move the group's own options found after the command name before it, then parse."""
         return super().parse_args(ctx, hoist_global_options(self, ctx, args))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, loaded or not."""
+        return sorted(set(self.commands) | set(self.lazy_commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing its module the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            importlib.import_module(self.lazy_commands[cmd_name])
+        return super().get_command(ctx, cmd_name)
