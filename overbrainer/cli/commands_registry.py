@@ -11,4 +11,5 @@ from overbrainer.cli import (
     stage_commands,  # noqa: F401
     system_command,  # noqa: F401
     train_command,  # noqa: F401
+    tui_command,  # noqa: F401
 )

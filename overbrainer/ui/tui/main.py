@@ -1,0 +1,42 @@
+"""`overbrainer tui`: checks the terminal, sends logs to the Logs view, holds the lock, runs."""
+
+from __future__ import annotations
+
+import os
+from typing import TextIO
+
+import attrs
+
+from overbrainer.flows.setup import CommandOptions
+from overbrainer.model.errors import UsageError
+from overbrainer.project.directory import open_project, project_lock
+from overbrainer.ui.logs import LogBuffer, LogMode, init_logging
+from overbrainer.ui.tui.loop import Runner
+from overbrainer.ui.tui.render import MIN_COLS, MIN_ROWS
+from overbrainer.ui.tui.state import View
+
+NOT_A_TTY = "overbrainer tui needs a terminal: stdout is not a TTY"
+
+
+def check_terminal(stdout: TextIO) -> None:
+    """Refuse a stdout that is not a terminal, or one smaller than 80x24 (UsageError)."""
+    if not stdout.isatty():
+        raise UsageError(NOT_A_TTY)
+    size = os.get_terminal_size(stdout.fileno())
+    if size.columns < MIN_COLS or size.lines < MIN_ROWS:
+        raise UsageError(
+            f"overbrainer tui needs a terminal of at least {MIN_COLS}x{MIN_ROWS}: "
+            f"this one is {size.columns}x{size.lines}"
+        )
+
+
+async def tui_flow(options: CommandOptions, stdout: TextIO) -> None:
+    """Run the TUI on the project of `options` until the user quits."""
+    check_terminal(stdout)
+    project = open_project(options.project_dir)
+    buffer = LogBuffer()
+    with project_lock(project):
+        # From here on log lines would draw over the screen: they go to the Logs view.
+        init_logging(LogMode.TUI, buffer=buffer, force=True)
+        held = attrs.evolve(options, lock_held=True)
+        await Runner(project, held, buffer, View.PIPELINE).run()
