@@ -179,6 +179,7 @@ def test_ctrl_c_key_is_a_signal() -> None:
     state, _ = keys(state, "r")
     state, effects = keys(state, "ctrl c")
     assert effects == [Cancel(2)]  # a stage stops; only training is abandoned
+    assert state.signalled
 
 
 def test_training_keys() -> None:

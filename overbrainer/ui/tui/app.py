@@ -199,6 +199,7 @@ def _done(state: State, message: TaskDone) -> Result:
 def _quit(state: State, *, signal: bool) -> Result:
     """Stop every task (a signal abandons training ones), then exit once they have ended."""
     work = state.work()
+    state = attrs.evolve(state, signalled=state.signalled or signal)
     if not work:
         return attrs.evolve(state, quitting=True, asking_quit=False), [Exit()]
     effects: list[Effect] = []

@@ -15,7 +15,7 @@ import urwid
 
 from overbrainer.config import load_settings
 from overbrainer.flows.setup import CommandOptions
-from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.jsonl import file_stamp
@@ -235,8 +235,8 @@ class Runner:
                 ConfigChanged(await trio.to_thread.run_sync(_config_problem, self.project.root))
             )
 
-    async def run(self) -> None:
-        """Run until the app exits; every task started here has ended when this returns."""
+    async def run(self) -> int:
+        """Run until the app exits (its exit code); every task started here has ended by then."""
         async with trio.open_nursery() as ui:
             with self.main.start():
                 ui.start_soon(self.event_loop.run_async)
@@ -252,6 +252,7 @@ class Runner:
                     await self.exit.wait()
                     tasks.cancel_scope.cancel()
                 ui.cancel_scope.cancel()
+        return EXIT_INTERRUPTED if self.state.signalled else EXIT_OK
 
 
 def _config_problem(root: Path) -> str | None:

@@ -30,8 +30,8 @@ def check_terminal(stdout: TextIO) -> None:
         )
 
 
-async def tui_flow(options: CommandOptions, stdout: TextIO) -> None:
-    """Run the TUI on the project of `options` until the user quits."""
+async def tui_flow(options: CommandOptions, stdout: TextIO) -> int:
+    """Run the TUI on the project of `options` until the user quits; the exit code."""
     check_terminal(stdout)
     project = open_project(options.project_dir)
     buffer = LogBuffer()
@@ -39,4 +39,4 @@ async def tui_flow(options: CommandOptions, stdout: TextIO) -> None:
         # From here on log lines would draw over the screen: they go to the Logs view.
         init_logging(LogMode.TUI, buffer=buffer, force=True)
         held = attrs.evolve(options, lock_held=True)
-        await Runner(project, held, buffer, View.PIPELINE).run()
+        return await Runner(project, held, buffer, View.PIPELINE).run()

@@ -170,6 +170,8 @@ class State:
     """The result lines the tasks reported (what the CLI prints on stdout), newest last."""
     asking_quit: bool = False
     quitting: bool = False
+    signalled: bool = False
+    """The quit came from a signal or Ctrl-C: the command exits 130."""
     now: float = 0.0
 
     def live_of(self, stage: Stage) -> Live:

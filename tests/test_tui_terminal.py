@@ -1,0 +1,131 @@
+"""`overbrainer tui` end to end: the real program in a real terminal (tmux), on the stub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from tests.pipeline_support import (
+    make_project,
+    overbrainer,
+    read_examples,
+    wait_until,
+    write_questions,
+)
+from tests.tui_support import needs_tmux, open_terminal
+
+pytestmark = needs_tmux
+
+
+def answered(root: Path) -> bool:
+    """Whether at least one answer is stored."""
+    path = root / "data" / "answers.jsonl"
+    return path.exists() and path.stat().st_size > 0
+
+
+async def test_without_a_terminal_it_refuses_with_exit_2(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    result = await overbrainer(root, "tui", url="http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert result.stderr.splitlines() == [
+        "error: overbrainer tui needs a terminal: stdout is not a TTY"
+    ]
+    assert not (root / ".overbrainer" / "lock").exists()  # refused before anything
+
+
+async def test_a_small_terminal_is_refused(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui", size=(70, 20)) as term:
+        shown = await term.wait_for("EXIT=")
+    unwrapped = "".join(shown.splitlines())  # the line wraps at 70 columns
+    refusal = "error: overbrainer tui needs a terminal of at least 80x24: this one is 70x20"
+    assert refusal in unwrapped
+    assert "EXIT=2" in shown
+
+
+async def test_auto_mode_fills_the_pipeline_then_every_view_shows_and_q_quits(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub, open_terminal(root, "tui", url=stub.url) as term:
+        shown = await term.wait_for("nothing run yet in this session")
+        assert "▶ subtopics       0      0" in shown
+        project = open_project(root)
+        with pytest.raises(ProjectLocked, match="another overbrainer"), project_lock(project):
+            pass
+        await term.keys("A")
+        shown = await term.wait_for("split: 7 train, 1 eval, 0 excluded, 0 orphaned")
+        assert "subtopics: 2 done, 0 skipped, 0 failed" in shown
+        assert "  answers         8      8      0" in shown
+        await term.keys("1")
+        shown = await term.wait_for("Configuration")
+        assert "subtopics 4, questions 8, answers 8, train 7, eval 1" in shown
+        await term.keys("2")
+        shown = await term.wait_for("(2 subtopics)")
+        assert "Here is a careful answer" in shown
+        await term.keys("Tab", "Tab", "Tab")
+        await term.wait_for("no [training] section in overbrainer.toml: run stops after split")
+        await term.keys("BTab")
+        await term.wait_for("no run yet: t starts one")
+        await term.keys("6")
+        await term.wait_for("compare is not in this version yet")
+        await term.keys("5", "f")
+        shown = await term.wait_for("Logs: WARN and above")
+        assert "answers: 8/8" not in shown
+        await term.keys("x")
+        await term.wait_for("log lines written to .overbrainer/logs-")
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    exported = list((root / ".overbrainer").glob("logs-*.log"))
+    assert len(exported) == 1
+    with project_lock(open_project(root)):
+        pass  # released
+
+
+async def test_quitting_while_a_stage_runs_asks_then_stops_it_and_it_resumes(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    questions = write_questions(root, 30)
+    async with open_stub(delay=0.2) as stub:
+        async with open_terminal(root, "tui", url=stub.url) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("Down", "Down", "r")
+            await term.wait_for("running overbrainer answers")
+            await wait_until(lambda: answered(root), limit=20)
+            await term.keys("q")
+            await term.wait_for("work is running: quit and stop it? y/n")
+            await term.keys("n")
+            shown = await term.screen()
+            assert "quit and stop it" not in shown
+            await term.keys("q", "y")
+            shown = await term.wait_for("EXIT=")
+            assert "EXIT=0" in shown
+        kept = read_examples(root)
+        assert 0 < len(kept) < len(questions)
+        history = (root / ".overbrainer" / "history.jsonl").read_text().splitlines()
+        assert '"status":"interrupted"' in history[-1]
+        rest = await overbrainer(root, "answers", url=stub.url)
+        assert rest.code == 0, rest.stderr
+        assert rest.out_lines[0].startswith(f"answers: {len(questions) - len(kept)} done, ")
+
+
+async def test_ctrl_c_stops_the_running_stage_and_exits_130(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    questions = write_questions(root, 30)
+    async with open_stub(delay=0.2) as stub:
+        async with open_terminal(root, "tui", url=stub.url) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("Down", "Down", "r")
+            await term.wait_for("running overbrainer answers")
+            await wait_until(lambda: answered(root), limit=20)
+            await term.keys("C-c")
+            shown = await term.wait_for("EXIT=")
+            assert "EXIT=130" in shown
+        assert 0 < len(read_examples(root)) < len(questions)
+        with project_lock(open_project(root)):
+            pass  # released
