@@ -129,3 +129,27 @@ async def test_ctrl_c_stops_the_running_stage_and_exits_130(tmp_path: Path) -> N
         assert 0 < len(read_examples(root)) < len(questions)
         with project_lock(open_project(root)):
             pass  # released
+
+
+async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    editor = "sh -c 'echo \"# touched by the editor\" >> \"$1\"' editor"
+    async with open_terminal(root, "tui", env={"VISUAL": editor}) as term:
+        await term.wait_for("nothing run yet")
+        await term.keys("1", "e")
+        await term.wait_for("edited overbrainer.toml")
+        assert config.read_text().endswith("# touched by the editor\n")
+        await term.wait_for("✓ config reloaded", limit=10)
+        good = config.read_text()
+        config.write_text(good + "[pipeline\n")
+        shown = await term.wait_for("✗ overbrainer.toml: ", limit=10)
+        assert "TOML syntax error" in shown
+        config.write_text(good.replace('name = "demo"', 'name = "renamed"'))
+        shown = await term.wait_for("✓ config reloaded", limit=10)
+        await term.wait_for("renamed", limit=10)
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown

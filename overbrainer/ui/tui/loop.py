@@ -85,7 +85,12 @@ class Runner:
     """Applies the app's effects, feeds it messages and draws its state."""
 
     def __init__(
-        self, project: Project, options: CommandOptions, logs: LogBuffer, view: View
+        self,
+        project: Project,
+        options: CommandOptions,
+        logs: LogBuffer,
+        view: View,
+        screen: urwid.display.raw.Screen | None = None,
     ) -> None:
         self.project = project
         self.options = options
@@ -108,6 +113,7 @@ class Runner:
         self.main = urwid.MainLoop(
             frame,
             palette(os.environ),
+            screen=screen,
             event_loop=self.event_loop,
             unhandled_input=self.on_key,
             handle_mouse=False,
