@@ -169,6 +169,7 @@ def test_a_signal_abandons_training_and_stops_stages() -> None:
     assert effects == [Spawn(2, TaskSpec(TaskKind.ATTACH, run_id="r1"))]
     state, effects = feed(state, SignalMsg(signal.SIGTERM))
     assert effects == [Abandon(2)]
+    assert state.notes == ("run r1 keeps training: follow it with `overbrainer train attach r1`",)
     assert state.quitting and not state.asking_quit
     state, effects = feed(state, TaskDone(2))
     assert effects == [Exit()]

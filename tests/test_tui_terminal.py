@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from tests import train_helpers
 from tests.pipeline_support import (
     make_project,
     overbrainer,
@@ -136,7 +138,7 @@ async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
 ) -> None:
     root = make_project(tmp_path / "p")
     config = root / "overbrainer.toml"
-    editor = "sh -c 'echo \"# touched by the editor\" >> \"$1\"' editor"
+    editor = 'sh -c \'echo "# touched by the editor" >> "$1"\' editor'
     async with open_terminal(root, "tui", env={"VISUAL": editor}) as term:
         await term.wait_for("nothing run yet")
         await term.keys("1", "e")
@@ -153,3 +155,28 @@ async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
+
+
+async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("4", "t")
+            shown = await term.wait_for(" created")
+            run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
+            await term.wait_for(" loss ", limit=60)  # the sparkline and the last loss
+            await term.keys("q")
+            await term.wait_for("work is running: quit and stop it? y/n")
+            await term.keys("y")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        note = f"run {run_id} keeps training: follow it with `overbrainer train attach {run_id}`"
+        assert note in "".join(shown.splitlines())
+        record = json.loads((root / "runs" / run_id / "run.json").read_text())
+        assert record["state"] == "running"
+    finally:
+        train_helpers.kill_jobs(root)

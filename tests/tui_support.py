@@ -61,13 +61,18 @@ class Terminal:
 async def open_terminal(
     root: Path,
     *args: str,
-    url: str = "http://127.0.0.1:9/v1",
+    url: str | None = None,
     env: dict[str, str] | None = None,
     size: tuple[int, int] = (100, 30),
 ) -> AsyncIterator[Terminal]:
-    """`overbrainer -C root ARGS` in a fresh tmux server of `size`; killed on the way out."""
+    """`overbrainer -C root ARGS` in a fresh tmux server of `size`; killed on the way out.
+
+    `url` points the project's `stub` provider at a stand-in; None leaves providers alone.
+    """
     terminal = Terminal(f"overbrainer-test-{uuid.uuid4().hex[:12]}")
-    variables = command_env(url, env)
+    variables = command_env(url or "", env)
+    if url is None:  # a project without the stub provider
+        del variables["OVERBRAINER_PROVIDERS__STUB__BASE_URL"]
     variables.pop("TMUX", None)
     setting = [f"{k}={v}" for k, v in variables.items() if k.startswith(("OVERBRAINER_", "NO_"))]
     line = shlex.join(["env", *setting, *command(root, *args)])

@@ -115,6 +115,8 @@ def update(state: State, message: Msg) -> Result:
 def _spawn(state: State, spec: TaskSpec) -> Result:
     task = Task(state.next_task, spec)
     new = attrs.evolve(state, tasks=(*state.tasks, task), next_task=state.next_task + 1)
+    if spec.run_id is not None and spec.kind in TRAINING_KINDS:
+        new = attrs.evolve(new, task_runs=(*new.task_runs, (task.id, spec.run_id)))
     return new, [Spawn(task.id, spec)]
 
 
@@ -177,7 +179,9 @@ def _report(state: State, message: TaskReport) -> State:
         lines = (*state.lines, report.text)[-KEPT_LINES:]
         return attrs.evolve(state, lines=lines, status=report.text)
     if isinstance(report, RunCreated):
-        return attrs.evolve(state, status=f"run {report.run_id} created", losses=())
+        runs = (*state.task_runs, (message.task, report.run_id))
+        status = f"run {report.run_id} created"
+        return attrs.evolve(state, status=status, losses=(), task_runs=runs)
     return state
 
 
@@ -210,8 +214,13 @@ def _quit(state: State, *, signal: bool) -> Result:
         effects.append(Abandon(task.id) if signal and training else Cancel(task.id))
     tasks = tuple(attrs.evolve(t, cancelling=True) if t in work else t for t in state.tasks)
     status = "stopping the running work before quitting..."
+    following = {t.id for t in work if t.spec.kind in TRAINING_KINDS}
+    runs = dict.fromkeys(run for task, run in state.task_runs if task in following)
+    notes = tuple(
+        f"run {run} keeps training: follow it with `overbrainer train attach {run}`" for run in runs
+    )
     return attrs.evolve(
-        state, quitting=True, asking_quit=False, tasks=tasks, status=status
+        state, quitting=True, asking_quit=False, tasks=tasks, status=status, notes=notes
     ), effects
 
 

@@ -115,18 +115,19 @@ def _runs(project: Project) -> tuple[RunRow, ...]:
 
 def load_snapshot(project: Project) -> Snapshot:
     """Read the configuration, counts, history, runs and dataset tree of `project`."""
+    problem = ""
     try:
         settings: Settings | None = load_settings(project.root, dict(os.environ))
     except OverbrainerError as error:
         log.warning("overbrainer.toml: %s", error.message)
-        settings = None
+        settings, problem = None, error.message
     try:
         history = tuple(format_history(read_history(project.history)))
     except OSError as error:
         history = (f"cannot read {project.history}: {error.strerror}",)
     return Snapshot(
         name=settings.project.name if settings else project.root.name,
-        config=config_lines(settings) if settings else ("overbrainer.toml cannot be used",),
+        config=config_lines(settings) if settings else (f"overbrainer.toml: {problem}",),
         counts=tuple((name, _count(project.data_file(name))) for name in DATA_FILES),
         history=history,
         runs=_runs(project),

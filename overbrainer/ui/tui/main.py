@@ -39,4 +39,8 @@ async def tui_flow(options: CommandOptions, stdout: TextIO) -> int:
         # From here on log lines would draw over the screen: they go to the Logs view.
         init_logging(LogMode.TUI, buffer=buffer, force=True)
         held = attrs.evolve(options, lock_held=True)
-        return await Runner(project, held, buffer, View.PIPELINE).run()
+        runner = Runner(project, held, buffer, View.PIPELINE)
+        code = await runner.run()
+    for note in runner.state.notes:
+        stdout.write(note + "\n")
+    return code

@@ -161,7 +161,7 @@ def _training(state: State, cols: int) -> list[Row]:
     lines.append([("title", "Loss")])
     if state.losses:
         last = state.losses[-1]
-        lines.append([f"  {sparkline(state.losses, cols - 20)}  {last:.4f}"])
+        lines.append([f"  {sparkline(state.losses, cols - 24)}  loss {last:.4f}"])
     else:
         lines.append(["  no loss yet (shown while a run is followed: t or a)"])
     return lines

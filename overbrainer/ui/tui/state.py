@@ -170,6 +170,10 @@ class State:
     """The result lines the tasks reported (what the CLI prints on stdout), newest last."""
     asking_quit: bool = False
     quitting: bool = False
+    task_runs: tuple[tuple[int, str], ...] = ()
+    """The run each training task follows (from its spec, or the run it created)."""
+    notes: tuple[str, ...] = ()
+    """Lines printed once the screen is gone (how to follow again the runs left training)."""
     signalled: bool = False
     """The quit came from a signal or Ctrl-C: the command exits 130."""
     now: float = 0.0
