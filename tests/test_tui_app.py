@@ -8,7 +8,15 @@ import signal
 import attrs
 
 from overbrainer.events.frontend import Line, RunCreated
-from overbrainer.events.types import ItemDone, ItemFailed, Metric, Stage, StageStarted
+from overbrainer.events.types import (
+    ItemDone,
+    ItemFailed,
+    JobStatusChanged,
+    Metric,
+    Stage,
+    StageStarted,
+)
+from overbrainer.model.job_status import Running
 from overbrainer.model.train_metric import TrainMetric
 from overbrainer.model.usage import Usage
 from overbrainer.ui.logs import LogBuffer
@@ -198,8 +206,10 @@ def test_training_keys() -> None:
     assert effects == [Spawn(2, TaskSpec(TaskKind.RESUME, run_id="r2"))]
     state, effects = keys(state, "t")
     assert effects == []  # one run start at a time
-    state, _ = feed(state, TaskReport(2, RunCreated("r3")))
+    state, effects = feed(state, TaskReport(2, RunCreated("r3")))
     assert state.status == "run r3 created"
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, _ = feed(state, Loaded(3, Snapshot(runs=runs, training=True)))
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=1.0, step=1, loss=2.5)), 1.0))
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=2.0, step=2, loss=1.5)), 2.0))
     assert state.losses == (2.5, 1.5)
@@ -207,13 +217,13 @@ def test_training_keys() -> None:
     assert effects == [Cancel(2)]  # c while following detaches
     state, effects = feed(state, TaskDone(2))
     state, effects = keys(state, "x", "down", "s")
-    assert effects == [Spawn(4, TaskSpec(TaskKind.STOP, run_id="r2"))]
+    assert effects == [Spawn(5, TaskSpec(TaskKind.STOP, run_id="r2"))]
     state, effects = keys(state, "c")
-    assert effects == [Cancel(4)]  # the stop follows the run: c detaches it
-    state, effects = feed(state, TaskDone(4))
-    assert effects == [Spawn(5, TaskSpec(TaskKind.LOAD))]
+    assert effects == [Cancel(5)]  # the stop follows the run: c detaches it
+    state, effects = feed(state, TaskDone(5))
+    assert effects == [Spawn(6, TaskSpec(TaskKind.LOAD))]
     state, effects = keys(state, "up", "c")
-    assert effects == [Spawn(6, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
+    assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
     for key, text in (("h", app.PUSH_MISSING), ("C", app.COMPARE_MISSING), ("p", app.POD_HINT)):
         state, effects = keys(state, key)
         assert (effects, state.status) == ([], text)
@@ -278,3 +288,13 @@ def test_render_refuses_a_small_terminal_and_draws_a_sparkline() -> None:
     for view in View:
         lines = render.body(State(view=view), LogBuffer(), 80, 24)
         assert 0 < len(lines) <= 20
+
+
+def test_a_job_status_change_reads_the_runs_again_once() -> None:
+    state = loaded(State(view=View.TRAINING), Snapshot(training=True))
+    state, effects = keys(state, "t")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.TRAIN))]
+    state, effects = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, effects = feed(state, TaskEvent(2, JobStatusChanged(Running()), 2.0))
+    assert effects == []  # a read is under way

@@ -9,10 +9,12 @@ from overbrainer.events.types import (
     Event,
     ItemDone,
     ItemFailed,
+    JobStatusChanged,
     Metric,
     Stage,
     StageFinished,
     StageStarted,
+    System,
 )
 from overbrainer.ui.tui.state import (
     LEVELS,
@@ -78,11 +80,18 @@ def update(state: State, message: Msg) -> Result:
     if isinstance(message, Notice):
         return attrs.evolve(state, status=message.text), []
     if isinstance(message, TaskEvent):
-        return _event(state, message), []
+        state = _event(state, message)
+        loading = any(t.spec.kind is TaskKind.LOAD for t in state.tasks)
+        if isinstance(message.event, JobStatusChanged) and not loading:
+            return _spawn(state, TaskSpec(TaskKind.LOAD))  # the run's new state, listed
+        return state, []
     if isinstance(message, TaskLagged):
         return attrs.evolve(state, status=f"{message.n} progress events skipped"), []
     if isinstance(message, TaskReport):
-        return _report(state, message), []
+        state = _report(state, message)
+        if isinstance(message.report, RunCreated):  # list the new run at once
+            return _spawn(state, TaskSpec(TaskKind.LOAD))
+        return state, []
     if isinstance(message, TaskDone):
         return _done(state, message)
     if isinstance(message, Loaded):
@@ -167,6 +176,8 @@ def _event(state: State, message: TaskEvent) -> State:
                 live, running=False, now=now, cost=stats.cost if stats.cost else live.cost
             ),
         )
+    if isinstance(event, System):
+        return attrs.evolve(state, system=event.sample)
     if isinstance(event, Metric) and event.metric.loss is not None:
         losses = (*state.losses, event.metric.loss)[-LOSSES:]
         return attrs.evolve(state, losses=losses)

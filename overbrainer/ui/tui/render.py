@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import textwrap
 
 from overbrainer.events.types import Stage
+from overbrainer.model.sizes import format_size
+from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui.app import COMPARE_MISSING, STAGES
 from overbrainer.ui.tui.state import State, View
@@ -14,6 +17,8 @@ Row = list[Markup]
 
 MIN_COLS = 80
 MIN_ROWS = 24
+DETAIL_LINES = 4
+"""Lines of the Dataset view's detail pane (the selected record's text, wrapped)."""
 SPARKS = "▁▂▃▄▅▆▇█"
 _STAGE_FILE = {
     Stage.SUBTOPICS: "subtopics",
@@ -164,7 +169,29 @@ def _training(state: State, cols: int) -> list[Row]:
         lines.append([f"  {sparkline(state.losses, cols - 24)}  loss {last:.4f}"])
     else:
         lines.append(["  no loss yet (shown while a run is followed: t or a)"])
+    lines.append([""])
+    lines.append([("title", "System")])
+    lines.append([f"  {system_line(state.system)}"])
     return lines
+
+
+def system_line(sample: SystemSample | None) -> str:
+    """The system panel: CPU, memory and each GPU of the machine a followed run trains on."""
+    if sample is None:
+        return "no sample yet (shown while a run is followed)"
+    parts = []
+    cpu = sample.cpu
+    if cpu is not None and cpu.usage is not None:
+        parts.append(f"cpu {cpu.usage * 100:.0f}%")
+    memory = sample.memory
+    if memory is not None:
+        parts.append(
+            f"memory {format_size(memory.used_bytes)} of {format_size(memory.limit_bytes)}"
+        )
+    for gpu in sample.gpus:
+        use = "" if gpu.utilization is None else f" {gpu.utilization * 100:.0f}%"
+        parts.append(f"gpu{gpu.index} {gpu.name}{use}")
+    return ", ".join(parts) or "nothing measured"
 
 
 def _dataset(state: State, height: int, cols: int) -> list[Row]:
@@ -172,7 +199,7 @@ def _dataset(state: State, height: int, cols: int) -> list[Row]:
     if not tree:
         return [["no data yet: run the pipeline (view 3)"]]
     index = min(state.tree_index, len(tree) - 1)
-    room = max(height - 4, 1)
+    room = max(height - 2 - DETAIL_LINES, 1)
     start = max(min(index - room // 2, len(tree) - room), 0)
     lines: list[Row] = []
     for at in range(start, min(start + room, len(tree))):
@@ -184,5 +211,5 @@ def _dataset(state: State, height: int, cols: int) -> list[Row]:
     selected = tree[index]
     lines.append([""])
     lines.append([("title", f"{selected.file or 'topic'} {selected.id}".strip())])
-    lines.append([selected.text[: cols * 2]])
+    lines.extend([[part] for part in textwrap.wrap(selected.text, cols)[:DETAIL_LINES]])
     return lines

@@ -9,6 +9,7 @@ import attrs
 
 from overbrainer.events.frontend import Report
 from overbrainer.events.types import Event, Stage
+from overbrainer.model.system_sample import SystemSample
 
 
 class View(enum.IntEnum):
@@ -164,6 +165,8 @@ class State:
     log_level: int = logging.INFO
     log_offset: int = 0
     status: str = ""
+    system: SystemSample | None = None
+    """The last sample of the machine a followed run trains on (the system panel)."""
     losses: tuple[float, ...] = ()
     """The training losses of the followed run, oldest first (the sparkline)."""
     lines: tuple[str, ...] = ()

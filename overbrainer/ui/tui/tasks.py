@@ -9,7 +9,7 @@ import attrs
 import trio
 
 from overbrainer.events.bus import Lagged, Subscription, open_event_bus
-from overbrainer.events.frontend import Frontend, Report
+from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import Stage
 from overbrainer.flows.pipeline import pipeline_flow
@@ -105,6 +105,8 @@ async def run_task(
     done = TaskDone(task)
 
     def report(item: Report) -> None:
+        if isinstance(item, Line):  # what the CLI prints on stdout: kept in the Logs view too
+            log.info("%s", item.text)
         post(TaskReport(task, item))
 
     async with trio.open_nursery() as forwarding:
@@ -120,6 +122,8 @@ async def run_task(
                     done = TaskDone(task, f"{spec.label} failed: {error!r}")
                 else:
                     interrupted = found.exit_code == EXIT_INTERRUPTED
+                    level = logging.INFO if interrupted else logging.ERROR
+                    log.log(level, "%s: %s", spec.label, found.message)
                     done = TaskDone(task, found.message, interrupted=interrupted)
         forwarding.cancel_scope.deadline = trio.current_time() + FORWARD_GRACE
     post(done)
