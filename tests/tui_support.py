@@ -41,6 +41,11 @@ class Terminal:
             await self.tmux("send-keys", "-t", "main", key)
             await trio.sleep(0.1)
 
+    async def type(self, text: str) -> None:
+        """Type `text` as it is (no key names)."""
+        await self.tmux("send-keys", "-t", "main", "-l", text)
+        await trio.sleep(0.1)
+
     async def screen(self) -> str:
         """What the terminal shows now."""
         return await self.tmux("capture-pane", "-p", "-t", "main")

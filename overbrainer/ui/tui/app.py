@@ -68,9 +68,15 @@ TOPIC_EDIT = "a topic is edited in overbrainer.toml (Project view, e)"
 Result = tuple[State, list[Effect]]
 
 
-def start(state: State) -> Result:
-    """The first effects: read the project."""
-    return _spawn(state, TaskSpec(TaskKind.LOAD))
+def start(state: State, *, auto: bool = False) -> Result:
+    """The first effects: read the project, and with `auto` run `overbrainer run` at once."""
+    state, effects = _spawn(state, TaskSpec(TaskKind.LOAD))
+    if not auto:
+        return state, effects
+    state, more = _spawn(
+        attrs.evolve(state, status="auto: running overbrainer run"), TaskSpec(TaskKind.AUTO)
+    )
+    return state, effects + more
 
 
 def update(state: State, message: Msg) -> Result:

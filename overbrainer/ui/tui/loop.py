@@ -91,7 +91,10 @@ class Runner:
         logs: LogBuffer,
         view: View,
         screen: urwid.display.raw.Screen | None = None,
+        *,
+        auto: bool = False,
     ) -> None:
+        self.auto = auto
         self.project = project
         self.options = options
         self.logs = logs
@@ -252,7 +255,7 @@ class Runner:
                     tasks.start_soon(self._redraw)
                     tasks.start_soon(self._tick)
                     tasks.start_soon(self._watch_config)
-                    state, effects = app.start(self.state)
+                    state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)
                     await self.exit.wait()
