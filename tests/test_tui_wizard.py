@@ -184,6 +184,14 @@ def test_the_project_is_written_once_with_env_mode_600(tmp_path: Path) -> None:
         "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL=https://openrouter.ai/api/v1\n"
         "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=sk-test\n"
     )
+    assert (
+        (root / ".env.example")
+        .read_text()
+        .endswith(
+            "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL=https://openrouter.ai/api/v1\n"
+            "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=\n"
+        )
+    )
     assert [p.name for p in existing_files(root)][:3] == [
         "overbrainer.toml",
         ".env",

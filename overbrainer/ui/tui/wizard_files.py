@@ -17,6 +17,10 @@ from overbrainer.project.templates import TEMPLATE_FILES
 from overbrainer.storage.atomic import write_atomic
 
 ENV_FILE = ".env"
+EXAMPLE_HEADER = (
+    "# The variables of .env, without their secrets. .env is read at start-up and never\n"
+    "# overrides the shell. A key can be a Vault/OpenBao reference: vault:path#field.\n"
+)
 
 
 @attrs.frozen
@@ -151,6 +155,8 @@ def write_project(root: Path, answers: Answers) -> list[Path]:
         raise UsageError(f"{env} already exists")
     written = init_project(root)
     write_atomic(Project(root).config, config_text(answers))
+    blank = attrs.evolve(answers, api_key="", runpod_key="")
+    write_atomic(root / ".env.example", EXAMPLE_HEADER + env_text(blank))
     fd = os.open(env, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(env_text(answers))
