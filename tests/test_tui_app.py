@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from pathlib import Path
 
 import attrs
 
@@ -19,8 +20,10 @@ from overbrainer.events.types import (
 from overbrainer.model.job_status import Running
 from overbrainer.model.train_metric import TrainMetric
 from overbrainer.model.usage import Usage
+from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.load import latest_answer
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
@@ -32,6 +35,7 @@ from overbrainer.ui.tui.state import (
     Loaded,
     Msg,
     OpenEditor,
+    Previewed,
     RunRow,
     SignalMsg,
     Snapshot,
@@ -46,6 +50,7 @@ from overbrainer.ui.tui.state import (
     TreeRow,
     View,
 )
+from tests.pipeline_support import make_project, read_examples, write_answered
 
 
 def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:
@@ -298,3 +303,33 @@ def test_a_job_status_change_reads_the_runs_again_once() -> None:
     assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
     state, effects = feed(state, TaskEvent(2, JobStatusChanged(Running()), 2.0))
     assert effects == []  # a read is under way
+
+
+def test_while_answers_are_stored_the_latest_is_read_at_most_once_a_second() -> None:
+    state, _ = feed(State(), TaskEvent(9, StageStarted(Stage.ANSWERS, 3), 10.0))
+    state, effects = feed(state, Tick(10.25))
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREVIEW))]
+    state, effects = feed(state, Tick(11.5))
+    assert effects == []  # one read at a time
+    state, effects = feed(state, Previewed(1, "Q? → A."))
+    assert (state.preview, effects) == ("Q? → A.", [])
+    state, effects = feed(state, Tick(11.0))
+    assert effects == []  # less than a second since the last read
+    state, effects = feed(state, Tick(11.3))
+    assert effects == [Spawn(2, TaskSpec(TaskKind.PREVIEW))]
+    state, effects = feed(state, Previewed(2, ""))
+    assert state.preview == "Q? → A."  # nothing newer: the old one stays
+    state, effects = keys(state, "q")
+    assert effects == [Exit()]  # reading does not hold a quit
+
+
+def test_the_latest_answer_is_read_from_the_end_of_answers_jsonl(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    project = open_project(root)
+    assert latest_answer(project) == ""
+    write_answered(root, 3)
+    last = read_examples(root)[-1]
+    assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])
+    with (root / "data" / "answers.jsonl").open("a") as data:
+        data.write('{"id": "torn')
+    assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])

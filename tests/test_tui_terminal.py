@@ -99,6 +99,8 @@ async def test_quitting_while_a_stage_runs_asks_then_stops_it_and_it_resumes(
             await term.keys("Down", "Down", "r")
             await term.wait_for("running overbrainer answers")
             await wait_until(lambda: answered(root), limit=20)
+            shown = await term.wait_for("latest answer", limit=10)
+            assert "→ Here is a careful answer to: " in shown
             await term.keys("q")
             await term.wait_for("work is running: quit and stop it? y/n")
             await term.keys("n")

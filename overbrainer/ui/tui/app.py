@@ -18,6 +18,7 @@ from overbrainer.events.types import (
 )
 from overbrainer.ui.tui.state import (
     LEVELS,
+    READ_KINDS,
     TRAINING_KINDS,
     Abandon,
     Cancel,
@@ -32,6 +33,7 @@ from overbrainer.ui.tui.state import (
     Msg,
     Notice,
     OpenEditor,
+    Previewed,
     SignalMsg,
     Spawn,
     State,
@@ -49,6 +51,8 @@ from overbrainer.ui.tui.state import (
 STAGES = tuple(Stage)
 KEPT_LINES = 200
 LOG_PAGE = 10
+PREVIEW_EVERY = 1.0
+"""Seconds between two reads of the latest answer while answers are being stored."""
 LOSSES = 120
 """Losses kept for the Training view's sparkline."""
 
@@ -109,12 +113,21 @@ def update(state: State, message: Msg) -> Result:
             run_index=min(kept.run_index, max(runs - 1, 0)),
             tree_index=min(kept.tree_index, max(len(message.snapshot.tree) - 1, 0)),
         ), _exit_if_done(kept)
+    if isinstance(message, Previewed):
+        kept = _without(state, message.task)
+        return attrs.evolve(kept, preview=message.text or kept.preview), _exit_if_done(kept)
     if isinstance(message, Tick):
         live = tuple(
             (stage, attrs.evolve(item, now=message.now) if item.running else item)
             for stage, item in state.live
         )
-        return attrs.evolve(state, now=message.now, live=live), []
+        state = attrs.evolve(state, now=message.now, live=live)
+        reading = any(t.spec.kind is TaskKind.PREVIEW for t in state.tasks)
+        answering = state.live_of(Stage.ANSWERS).running
+        if answering and not reading and message.now - state.preview_at >= PREVIEW_EVERY:
+            state = attrs.evolve(state, preview_at=message.now)
+            return _spawn(state, TaskSpec(TaskKind.PREVIEW))
+        return state, []
     if isinstance(message, SignalMsg):
         return _quit(state, signal=True)
     if isinstance(message, ConfigChanged):
@@ -212,7 +225,7 @@ def _done(state: State, message: TaskDone) -> Result:
     if task is not None and task.spec.kind in (TaskKind.STAGE, TaskKind.AUTO):
         new = attrs.evolve(new, live=live)
     effects = _exit_if_done(new)
-    if effects or task is None or task.spec.kind is TaskKind.LOAD or new.quitting:
+    if effects or task is None or task.spec.kind in READ_KINDS or new.quitting:
         return new, effects
     return _spawn(new, TaskSpec(TaskKind.LOAD))
 

@@ -113,6 +113,30 @@ def _runs(project: Project) -> tuple[RunRow, ...]:
     return tuple(rows)
 
 
+PREVIEW_TAIL = 65536
+"""Bytes read from the end of answers.jsonl for the preview."""
+
+
+def latest_answer(project: Project) -> str:
+    """The newest stored answer as `question → reply` on one line ("" when there is none)."""
+    try:
+        with project.data_file("answers").open("rb") as data:
+            data.seek(0, os.SEEK_END)
+            size = data.tell()
+            data.seek(max(size - PREVIEW_TAIL, 0))
+            tail = data.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    for line in reversed(tail.splitlines()):
+        try:
+            example = Example.from_json(line)
+        except Exception:  # a torn last line, or the cut first one: try the one before
+            continue
+        texts = [" ".join(m.content.split()) for m in example.messages]
+        return " → ".join(texts[-2:])
+    return ""
+
+
 def load_snapshot(project: Project) -> Snapshot:
     """Read the configuration, counts, history, runs and dataset tree of `project`."""
     problem = ""

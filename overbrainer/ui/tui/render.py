@@ -71,7 +71,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
     height = rows - 4  # header, status, keys and a divider
     view = state.view
     if view is View.PIPELINE:
-        lines = _pipeline(state)
+        lines = _pipeline(state, cols)
     elif view is View.LOGS:
         lines = _logs(state, logs, height)
     elif view is View.PROJECT:
@@ -96,13 +96,13 @@ def _clip(row: Row, cols: int) -> Row:
     return out
 
 
-def _pipeline(state: State) -> list[Row]:
+def _pipeline(state: State, cols: int) -> list[Row]:
     lines: list[Row] = [
         [
             (
                 "title",
                 f"{'stage':<11}{'records':>8}{'done':>7}{'failed':>7}{'rate/s':>8}"
-                f"{'tokens in':>11}{'tokens out':>11}{'spend':>10}",
+                f"{'tok in':>10}{'tok out':>10}{'tok/s':>8}{'spend':>10}",
             )
         ]
     ]
@@ -114,11 +114,16 @@ def _pipeline(state: State) -> list[Row]:
         spend = f"${live.cost:.4f}"
         text = (
             f"{mark}{run}{stage.value:<9}{records:>8}{live.done:>7}{live.failed:>7}"
-            f"{live.rate:>8.1f}{live.tokens_in:>11}{live.tokens_out:>11}{spend:>10}"
+            f"{live.rate:>8.1f}{live.tokens_in:>10}{live.tokens_out:>10}"
+            f"{live.token_rate:>8.0f}{spend:>10}"
         )
         lines.append([("selected", text)] if index == state.stage_index else [text])
     train, evals = state.snapshot.count("train"), state.snapshot.count("eval")
     lines.append([f"  split: {train} train, {evals} eval"])
+    if state.preview:
+        lines.append([""])
+        lines.append([("title", "latest answer")])
+        lines.extend([[part] for part in textwrap.wrap(state.preview, cols)[:DETAIL_LINES]])
     lines.append([""])
     lines.append([("title", "results")])
     lines.extend([[line] for line in state.lines[-8:]] or [["  nothing run yet in this session"]])

@@ -42,10 +42,14 @@ class TaskKind(enum.Enum):
     """`overbrainer train cancel RUN`."""
     LOAD = "load"
     """Read the project's counts, runs and dataset for the views."""
+    PREVIEW = "preview"
+    """Read the latest stored answer (the Pipeline view's preview)."""
 
 
 DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
 """Tasks that write the data or start a run: one at a time (the data lock)."""
+READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW})
+"""Tasks that only read the project: they end on their own, a quit does not wait for them."""
 TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
 
@@ -69,8 +73,8 @@ class TaskSpec:
             return "overbrainer train"
         if self.kind is TaskKind.RESUME:
             return f"overbrainer train --resume-from {self.run_id}"
-        if self.kind is TaskKind.LOAD:
-            return "load"
+        if self.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+            return str(self.kind.value)
         return f"overbrainer train {self.kind.value} {self.run_id}"
 
 
@@ -144,6 +148,12 @@ class Live:
         elapsed = self.now - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
 
+    @property
+    def token_rate(self) -> float:
+        """Tokens (in and out) per second since the stage started."""
+        elapsed = self.now - self.started
+        return (self.tokens_in + self.tokens_out) / elapsed if elapsed > 0 else 0.0
+
 
 LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 """The Logs view's level filter, in the order `f` cycles through."""
@@ -167,6 +177,9 @@ class State:
     status: str = ""
     system: SystemSample | None = None
     """The last sample of the machine a followed run trains on (the system panel)."""
+    preview: str = ""
+    """The latest stored answer: its question and the start of its reply."""
+    preview_at: float = 0.0
     losses: tuple[float, ...] = ()
     """The training losses of the followed run, oldest first (the sparkline)."""
     lines: tuple[str, ...] = ()
@@ -190,8 +203,8 @@ class State:
         return next((t for t in self.tasks if t.spec.kind in DATA_KINDS), None)
 
     def work(self) -> tuple[Task, ...]:
-        """The tasks a quit must stop (loading does not count)."""
-        return tuple(t for t in self.tasks if t.spec.kind is not TaskKind.LOAD)
+        """The tasks a quit must stop (reading the project does not count)."""
+        return tuple(t for t in self.tasks if t.spec.kind not in READ_KINDS)
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
@@ -252,6 +265,14 @@ class Loaded:
 
 
 @attrs.frozen
+class Previewed:
+    """A PREVIEW task read the latest stored answer ("" when there is none)."""
+
+    task: int
+    text: str
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -295,6 +316,7 @@ Msg = (
     | TaskReport
     | TaskDone
     | Loaded
+    | Previewed
     | Tick
     | SignalMsg
     | ConfigChanged

@@ -18,10 +18,11 @@ from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_f
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
-from overbrainer.ui.tui.load import load_snapshot
+from overbrainer.ui.tui.load import latest_answer, load_snapshot
 from overbrainer.ui.tui.state import (
     Loaded,
     Msg,
+    Previewed,
     TaskDone,
     TaskEvent,
     TaskKind,
@@ -100,6 +101,10 @@ async def run_task(
         project = open_project(options.project_dir)
         snapshot = await trio.to_thread.run_sync(load_snapshot, project)
         post(Loaded(task, snapshot))
+        return
+    if spec.kind is TaskKind.PREVIEW:
+        project = open_project(options.project_dir)
+        post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
         return
     flow = flow_of(spec, options)
     done = TaskDone(task)
