@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import struct
 import termios
@@ -18,10 +19,11 @@ import urwid
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.flows.setup import CommandOptions
-from overbrainer.model.errors import EXIT_OK
+from overbrainer.model.errors import EXIT_OK, UsageError
 from overbrainer.project.directory import open_project, project_lock
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui.loop import Runner
+from overbrainer.ui.tui.main import check_terminal
 from overbrainer.ui.tui.state import Key, View
 from tests.pipeline_support import make_project, wait_until
 from tests.tasks import live_tasks
@@ -81,3 +83,19 @@ async def test_auto_mode_then_quit_leaves_no_task_behind(
                 outer.cancel_scope.cancel()
     assert code == [EXIT_OK]
     assert runner.state.lines[-1] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_stdin_and_stdout_must_both_be_terminals() -> None:
+    with pytest.raises(UsageError, match="^overbrainer tui needs a terminal: stdout is not a TTY$"):
+        check_terminal(_Stream(False), _Stream(True))
+    with pytest.raises(UsageError, match="^overbrainer tui needs a terminal: stdin is not a TTY$"):
+        check_terminal(_Stream(True), _Stream(False))

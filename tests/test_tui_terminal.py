@@ -259,3 +259,16 @@ async def test_the_wizard_quits_on_ctrl_c_and_never_overwrites(tmp_path: Path) -
     assert "EXIT=2" in shown
     assert ".env already exists: the wizard never overwrites a file" in "".join(shown.splitlines())
     assert (root / ".env").read_text() == "KEEP=1\n"
+
+
+async def test_a_project_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("nothing run yet")
+        (root / "overbrainer.toml").rename(root / "moved.toml")
+        await term.wait_for("✗ overbrainer.toml: cannot read", limit=10)  # the reload's check
+        await term.keys("C-r")
+        await term.wait_for("error: cannot read the project: cannot read")
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown

@@ -14,4 +14,4 @@ from overbrainer.ui.tui.main import tui_flow
 def tui() -> None:
     """Watch and steer the pipeline, training and logs in one terminal screen."""
     options = command_options()
-    run_flow(lambda: tui_flow(options, sys.stdout))
+    run_flow(lambda: tui_flow(options, sys.stdout, sys.stdin))

@@ -18,6 +18,7 @@ from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage.jsonl import Stamp as FileStamp
 from overbrainer.storage.jsonl import file_stamp
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
@@ -233,10 +234,14 @@ class Runner:
 
     async def _watch_config(self) -> None:
         files = (self.project.config, self.project.env_file)
-        stamps = [file_stamp(path) for path in files]
+
+        def stamp() -> list[FileStamp | None]:
+            return [file_stamp(path) for path in files]
+
+        stamps = await trio.to_thread.run_sync(stamp)
         while True:
             await trio.sleep(RELOAD_EVERY)
-            now = [file_stamp(path) for path in files]
+            now = await trio.to_thread.run_sync(stamp)
             if now == stamps:
                 continue
             stamps = now

@@ -18,12 +18,15 @@ from overbrainer.ui.tui.wizard_files import existing_files
 from overbrainer.ui.tui.wizard_loop import WizardRunner
 
 NOT_A_TTY = "overbrainer tui needs a terminal: stdout is not a TTY"
+STDIN_NOT_A_TTY = "overbrainer tui needs a terminal: stdin is not a TTY"
 
 
-def check_terminal(stdout: TextIO) -> None:
-    """Refuse a stdout that is not a terminal, or one smaller than 80x24 (UsageError)."""
+def check_terminal(stdout: TextIO, stdin: TextIO) -> None:
+    """Refuse a stdout or stdin that is not a terminal, or one smaller than 80x24 (UsageError)."""
     if not stdout.isatty():
         raise UsageError(NOT_A_TTY)
+    if not stdin.isatty():
+        raise UsageError(STDIN_NOT_A_TTY)
     size = os.get_terminal_size(stdout.fileno())
     if size.columns < MIN_COLS or size.lines < MIN_ROWS:
         raise UsageError(
@@ -32,13 +35,16 @@ def check_terminal(stdout: TextIO) -> None:
         )
 
 
-async def tui_flow(options: CommandOptions, stdout: TextIO) -> int:
+async def tui_flow(options: CommandOptions, stdout: TextIO, stdin: TextIO) -> int:
     """Run the TUI on the project of `options` until the user quits; the exit code.
 
     Without a project there, the init wizard writes one first (Ctrl-C in it: exit 130,
     nothing written).
     """
-    check_terminal(stdout)
+    check_terminal(stdout, stdin)
+    buffer = LogBuffer()
+    # From here on log lines would draw over the screen: they go to the Logs view.
+    init_logging(LogMode.TUI, buffer=buffer, force=True)
     root = options.project_dir
     view, auto = View.PIPELINE, False
     if not Project(find_root(root)).config.is_file():
@@ -50,10 +56,7 @@ async def tui_flow(options: CommandOptions, stdout: TextIO) -> int:
             return EXIT_INTERRUPTED
         view, auto = (View.PIPELINE, True) if started else (View.PROJECT, False)
     project = open_project(root)
-    buffer = LogBuffer()
     with project_lock(project):
-        # From here on log lines would draw over the screen: they go to the Logs view.
-        init_logging(LogMode.TUI, buffer=buffer, force=True)
         held = attrs.evolve(options, lock_held=True)
         runner = Runner(project, held, buffer, view, auto=auto)
         code = await runner.run()

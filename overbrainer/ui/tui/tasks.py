@@ -93,18 +93,26 @@ def _error_of(error: BaseException) -> OverbrainerError | None:
     return None
 
 
+async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) -> None:
+    """Read the project for the views; a failure is shown, never fatal to the app."""
+    try:
+        project = open_project(options.project_dir)
+        if spec.kind is TaskKind.PREVIEW:
+            post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
+        else:
+            post(Loaded(task, await trio.to_thread.run_sync(load_snapshot, project)))
+    except OverbrainerError as error:
+        post(TaskDone(task, f"cannot read the project: {error.message}"))
+    except OSError as error:
+        post(TaskDone(task, f"cannot read the project: {error.strerror or error}"))
+
+
 async def run_task(
     task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
 ) -> None:
     """Run `spec`; its events and reports reach the app before its TaskDone."""
-    if spec.kind is TaskKind.LOAD:
-        project = open_project(options.project_dir)
-        snapshot = await trio.to_thread.run_sync(load_snapshot, project)
-        post(Loaded(task, snapshot))
-        return
-    if spec.kind is TaskKind.PREVIEW:
-        project = open_project(options.project_dir)
-        post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
+    if spec.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+        await _read(task, spec, options, post)
         return
     flow = flow_of(spec, options)
     done = TaskDone(task)
