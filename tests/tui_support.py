@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import uuid
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,14 +24,14 @@ needs_tmux = pytest.mark.skipif(
 class Terminal:
     """One tmux session running a command; the shell prints `EXIT=<code>` when it ends."""
 
-    def __init__(self, socket: str) -> None:
+    def __init__(self, socket: Path) -> None:
         self.socket = socket
 
     async def tmux(self, *args: str) -> str:
-        """Run `tmux -L <socket> ARGS` and return its stdout."""
+        """Run `tmux -S <socket> ARGS` and return its stdout."""
         with trio.fail_after(10):
             done = await trio.run_process(
-                ["tmux", "-L", self.socket, *args], capture_stdout=True, capture_stderr=True
+                ["tmux", "-S", str(self.socket), *args], capture_stdout=True, capture_stderr=True
             )
         return str(done.stdout.decode())
 
@@ -74,7 +74,10 @@ async def open_terminal(
 
     `url` points the project's `stub` provider at a stand-in; None leaves providers alone.
     """
-    terminal = Terminal(f"overbrainer-test-{uuid.uuid4().hex[:12]}")
+    # A socket of its own, in a short path (a socket path is limited to ~100 bytes) removed
+    # on the way out: tmux leaves the file behind when its server is killed.
+    folder = Path(tempfile.mkdtemp(prefix="ob-tmux-"))
+    terminal = Terminal(folder / "socket")
     variables = command_env(url or "", env)
     if url is None:  # a project without the stub provider
         del variables["OVERBRAINER_PROVIDERS__STUB__BASE_URL"]
@@ -87,7 +90,8 @@ async def open_terminal(
     cols, rows = size
     await trio.run_process(
         [
-            *("tmux", "-L", terminal.socket, "-f", os.devnull, "new-session", "-d", "-s", "main"),
+            *("tmux", "-S", str(terminal.socket), "-f", os.devnull),
+            *("new-session", "-d", "-s", "main"),
             *("-x", str(cols), "-y", str(rows), shell),
         ],
         env={**variables, "SHELL": "/bin/sh"},
@@ -96,4 +100,9 @@ async def open_terminal(
         yield terminal
     finally:
         with trio.move_on_after(10, shield=True):
-            await trio.run_process(["tmux", "-L", terminal.socket, "kill-server"], check=False)
+            await trio.run_process(
+                ["tmux", "-S", str(terminal.socket), "kill-server"],
+                check=False,
+                capture_stderr=True,
+            )
+        shutil.rmtree(folder, ignore_errors=True)
