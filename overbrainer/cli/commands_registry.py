@@ -21,6 +21,7 @@ COMMAND_MODULES: dict[str, str] = {
     "subtopics": "overbrainer.cli.stage_commands",
     "system": "overbrainer.cli.system_command",
     "train": "overbrainer.cli.train_command",
+    "tui": "overbrainer.cli.tui_command",
 }
 
 cli.lazy_commands = COMMAND_MODULES

@@ -26,6 +26,8 @@ class CommandOptions:
     project_dir: Path = Path(".")
     """Where the project search starts (`open_project` walks up from it)."""
     events: Path | None = None
+    lock_held: bool = False
+    """True when the caller (the TUI) already holds the project lock for this process."""
 
 
 @attrs.frozen
@@ -83,7 +85,8 @@ async def open_command(
     """
     project = open_project(options.project_dir)
     failure: OverbrainerError | None = None
-    lock = contextlib.nullcontext() if shared else project_lock(project)
+    held = shared or options.lock_held
+    lock = contextlib.nullcontext() if held else project_lock(project)
     with open_events_file(options.events) as events, lock:
         async with front.interrupt() as interrupt:
             config = ConfigState(project)

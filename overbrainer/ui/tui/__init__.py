@@ -1,0 +1,1 @@
+"""The terminal UI: `overbrainer tui` on urwid, inside trio.run."""

@@ -1,0 +1,442 @@
+"""The TUI as a pure state machine: `update(state, message)` returns the new state and effects."""
+
+from __future__ import annotations
+
+import attrs
+
+from overbrainer.events.frontend import Line, RunCreated
+from overbrainer.events.types import (
+    Event,
+    ItemDone,
+    ItemFailed,
+    JobStatusChanged,
+    Metric,
+    Stage,
+    StageFinished,
+    StageStarted,
+    System,
+)
+from overbrainer.ui.tui.state import (
+    LEVELS,
+    READ_KINDS,
+    TRAINING_KINDS,
+    Abandon,
+    Cancel,
+    ConfigChanged,
+    EditorDone,
+    Effect,
+    Exit,
+    ExportLogs,
+    Key,
+    Live,
+    Loaded,
+    Msg,
+    Notice,
+    OpenEditor,
+    Previewed,
+    SignalMsg,
+    Spawn,
+    State,
+    Task,
+    TaskDone,
+    TaskEvent,
+    TaskKind,
+    TaskLagged,
+    TaskReport,
+    TaskSpec,
+    Tick,
+    View,
+)
+
+STAGES = tuple(Stage)
+KEPT_LINES = 200
+LOG_PAGE = 10
+PREVIEW_EVERY = 1.0
+"""Seconds between two reads of the latest answer while answers are being stored."""
+LOSSES = 120
+"""Losses kept for the Training view's sparkline."""
+
+COMPARE_MISSING = (
+    "compare is not in this version yet: it lands as `overbrainer compare` "
+    "(child against parent, judged)"
+)
+PUSH_MISSING = "push is not in this version yet: it lands as `overbrainer push RUN_ID`"
+EXPORT_MISSING = "export is not in this version yet: it lands as `overbrainer export RUN_ID`"
+POD_LOG_HINT = "pod logs: `overbrainer runs logs RUN_ID --pod` (not shown in the TUI yet)"
+POD_HINT = "pods: `overbrainer pod ls`, `overbrainer pod rm ID`"
+QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
+NO_TRAINING = "no [training] section in overbrainer.toml: add one to train (see docs/training.md)"
+
+TOPIC_EDIT = "a topic is edited in overbrainer.toml (Project view, e)"
+
+Result = tuple[State, list[Effect]]
+
+
+def start(state: State, *, auto: bool = False) -> Result:
+    """The first effects: read the project, and with `auto` run `overbrainer run` at once."""
+    state, effects = _spawn(state, TaskSpec(TaskKind.LOAD))
+    if not auto:
+        return state, effects
+    state, more = _spawn(
+        attrs.evolve(state, status="auto: running overbrainer run"), TaskSpec(TaskKind.AUTO)
+    )
+    return state, effects + more
+
+
+def update(state: State, message: Msg) -> Result:
+    """The new state and the effects `message` calls for."""
+    if isinstance(message, Key):
+        return _key(state, message.key)
+    if isinstance(message, Notice):
+        return attrs.evolve(state, status=message.text), []
+    if isinstance(message, TaskEvent):
+        state = _event(state, message)
+        loading = any(t.spec.kind is TaskKind.LOAD for t in state.tasks)
+        if isinstance(message.event, JobStatusChanged) and not loading:
+            return _spawn(state, TaskSpec(TaskKind.LOAD))  # the run's new state, listed
+        return state, []
+    if isinstance(message, TaskLagged):
+        return attrs.evolve(state, status=f"{message.n} progress events skipped"), []
+    if isinstance(message, TaskReport):
+        state = _report(state, message)
+        if isinstance(message.report, RunCreated):  # list the new run at once
+            return _spawn(state, TaskSpec(TaskKind.LOAD))
+        return state, []
+    if isinstance(message, TaskDone):
+        return _done(state, message)
+    if isinstance(message, Loaded):
+        kept = _without(state, message.task)
+        runs = len(message.snapshot.runs)
+        return attrs.evolve(
+            kept,
+            snapshot=message.snapshot,
+            run_index=min(kept.run_index, max(runs - 1, 0)),
+            tree_index=min(kept.tree_index, max(len(message.snapshot.tree) - 1, 0)),
+        ), _exit_if_done(kept)
+    if isinstance(message, Previewed):
+        kept = _without(state, message.task)
+        return attrs.evolve(kept, preview=message.text or kept.preview), _exit_if_done(kept)
+    if isinstance(message, Tick):
+        live = tuple(
+            (stage, attrs.evolve(item, now=message.now) if item.running else item)
+            for stage, item in state.live
+        )
+        state = attrs.evolve(state, now=message.now, live=live)
+        reading = any(t.spec.kind is TaskKind.PREVIEW for t in state.tasks)
+        answering = state.live_of(Stage.ANSWERS).running
+        if answering and not reading and message.now - state.preview_at >= PREVIEW_EVERY:
+            state = attrs.evolve(state, preview_at=message.now)
+            return _spawn(state, TaskSpec(TaskKind.PREVIEW))
+        return state, []
+    if isinstance(message, SignalMsg):
+        return _quit(state, signal=True)
+    if isinstance(message, ConfigChanged):
+        if message.problem is not None:
+            return attrs.evolve(state, status=f"✗ overbrainer.toml: {message.problem}"), []
+        return _spawn(attrs.evolve(state, status="✓ config reloaded"), TaskSpec(TaskKind.LOAD))
+    if isinstance(message, EditorDone):
+        status = f"edited {message.path}" if message.error is None else message.error
+        return _spawn(attrs.evolve(state, status=status), TaskSpec(TaskKind.LOAD))
+    raise AssertionError(message)
+
+
+def _spawn(state: State, spec: TaskSpec) -> Result:
+    task = Task(state.next_task, spec)
+    new = attrs.evolve(state, tasks=(*state.tasks, task), next_task=state.next_task + 1)
+    if spec.run_id is not None and spec.kind in TRAINING_KINDS:
+        new = attrs.evolve(new, task_runs=(*new.task_runs, (task.id, spec.run_id)))
+    return new, [Spawn(task.id, spec)]
+
+
+def _without(state: State, task_id: int) -> State:
+    return attrs.evolve(state, tasks=tuple(t for t in state.tasks if t.id != task_id))
+
+
+def _exit_if_done(state: State) -> list[Effect]:
+    return [Exit()] if state.quitting and not state.work() else []
+
+
+def _set_live(state: State, stage: Stage, live: Live) -> State:
+    others = tuple((s, item) for s, item in state.live if s is not stage)
+    return attrs.evolve(state, live=(*others, (stage, live)))
+
+
+def _event(state: State, message: TaskEvent) -> State:
+    event: Event = message.event
+    now = message.now
+    if isinstance(event, StageStarted):
+        live = Live(total=event.total, started=now, now=now, running=True)
+        return _set_live(state, event.stage, live)
+    if isinstance(event, ItemDone):
+        live = state.live_of(event.stage)
+        usage = event.usage
+        return _set_live(
+            state,
+            event.stage,
+            attrs.evolve(
+                live,
+                done=live.done + 1,
+                cost=live.cost + (event.cost or 0.0),
+                tokens_in=live.tokens_in + (usage.input_tokens if usage else 0),
+                tokens_out=live.tokens_out + (usage.output_tokens if usage else 0),
+                now=now,
+            ),
+        )
+    if isinstance(event, ItemFailed) and not event.retryable:
+        live = state.live_of(event.stage)
+        return _set_live(state, event.stage, attrs.evolve(live, failed=live.failed + 1, now=now))
+    if isinstance(event, StageFinished):
+        live = state.live_of(event.stage)
+        stats = event.stats
+        return _set_live(
+            state,
+            event.stage,
+            attrs.evolve(
+                live, running=False, now=now, cost=stats.cost if stats.cost else live.cost
+            ),
+        )
+    if isinstance(event, System):
+        return attrs.evolve(state, system=event.sample)
+    if isinstance(event, Metric) and event.metric.loss is not None:
+        losses = (*state.losses, event.metric.loss)[-LOSSES:]
+        return attrs.evolve(state, losses=losses)
+    return state
+
+
+def _report(state: State, message: TaskReport) -> State:
+    report = message.report
+    if isinstance(report, Line):
+        lines = (*state.lines, report.text)[-KEPT_LINES:]
+        return attrs.evolve(state, lines=lines, status=report.text)
+    if isinstance(report, RunCreated):
+        runs = (*state.task_runs, (message.task, report.run_id))
+        status = f"run {report.run_id} created"
+        return attrs.evolve(state, status=status, losses=(), task_runs=runs)
+    return state
+
+
+def _done(state: State, message: TaskDone) -> Result:
+    task = next((t for t in state.tasks if t.id == message.task), None)
+    new = _without(state, message.task)
+    if message.error is not None:
+        prefix = "" if message.interrupted else "error: "
+        new = attrs.evolve(new, status=f"{prefix}{message.error}")
+    live = tuple((s, attrs.evolve(item, running=False)) for s, item in new.live)
+    if task is not None and task.spec.kind in (TaskKind.STAGE, TaskKind.AUTO):
+        new = attrs.evolve(new, live=live)
+    effects = _exit_if_done(new)
+    if effects or task is None or task.spec.kind in READ_KINDS or new.quitting:
+        return new, effects
+    return _spawn(new, TaskSpec(TaskKind.LOAD))
+
+
+def _quit(state: State, *, signal: bool) -> Result:
+    """Stop every task (a signal abandons training ones), then exit once they have ended."""
+    work = state.work()
+    state = attrs.evolve(state, signalled=state.signalled or signal)
+    if not work:
+        return attrs.evolve(state, quitting=True, asking_quit=False), [Exit()]
+    effects: list[Effect] = []
+    for task in work:
+        if task.cancelling and not signal:
+            continue
+        training = task.spec.kind in TRAINING_KINDS
+        effects.append(Abandon(task.id) if signal and training else Cancel(task.id))
+    tasks = tuple(attrs.evolve(t, cancelling=True) if t in work else t for t in state.tasks)
+    status = "stopping the running work before quitting..."
+    following = {t.id for t in work if t.spec.kind in TRAINING_KINDS}
+    runs = dict.fromkeys(run for task, run in state.task_runs if task in following)
+    notes = tuple(
+        f"run {run} keeps training: follow it with `overbrainer train attach {run}`" for run in runs
+    )
+    return attrs.evolve(
+        state, quitting=True, asking_quit=False, tasks=tasks, status=status, notes=notes
+    ), effects
+
+
+def _key(state: State, key: str) -> Result:
+    if key == "ctrl c":
+        return _quit(state, signal=True)
+    if state.asking_quit:
+        if key in ("y", "Y"):
+            return _quit(state, signal=False)
+        return attrs.evolve(state, asking_quit=False, status=""), []
+    if state.quitting:
+        return state, []
+    if key == "q":
+        if not state.work():
+            return attrs.evolve(state, quitting=True), [Exit()]
+        return attrs.evolve(state, asking_quit=True, status=QUIT_QUESTION), []
+    if key in "123456" and len(key) == 1:
+        return attrs.evolve(state, view=View(int(key))), []
+    if key == "tab":
+        return attrs.evolve(state, view=View(state.view % 6 + 1)), []
+    if key == "shift tab":
+        return attrs.evolve(state, view=View((state.view - 2) % 6 + 1)), []
+    if key == "ctrl r":
+        return _spawn(state, TaskSpec(TaskKind.LOAD))
+    handler = _VIEW_KEYS[state.view]
+    return handler(state, key)
+
+
+def _move(index: int, key: str, length: int) -> int | None:
+    """The new selection after an up/down key, or None for another key."""
+    if key in ("up", "k"):
+        return max(index - 1, 0)
+    if key in ("down", "j"):
+        return min(index + 1, max(length - 1, 0))
+    if key == "home":
+        return 0
+    if key == "end":
+        return max(length - 1, 0)
+    return None
+
+
+def _refuse_busy(state: State) -> State | None:
+    """The state with a refusal shown when the data lock is taken, else None."""
+    busy = state.busy()
+    if busy is None:
+        return None
+    return attrs.evolve(state, status=f"busy: {busy.spec.label} is running (c cancels it)")
+
+
+def _cancel_data(state: State) -> Result:
+    busy = state.busy()
+    if busy is None or busy.spec.kind in TRAINING_KINDS:
+        return attrs.evolve(state, status="no stage is running"), []
+    tasks = tuple(attrs.evolve(t, cancelling=True) if t == busy else t for t in state.tasks)
+    status = f"stopping {busy.spec.label}..."
+    return attrs.evolve(state, tasks=tasks, status=status), [Cancel(busy.id)]
+
+
+def _pipeline_keys(state: State, key: str) -> Result:
+    moved = _move(state.stage_index, key, len(STAGES))
+    if moved is not None:
+        return attrs.evolve(state, stage_index=moved), []
+    if key in ("r", "enter"):
+        refused = _refuse_busy(state)
+        if refused is not None:
+            return refused, []
+        stage = STAGES[state.stage_index]
+        spec = TaskSpec(TaskKind.STAGE, stage=stage)
+        return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+    if key == "A":
+        refused = _refuse_busy(state)
+        if refused is not None:
+            return refused, []
+        spec = TaskSpec(TaskKind.AUTO)
+        return _spawn(attrs.evolve(state, status="auto: running overbrainer run"), spec)
+    if key == "c":
+        return _cancel_data(state)
+    return state, []
+
+
+def _selected_run(state: State) -> str | None:
+    runs = state.visible_runs()
+    if not runs:
+        return None
+    return runs[min(state.run_index, len(runs) - 1)].id
+
+
+def _training_keys(state: State, key: str) -> Result:
+    moved = _move(state.run_index, key, len(state.visible_runs()))
+    if moved is not None:
+        return attrs.evolve(state, run_index=moved), []
+    if key == "x":
+        return attrs.evolve(state, hide_failed=not state.hide_failed, run_index=0), []
+    if key == "h":
+        return attrs.evolve(state, status=PUSH_MISSING), []
+    if key == "C":
+        return attrs.evolve(state, status=COMPARE_MISSING), []
+    if key == "E":
+        return attrs.evolve(state, status=EXPORT_MISSING), []
+    if key == "p":
+        return attrs.evolve(state, status=POD_HINT), []
+    if key == "t":
+        if not state.snapshot.training:
+            return attrs.evolve(state, status=NO_TRAINING), []
+        refused = _refuse_busy(state)
+        if refused is not None:
+            return refused, []
+        return _spawn(attrs.evolve(state, losses=()), TaskSpec(TaskKind.TRAIN))
+    following = next((t for t in state.tasks if t.spec.kind in TRAINING_KINDS), None)
+    if key == "c" and following is not None:
+        tasks = tuple(
+            attrs.evolve(t, cancelling=True) if t == following else t for t in state.tasks
+        )
+        status = f"detaching from {following.spec.label}: the run keeps going"
+        return attrs.evolve(state, tasks=tasks, status=status), [Cancel(following.id)]
+    run_id = _selected_run(state)
+    kinds = {"a": TaskKind.ATTACH, "c": TaskKind.CANCEL, "s": TaskKind.STOP, "T": TaskKind.RESUME}
+    kind = kinds.get(key)
+    if kind is None:
+        return state, []
+    if run_id is None:
+        return attrs.evolve(state, status="no run selected"), []
+    if kind in (TaskKind.ATTACH, TaskKind.RESUME) and following is not None:
+        return attrs.evolve(state, status=f"busy: {following.spec.label} is running"), []
+    if kind is TaskKind.RESUME:
+        refused = _refuse_busy(state)
+        if refused is not None:
+            return refused, []
+    spec = TaskSpec(kind, run_id=run_id)
+    return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
+def _logs_keys(state: State, key: str) -> Result:
+    if key == "f":
+        index = LEVELS.index(state.log_level) if state.log_level in LEVELS else 1
+        level = LEVELS[(index + 1) % len(LEVELS)]
+        return attrs.evolve(state, log_level=level, log_offset=0), []
+    if key == "x":
+        return state, [ExportLogs(state.log_level)]
+    if key == "s":
+        return attrs.evolve(state, status=POD_LOG_HINT), []
+    steps = {"up": 1, "k": 1, "down": -1, "j": -1, "page up": LOG_PAGE, "page down": -LOG_PAGE}
+    if key in steps:
+        return attrs.evolve(state, log_offset=max(state.log_offset + steps[key], 0)), []
+    if key in ("end", "G"):
+        return attrs.evolve(state, log_offset=0), []
+    return state, []
+
+
+def _project_keys(state: State, key: str) -> Result:
+    if key == "e":
+        return state, [OpenEditor("overbrainer.toml")]
+    return state, []
+
+
+def _dataset_keys(state: State, key: str) -> Result:
+    tree = state.snapshot.tree
+    moved = _move(state.tree_index, key, len(tree))
+    if moved is not None:
+        return attrs.evolve(state, tree_index=moved), []
+    if key == "page down":
+        return attrs.evolve(state, tree_index=min(state.tree_index + 10, max(len(tree) - 1, 0))), []
+    if key == "page up":
+        return attrs.evolve(state, tree_index=max(state.tree_index - 10, 0)), []
+    if key in ("e", "d") and tree:
+        refused = _refuse_busy(state)
+        if refused is not None:
+            return refused, []
+        row = tree[min(state.tree_index, len(tree) - 1)]
+        if not row.file:
+            return attrs.evolve(state, status=TOPIC_EDIT), []
+        return state, [OpenEditor(f"data/{row.file}.jsonl")]
+    return state, []
+
+
+def _compare_keys(state: State, key: str) -> Result:
+    if key in ("C", "J", "c", "f"):
+        return attrs.evolve(state, status=COMPARE_MISSING), []
+    return state, []
+
+
+_VIEW_KEYS = {
+    View.PROJECT: _project_keys,
+    View.DATASET: _dataset_keys,
+    View.PIPELINE: _pipeline_keys,
+    View.TRAINING: _training_keys,
+    View.LOGS: _logs_keys,
+    View.COMPARE: _compare_keys,
+}

@@ -1,0 +1,160 @@
+"""Read what the views show of the project (blocking: the loop calls it in a worker thread)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from overbrainer.config import load_settings
+from overbrainer.config.settings import Settings
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.project.directory import Project
+from overbrainer.storage.history import format_history, read_history
+from overbrainer.storage.records import Example, Question, Subtopic
+from overbrainer.training.run_record import RunState
+from overbrainer.training.run_store import Runs
+from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
+
+log = logging.getLogger(__name__)
+
+DATA_FILES = ("subtopics", "questions", "answers", "train", "eval")
+TREE_ROWS = 5000
+"""The Dataset tree stops here: a bigger dataset is read in its files."""
+
+T = TypeVar("T")
+
+
+def _records(path: Path, parse: Callable[[str], T]) -> list[T]:
+    """The readable records of a JSONL file (a torn or foreign line is skipped)."""
+    out: list[T] = []
+    with contextlib.suppress(FileNotFoundError), path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                with contextlib.suppress(Exception):
+                    out.append(parse(line))
+    return out
+
+
+def _count(path: Path) -> int:
+    try:
+        with path.open("rb") as lines:
+            return sum(1 for line in lines if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def config_lines(settings: Settings) -> tuple[str, ...]:
+    """The Project view's summary of the configuration (no secret values)."""
+    lines = [f"project    {settings.project.name}"]
+    for name, role in settings.roles.all():
+        reasoning = ", reasoning" if role.reasoning else ""
+        lines.append(f"{name:<10} {role.provider} / {role.model}{reasoning}")
+    for topic in settings.topics:
+        lines.append(
+            f"topic      {topic.name}: {topic.subtopics} subtopics × "
+            f"{topic.questions_per_subtopic} questions"
+        )
+    cap = settings.pipeline.max_cost_usd
+    lines.append(f"spend cap  {'none' if cap is None else f'${cap:.2f}'}")
+    training = settings.training
+    if training is None:
+        lines.append("training   none ([training] not set)")
+    else:
+        lines.append(
+            f"training   {training.base_model} ({training.adapter.value}) on {training.target}"
+        )
+    return tuple(lines)
+
+
+def _tree(project: Project) -> tuple[TreeRow, ...]:
+    subtopics = _records(project.data_file("subtopics"), Subtopic.from_json)
+    questions = _records(project.data_file("questions"), Question.from_json)
+    answers = {e.id: e for e in _records(project.data_file("answers"), Example.from_json)}
+    by_subtopic: dict[str, list[Question]] = {}
+    for question in questions:
+        by_subtopic.setdefault(question.subtopic_id, []).append(question)
+    rows: list[TreeRow] = []
+    topics: dict[str, list[Subtopic]] = {}
+    for subtopic in subtopics:
+        topics.setdefault(subtopic.topic, []).append(subtopic)
+    for topic, subs in topics.items():
+        rows.append(TreeRow(0, topic, f"{len(subs)} subtopics"))
+        for sub in subs:
+            asked = by_subtopic.get(sub.id, [])
+            rows.append(TreeRow(1, sub.name, f"{len(asked)} questions", "subtopics", sub.id))
+            for question in asked:
+                rows.append(TreeRow(2, question.text, "", "questions", question.id))
+                answer = answers.get(question.id)
+                if answer is not None:
+                    rows.append(_answer_row(answer))
+            if len(rows) >= TREE_ROWS:
+                return tuple(rows[:TREE_ROWS])
+    return tuple(rows)
+
+
+def _answer_row(answer: Example) -> TreeRow:
+    reply = answer.messages[-1].content if answer.messages else ""
+    excluded = answer.meta.excluded
+    detail = f"excluded: {excluded.value}" if excluded is not None else answer.meta.model
+    return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
+
+
+def _runs(project: Project) -> tuple[RunRow, ...]:
+    rows = []
+    for record in Runs(project.runs).list():
+        failed = record.state in (RunState.FAILED, RunState.CANCELLED)
+        rows.append(
+            RunRow(record.id, record.state.value, record.target, record.created, failed=failed)
+        )
+    return tuple(rows)
+
+
+PREVIEW_TAIL = 65536
+"""Bytes read from the end of answers.jsonl for the preview."""
+
+
+def latest_answer(project: Project) -> str:
+    """The newest stored answer as `question → reply` on one line ("" when there is none)."""
+    try:
+        with project.data_file("answers").open("rb") as data:
+            data.seek(0, os.SEEK_END)
+            size = data.tell()
+            data.seek(max(size - PREVIEW_TAIL, 0))
+            tail = data.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    for line in reversed(tail.splitlines()):
+        try:
+            example = Example.from_json(line)
+        except Exception:  # a torn last line, or the cut first one: try the one before
+            continue
+        texts = [" ".join(m.content.split()) for m in example.messages]
+        return " → ".join(texts[-2:])
+    return ""
+
+
+def load_snapshot(project: Project) -> Snapshot:
+    """Read the configuration, counts, history, runs and dataset tree of `project`."""
+    problem = ""
+    try:
+        settings: Settings | None = load_settings(project.root, dict(os.environ))
+    except OverbrainerError as error:
+        log.warning("overbrainer.toml: %s", error.message)
+        settings, problem = None, error.message
+    try:
+        history = tuple(format_history(read_history(project.history)))
+    except OSError as error:
+        history = (f"cannot read {project.history}: {error.strerror}",)
+    return Snapshot(
+        name=settings.project.name if settings else project.root.name,
+        config=config_lines(settings) if settings else (f"overbrainer.toml: {problem}",),
+        counts=tuple((name, _count(project.data_file(name))) for name in DATA_FILES),
+        history=history,
+        runs=_runs(project),
+        tree=_tree(project),
+        training=settings is not None and settings.training is not None,
+    )

@@ -1,0 +1,277 @@
+"""The Trio loop around the pure app: urwid's TrioEventLoop, effects, ticks, redraws, signals."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import shlex
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+
+import trio
+import urwid
+
+from overbrainer.config import load_settings
+from overbrainer.flows.setup import CommandOptions
+from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
+from overbrainer.project.directory import Project
+from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage.jsonl import Stamp as FileStamp
+from overbrainer.storage.jsonl import file_stamp
+from overbrainer.ui.logs import LogBuffer, level_name
+from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.state import (
+    Abandon,
+    Cancel,
+    ConfigChanged,
+    EditorDone,
+    Effect,
+    Exit,
+    ExportLogs,
+    Key,
+    Msg,
+    Notice,
+    OpenEditor,
+    SignalMsg,
+    Spawn,
+    State,
+    Tick,
+    View,
+)
+from overbrainer.ui.tui.tasks import TaskHandle, run_task
+
+log = logging.getLogger(__name__)
+
+TICK = 0.25
+REDRAW = 0.033
+"""At most one redraw per 33 ms, and only when something changed."""
+RELOAD_EVERY = 2.0
+EDITOR_KILL_AFTER = 2.0
+
+PALETTE = [
+    ("tab", "light gray", "dark blue"),
+    ("tab_on", "black", "light cyan"),
+    ("title", "yellow,bold", ""),
+    ("selected", "black", "light gray"),
+    ("status", "light green", ""),
+    ("keys", "dark cyan", ""),
+    ("error", "light red", ""),
+    ("warn", "yellow", ""),
+]
+MONO_PALETTE = [
+    ("tab", "default", "default"),
+    ("tab_on", "standout", "default"),
+    ("title", "bold", "default"),
+    ("selected", "standout", "default"),
+    ("status", "default", "default"),
+    ("keys", "default", "default"),
+    ("error", "bold", "default"),
+    ("warn", "bold", "default"),
+]
+
+
+def palette(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """Colours, or none at all when `NO_COLOR` is set (to any value)."""
+    return MONO_PALETTE if "NO_COLOR" in environ else PALETTE
+
+
+def editor_command(environ: Mapping[str, str]) -> list[str]:
+    """`$VISUAL`, else `$EDITOR`, else `vi`, split as a shell would."""
+    return shlex.split(environ.get("VISUAL") or environ.get("EDITOR") or "vi")
+
+
+class Runner:
+    """Applies the app's effects, feeds it messages and draws its state."""
+
+    def __init__(
+        self,
+        project: Project,
+        options: CommandOptions,
+        logs: LogBuffer,
+        view: View,
+        screen: urwid.display.raw.Screen | None = None,
+        *,
+        auto: bool = False,
+    ) -> None:
+        self.auto = auto
+        self.project = project
+        self.options = options
+        self.logs = logs
+        self.state = State(view=view)
+        self.handles: dict[int, TaskHandle] = {}
+        self.exit = trio.Event()
+        self.dirty = trio.Event()
+        self.editing = False
+        self.tasks: trio.Nursery | None = None
+        self.header = urwid.Text("")
+        self.body = urwid.Text("")
+        self.footer = urwid.Text("")
+        frame = urwid.Frame(
+            urwid.Filler(self.body, valign="top"),
+            header=self.header,
+            footer=urwid.Pile([urwid.Divider("─"), self.footer]),
+        )
+        self.event_loop = urwid.TrioEventLoop()
+        self.main = urwid.MainLoop(
+            frame,
+            palette(os.environ),
+            screen=screen,
+            event_loop=self.event_loop,
+            unhandled_input=self.on_key,
+            handle_mouse=False,
+        )
+
+    def on_key(self, key: str | tuple[object, ...]) -> bool:
+        """urwid hands every key here: it becomes a Key message."""
+        if isinstance(key, str) and not self.editing:
+            self.post(Key(key))
+        return True
+
+    def post(self, message: Msg) -> None:
+        """Hand `message` to the app and apply the effects it returns."""
+        self.state, effects = app.update(self.state, message)
+        self.apply(effects)
+        self.dirty.set()
+
+    def apply(self, effects: list[Effect]) -> None:
+        """Carry out the app's effects."""
+        assert self.tasks is not None
+        for effect in effects:
+            if isinstance(effect, Spawn):
+                handle = TaskHandle()
+                self.handles[effect.task] = handle
+                self.tasks.start_soon(self._run, effect)
+            elif isinstance(effect, Cancel | Abandon):
+                running = self.handles.get(effect.task)
+                if running is not None:
+                    if isinstance(effect, Abandon):
+                        running.abandon.interrupted = True
+                    running.detach.set()
+            elif isinstance(effect, OpenEditor):
+                self.tasks.start_soon(self._edit, effect.path)
+            elif isinstance(effect, ExportLogs):
+                self.tasks.start_soon(self._export, effect.level)
+            elif isinstance(effect, Exit):
+                self.exit.set()
+
+    async def _run(self, spawn: Spawn) -> None:
+        try:
+            await run_task(
+                spawn.task, spawn.spec, self.options, self.handles[spawn.task], self.post
+            )
+        finally:
+            self.handles.pop(spawn.task, None)
+
+    async def _edit(self, name: str) -> None:
+        """Lend the terminal to the editor: our input and SIGINT handling wait until it exits."""
+        path = self.project.root / name
+        command = [*editor_command(os.environ), str(path)]
+        self.editing = True
+        self.main.screen.stop()
+        error: str | None = None
+        try:
+            done = await trio.run_process(command, check=False)
+            if done.returncode != 0:
+                error = f"the editor exited with status {done.returncode}"
+        except OSError as problem:
+            error = f"cannot run the editor {command[0]}: {problem.strerror}"
+        finally:
+            self.main.screen.start()
+            self.editing = False
+        self.post(EditorDone(name, error))
+
+    async def _export(self, level: int) -> None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = self.project.state / f"logs-{stamp}.log"
+        window = self.logs.window(level, self.logs.capacity, 0)
+        text = "".join(
+            f"{datetime.datetime.fromtimestamp(line.time).isoformat(timespec='seconds')} "
+            f"{level_name(line.level)} {line.target}: {line.message}\n"
+            for line in window.lines
+        )
+        try:
+            await trio.to_thread.run_sync(write_atomic, path, text)
+        except OSError as error:
+            self.post(Notice(f"cannot write {path}: {error.strerror}"))
+            return
+        rel = path.relative_to(self.project.root)
+        self.post(Notice(f"{len(window.lines)} log lines written to {rel}"))
+
+    def draw(self) -> None:
+        """Put the state on the screen."""
+        cols, rows = self.main.screen.get_cols_rows()
+        self.header.set_text(render.header(self.state, cols))
+        lines = render.body(self.state, self.logs, cols, rows)
+        markup: list[render.Markup] = []
+        for index, line in enumerate(lines):
+            if index:
+                markup.append("\n")
+            markup.extend(line)
+        self.body.set_text(markup or "")
+        self.footer.set_text(render.footer(self.state))
+        self.main.draw_screen()
+
+    async def _redraw(self) -> None:
+        while True:
+            await self.dirty.wait()
+            self.dirty = trio.Event()
+            if not self.editing:
+                self.draw()
+            await trio.sleep(REDRAW)
+
+    async def _tick(self) -> None:
+        while True:
+            await trio.sleep(TICK)
+            self.post(Tick(trio.current_time()))
+
+    async def _signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if not (self.editing and signum == signal.SIGINT):
+                    self.post(SignalMsg(signum))
+
+    async def _watch_config(self) -> None:
+        files = (self.project.config, self.project.env_file)
+
+        def stamp() -> list[FileStamp | None]:
+            return [file_stamp(path) for path in files]
+
+        stamps = await trio.to_thread.run_sync(stamp)
+        while True:
+            await trio.sleep(RELOAD_EVERY)
+            now = await trio.to_thread.run_sync(stamp)
+            if now == stamps:
+                continue
+            stamps = now
+            self.post(
+                ConfigChanged(await trio.to_thread.run_sync(_config_problem, self.project.root))
+            )
+
+    async def run(self) -> int:
+        """Run until the app exits (its exit code); every task started here has ended by then."""
+        async with trio.open_nursery() as ui:
+            with self.main.start():
+                ui.start_soon(self.event_loop.run_async)
+                async with trio.open_nursery() as tasks:
+                    self.tasks = tasks
+                    tasks.start_soon(self._signals)
+                    tasks.start_soon(self._redraw)
+                    tasks.start_soon(self._tick)
+                    tasks.start_soon(self._watch_config)
+                    state, effects = app.start(self.state, auto=self.auto)
+                    self.state = state
+                    self.apply(effects)
+                    await self.exit.wait()
+                    tasks.cancel_scope.cancel()
+                ui.cancel_scope.cancel()
+        return EXIT_INTERRUPTED if self.state.signalled else EXIT_OK
+
+
+def _config_problem(root: Path) -> str | None:
+    try:
+        load_settings(root, dict(os.environ))
+    except OverbrainerError as error:
+        return error.message
+    return None

@@ -1,0 +1,220 @@
+"""The views as text: a pure function of the state, the log lines and the screen size."""
+
+from __future__ import annotations
+
+import datetime
+import textwrap
+
+from overbrainer.events.types import Stage
+from overbrainer.model.sizes import format_size
+from overbrainer.model.system_sample import SystemSample
+from overbrainer.ui.logs import LogBuffer, level_name
+from overbrainer.ui.tui.app import COMPARE_MISSING, STAGES
+from overbrainer.ui.tui.state import State, View
+
+Markup = str | tuple[str, str]
+Row = list[Markup]
+
+MIN_COLS = 80
+MIN_ROWS = 24
+DETAIL_LINES = 4
+"""Lines of the Dataset view's detail pane (the selected record's text, wrapped)."""
+SPARKS = "▁▂▃▄▅▆▇█"
+_STAGE_FILE = {
+    Stage.SUBTOPICS: "subtopics",
+    Stage.QUESTIONS: "questions",
+    Stage.ANSWERS: "answers",
+    Stage.SPLIT: "train",
+}
+_KEYS = {
+    View.PROJECT: "e edit overbrainer.toml",
+    View.DATASET: "↑↓ move  e edit/d delete (in $EDITOR)",
+    View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
+    View.TRAINING: "t start a attach c cancel s stop T resume x hide-failed h push C compare",
+    View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
+    View.COMPARE: "C compare  J rejudge  f filter",
+}
+
+
+def header(state: State, cols: int) -> Row:
+    """The tab bar: the six views, the current one highlighted, then the project name."""
+    row: Row = []
+    for view in View:
+        label = f" {view.value} {view.name.capitalize()} "
+        row.append(("tab_on", label) if view is state.view else ("tab", label))
+    row.append(f"  {state.snapshot.name}")
+    return row
+
+
+def footer(state: State) -> Row:
+    """The status line and the current view's keys."""
+    running = ", ".join(t.spec.label for t in state.work())
+    status = state.status or (f"running: {running}" if running else "ready")
+    keys = f"{_KEYS[state.view]}  1-6/Tab views  q quit"
+    return [("status", status), "\n", ("keys", keys)]
+
+
+def sparkline(values: tuple[float, ...], width: int) -> str:
+    """The last `width` values as block characters, lowest to highest."""
+    shown = values[-width:]
+    if not shown:
+        return ""
+    low, high = min(shown), max(shown)
+    span = high - low or 1.0
+    return "".join(SPARKS[int((v - low) / span * (len(SPARKS) - 1))] for v in shown)
+
+
+def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
+    """The current view's lines, at most `rows` of them."""
+    if cols < MIN_COLS or rows < MIN_ROWS:
+        return [[("error", f"terminal too small: {cols}x{rows}, {MIN_COLS}x{MIN_ROWS} needed")]]
+    height = rows - 4  # header, status, keys and a divider
+    view = state.view
+    if view is View.PIPELINE:
+        lines = _pipeline(state, cols)
+    elif view is View.LOGS:
+        lines = _logs(state, logs, height)
+    elif view is View.PROJECT:
+        lines = _project(state)
+    elif view is View.TRAINING:
+        lines = _training(state, cols)
+    elif view is View.DATASET:
+        lines = _dataset(state, height, cols)
+    else:
+        lines = [["Compare"], [""], [COMPARE_MISSING]]
+    return [_clip(line, cols) for line in lines[:height]]
+
+
+def _clip(row: Row, cols: int) -> Row:
+    out: Row = []
+    left = cols
+    for part in row:
+        text = part if isinstance(part, str) else part[1]
+        cut = text[:left]
+        left -= len(cut)
+        out.append(cut if isinstance(part, str) else (part[0], cut))
+    return out
+
+
+def _pipeline(state: State, cols: int) -> list[Row]:
+    lines: list[Row] = [
+        [
+            (
+                "title",
+                f"{'stage':<11}{'records':>8}{'done':>7}{'failed':>7}{'rate/s':>8}"
+                f"{'tok in':>10}{'tok out':>10}{'tok/s':>8}{'spend':>10}",
+            )
+        ]
+    ]
+    for index, stage in enumerate(STAGES):
+        live = state.live_of(stage)
+        records = state.snapshot.count(_STAGE_FILE[stage])
+        mark = "▶" if index == state.stage_index else " "
+        run = "…" if live.running else " "
+        spend = f"${live.cost:.4f}"
+        text = (
+            f"{mark}{run}{stage.value:<9}{records:>8}{live.done:>7}{live.failed:>7}"
+            f"{live.rate:>8.1f}{live.tokens_in:>10}{live.tokens_out:>10}"
+            f"{live.token_rate:>8.0f}{spend:>10}"
+        )
+        lines.append([("selected", text)] if index == state.stage_index else [text])
+    train, evals = state.snapshot.count("train"), state.snapshot.count("eval")
+    lines.append([f"  split: {train} train, {evals} eval"])
+    if state.preview:
+        lines.append([""])
+        lines.append([("title", "latest answer")])
+        lines.extend([[part] for part in textwrap.wrap(state.preview, cols)[:DETAIL_LINES]])
+    lines.append([""])
+    lines.append([("title", "results")])
+    lines.extend([[line] for line in state.lines[-8:]] or [["  nothing run yet in this session"]])
+    return lines
+
+
+def _logs(state: State, logs: LogBuffer, height: int) -> list[Row]:
+    count = max(height - 1, 1)
+    window = logs.window(state.log_level, count, state.log_offset)
+    title = f"Logs: {level_name(state.log_level)} and above, {window.matching} lines"
+    lines: list[Row] = [[("title", title)]]
+    for line in window.lines:
+        when = datetime.datetime.fromtimestamp(line.time).strftime("%H:%M:%S")
+        name = level_name(line.level)
+        style = {"ERROR": "error", "WARN": "warn"}.get(name, "")
+        text = f"{when} {name:<5} {line.message}"
+        lines.append([(style, text)] if style else [text])
+    return lines
+
+
+def _project(state: State) -> list[Row]:
+    snap = state.snapshot
+    lines: list[Row] = [[("title", "Configuration")]]
+    lines.extend([[f"  {line}"] for line in snap.config])
+    lines.append([""])
+    lines.append([("title", "Data")])
+    lines.append(["  " + ", ".join(f"{name} {count}" for name, count in snap.counts)])
+    lines.append([""])
+    lines.append([("title", "History")])
+    lines.extend([[f"  {line}"] for line in snap.history])
+    return lines
+
+
+def _training(state: State, cols: int) -> list[Row]:
+    runs = state.visible_runs()
+    hidden = " (failed hidden)" if state.hide_failed else ""
+    lines: list[Row] = [[("title", f"Runs{hidden}")]]
+    if not runs:
+        lines.append(["  no run yet: t starts one ([training] in overbrainer.toml)"])
+    for index, run in enumerate(runs):
+        mark = "▶" if index == state.run_index else " "
+        text = f"{mark} {run.id}  {run.state:<10} {run.target:<10} {run.created}"
+        lines.append([("selected", text)] if index == state.run_index else [text])
+    lines.append([""])
+    lines.append([("title", "Loss")])
+    if state.losses:
+        last = state.losses[-1]
+        lines.append([f"  {sparkline(state.losses, cols - 24)}  loss {last:.4f}"])
+    else:
+        lines.append(["  no loss yet (shown while a run is followed: t or a)"])
+    lines.append([""])
+    lines.append([("title", "System")])
+    lines.append([f"  {system_line(state.system)}"])
+    return lines
+
+
+def system_line(sample: SystemSample | None) -> str:
+    """The system panel: CPU, memory and each GPU of the machine a followed run trains on."""
+    if sample is None:
+        return "no sample yet (shown while a run is followed)"
+    parts = []
+    cpu = sample.cpu
+    if cpu is not None and cpu.usage is not None:
+        parts.append(f"cpu {cpu.usage * 100:.0f}%")
+    memory = sample.memory
+    if memory is not None:
+        parts.append(
+            f"memory {format_size(memory.used_bytes)} of {format_size(memory.limit_bytes)}"
+        )
+    for gpu in sample.gpus:
+        use = "" if gpu.utilization is None else f" {gpu.utilization * 100:.0f}%"
+        parts.append(f"gpu{gpu.index} {gpu.name}{use}")
+    return ", ".join(parts) or "nothing measured"
+
+
+def _dataset(state: State, height: int, cols: int) -> list[Row]:
+    tree = state.snapshot.tree
+    if not tree:
+        return [["no data yet: run the pipeline (view 3)"]]
+    index = min(state.tree_index, len(tree) - 1)
+    room = max(height - 2 - DETAIL_LINES, 1)
+    start = max(min(index - room // 2, len(tree) - room), 0)
+    lines: list[Row] = []
+    for at in range(start, min(start + room, len(tree))):
+        row = tree[at]
+        text = f"{'  ' * row.depth}{'▶' if at == index else ' '} {row.text}"
+        if row.detail:
+            text = f"{text}  ({row.detail})"
+        lines.append([("selected", text)] if at == index else [text])
+    selected = tree[index]
+    lines.append([""])
+    lines.append([("title", f"{selected.file or 'topic'} {selected.id}".strip())])
+    lines.extend([[part] for part in textwrap.wrap(selected.text, cols)[:DETAIL_LINES]])
+    return lines

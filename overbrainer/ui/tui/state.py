@@ -1,0 +1,371 @@
+"""The TUI's state, the messages it takes and the effects it asks for: plain frozen values."""
+
+from __future__ import annotations
+
+import enum
+import logging
+
+import attrs
+
+from overbrainer.events.frontend import Report
+from overbrainer.events.types import Event, Stage
+from overbrainer.model.system_sample import SystemSample
+
+
+class View(enum.IntEnum):
+    """The six views, numbered as their keys `1`-`6`."""
+
+    PROJECT = 1
+    DATASET = 2
+    PIPELINE = 3
+    TRAINING = 4
+    LOGS = 5
+    COMPARE = 6
+
+
+class TaskKind(enum.Enum):
+    """What a background task does; each runs the same flow as its CLI command."""
+
+    STAGE = "stage"
+    """One pipeline stage (`overbrainer subtopics`, …)."""
+    AUTO = "auto"
+    """The whole `overbrainer run`."""
+    TRAIN = "train"
+    """`overbrainer train` (a new run)."""
+    RESUME = "resume"
+    """`overbrainer train --resume-from RUN`."""
+    ATTACH = "attach"
+    """`overbrainer train attach RUN`."""
+    STOP = "stop"
+    """`overbrainer train stop RUN`."""
+    CANCEL = "cancel"
+    """`overbrainer train cancel RUN`."""
+    LOAD = "load"
+    """Read the project's counts, runs and dataset for the views."""
+    PREVIEW = "preview"
+    """Read the latest stored answer (the Pipeline view's preview)."""
+
+
+DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
+"""Tasks that write the data or start a run: one at a time (the data lock)."""
+READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW})
+"""Tasks that only read the project: they end on their own, a quit does not wait for them."""
+TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
+"""Tasks that follow a training run: quitting detaches them, a signal abandons them."""
+
+
+@attrs.frozen
+class TaskSpec:
+    """A background task to start: its kind, its stage and its run."""
+
+    kind: TaskKind
+    stage: Stage | None = None
+    run_id: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What the task does, in words (as its CLI command line)."""
+        if self.kind is TaskKind.STAGE and self.stage is not None:
+            return f"overbrainer {self.stage.value}"
+        if self.kind is TaskKind.AUTO:
+            return "overbrainer run"
+        if self.kind is TaskKind.TRAIN:
+            return "overbrainer train"
+        if self.kind is TaskKind.RESUME:
+            return f"overbrainer train --resume-from {self.run_id}"
+        if self.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+            return str(self.kind.value)
+        return f"overbrainer train {self.kind.value} {self.run_id}"
+
+
+@attrs.frozen
+class Task:
+    """A running background task."""
+
+    id: int
+    spec: TaskSpec
+    cancelling: bool = False
+
+
+@attrs.frozen
+class RunRow:
+    """One training run as the Training view lists it."""
+
+    id: str
+    state: str
+    target: str
+    created: str
+    failed: bool = False
+
+
+@attrs.frozen
+class TreeRow:
+    """One line of the Dataset tree: depth 0 topic, 1 subtopic, 2 question, 3 answer."""
+
+    depth: int
+    text: str
+    detail: str = ""
+    file: str = ""
+    """The data file holding the record (`questions`, `answers`…); empty for a topic."""
+    id: str = ""
+
+
+@attrs.frozen
+class Snapshot:
+    """What the views show of the project on disk, read by a LOAD task."""
+
+    name: str = ""
+    config: tuple[str, ...] = ()
+    counts: tuple[tuple[str, int], ...] = ()
+    history: tuple[str, ...] = ()
+    runs: tuple[RunRow, ...] = ()
+    tree: tuple[TreeRow, ...] = ()
+    training: bool = False
+    """Whether overbrainer.toml has a [training] section."""
+
+    def count(self, name: str) -> int:
+        """The number of records in data/<name>.jsonl (0 when absent)."""
+        return dict(self.counts).get(name, 0)
+
+
+@attrs.frozen
+class Live:
+    """A stage's progress as its events tell it: for rate and spend."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    cost: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    started: float = 0.0
+    now: float = 0.0
+    running: bool = False
+
+    @property
+    def rate(self) -> float:
+        """Items per second since the stage started."""
+        elapsed = self.now - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def token_rate(self) -> float:
+        """Tokens (in and out) per second since the stage started."""
+        elapsed = self.now - self.started
+        return (self.tokens_in + self.tokens_out) / elapsed if elapsed > 0 else 0.0
+
+
+LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+"""The Logs view's level filter, in the order `f` cycles through."""
+
+
+@attrs.frozen
+class State:
+    """Everything the views show and the handlers decide on."""
+
+    view: View = View.PIPELINE
+    snapshot: Snapshot = Snapshot()
+    tasks: tuple[Task, ...] = ()
+    next_task: int = 1
+    live: tuple[tuple[Stage, Live], ...] = ()
+    stage_index: int = 0
+    run_index: int = 0
+    tree_index: int = 0
+    hide_failed: bool = False
+    log_level: int = logging.INFO
+    log_offset: int = 0
+    status: str = ""
+    system: SystemSample | None = None
+    """The last sample of the machine a followed run trains on (the system panel)."""
+    preview: str = ""
+    """The latest stored answer: its question and the start of its reply."""
+    preview_at: float = 0.0
+    losses: tuple[float, ...] = ()
+    """The training losses of the followed run, oldest first (the sparkline)."""
+    lines: tuple[str, ...] = ()
+    """The result lines the tasks reported (what the CLI prints on stdout), newest last."""
+    asking_quit: bool = False
+    quitting: bool = False
+    task_runs: tuple[tuple[int, str], ...] = ()
+    """The run each training task follows (from its spec, or the run it created)."""
+    notes: tuple[str, ...] = ()
+    """Lines printed once the screen is gone (how to follow again the runs left training)."""
+    signalled: bool = False
+    """The quit came from a signal or Ctrl-C: the command exits 130."""
+    now: float = 0.0
+
+    def live_of(self, stage: Stage) -> Live:
+        """The live progress of `stage`."""
+        return dict(self.live).get(stage, Live())
+
+    def busy(self) -> Task | None:
+        """The task holding the data lock, if any."""
+        return next((t for t in self.tasks if t.spec.kind in DATA_KINDS), None)
+
+    def work(self) -> tuple[Task, ...]:
+        """The tasks a quit must stop (reading the project does not count)."""
+        return tuple(t for t in self.tasks if t.spec.kind not in READ_KINDS)
+
+    def visible_runs(self) -> tuple[RunRow, ...]:
+        """The runs the Training view lists (`x` hides the failed ones)."""
+        runs = self.snapshot.runs
+        return tuple(r for r in runs if not r.failed) if self.hide_failed else runs
+
+
+# Messages the app handles.
+
+
+@attrs.frozen
+class Key:
+    """A key pressed, as urwid names it (`q`, `tab`, `shift tab`, `up`, `ctrl c`…)."""
+
+    key: str
+
+
+@attrs.frozen
+class TaskEvent:
+    """An event a task's flow published on its bus, with the time it reached the app."""
+
+    task: int
+    event: Event
+    now: float
+
+
+@attrs.frozen
+class TaskLagged:
+    """A task's forwarder lost `n` events (its bus overflowed)."""
+
+    task: int
+    n: int
+
+
+@attrs.frozen
+class TaskReport:
+    """A task's flow reported a result (a line, a run created, a run stopped)."""
+
+    task: int
+    report: Report
+
+
+@attrs.frozen
+class TaskDone:
+    """A task ended: `error` is its one-line message when it failed."""
+
+    task: int
+    error: str | None = None
+    interrupted: bool = False
+
+
+@attrs.frozen
+class Loaded:
+    """A LOAD task read the project."""
+
+    task: int
+    snapshot: Snapshot
+
+
+@attrs.frozen
+class Previewed:
+    """A PREVIEW task read the latest stored answer ("" when there is none)."""
+
+    task: int
+    text: str
+
+
+@attrs.frozen
+class Tick:
+    """The 250 ms tick."""
+
+    now: float
+
+
+@attrs.frozen
+class SignalMsg:
+    """SIGINT, SIGTERM or SIGHUP reached the process."""
+
+    signum: int
+
+
+@attrs.frozen
+class ConfigChanged:
+    """overbrainer.toml or .env changed: `problem` None when the new config is valid."""
+
+    problem: str | None = None
+
+
+@attrs.frozen
+class EditorDone:
+    """The editor the app opened has exited."""
+
+    path: str
+    error: str | None = None
+
+
+@attrs.frozen
+class Notice:
+    """A line for the status bar (a log export written, …)."""
+
+    text: str
+
+
+Msg = (
+    Key
+    | Notice
+    | TaskEvent
+    | TaskLagged
+    | TaskReport
+    | TaskDone
+    | Loaded
+    | Previewed
+    | Tick
+    | SignalMsg
+    | ConfigChanged
+    | EditorDone
+)
+
+
+# Effects the loop applies.
+
+
+@attrs.frozen
+class Spawn:
+    """Start `spec` as task `task` in the app's nursery."""
+
+    task: int
+    spec: TaskSpec
+
+
+@attrs.frozen
+class Cancel:
+    """Set task `task`'s detach event: a stage stops, a followed run is detached."""
+
+    task: int
+
+
+@attrs.frozen
+class Abandon:
+    """Set task `task`'s abandon flag and its detach event (Runpod provisioning gives up)."""
+
+    task: int
+
+
+@attrs.frozen
+class OpenEditor:
+    """Run `$VISUAL`/`$EDITOR` on `path`, lending it the terminal."""
+
+    path: str
+
+
+@attrs.frozen
+class ExportLogs:
+    """Write the kept log lines at or above `level` to `.overbrainer/logs-<ts>.log`."""
+
+    level: int
+
+
+@attrs.frozen
+class Exit:
+    """Leave the app (every task has ended)."""
+
+
+Effect = Spawn | Cancel | Abandon | OpenEditor | ExportLogs | Exit

@@ -1,0 +1,142 @@
+"""Background tasks: each runs the same flow as its CLI command, with a TuiFrontend of its own."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import attrs
+import trio
+
+from overbrainer.events.bus import Lagged, Subscription, open_event_bus
+from overbrainer.events.frontend import Frontend, Line, Report
+from overbrainer.events.interrupt import Flag
+from overbrainer.events.types import Stage
+from overbrainer.flows.pipeline import pipeline_flow
+from overbrainer.flows.setup import CommandOptions, single_error
+from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
+from overbrainer.project.directory import open_project
+from overbrainer.ui.front import TuiFrontend
+from overbrainer.ui.tui.load import latest_answer, load_snapshot
+from overbrainer.ui.tui.state import (
+    Loaded,
+    Msg,
+    Previewed,
+    TaskDone,
+    TaskEvent,
+    TaskKind,
+    TaskLagged,
+    TaskReport,
+    TaskSpec,
+)
+
+log = logging.getLogger(__name__)
+
+FORWARD_GRACE = 5.0
+"""Seconds the forwarder may take to hand the app what the closed bus still held."""
+
+CAPACITY = 32_768
+"""Events a task's bus holds for the app before the oldest are dropped (counted)."""
+
+Post = Callable[[Msg], None]
+
+
+@attrs.define
+class TaskHandle:
+    """What the app keeps of a running task: its detach event and its abandon flag."""
+
+    detach: trio.Event = attrs.Factory(trio.Event)
+    abandon: Flag = attrs.Factory(Flag)
+
+
+def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awaitable[None]]:
+    """The CLI flow `spec` runs (the project lock is the app's: `options.lock_held`)."""
+    kind, run_id = spec.kind, spec.run_id or ""
+    if kind is TaskKind.STAGE:
+        stages = [spec.stage or Stage.SUBTOPICS]
+        return lambda front: pipeline_flow(options, front, stages)
+    if kind is TaskKind.AUTO:
+        return lambda front: pipeline_flow(options, front, list(Stage), whole_run=True)
+    if kind is TaskKind.TRAIN:
+        return lambda front: train_flow(options, front)
+    if kind is TaskKind.RESUME:
+        return lambda front: train_flow(options, front, resume_from=run_id)
+    if kind is TaskKind.ATTACH:
+        return lambda front: attach_flow(options, front, run_id)
+    if kind is TaskKind.STOP:
+        return lambda front: stop_flow(options, front, run_id)
+    if kind is TaskKind.CANCEL:
+        return lambda front: cancel_flow(options, front, run_id)
+    raise AssertionError(kind)
+
+
+async def _forward(task: int, subscription: Subscription, post: Post) -> None:
+    """Hand every event of the task's bus to the app, in order, until the bus closes."""
+    while True:
+        try:
+            items = await subscription.receive_batch()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        for item in items:
+            if isinstance(item, Lagged):
+                post(TaskLagged(task, item.n))
+            else:
+                post(TaskEvent(task, item, trio.current_time()))
+
+
+def _error_of(error: BaseException) -> OverbrainerError | None:
+    if isinstance(error, OverbrainerError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        return single_error(error)
+    return None
+
+
+async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) -> None:
+    """Read the project for the views; a failure is shown, never fatal to the app."""
+    try:
+        project = open_project(options.project_dir)
+        if spec.kind is TaskKind.PREVIEW:
+            post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
+        else:
+            post(Loaded(task, await trio.to_thread.run_sync(load_snapshot, project)))
+    except OverbrainerError as error:
+        post(TaskDone(task, f"cannot read the project: {error.message}"))
+    except OSError as error:
+        post(TaskDone(task, f"cannot read the project: {error.strerror or error}"))
+
+
+async def run_task(
+    task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
+) -> None:
+    """Run `spec`; its events and reports reach the app before its TaskDone."""
+    if spec.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+        await _read(task, spec, options, post)
+        return
+    flow = flow_of(spec, options)
+    done = TaskDone(task)
+
+    def report(item: Report) -> None:
+        if isinstance(item, Line):  # what the CLI prints on stdout: kept in the Logs view too
+            log.info("%s", item.text)
+        post(TaskReport(task, item))
+
+    async with trio.open_nursery() as forwarding:
+        async with open_event_bus(CAPACITY) as bus:
+            forwarding.start_soon(_forward, task, bus.subscribe(), post)
+            front = TuiFrontend(bus, handle.detach, handle.abandon, report)
+            try:
+                await flow(front)
+            except (Exception, BaseExceptionGroup) as error:
+                found = _error_of(error)
+                if found is None:
+                    log.exception("%s failed (a bug)", spec.label)
+                    done = TaskDone(task, f"{spec.label} failed: {error!r}")
+                else:
+                    interrupted = found.exit_code == EXIT_INTERRUPTED
+                    level = logging.INFO if interrupted else logging.ERROR
+                    log.log(level, "%s: %s", spec.label, found.message)
+                    done = TaskDone(task, found.message, interrupted=interrupted)
+        forwarding.cancel_scope.deadline = trio.current_time() + FORWARD_GRACE
+    post(done)

@@ -1,0 +1,335 @@
+"""The TUI's state machine, pure: messages in, state and effects out."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+
+import attrs
+
+from overbrainer.events.frontend import Line, RunCreated
+from overbrainer.events.types import (
+    ItemDone,
+    ItemFailed,
+    JobStatusChanged,
+    Metric,
+    Stage,
+    StageStarted,
+)
+from overbrainer.model.job_status import Running
+from overbrainer.model.train_metric import TrainMetric
+from overbrainer.model.usage import Usage
+from overbrainer.project.directory import open_project
+from overbrainer.ui.logs import LogBuffer
+from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.load import latest_answer
+from overbrainer.ui.tui.state import (
+    Abandon,
+    Cancel,
+    ConfigChanged,
+    Effect,
+    Exit,
+    ExportLogs,
+    Key,
+    Loaded,
+    Msg,
+    OpenEditor,
+    Previewed,
+    RunRow,
+    SignalMsg,
+    Snapshot,
+    Spawn,
+    State,
+    TaskDone,
+    TaskEvent,
+    TaskKind,
+    TaskReport,
+    TaskSpec,
+    Tick,
+    TreeRow,
+    View,
+)
+from tests.pipeline_support import make_project, read_examples, write_answered
+
+
+def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:
+    """Apply `messages` in turn; the last state and every effect, in order."""
+    effects: list[Effect] = []
+    for message in messages:
+        state, new = app.update(state, message)
+        effects.extend(new)
+    return state, effects
+
+
+def keys(state: State, *names: str) -> tuple[State, list[Effect]]:
+    return feed(state, *(Key(name) for name in names))
+
+
+def loaded(state: State, snapshot: Snapshot) -> State:
+    """`state` after its first LOAD task delivered `snapshot`."""
+    state, effects = app.start(state)
+    assert effects == [Spawn(1, TaskSpec(TaskKind.LOAD))]
+    state, effects = app.update(state, Loaded(1, snapshot))
+    assert effects == []
+    assert state.tasks == ()
+    return state
+
+
+def test_start_reads_the_project_and_the_snapshot_replaces_the_old_one() -> None:
+    snapshot = Snapshot(name="demo", counts=(("answers", 3),))
+    state = loaded(State(), snapshot)
+    assert state.snapshot.count("answers") == 3
+    assert state.snapshot.count("train") == 0
+
+
+def test_number_keys_tab_and_shift_tab_switch_views() -> None:
+    state = State()
+    for number, view in zip("123456", View, strict=True):
+        state, effects = keys(state, number)
+        assert (state.view, effects) == (view, [])
+    state, _ = keys(state, "tab")
+    assert state.view is View.PROJECT
+    state, _ = keys(state, "shift tab")
+    assert state.view is View.COMPARE
+    state, _ = keys(state, "shift tab", "shift tab")
+    assert state.view is View.TRAINING
+
+
+def test_r_runs_the_selected_stage_and_a_second_is_refused_while_it_runs() -> None:
+    state = loaded(State(view=View.PIPELINE), Snapshot())
+    state, effects = keys(state, "down", "down", "r")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.STAGE, stage=Stage.ANSWERS))]
+    state, effects = keys(state, "up", "r")
+    assert effects == []
+    assert state.status == "busy: overbrainer answers is running (c cancels it)"
+    state, effects = keys(state, "A")
+    assert effects == []
+    state, effects = keys(state, "c")
+    assert effects == [Cancel(2)]
+    assert state.status == "stopping overbrainer answers..."
+    state, effects = feed(state, TaskDone(2, "interrupted: resumes", interrupted=True))
+    assert state.status == "interrupted: resumes"
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]  # counts are read again
+
+
+def test_auto_mode_runs_the_whole_run_and_c_without_a_stage_says_so() -> None:
+    state = loaded(State(view=View.PIPELINE), Snapshot())
+    state, effects = keys(state, "c")
+    assert (effects, state.status) == ([], "no stage is running")
+    state, effects = keys(state, "A")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.AUTO))]
+    assert state.busy() is not None
+    state, _ = feed(state, TaskReport(2, Line("split: 7 train, 1 eval, 0 excluded, 0 orphaned")))
+    assert state.lines == ("split: 7 train, 1 eval, 0 excluded, 0 orphaned",)
+    state, effects = feed(state, TaskDone(2, "items failed"))
+    assert state.status == "error: items failed"
+    assert state.busy() is None
+
+
+def test_events_give_counts_tokens_spend_and_rate() -> None:
+    state = State()
+    state, _ = feed(
+        state,
+        TaskEvent(1, StageStarted(Stage.ANSWERS, 10), 100.0),
+        TaskEvent(1, ItemDone(Stage.ANSWERS, "a", Usage(100, 50), 0.2), 101.0),
+        TaskEvent(1, ItemDone(Stage.ANSWERS, "b", Usage(10, 5), 0.1), 101.5),
+        TaskEvent(1, ItemFailed(Stage.ANSWERS, "c", "boom", retryable=True), 101.6),
+        TaskEvent(1, ItemFailed(Stage.ANSWERS, "d", "boom"), 101.7),
+        Tick(102.0),
+    )
+    live = state.live_of(Stage.ANSWERS)
+    assert (live.total, live.done, live.failed) == (10, 2, 1)
+    assert (live.tokens_in, live.tokens_out) == (110, 55)
+    assert abs(live.cost - 0.3) < 1e-9
+    assert live.rate == 1.0  # 2 answers in 2 s
+    assert state.live_of(Stage.SUBTOPICS).done == 0
+
+
+def test_q_quits_at_once_without_work() -> None:
+    state, effects = keys(State(), "q")
+    assert effects == [Exit()]
+    assert state.quitting
+
+
+def test_q_asks_while_work_runs_then_stops_it_and_exits_when_it_ended() -> None:
+    state = loaded(State(view=View.PIPELINE), Snapshot())
+    state, _ = keys(state, "r")
+    state, effects = keys(state, "q")
+    assert (effects, state.asking_quit) == ([], True)
+    assert state.status == app.QUIT_QUESTION
+    state, effects = keys(state, "n")
+    assert (effects, state.asking_quit, state.quitting) == ([], False, False)
+    state, effects = keys(state, "q", "y")
+    assert effects == [Cancel(2)]
+    assert state.quitting
+    state, effects = keys(state, "1", "r")  # keys do nothing once quitting
+    assert (effects, state.view) == ([], View.PIPELINE)
+    state, effects = feed(state, TaskDone(2, "interrupted", interrupted=True))
+    assert effects == [Exit()]
+
+
+def test_quitting_waits_for_loading_not() -> None:
+    state, _ = app.start(State())
+    state, effects = keys(state, "q")
+    assert effects == [Exit()]
+
+
+def test_a_signal_abandons_training_and_stops_stages() -> None:
+    snapshot = Snapshot(runs=(RunRow("r1", "running", "local", "2026"),), training=True)
+    state = loaded(State(view=View.TRAINING), snapshot)
+    state, effects = keys(state, "a")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.ATTACH, run_id="r1"))]
+    state, effects = feed(state, SignalMsg(signal.SIGTERM))
+    assert effects == [Abandon(2)]
+    assert state.notes == ("run r1 keeps training: follow it with `overbrainer train attach r1`",)
+    assert state.quitting and not state.asking_quit
+    state, effects = feed(state, TaskDone(2))
+    assert effects == [Exit()]
+
+
+def test_ctrl_c_key_is_a_signal() -> None:
+    state = loaded(State(view=View.PIPELINE), Snapshot())
+    state, _ = keys(state, "r")
+    state, effects = keys(state, "ctrl c")
+    assert effects == [Cancel(2)]  # a stage stops; only training is abandoned
+    assert state.signalled
+
+
+def test_training_keys() -> None:
+    runs = (
+        RunRow("r1", "failed", "local", "2026-01", failed=True),
+        RunRow("r2", "stopped", "local", "2026-02"),
+    )
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs))
+    state, effects = keys(state, "t")
+    assert (effects, state.status) == ([], app.NO_TRAINING)
+    state = attrs.evolve(state, snapshot=Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "x")
+    assert [r.id for r in state.visible_runs()] == ["r2"]
+    state, effects = keys(state, "T")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.RESUME, run_id="r2"))]
+    state, effects = keys(state, "t")
+    assert effects == []  # one run start at a time
+    state, effects = feed(state, TaskReport(2, RunCreated("r3")))
+    assert state.status == "run r3 created"
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, _ = feed(state, Loaded(3, Snapshot(runs=runs, training=True)))
+    state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=1.0, step=1, loss=2.5)), 1.0))
+    state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=2.0, step=2, loss=1.5)), 2.0))
+    assert state.losses == (2.5, 1.5)
+    state, effects = keys(state, "c")
+    assert effects == [Cancel(2)]  # c while following detaches
+    state, effects = feed(state, TaskDone(2))
+    state, effects = keys(state, "x", "down", "s")
+    assert effects == [Spawn(5, TaskSpec(TaskKind.STOP, run_id="r2"))]
+    state, effects = keys(state, "c")
+    assert effects == [Cancel(5)]  # the stop follows the run: c detaches it
+    state, effects = feed(state, TaskDone(5))
+    assert effects == [Spawn(6, TaskSpec(TaskKind.LOAD))]
+    state, effects = keys(state, "up", "c")
+    assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
+    for key, text in (("h", app.PUSH_MISSING), ("C", app.COMPARE_MISSING), ("p", app.POD_HINT)):
+        state, effects = keys(state, key)
+        assert (effects, state.status) == ([], text)
+
+
+def test_training_without_runs_says_none_is_selected() -> None:
+    state = loaded(State(view=View.TRAINING), Snapshot())
+    state, effects = keys(state, "a")
+    assert (effects, state.status) == ([], "no run selected")
+
+
+def test_logs_keys_filter_scroll_and_export() -> None:
+    state = State(view=View.LOGS)
+    assert state.log_level == logging.INFO
+    state, _ = keys(state, "f")
+    assert state.log_level == logging.WARNING
+    state, _ = keys(state, "f", "f")
+    assert state.log_level == logging.DEBUG
+    state, effects = keys(state, "x")
+    assert effects == [ExportLogs(logging.DEBUG)]
+    state, _ = keys(state, "page up", "up")
+    assert state.log_offset == 11
+    state, _ = keys(state, "down", "end")
+    assert state.log_offset == 0
+    state, _ = keys(state, "s")
+    assert state.status == app.POD_LOG_HINT
+
+
+def test_project_and_dataset_open_the_editor_unless_busy() -> None:
+    tree = (TreeRow(0, "rust"), TreeRow(2, "What is a borrow?", "", "questions", "q1"))
+    state = loaded(State(view=View.PROJECT), Snapshot(tree=tree))
+    state, effects = keys(state, "e")
+    assert effects == [OpenEditor("overbrainer.toml")]
+    state, effects = keys(state, "2", "e")
+    assert (effects, state.status) == ([], app.TOPIC_EDIT)
+    state, effects = keys(state, "down", "e")
+    assert effects == [OpenEditor("data/questions.jsonl")]
+    state, effects = keys(state, "3", "r", "2", "d")
+    assert effects[1:] == []
+    assert state.status.startswith("busy: ")
+
+
+def test_compare_view_names_the_missing_command() -> None:
+    state, effects = keys(State(), "6", "C")
+    assert (effects, state.status) == ([], app.COMPARE_MISSING)
+
+
+def test_config_reload_messages() -> None:
+    state, effects = feed(State(), ConfigChanged())
+    assert state.status == "✓ config reloaded"
+    assert effects == [Spawn(1, TaskSpec(TaskKind.LOAD))]
+    state, effects = feed(state, ConfigChanged("topics: at least one is needed"))
+    assert state.status == "✗ overbrainer.toml: topics: at least one is needed"
+    assert effects == []
+
+
+def test_render_refuses_a_small_terminal_and_draws_a_sparkline() -> None:
+    rows = render.body(State(), LogBuffer(), 79, 24)
+    assert rows == [[("error", "terminal too small: 79x24, 80x24 needed")]]
+    assert render.sparkline((3.0, 2.0, 1.0, 1.0), 10) == "█▄▁▁"
+    assert render.sparkline((), 10) == ""
+    for view in View:
+        lines = render.body(State(view=view), LogBuffer(), 80, 24)
+        assert 0 < len(lines) <= 20
+
+
+def test_a_job_status_change_reads_the_runs_again_once() -> None:
+    state = loaded(State(view=View.TRAINING), Snapshot(training=True))
+    state, effects = keys(state, "t")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.TRAIN))]
+    state, effects = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, effects = feed(state, TaskEvent(2, JobStatusChanged(Running()), 2.0))
+    assert effects == []  # a read is under way
+
+
+def test_while_answers_are_stored_the_latest_is_read_at_most_once_a_second() -> None:
+    state, _ = feed(State(), TaskEvent(9, StageStarted(Stage.ANSWERS, 3), 10.0))
+    state, effects = feed(state, Tick(10.25))
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREVIEW))]
+    state, effects = feed(state, Tick(11.5))
+    assert effects == []  # one read at a time
+    state, effects = feed(state, Previewed(1, "Q? → A."))
+    assert (state.preview, effects) == ("Q? → A.", [])
+    state, effects = feed(state, Tick(11.0))
+    assert effects == []  # less than a second since the last read
+    state, effects = feed(state, Tick(11.3))
+    assert effects == [Spawn(2, TaskSpec(TaskKind.PREVIEW))]
+    state, effects = feed(state, Previewed(2, ""))
+    assert state.preview == "Q? → A."  # nothing newer: the old one stays
+    state, effects = keys(state, "q")
+    assert effects == [Exit()]  # reading does not hold a quit
+
+
+def test_the_latest_answer_is_read_from_the_end_of_answers_jsonl(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    project = open_project(root)
+    assert latest_answer(project) == ""
+    write_answered(root, 3)
+    last = read_examples(root)[-1]
+    assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])
+    with (root / "data" / "answers.jsonl").open("a") as data:
+        data.write('{"id": "torn')
+    assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])

@@ -1,0 +1,274 @@
+"""`overbrainer tui` end to end: the real program in a real terminal (tmux), on the stub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from tests import train_helpers
+from tests.pipeline_support import (
+    make_project,
+    overbrainer,
+    read_examples,
+    wait_until,
+    write_questions,
+)
+from tests.tui_support import needs_tmux, open_terminal
+
+pytestmark = needs_tmux
+
+
+def answered(root: Path) -> bool:
+    """Whether at least one answer is stored."""
+    path = root / "data" / "answers.jsonl"
+    return path.exists() and path.stat().st_size > 0
+
+
+async def test_without_a_terminal_it_refuses_with_exit_2(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    result = await overbrainer(root, "tui", url="http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert result.stderr.splitlines() == [
+        "error: overbrainer tui needs a terminal: stdout is not a TTY"
+    ]
+    assert not (root / ".overbrainer" / "lock").exists()  # refused before anything
+
+
+async def test_a_small_terminal_is_refused(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui", size=(70, 20)) as term:
+        shown = await term.wait_for("EXIT=")
+    unwrapped = "".join(shown.splitlines())  # the line wraps at 70 columns
+    refusal = "error: overbrainer tui needs a terminal of at least 80x24: this one is 70x20"
+    assert refusal in unwrapped
+    assert "EXIT=2" in shown
+
+
+async def test_auto_mode_fills_the_pipeline_then_every_view_shows_and_q_quits(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub, open_terminal(root, "tui", url=stub.url) as term:
+        shown = await term.wait_for("nothing run yet in this session")
+        assert "▶ subtopics       0      0" in shown
+        project = open_project(root)
+        with pytest.raises(ProjectLocked, match="another overbrainer"), project_lock(project):
+            pass
+        await term.keys("A")
+        shown = await term.wait_for("split: 7 train, 1 eval, 0 excluded, 0 orphaned")
+        assert "subtopics: 2 done, 0 skipped, 0 failed" in shown
+        # The records column comes from the read of the project that follows the run.
+        await term.wait_for("  answers         8      8      0")
+        await term.keys("1")
+        await term.wait_for("subtopics 4, questions 8, answers 8, train 7, eval 1")
+        await term.keys("2")
+        shown = await term.wait_for("(2 subtopics)")
+        assert "Here is a careful answer" in shown
+        await term.keys("Tab", "Tab", "Tab")
+        await term.wait_for("no [training] section in overbrainer.toml: run stops after split")
+        await term.keys("BTab")
+        await term.wait_for("no run yet: t starts one")
+        await term.keys("6")
+        await term.wait_for("compare is not in this version yet")
+        await term.keys("5", "f")
+        shown = await term.wait_for("Logs: WARN and above")
+        assert "answers: 8/8" not in shown
+        await term.keys("x")
+        await term.wait_for("log lines written to .overbrainer/logs-")
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    exported = list((root / ".overbrainer").glob("logs-*.log"))
+    assert len(exported) == 1
+    with project_lock(open_project(root)):
+        pass  # released
+
+
+async def test_quitting_while_a_stage_runs_asks_then_stops_it_and_it_resumes(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    questions = write_questions(root, 30)
+    async with open_stub(delay=0.2) as stub:
+        async with open_terminal(root, "tui", url=stub.url) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("Down", "Down", "r")
+            await term.wait_for("running overbrainer answers")
+            await wait_until(lambda: answered(root), limit=20)
+            shown = await term.wait_for("latest answer", limit=10)
+            assert "→ Here is a careful answer to: " in shown
+            await term.keys("q")
+            await term.wait_for("work is running: quit and stop it? y/n")
+            await term.keys("n")
+            shown = await term.wait_for("running: overbrainer answers")  # the question is gone
+            assert "quit and stop it" not in shown
+            await term.keys("q", "y")
+            shown = await term.wait_for("EXIT=")
+            assert "EXIT=0" in shown
+        kept = read_examples(root)
+        assert 0 < len(kept) < len(questions)
+        history = (root / ".overbrainer" / "history.jsonl").read_text().splitlines()
+        assert '"status":"interrupted"' in history[-1]
+        rest = await overbrainer(root, "answers", url=stub.url)
+        assert rest.code == 0, rest.stderr
+        assert rest.out_lines[0].startswith(f"answers: {len(questions) - len(kept)} done, ")
+
+
+async def test_ctrl_c_stops_the_running_stage_and_exits_130(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    questions = write_questions(root, 30)
+    async with open_stub(delay=0.2) as stub:
+        async with open_terminal(root, "tui", url=stub.url) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("Down", "Down", "r")
+            await term.wait_for("running overbrainer answers")
+            await wait_until(lambda: answered(root), limit=20)
+            await term.keys("C-c")
+            shown = await term.wait_for("EXIT=")
+            assert "EXIT=130" in shown
+        assert 0 < len(read_examples(root)) < len(questions)
+        with project_lock(open_project(root)):
+            pass  # released
+
+
+async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    editor = 'sh -c \'echo "# touched by the editor" >> "$1"\' editor'
+    async with open_terminal(root, "tui", env={"VISUAL": editor}) as term:
+        await term.wait_for("nothing run yet")
+        await term.keys("1", "e")
+        await term.wait_for("edited overbrainer.toml")
+        assert config.read_text().endswith("# touched by the editor\n")
+        await term.wait_for("✓ config reloaded", limit=10)
+        good = config.read_text()
+        config.write_text(good + "[pipeline\n")
+        shown = await term.wait_for("✗ overbrainer.toml: ", limit=10)
+        assert "TOML syntax error" in shown
+        config.write_text(good.replace('name = "demo"', 'name = "renamed"'))
+        shown = await term.wait_for("✓ config reloaded", limit=10)
+        await term.wait_for("renamed", limit=10)
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+
+
+async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            await term.wait_for("nothing run yet")
+            await term.keys("4", "t")
+            shown = await term.wait_for(" created")
+            run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
+            await term.wait_for(" loss ", limit=60)  # the sparkline and the last loss
+            await term.keys("q")
+            await term.wait_for("work is running: quit and stop it? y/n")
+            await term.keys("y")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        note = f"run {run_id} keeps training: follow it with `overbrainer train attach {run_id}`"
+        assert note in "".join(shown.splitlines())
+        record = json.loads((root / "runs" / run_id / "run.json").read_text())
+        assert record["state"] == "running"
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def test_the_wizard_writes_a_project_that_passes_config_check_then_auto_runs(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    async with open_stub() as stub, open_terminal(root, "tui") as term:
+        await term.wait_for("step 1 of 7: project name")
+        assert "▶ project name: fresh" in await term.screen()
+        await term.keys("Enter")
+        await term.wait_for("step 2 of 7: provider")
+        await term.keys("Left", "Down")
+        await term.type("stub")
+        await term.keys("Down", "Down")
+        await term.type("ftp://nowhere")
+        await term.keys("Enter")
+        await term.wait_for("✗ the base URL starts with http:// or https://")
+        for _ in "ftp://nowhere":
+            await term.keys("BSpace")
+        await term.type(stub.url)
+        await term.keys("Enter")
+        await term.wait_for("step 3 of 7: API key")
+        await term.type("sk-secret-1234")
+        shown = await term.wait_for("••••••••••••••")
+        assert "sk-secret" not in shown
+        await term.keys("Enter")
+        await term.wait_for("step 4 of 7: models")
+        await term.type("gen-model")
+        await term.keys("Down")
+        await term.type("parent-model")
+        await term.keys("Enter")
+        await term.wait_for("step 5 of 7: topics")
+        await term.keys("Enter")
+        await term.wait_for("✗ at least one topic is needed: a adds one")
+        await term.keys("a")
+        await term.type("rust")
+        await term.keys("Enter")
+        await term.wait_for("▶ rust: 10 subtopics × 30 questions")
+        await term.keys("Enter")
+        await term.wait_for("step 6 of 7: training")
+        await term.keys("Enter")
+        shown = await term.wait_for("step 7 of 7: summary")
+        assert "sk-secret" not in shown
+        await term.keys("Enter")
+        await term.wait_for("Start auto now?")
+        env = root / ".env"
+        assert env.stat().st_mode & 0o777 == 0o600
+        assert "OVERBRAINER_PROVIDERS__STUB__API_KEY=sk-secret-1234\n" in env.read_text()
+        await term.keys("y")
+        shown = await term.wait_for(" orphaned", limit=120)  # the split line
+        assert "answers: 300 done, 0 skipped, 0 failed" in shown  # 10 subtopics × 30
+        assert "split: 270 train, 30 eval, 0 excluded, 0 orphaned" in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+        assert "EXIT=0" in shown
+        check = await overbrainer(root, "config", "check", url=stub.url)
+    assert check.code == 0, check.stderr
+    for name in ("overbrainer.toml", ".env.example", ".gitignore", "prompts/subtopics.txt"):
+        assert (root / name).is_file()
+
+
+async def test_the_wizard_quits_on_ctrl_c_and_never_overwrites(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("step 1 of 7")
+        await term.keys("C-c")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=130" in shown
+    assert sorted(p.name for p in root.iterdir()) == []
+    (root / ".env").write_text("KEEP=1\n")
+    async with open_terminal(root, "tui") as term:
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=2" in shown
+    assert ".env already exists: the wizard never overwrites a file" in "".join(shown.splitlines())
+    assert (root / ".env").read_text() == "KEEP=1\n"
+
+
+async def test_a_project_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("nothing run yet")
+        (root / "overbrainer.toml").rename(root / "moved.toml")
+        await term.wait_for("✗ overbrainer.toml: cannot read", limit=10)  # the reload's check
+        await term.keys("C-r")
+        await term.wait_for("error: cannot read the project: cannot read")
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
