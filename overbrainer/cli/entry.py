@@ -15,10 +15,13 @@ def _exit_interrupted(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Import the command line with Ctrl-C meaning «exit 130», then run it."""
-    # Importing click, trio, httpx2 and the commands takes a few hundred milliseconds; a
+    # Importing click, trio, httpx2 and the command takes a few hundred milliseconds; a
     # KeyboardInterrupt there would print a traceback from deep inside some import.
     signal.signal(signal.SIGINT, _exit_interrupted)
+    from overbrainer.cli.main import load_command
     from overbrainer.cli.main import main as run_command_line
+
+    load_command(sys.argv[1:])  # the command's own module, still under the quiet handler
 
     # Trio guards its own state against KeyboardInterrupt only under the default handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import traceback
@@ -10,8 +11,8 @@ from types import TracebackType
 
 import click
 
-# Each command module adds its commands to the group when imported (one line per module).
-from overbrainer.cli import commands_registry  # noqa: F401
+# Each command module adds its commands to the group when it is imported (see the registry).
+from overbrainer.cli.commands_registry import COMMAND_MODULES
 from overbrainer.cli.completion import completion_instruction, run_completion
 from overbrainer.cli.group import Epilogue, cli
 from overbrainer.cli.update_check import finish_check
@@ -40,6 +41,15 @@ def main() -> None:
         if epilogue.hint:
             with contextlib.suppress(OSError, ValueError):
                 click.echo(PREDATES_HINT, err=True)
+
+
+def load_command(args: list[str]) -> None:
+    """Import the module of the command named in `args` (its first word that names one), as the
+    entry does while a Ctrl-C still means a quiet exit 130: inside click's `main` a Ctrl-C
+    prints a newline first."""
+    name = next((arg for arg in args if arg in COMMAND_MODULES), None)
+    if name is not None:
+        importlib.import_module(COMMAND_MODULES[name])
 
 
 def _run(epilogue: Epilogue) -> None:
