@@ -61,6 +61,7 @@ OWN_PIPELINE_KEYS = (
     "adaptive",
     "adaptive_decrease",
     "adaptive_pause_secs",
+    "batch_poll_secs",
 )
 
 

@@ -59,6 +59,9 @@ class SshClient(enum.Enum):
 
 
 DEFAULT_MAX_TOKENS = 16384
+DEFAULT_BATCH_DISCOUNT = 0.5
+BATCH_PROTOCOLS = (Protocol.OPENAI, Protocol.ANTHROPIC)
+"""Protocols whose providers have a batch API (OpenAI's and Anthropic's shapes)."""
 DEFAULT_IMAGE = (
     "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
     "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
@@ -109,12 +112,21 @@ class Provider:
 
     `api_key` is a `Secret` (literal or `vault:` reference), resolved with
     `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
-    A `stub` provider needs neither and ignores both.
+    A `stub` provider needs neither and ignores both. `batch_discount` (ours): the batch API's
+    price as a fraction of the normal one; None means the protocol's default (`discount`).
     """
 
     protocol: Protocol
     base_url: str | None = None
     api_key: Secret | None = None
+    batch_discount: float | None = None
+
+    @property
+    def discount(self) -> float | None:
+        """The batch price's fraction of the normal price; None: no batch API."""
+        if self.batch_discount is not None:
+            return self.batch_discount
+        return DEFAULT_BATCH_DISCOUNT if self.protocol in BATCH_PROTOCOLS else None
 
 
 @attrs.frozen
@@ -128,6 +140,7 @@ class Role:
     - `max_tokens`: cap on generated tokens, reasoning included. `temperature`: None = provider's.
     - `price_in` / `price_out` (ours): USD per million input / output tokens, used when the
       provider's model listing has no price for `model`; both or neither.
+    - `batch` (ours, parent only): answer through the provider's batch API.
     """
 
     provider: str
@@ -139,6 +152,7 @@ class Role:
     thinking_budget: int | None = None
     price_in: float | None = None
     price_out: float | None = None
+    batch: bool = False
 
 
 @attrs.frozen
@@ -164,7 +178,8 @@ class Roles:
 @attrs.frozen
 class Pipeline:
     """`[pipeline]`: the reference's tunables plus our `max_cost_usd`, `drain_secs` and the
-    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`)."""
+    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`) and
+    `batch_poll_secs`, the wait between two looks at a running batch."""
 
     concurrency: int = 8
     max_retries: int = 5
@@ -180,6 +195,7 @@ class Pipeline:
     adaptive: bool = True
     adaptive_decrease: float = 0.75
     adaptive_pause_secs: float = 1.0
+    batch_poll_secs: float = 60.0
 
 
 @attrs.frozen

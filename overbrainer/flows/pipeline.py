@@ -11,6 +11,7 @@ import trio
 
 from overbrainer.config.preflight import check_roles
 from overbrainer.config.settings import Topic
+from overbrainer.config.validate import batch_discount, batch_problem
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
@@ -21,6 +22,7 @@ from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.llm.pricing import PriceBook
+from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.context import check_templates
@@ -53,8 +55,9 @@ from overbrainer.training.lifecycle import (
 log = logging.getLogger(__name__)
 
 
-def _body(stage: Stage) -> Body:
-    """The body of `stage` (imported on use: each stage lives in its own module)."""
+def _body(stage: Stage, batch: bool = False, cancel: bool = False) -> Body:
+    """The body of `stage` (imported on use: each stage lives in its own module); answers
+    through the batch API with `batch` (cancelling the recorded batches with `cancel`)."""
     if stage is Stage.SUBTOPICS:
         from overbrainer.pipeline.subtopics import subtopics_stage
 
@@ -67,6 +70,10 @@ def _body(stage: Stage) -> Body:
         from overbrainer.pipeline.split_stage import split_stage
 
         return split_stage
+    if batch:
+        from overbrainer.pipeline.batch_answers import batch_answers_stage, cancel_batches_stage
+
+        return cancel_batches_stage if cancel else batch_answers_stage
     return answers_stage
 
 
@@ -118,7 +125,22 @@ class _Pipeline:
     force: bool
     whole_run: bool
     spend: SpendCap
+    batch: bool = False
+    """`answers --batch`: the answers go through the parent's batch API."""
+    cancel: bool = False
+    """`answers --batch --cancel`: the recorded batches are cancelled."""
     prices: PriceBook = attrs.Factory(PriceBook)
+
+    def _batching(self, stage: Stage) -> bool:
+        """Whether `stage` runs through the batch API (`--batch`, `[roles.parent] batch`)."""
+        if stage is not Stage.ANSWERS:
+            return False
+        if not (self.batch or self.config.settings.roles.parent.batch):
+            return False
+        problem = batch_problem(self.config.settings)
+        if problem is not None:
+            raise UsageError(f"--batch: {problem}")
+        return True
 
     def _concurrency_changed(self, model: str, old: int, new: int, reason: str) -> None:
         self.bus.publish(ConcurrencyChanged(model, old, new, reason))
@@ -166,7 +188,8 @@ class _Pipeline:
     ) -> None:
         """`run`'s line before a paid stage: what it still has to do and may cost."""
         [estimate] = await self._estimates([stage], templates, topics)
-        log.info("%s", estimate_line(estimate, _price_of(roles, stage), None))
+        discount = batch_discount(self.config.settings)
+        log.info("%s", estimate_line(estimate, _price_of(roles, stage), discount))
 
     async def _warn_below_estimate(
         self,
@@ -228,7 +251,8 @@ class _Pipeline:
                 )
                 if self.whole_run and stage in PAID_STAGES:
                     await self._estimate_line(stage, templates, topics, roles)
-                outcome = await run_stage(ctx, stage, _body(stage))
+                body = _body(stage, self._batching(stage), self.cancel)
+                outcome = await run_stage(ctx, stage, body)
                 self.front.line(outcome.line)
                 outcome.check()
 
@@ -243,10 +267,14 @@ async def pipeline_flow(
     max_cost: float | None = None,
     whole_run: bool = False,
     train: bool = True,
+    batch: bool = False,
+    cancel: bool = False,
 ) -> None:
     """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`.
 
     `train` False (`run --no-train`) stops `run` after split even with `[training]`.
+    `batch` (`answers --batch`): answers through the parent's batch API; `cancel` cancels the
+    recorded batches instead of submitting new ones.
     """
     async with open_command(options, front) as command:
         project, config, interrupt = command.project, command.config, command.interrupt
@@ -270,6 +298,8 @@ async def pipeline_flow(
             force,
             whole_run,
             SpendCap(cap),
+            batch,
+            cancel,
         )
         await pipeline.run(planned, topics)
         if whole_run:

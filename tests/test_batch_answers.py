@@ -1,0 +1,231 @@
+"""`answers --batch` end to end against loopback fakes of OpenAI's and Anthropic's batch APIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+
+from overbrainer.events.codec import event_from_json
+from overbrainer.events.types import ItemDone, ItemFailed
+from overbrainer.storage.history import HistoryStatus
+from tests.batch_fakes import open_fake
+from tests.pipeline_support import (
+    history,
+    make_project,
+    overbrainer,
+    read_examples,
+    start,
+    wait_until,
+    write_questions,
+)
+
+FAST = {"OVERBRAINER_PIPELINE__BATCH_POLL_SECS": "0.05"}
+BATCH_COST = 0.1
+"""A (100 in, 50 out) answer of the parent: $0.20 at the listed price, half of it in a batch."""
+COLLECT = "collect them with `overbrainer answers --batch`"
+
+
+def some_fail(_custom_id: str, prompt: str) -> str:
+    """Question 1 errors, question 2 expires, every other one is answered."""
+    if prompt.startswith("Question 1 "):
+        return "errored"
+    if prompt.startswith("Question 2 "):
+        return "expired"
+    return "succeeded"
+
+
+def anthropic_project(root: Path) -> Path:
+    make_project(root)
+    config = root / "overbrainer.toml"
+    text = config.read_text().replace('protocol = "openai"', 'protocol = "anthropic"')
+    config.write_text(text.replace("reasoning = true\n", ""))
+    return root
+
+
+def batch_files(root: Path) -> list[Path]:
+    directory = root / ".overbrainer" / "batches"
+    return sorted(directory.glob("*.json")) if directory.exists() else []
+
+
+def decoded(path: Path) -> list[object]:
+    return [event_from_json(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+async def test_a_batch_is_submitted_polled_and_stored_at_the_batch_price(
+    tmp_path: Path, protocol: str
+) -> None:
+    root = tmp_path / "p"
+    if protocol == "openai":
+        make_project(root)
+    else:
+        anthropic_project(root)
+    questions = write_questions(root, 6)
+    events = tmp_path / "events.jsonl"
+    async with open_fake(some_fail) as fake:
+        done = await overbrainer(
+            root, "--events", str(events), "answers", "--batch", url=fake.url, env=FAST
+        )
+        assert fake.submissions == 1
+        [batch] = fake.batches.values()
+        assert sorted(batch.requests) == sorted(q.id for q in questions)
+        assert batch.polls >= 2  # it went through the API's states before ending
+    # Errored and expired items stay unanswered for the next run: the stage fails (exit 1).
+    assert done.code == 1, done.stderr
+    assert done.out_lines[0] == (
+        "answers: 4 done, 0 skipped, 2 failed, 0 excluded; tokens 400 in, 200 out; cost $0.4000"
+    )
+    failed = {q.id for q in questions if q.text.startswith(("Question 1 ", "Question 2 "))}
+    stored = read_examples(root)
+    assert sorted(e.id for e in stored) == sorted(q.id for q in questions if q.id not in failed)
+    assert all(e.messages[-1].content.startswith("Answer to Question") for e in stored)
+    assert batch_files(root) == []  # collected: the record is gone
+    [record] = history(root)
+    assert record.status is HistoryStatus.FAILED
+    assert (record.done, record.failed, record.cost) == (4, 2, pytest.approx(4 * BATCH_COST))
+    seen = decoded(events)
+    costs = [e.cost for e in seen if isinstance(e, ItemDone)]
+    assert costs == [pytest.approx(BATCH_COST)] * 4
+    why = {e.id: e.error for e in seen if isinstance(e, ItemFailed)}
+    assert sorted(why) == sorted(failed)
+    assert any("errored" in m or "400" in m for m in why.values())
+    assert any("expired" in m for m in why.values())
+
+
+async def test_openai_requests_have_the_documented_shape(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    async with open_fake() as fake:
+        done = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert done.code == 0, done.stderr
+        [content] = [v for k, v in fake.files.items() if k == "file-1"]
+        lines = [json.loads(line) for line in content.decode().splitlines()]
+        assert {line["method"] for line in lines} == {"POST"}
+        assert {line["url"] for line in lines} == {"/v1/chat/completions"}
+        assert {line["body"]["model"] for line in lines} == {"parent-model"}
+        [batch] = fake.batches.values()
+        assert batch.metadata.keys() == {"overbrainer_intent"}
+        paths = [target for _, target in fake.requests]
+        assert paths.index("/v1/files") < paths.index("/v1/batches")
+        assert any(p.startswith("/v1/files/file-batch_1-output") for p in paths)
+
+
+async def test_kill_9_after_submission_then_a_rerun_reattaches(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 4)
+    async with open_fake() as fake, trio.open_nursery() as nursery:
+        fake.hold = True
+        process = await start(nursery, root, "answers", "--batch", url=fake.url, env=FAST)
+        await wait_until(lambda: [p.name for p in batch_files(root)] == ["batch_1.json"])
+        os.kill(process.pid, signal.SIGKILL)
+        with trio.fail_after(5):
+            assert await process.wait() == -signal.SIGKILL
+        recorded = json.loads((root / ".overbrainer" / "batches" / "batch_1.json").read_text())
+        assert sorted(recorded["questions"]) == sorted(q.id for q in questions)
+        assert recorded["provider"] == "stub" and recorded["model"] == "parent-model"
+
+        fake.hold = False
+        rerun = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert rerun.code == 0, rerun.stderr
+        assert fake.submissions == 1  # re-attached, not submitted again
+        assert "re-attached to batch batch_1 (4 question(s))" in rerun.stderr
+        assert rerun.out_lines[0].startswith("answers: 4 done, 0 skipped, 0 failed")
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []
+
+
+async def test_an_intent_left_by_a_crash_is_reconciled_by_its_tag(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 2)
+    async with open_fake() as fake:
+        fake.hold = True
+        async with trio.open_nursery() as nursery:
+            process = await start(nursery, root, "answers", "--batch", url=fake.url, env=FAST)
+            await wait_until(lambda: fake.submissions == 1)
+            os.kill(process.pid, signal.SIGKILL)
+            with trio.fail_after(5):
+                await process.wait()
+        # As if the crash came between the submit and its record: only the intent is left.
+        directory = root / ".overbrainer" / "batches"
+        record = json.loads((directory / "batch_1.json").read_text())
+        (directory / "batch_1.json").unlink()
+        (directory / f"intent-{record['tag']}.json").write_text(json.dumps({**record, "id": None}))
+        fake.hold = False
+        rerun = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert rerun.code == 0, rerun.stderr
+        assert fake.submissions == 1
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+async def test_ctrl_c_leaves_the_batch_running_then_cancel_cancels_it(
+    tmp_path: Path, protocol: str
+) -> None:
+    root = tmp_path / "p"
+    if protocol == "openai":
+        make_project(root)
+    else:
+        anthropic_project(root)
+    write_questions(root, 3)
+    async with open_fake() as fake, trio.open_nursery() as nursery:
+        fake.hold = True
+        process = await start(nursery, root, "answers", "--batch", url=fake.url, env=FAST)
+        await wait_until(lambda: len(batch_files(root)) == 1 and fake.submissions == 1)
+        polls = len(fake.requests)
+        await wait_until(lambda: len(fake.requests) > polls + 2)  # it is polling
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(10):
+            code = await process.wait()
+        stderr = (root / "stderr.txt").read_text()
+        assert code == 130, stderr
+        assert f"1 batch(es) with 3 question(s) still running at the provider: {COLLECT}" in (
+            stderr
+        )
+        assert len(batch_files(root)) == 1
+        assert fake.cancels == 0
+
+        cancelled = await overbrainer(
+            root, "answers", "--batch", "--cancel", url=fake.url, env=FAST
+        )
+        assert fake.cancels == 1
+        assert fake.submissions == 1
+    assert cancelled.code == 1, cancelled.stderr  # its 3 items ended without an answer
+    assert cancelled.out_lines[0].startswith("answers: 0 done, 0 skipped, 3 failed")
+    assert batch_files(root) == []
+    assert read_examples(root) == []
+
+
+async def test_batch_on_a_provider_without_a_batch_api_is_a_config_error(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p", pipeline="")
+    config = root / "overbrainer.toml"
+    config.write_text(
+        config.read_text().replace("reasoning = true\n", "reasoning = true\nbatch = true\n")
+    )
+    write_questions(root, 1)
+    async with open_fake() as fake:
+        openrouter = await overbrainer(
+            root,
+            "answers",
+            url=fake.url,
+            env={"OVERBRAINER_PROVIDERS__STUB__BASE_URL": "https://openrouter.ai/api/v1"},
+        )
+        assert openrouter.code == 2
+        assert "roles.parent.batch: provider `stub` is OpenRouter" in openrouter.stderr
+        assert fake.requests == []
+    assert read_examples(root) == []
+
+
+async def test_cancel_needs_batch(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_fake() as fake:
+        done = await overbrainer(root, "answers", "--cancel", url=fake.url)
+    assert done.code == 2
+    assert "--cancel needs --batch" in done.stderr
