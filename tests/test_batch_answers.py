@@ -87,7 +87,8 @@ async def test_a_batch_is_submitted_polled_and_stored_at_the_batch_price(
     assert batch_files(root) == []  # collected: the record is gone
     [record] = history(root)
     assert record.status is HistoryStatus.FAILED
-    assert (record.done, record.failed, record.cost) == (4, 2, pytest.approx(4 * BATCH_COST))
+    assert (record.done, record.failed) == (4, 2)
+    assert record.cost == pytest.approx(4 * BATCH_COST)
     seen = decoded(events)
     costs = [e.cost for e in seen if isinstance(e, ItemDone)]
     assert costs == [pytest.approx(BATCH_COST)] * 4
@@ -146,7 +147,7 @@ async def test_an_intent_left_by_a_crash_is_reconciled_by_its_tag(tmp_path: Path
         fake.hold = True
         async with trio.open_nursery() as nursery:
             process = await start(nursery, root, "answers", "--batch", url=fake.url, env=FAST)
-            await wait_until(lambda: fake.submissions == 1)
+            await wait_until(lambda: [p.name for p in batch_files(root)] == ["batch_1.json"])
             os.kill(process.pid, signal.SIGKILL)
             with trio.fail_after(5):
                 await process.wait()
@@ -195,8 +196,10 @@ async def test_ctrl_c_leaves_the_batch_running_then_cancel_cancels_it(
         )
         assert fake.cancels == 1
         assert fake.submissions == 1
-    assert cancelled.code == 1, cancelled.stderr  # its 3 items ended without an answer
-    assert cancelled.out_lines[0].startswith("answers: 0 done, 0 skipped, 3 failed")
+    assert cancelled.code == 0, cancelled.stderr
+    assert cancelled.out_lines[0].startswith("answers: 0 done, 0 skipped, 0 failed")
+    ended = "batch_1 cancelled" if protocol == "openai" else "msgbatch_1 ended"
+    assert f"batch {ended}: 3 question(s) left for the next run" in cancelled.stderr
     assert batch_files(root) == []
     assert read_examples(root) == []
 

@@ -117,6 +117,8 @@ class _BatchStage:
         self.redo: set[str] = set()
         self.reservations: dict[str, Reservation] = {}
         """The worst-case costs reserved for the batches this run submitted, by batch ID."""
+        self.cancelling = False
+        """`--cancel`: items the cancel left without an answer are not failures."""
         self.left: list[BatchRecord] = []
         """The batches not collected yet."""
 
@@ -141,6 +143,7 @@ class _BatchStage:
             run.skipped(count=skipped)
             run.start(len(new) + len(waiting))
             self.left = attached
+            self.cancelling = cancel
             try:
                 if cancel:
                     await self._cancel(attached)
@@ -308,12 +311,16 @@ class _BatchStage:
         )
         keep_system = ctx.settings.pipeline.include_system_prompt
         paid = Fraction(0)
+        unanswered = 0
         async with appending(answers_file) as appender:
             for question_id in record.questions:
                 question = self.questions.get(question_id)
                 result = by_id.get(question_id)
                 if question_id in answered:
                     run.skipped(question_id)  # stored before a crash, by an earlier run
+                    continue
+                if self.cancelling and (result is None or result.completion is None):
+                    unanswered += 1
                     continue
                 if result is None or result.completion is None:
                     why = f"batch {status.state}: no result" if result is None else result.error
@@ -343,4 +350,12 @@ class _BatchStage:
         else:
             reservation.settle(paid)
         await write_in_thread(lambda: remove_batch(self.directory, record))
-        log.info("answers: batch %s %s: its answers are stored", record.id, status.state)
+        if unanswered:
+            log.info(
+                "answers: batch %s %s: %d question(s) left for the next run",
+                record.id,
+                status.state,
+                unanswered,
+            )
+        else:
+            log.info("answers: batch %s %s: its answers are stored", record.id, status.state)
