@@ -130,6 +130,14 @@ async def test_kill_9_after_submission_then_a_rerun_reattaches(tmp_path: Path) -
         assert sorted(recorded["questions"]) == sorted(q.id for q in questions)
         assert recorded["provider"] == "stub" and recorded["model"] == "parent-model"
 
+        # A plain rerun does not ask (and pay for) the batched questions again.
+        plain = await overbrainer(root, "answers", url=fake.url, env=FAST)
+        assert plain.code == 0, plain.stderr
+        assert "4 question(s) are in batches submitted earlier and are not asked again" in (
+            plain.stderr
+        )
+        assert not any("chat/completions" in target for _, target in fake.requests)
+
         fake.hold = False
         rerun = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
         assert rerun.code == 0, rerun.stderr
@@ -232,3 +240,34 @@ async def test_cancel_needs_batch(tmp_path: Path) -> None:
         done = await overbrainer(root, "answers", "--cancel", url=fake.url)
     assert done.code == 2
     assert "--cancel needs --batch" in done.stderr
+
+
+async def test_the_spend_cap_limits_what_is_submitted(tmp_path: Path) -> None:
+    # Each answer's worst case at the batch price is about $16.43 (16,384 tokens out at
+    # $1,000 per million, the prompt at $500 per million): $40 fits two of them.
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 4)
+    async with open_fake() as fake:
+        done = await overbrainer(
+            root, "answers", "--batch", "--max-cost", "40", url=fake.url, env=FAST
+        )
+        [batch] = fake.batches.values()
+    assert sorted(batch.requests) == sorted(q.id for q in questions[:2])
+    assert done.code == 1, done.stderr
+    assert done.out_lines[0].startswith("answers: 2 done, 0 skipped, 0 failed")
+    assert "spend cap" in done.stderr
+    assert len(read_examples(root)) == 2
+
+
+async def test_answers_batch_on_the_stub_protocol_is_refused(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    config.write_text(config.read_text().replace('protocol = "openai"', 'protocol = "stub"'))
+    write_questions(root, 1)
+    async with open_fake() as fake:
+        done = await overbrainer(root, "answers", "--batch", url=fake.url)
+    assert done.code == 2
+    assert done.stderr.splitlines()[-1] == (
+        "error: --batch: the stub protocol of provider `stub` has no batch API"
+    )
+    assert read_examples(root) == []

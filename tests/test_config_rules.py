@@ -512,3 +512,40 @@ def test_parse_listen(listen: str, parsed: tuple[str, int] | None) -> None:
 )
 def test_ollama_names(name: str, valid: bool) -> None:
     assert is_ollama_name(name) is valid
+
+
+# --- batch APIs (ours) ---------------------------------------------------------------------
+
+
+def test_batch_is_the_parents_alone(tmp_path: Path) -> None:
+    text = with_role("generator", '{ provider = "openrouter", model = "g", batch = true }')
+    assert problems(tmp_path, text) == [
+        "roles.generator.batch: only the parent's answers can use a batch API"
+    ]
+
+
+def test_batch_on_openrouter_or_the_stub_is_refused(tmp_path: Path) -> None:
+    text = with_role("parent", '{ provider = "openrouter", model = "p", batch = true }')
+    assert problems(tmp_path, text) == []  # no base URL: the provider is not known yet
+    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://openrouter.ai/api/v1"}
+    assert problems(tmp_path, text, env) == [
+        "roles.parent.batch: provider `openrouter` is OpenRouter, whose batch API overbrainer "
+        "does not speak yet (see docs/throughput-and-cost.md)"
+    ]
+    stub = text.replace('protocol = "openai"', 'protocol = "stub"')
+    assert problems(tmp_path, stub) == [
+        "roles.parent.batch: the stub protocol of provider `openrouter` has no batch API"
+    ]
+    claude = with_role("parent", '{ provider = "claude", model = "p", batch = true }')
+    assert problems(tmp_path, claude, env) == []
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.5"])
+def test_batch_discount_is_a_fraction(tmp_path: Path, value: str) -> None:
+    text = HEAD + f"batch_discount = {value}\n" + ROLES
+    assert problems(tmp_path, text) == ["providers.claude.batch_discount: must be in (0, 1]"]
+
+
+def test_batch_poll_secs_is_positive(tmp_path: Path) -> None:
+    text = HEAD + ROLES + "[pipeline]\nbatch_poll_secs = 0\n"
+    assert problems(tmp_path, text) == ["pipeline.batch_poll_secs: must be in (0, 3600]"]

@@ -13,6 +13,7 @@ from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
+from overbrainer.storage.batches import batched_questions
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import (
     Example,
@@ -157,6 +158,16 @@ async def _answer_pending(
     redo = set(replacement.pending(ctx.selected_topic_names))
     pending, skipped, gone, _ = await read_in_thread(lambda: pending_questions(ctx, redo))
     replacement.forget(gone)
+    batched = await read_in_thread(lambda: batched_questions(ctx.project.state / "batches"))
+    if batched:
+        before = len(pending)
+        pending = [question for question in pending if question.id not in batched]
+        if len(pending) < before:
+            log.warning(
+                "answers: %d question(s) are in batches submitted earlier and are not asked "
+                "again: collect them with `overbrainer answers --batch`",
+                before - len(pending),
+            )
     run.skipped(count=skipped)
 
     protocol = ctx.settings.provider_of(role).protocol

@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.storage.atomic import sync_directory, write_atomic
+from overbrainer.storage.jsonl import DataError
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 INTENT_PREFIX = "intent-"
@@ -105,7 +106,7 @@ def remove_batch(directory: Path, record: BatchRecord) -> None:
 
 
 def read_batches(directory: Path) -> list[BatchRecord]:
-    """Every record and intent in `directory`, oldest first; ValueError names a bad file."""
+    """Every record and intent in `directory`, oldest first; `DataError` names a bad file."""
     if not directory.is_dir():
         return []
     records = []
@@ -113,5 +114,10 @@ def read_batches(directory: Path) -> list[BatchRecord]:
         try:
             records.append(BatchRecord.from_json(path.read_text(encoding="utf-8")))
         except ValueError as error:
-            raise ValueError(f"{path}: not a batch record: {error}") from None
+            raise DataError(f"{path}: not a batch record", str(error)) from None
     return sorted(records, key=lambda record: (record.created, record.tag))
+
+
+def batched_questions(directory: Path) -> set[str]:
+    """The IDs of every question in a recorded batch or intent of `directory`."""
+    return {question for record in read_batches(directory) for question in record.questions}
