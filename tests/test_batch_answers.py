@@ -271,3 +271,31 @@ async def test_answers_batch_on_the_stub_protocol_is_refused(tmp_path: Path) -> 
         "error: --batch: the stub protocol of provider `stub` has no batch API"
     )
     assert read_examples(root) == []
+
+
+async def test_an_anthropic_intent_cannot_be_found_so_its_questions_are_asked_again(
+    tmp_path: Path,
+) -> None:
+    root = anthropic_project(tmp_path / "p")
+    questions = write_questions(root, 2)
+    directory = root / ".overbrainer" / "batches"
+    directory.mkdir()
+    intent = {
+        "id": None,
+        "tag": "0123456789abcdef",
+        "provider": "stub",
+        "model": "parent-model",
+        "created": "2026-12-03T18:23:02Z",
+        "questions": [q.id for q in questions],
+    }
+    (directory / "intent-0123456789abcdef.json").write_text(json.dumps(intent))
+    async with open_fake() as fake:
+        done = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert fake.submissions == 1
+    assert done.code == 0, done.stderr
+    assert (
+        "a batch of 2 question(s) was being submitted at 2026-12-03T18:23:02Z when the command "
+        "stopped and no batch with its tag was found: its questions are asked again"
+    ) in done.stderr
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []
