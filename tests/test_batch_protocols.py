@@ -7,6 +7,7 @@ import json
 from overbrainer.llm.batches.anthropic import result_of as anthropic_result
 from overbrainer.llm.batches.openai import multipart
 from overbrainer.llm.batches.openai import result_of as openai_result
+from overbrainer.llm.types import Json
 from overbrainer.model.finish import FinishReason
 from overbrainer.model.usage import Usage
 
@@ -56,7 +57,7 @@ def test_anthropic_result_lines() -> None:
     errored = anthropic_result(json.loads(ANTHROPIC_ERRORED))
     assert errored is not None and errored.error == "errored: Validation error"
     for kind in ("canceled", "expired"):
-        line = {"custom_id": "a", "result": {"type": kind}}
+        line: Json = {"custom_id": "a", "result": {"type": kind}}
         result = anthropic_result(line)
         assert result is not None and (result.completion, result.error) == (None, kind)
 
