@@ -75,6 +75,8 @@ class FakeBatches:
     def __init__(self, outcome: Outcome = all_succeed) -> None:
         self.outcome = outcome
         self.hold = False
+        self.refuse: int | None = None
+        """A status every batch creation is answered with (no batch is made)."""
         self.url = ""
         self.batches: dict[str, FakeBatch] = {}
         self.files: dict[str, bytes] = {}
@@ -138,6 +140,8 @@ class FakeBatches:
         return _json({"id": file_id, "object": "file", "purpose": "batch"})
 
     def _create_openai(self, body: dict[str, Any]) -> Response:
+        if self.refuse is not None:
+            return _json({"error": {"message": "batch refused"}}, self.refuse)
         content = self.files.get(body.get("input_file_id", ""))
         if content is None or body.get("completion_window") != "24h":
             return _json({"error": {"message": "bad batch"}}, 400)
@@ -272,6 +276,8 @@ class FakeBatches:
         return _not_found()
 
     def _create_anthropic(self, body: dict[str, Any]) -> Response:
+        if self.refuse is not None:
+            return _json({"error": {"message": "batch refused"}}, self.refuse)
         requests = {entry["custom_id"]: entry["params"] for entry in body["requests"]}
         self.submissions += 1
         batch = FakeBatch(f"msgbatch_{self.submissions}", "anthropic", requests)

@@ -299,3 +299,17 @@ async def test_an_anthropic_intent_cannot_be_found_so_its_questions_are_asked_ag
     ) in done.stderr
     assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
     assert batch_files(root) == []
+
+
+async def test_a_refused_submit_leaves_no_record_and_fails_its_items(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 2)
+    async with open_fake() as fake:
+        fake.refuse = 400
+        done = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert fake.submissions == 0
+    assert done.code == 1, done.stderr
+    assert done.out_lines[0].startswith("answers: 0 done, 0 skipped, 2 failed")
+    assert "failed: HTTP 400: batch refused" in done.stderr
+    assert batch_files(root) == []
+    assert read_examples(root) == []

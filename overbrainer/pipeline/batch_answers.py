@@ -155,15 +155,19 @@ class _BatchStage:
             finally:
                 for reservation in self.reservations.values():
                     reservation.release()
-            if self.left:
-                log.warning(
-                    "answers: %d batch(es) with %d question(s) still running at the "
-                    "provider: collect them with `%s` (or cancel them with `%s --cancel`)",
-                    len(self.left),
-                    sum(len(record.questions) for record in self.left),
-                    COLLECT,
-                    COLLECT,
-                )
+                if self.left:
+                    self._still_running()
+
+    def _still_running(self) -> None:
+        """Say which batches this run leaves running at the provider, and how to collect."""
+        log.warning(
+            "answers: %d batch(es) with %d question(s) still running at the provider: "
+            "collect them with `%s` (or cancel them with `%s --cancel`)",
+            len(self.left),
+            sum(len(record.questions) for record in self.left),
+            COLLECT,
+            COLLECT,
+        )
 
     async def _attach(self) -> list[BatchRecord]:
         """The recorded batches of this provider and model; intents are resolved first."""
