@@ -169,6 +169,9 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
             )
         )
         lines.append(mark(f"{prefix}.api_key = {_secret(provider.api_key)}", f"{prefix}.api_key"))
+        if provider.batch_discount is not None:  # ours: a line only when set
+            key = f"{prefix}.batch_discount"
+            lines.append(mark(f"{key} = {_number(provider.batch_discount)}", key))
     for role_name, role in settings.roles.all():
         key = f"roles.{role_name}"
         reasoning = "true" if role.reasoning else "false"
@@ -179,6 +182,8 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
                 key,
             )
         )
+        if role.batch:  # ours: a line only when set
+            lines.append(mark(f"{key}.batch = true", f"{key}.batch"))
     lines.append(mark(_pipeline_line(settings.pipeline), "pipeline"))
     lines.extend(mark(line, key) for line, key in _own_pipeline_lines(settings.pipeline))
     if settings.training is not None:
