@@ -12,6 +12,9 @@ import trio
 
 from overbrainer.events.codec import event_from_json
 from overbrainer.events.types import ItemDone, ItemFailed
+from overbrainer.llm.batches import BatchItem
+from overbrainer.llm.types import CompletionRequest
+from overbrainer.pipeline.batch_answers import chunks
 from overbrainer.storage.history import HistoryStatus
 from tests.batch_fakes import open_fake
 from tests.pipeline_support import (
@@ -313,3 +316,32 @@ async def test_a_refused_submit_leaves_no_record_and_fails_its_items(tmp_path: P
     assert "failed: HTTP 400: batch refused" in done.stderr
     assert batch_files(root) == []
     assert read_examples(root) == []
+
+
+async def test_batch_in_the_config_sends_plain_answers_through_the_batch_api(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    text = config.read_text().replace("reasoning = true\n", "reasoning = true\nbatch = true\n")
+    config.write_text(text + "batch_poll_secs = 0.05\n")
+    questions = write_questions(root, 3)
+    async with open_fake() as fake:
+        done = await overbrainer(root, "answers", url=fake.url)
+        assert fake.submissions == 1
+    assert done.code == 0, done.stderr
+    assert done.out_lines[0].startswith("answers: 3 done, 0 skipped, 0 failed")
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+
+
+def test_items_are_cut_into_batches_within_the_api_limits() -> None:
+    class Api:
+        max_requests = 3
+        max_bytes = 100
+
+        def size(self, item: BatchItem) -> int:
+            return int(item.custom_id)
+
+    items = [BatchItem(str(size), CompletionRequest("q")) for size in (10, 10, 10, 10, 60, 50)]
+    cut = chunks(Api(), items)  # type: ignore[arg-type]
+    assert [[int(i.custom_id) for i in chunk] for chunk in cut] == [[10, 10, 10], [10, 60], [50]]

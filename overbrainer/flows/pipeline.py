@@ -198,14 +198,17 @@ class _Pipeline:
         topics: tuple[Topic, ...],
         roles: dict[str, RoleClient],
     ) -> None:
-        """A spend cap below the low end of the estimate is said before the first request."""
+        """A spend cap below the low end of the estimate (answers at the batch price when they
+        go through the batch API) is said before the first request."""
         limit = self.spend.limit
         paid = [stage for stage in stages if stage in PAID_STAGES]
         if limit is None or not paid:
             return
         low = 0.0
         for estimate in await self._estimates(paid, templates, topics):
-            cost = estimate.cost(_price_of(roles, estimate.stage))
+            batching = self._batching(estimate.stage)
+            discount = (batch_discount(self.config.settings) or 1.0) if batching else 1.0
+            cost = estimate.cost(_price_of(roles, estimate.stage), discount)
             if cost is not None:
                 low += cost[0]
         if low > float(limit):
