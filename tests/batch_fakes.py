@@ -82,6 +82,8 @@ class FakeBatches:
         self.files: dict[str, bytes] = {}
         self.requests: list[tuple[str, str]] = []
         self.submissions = 0
+        self.singles = 0
+        """Chat completions answered one by one (OpenAI's synchronous API)."""
         self.cancels = 0
         self.headers: list[dict[str, str]] = []
 
@@ -100,6 +102,10 @@ class FakeBatches:
 
     def _openai(self, request: Request, path: str) -> Response:
         method = request.method
+        if method == "POST" and path == "chat/completions":
+            self.singles += 1
+            body = json.loads(request.body)
+            return _json(self._chat_answer(body, self.singles))
         if method == "POST" and path == "files":
             return self._upload(request)
         match = re.fullmatch(r"files/([\w-]+)/content", path)
@@ -189,23 +195,7 @@ class FakeBatches:
         for n, (cid, body) in enumerate(batch.requests.items()):
             fate = "cancelled" if fates is None else fates[cid]
             if fate == "succeeded":
-                answer = {
-                    "id": f"chatcmpl-{n}",
-                    "object": "chat.completion",
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {
-                                "role": "assistant",
-                                "content": f"Answer to {_prompt(body)}",
-                                "reasoning": "thinking",
-                            },
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": USAGE[0], "completion_tokens": USAGE[1]},
-                }
+                answer = self._chat_answer(body, n)
                 response = {"status_code": 200, "request_id": f"req_{n}", "body": answer}
                 output.append({"id": f"batch_req_{n}", "custom_id": cid, "response": response})
             elif fate == "errored":
@@ -226,6 +216,26 @@ class FakeBatches:
                 file_id = f"file-{batch.id}-{key}"
                 self.files[file_id] = "".join(json.dumps(x) + "\n" for x in lines).encode()
         batch.results = output + errors
+
+    @staticmethod
+    def _chat_answer(body: dict[str, Any], n: int) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": f"Answer to {_prompt(body)}",
+                        "reasoning": "thinking",
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": USAGE[0], "completion_tokens": USAGE[1]},
+        }
 
     def _openai_object(self, batch: FakeBatch) -> dict[str, Any]:
         done = [r for r in batch.results if r.get("response", {}) and "body" in r["response"]]
