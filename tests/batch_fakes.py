@@ -113,13 +113,16 @@ class FakeBatches:
             content = self.files.get(match[1])
             return _not_found() if content is None else Response(200, content)
         if method == "POST" and path == "batches":
-            return self._create_openai(json.loads(request.body))
+            body = json.loads(request.body)
+            if "requests" in body:
+                return self._create_inline(request.body)
+            return self._create_openai(body)
         if method == "GET" and path == "batches":
             data = [self._openai_object(b) for b in self.batches.values() if b.kind == "openai"]
             return _json({"object": "list", "data": data, "has_more": False})
         match = re.fullmatch(r"batches/([\w-]+)(/cancel)?", path)
         batch = None if match is None else self.batches.get(match[1])
-        if batch is None or batch.kind != "openai":
+        if batch is None or batch.kind not in ("openai", "inline"):
             return _not_found()
         if method == "POST" and match and match[2]:
             self.cancels += 1
@@ -168,6 +171,19 @@ class FakeBatches:
         )
         self.batches[batch.id] = batch
         return _json(self._openai_object(batch))
+
+    def _create_inline(self, raw: bytes) -> Response:
+        if self.refuse is not None:
+            return _json({"error": {"message": "batch refused"}}, self.refuse)
+        body = json.loads(raw)
+        # OpenRouter parses the body as a stream: endpoint and model come before the requests.
+        if list(body)[:2] != ["endpoint", "model"] or body.get("completion_window") != "24h":
+            return _json({"error": {"message": "endpoint and model must come first"}}, 400)
+        requests = {entry["custom_id"]: entry["body"] for entry in body["requests"]}
+        self.submissions += 1
+        batch = FakeBatch(f"batch_{self.submissions}", "inline", requests, state="validating")
+        self.batches[batch.id] = batch
+        return Response(202, json.dumps(self._openai_object(batch)).encode())
 
     def _advance_openai(self, batch: FakeBatch) -> None:
         if batch.state in ("completed", "expired", "cancelled", "failed"):
@@ -241,6 +257,16 @@ class FakeBatches:
         done = [r for r in batch.results if r.get("response", {}) and "body" in r["response"]]
         ended = batch.state in ("completed", "expired", "cancelled")
         ok = sum(1 for r in done if r["response"]["status_code"] == 200)
+        counts = {"total": len(batch.requests), "completed": ok, "failed": len(batch.results) - ok}
+        if batch.kind == "inline":
+            return {
+                "id": batch.id,
+                "object": "batch",
+                "endpoint": "/v1/chat/completions",
+                "status": batch.state,
+                "request_counts": counts,
+                "results": batch.results if ended else None,
+            }
         return {
             "id": batch.id,
             "object": "batch",

@@ -9,6 +9,7 @@ import pytest
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
 from overbrainer.config.ranges import is_ollama_name, parse_listen
+from overbrainer.config.settings import BatchApi
 
 HEAD = """
 [project]
@@ -524,20 +525,29 @@ def test_batch_is_the_parents_alone(tmp_path: Path) -> None:
     ]
 
 
-def test_batch_on_openrouter_or_the_stub_is_refused(tmp_path: Path) -> None:
+def test_batch_on_the_stub_is_refused(tmp_path: Path) -> None:
     text = with_role("parent", '{ provider = "openrouter", model = "p", batch = true }')
-    assert problems(tmp_path, text) == []  # no base URL: the provider is not known yet
-    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://openrouter.ai/api/v1"}
-    assert problems(tmp_path, text, env) == [
-        "roles.parent.batch: provider `openrouter` is OpenRouter, whose batch API overbrainer "
-        "does not speak yet (see docs/throughput-and-cost.md)"
-    ]
+    assert problems(tmp_path, text) == []
     stub = text.replace('protocol = "openai"', 'protocol = "stub"')
     assert problems(tmp_path, stub) == [
         "roles.parent.batch: the stub protocol of provider `openrouter` has no batch API"
     ]
-    claude = with_role("parent", '{ provider = "claude", model = "p", batch = true }')
-    assert problems(tmp_path, claude, env) == []
+
+
+def test_the_batch_api_follows_the_protocol_and_openrouter(tmp_path: Path) -> None:
+    text = with_role("parent", '{ provider = "openrouter", model = "p", batch = true }')
+    (tmp_path / "overbrainer.toml").write_text(text)
+    plain = load_settings(tmp_path, {})
+    assert plain.providers["openrouter"].batch_kind is BatchApi.OPENAI
+    assert plain.providers["claude"].batch_kind is BatchApi.ANTHROPIC
+    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://openrouter.ai/api/v1"}
+    routed = load_settings(tmp_path, env)
+    assert routed.providers["openrouter"].batch_kind is BatchApi.INLINE
+    assert routed.providers["openrouter"].discount == 0.5
+    wrong = text.replace('protocol = "anthropic"', 'protocol = "anthropic"\nbatch_api = "inline"')
+    assert problems(tmp_path, wrong) == [
+        "providers.claude.batch_api: `inline` does not match the anthropic protocol"
+    ]
 
 
 @pytest.mark.parametrize("value", ["0", "1.5", "-0.5"])

@@ -172,6 +172,9 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
         if provider.batch_discount is not None:  # ours: a line only when set
             key = f"{prefix}.batch_discount"
             lines.append(mark(f"{key} = {_number(provider.batch_discount)}", key))
+        if provider.batch_api is not None:
+            key = f"{prefix}.batch_api"
+            lines.append(mark(f"{key} = {provider.batch_api.value}", key))
     for role_name, role in settings.roles.all():
         key = f"roles.{role_name}"
         reasoning = "true" if role.reasoning else "false"

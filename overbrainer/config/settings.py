@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import urllib.parse
 from typing import ClassVar
 
 import attrs
@@ -18,6 +19,19 @@ class Protocol(enum.Enum):
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
     STUB = "stub"
+
+
+class BatchApi(enum.Enum):
+    """`[providers.<name>] batch_api`: which batch API shape a provider speaks.
+
+    `openai`: a JSONL file and `/batches`; `anthropic`: `/messages/batches`; `inline`: OpenAI's
+    batch objects with the requests inline (`{endpoint, model, requests: [{custom_id, body}]}`)
+    and the results in the batch, as OpenRouter's Batch API has them.
+    """
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    INLINE = "inline"
 
 
 class Effort(enum.Enum):
@@ -60,8 +74,16 @@ class SshClient(enum.Enum):
 
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_BATCH_DISCOUNT = 0.5
-BATCH_PROTOCOLS = (Protocol.OPENAI, Protocol.ANTHROPIC)
-"""Protocols whose providers have a batch API (OpenAI's and Anthropic's shapes)."""
+
+
+def on_openrouter(base_url: str | None) -> bool:
+    """Whether `base_url` is OpenRouter's (a host on openrouter.ai)."""
+    if base_url is None:
+        return False
+    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
+    return host == "openrouter.ai" or host.endswith(".openrouter.ai")
+
+
 DEFAULT_IMAGE = (
     "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
     "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
@@ -113,20 +135,34 @@ class Provider:
     `api_key` is a `Secret` (literal or `vault:` reference), resolved with
     `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
     A `stub` provider needs neither and ignores both. `batch_discount` (ours): the batch API's
-    price as a fraction of the normal one; None means the protocol's default (`discount`).
+    price as a fraction of the normal one; None means the default (`discount`). `batch_api`
+    (ours): which batch API it speaks; None means the default (`batch_kind`).
     """
 
     protocol: Protocol
     base_url: str | None = None
     api_key: Secret | None = None
     batch_discount: float | None = None
+    batch_api: BatchApi | None = None
 
     @property
     def discount(self) -> float | None:
         """The batch price's fraction of the normal price; None: no batch API."""
         if self.batch_discount is not None:
             return self.batch_discount
-        return DEFAULT_BATCH_DISCOUNT if self.protocol in BATCH_PROTOCOLS else None
+        return DEFAULT_BATCH_DISCOUNT if self.batch_kind is not None else None
+
+    @property
+    def batch_kind(self) -> BatchApi | None:
+        """The batch API the provider speaks: `batch_api`, else OpenRouter's (`inline`) for a
+        base URL on openrouter.ai, else its protocol's; None for `stub`."""
+        if self.batch_api is not None:
+            return self.batch_api
+        if self.protocol is Protocol.ANTHROPIC:
+            return BatchApi.ANTHROPIC
+        if self.protocol is Protocol.OPENAI:
+            return BatchApi.INLINE if on_openrouter(self.base_url) else BatchApi.OPENAI
+        return None
 
 
 @attrs.frozen

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import urllib.parse
 
 from overbrainer.config import settings as s
 
@@ -59,6 +58,13 @@ def check(cfg: s.Settings) -> list[str]:
         discount = provider.batch_discount
         if discount is not None and not 0 < discount <= 1:
             out.append(f"providers.{name}.batch_discount: must be in (0, 1]")
+        kind = provider.batch_api
+        anthropic = provider.protocol is s.Protocol.ANTHROPIC
+        if kind is not None and (kind is s.BatchApi.ANTHROPIC) != anthropic:
+            out.append(
+                f"providers.{name}.batch_api: `{kind.value}` does not match the "
+                f"{provider.protocol.value} protocol"
+            )
     for name, role in roles:
         if role.batch and name != "parent":
             out.append(f"roles.{name}.batch: only the parent's answers can use a batch API")
@@ -123,11 +129,6 @@ def batch_problem(cfg: s.Settings) -> str | None:
     name = cfg.roles.parent.provider
     if provider.protocol is s.Protocol.STUB:
         return f"the stub protocol of provider `{name}` has no batch API"
-    if provider.base_url is not None and _openrouter(provider.base_url):
-        return (
-            f"provider `{name}` is OpenRouter, whose batch API overbrainer does not speak yet "
-            "(see docs/throughput-and-cost.md)"
-        )
     return None
 
 
@@ -137,11 +138,6 @@ def batch_discount(cfg: s.Settings) -> float | None:
     if provider is None or batch_problem(cfg) is not None:
         return None
     return provider.discount
-
-
-def _openrouter(base_url: str) -> bool:
-    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
-    return host == "openrouter.ai" or host.endswith(".openrouter.ai")
 
 
 TYPED_AXOLOTL_KEYS = {

@@ -109,7 +109,10 @@ class _BatchStage:
         if not isinstance(client, ProtocolClient):
             raise TypeError("a batch needs a protocol client")
         self.client = client
-        self.api = batch_api(client.protocol, client.http, self.role.model)
+        kind = provider.batch_kind
+        if kind is None:
+            raise TypeError("the parent's provider has no batch API")
+        self.api = batch_api(kind, client.http, self.role.model)
         self.price = discounted(run.price, provider.discount or 1.0)
         self.directory = ctx.project.state / "batches"
         self.warning = hiding_warning(provider.protocol, self.role.model)

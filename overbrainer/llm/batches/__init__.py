@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from overbrainer.config.settings import BatchApi as Kind
 from overbrainer.llm.batches.anthropic import AnthropicBatches
+from overbrainer.llm.batches.inline import InlineBatches
 from overbrainer.llm.batches.openai import OpenAiBatches
 from overbrainer.llm.batches.types import BatchApi, BatchItem, BatchResult, BatchStatus
 from overbrainer.llm.http import HttpClient
-from overbrainer.llm.types import Protocol
 
 __all__ = ["BatchApi", "BatchItem", "BatchResult", "BatchStatus", "batch_api"]
 
 
-def batch_api(protocol: Protocol, http: HttpClient, model: str) -> BatchApi:
-    """The batch API of `protocol` on `http` for `model`; ValueError for a protocol without."""
-    if protocol is Protocol.OPENAI:
-        return OpenAiBatches(http, model)
-    if protocol is Protocol.ANTHROPIC:
+def batch_api(kind: Kind, http: HttpClient, model: str) -> BatchApi:
+    """The batch API of shape `kind` on `http` for `model`."""
+    if kind is Kind.ANTHROPIC:
         return AnthropicBatches(http, model)
-    raise ValueError(f"the {protocol.value} protocol has no batch API")
+    if kind is Kind.INLINE:
+        return InlineBatches(http, model)
+    return OpenAiBatches(http, model)
