@@ -16,11 +16,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from fractions import Fraction
 from typing import TypeVar
 
+import attrs
 import trio
 
 from overbrainer.llm.batches import BatchApi, BatchItem, BatchResult, BatchStatus, batch_api
 from overbrainer.llm.client import ProtocolClient
-from overbrainer.llm.errors import LlmError
+from overbrainer.llm.errors import LlmError, StatusError
 from overbrainer.llm.retry import RetryHalted, with_retry
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import (
@@ -266,8 +267,10 @@ class _BatchStage:
             batch_id = await self.api.submit(items, intent.tag)
         except LlmError as error:
             reservation.release()
-            # The batch was not made (the provider said why): nothing to reconcile.
-            await write_in_thread(lambda: remove_batch(self.directory, intent))
+            if isinstance(error, StatusError):
+                # The provider refused it: no batch was made, nothing to reconcile.
+                await write_in_thread(lambda: remove_batch(self.directory, intent))
+            # Else (no answer) it may have been made: the intent stays for the next run.
             for item in items:
                 run.failed(item.custom_id, error)
             return
@@ -275,8 +278,17 @@ class _BatchStage:
             reservation.release()
             raise  # cancelled mid-submit: the intent stays, the next run reconciles it
         # Before anything else, even a second Ctrl-C: the record of what was paid for.
-        with trio.move_on_after(RECORD_BOUND, shield=True):
-            record = await trio.to_thread.run_sync(submitted, self.directory, intent, batch_id)
+        record = attrs.evolve(intent, id=batch_id)
+        with trio.move_on_after(RECORD_BOUND, shield=True) as bound:
+            await trio.to_thread.run_sync(
+                submitted, self.directory, intent, batch_id, abandon_on_cancel=True
+            )
+        if bound.cancelled_caught:
+            log.warning(
+                "answers: batch %s was not recorded within %gs; its intent is kept",
+                batch_id,
+                RECORD_BOUND,
+            )
         self.reservations[batch_id] = reservation
         self.left.append(record)
         log.info("answers: submitted batch %s (%d question(s))", batch_id, len(items))
