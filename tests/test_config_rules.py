@@ -9,6 +9,7 @@ import pytest
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
 from overbrainer.config.ranges import is_ollama_name, parse_listen
+from overbrainer.config.settings import BatchApi
 
 HEAD = """
 [project]
@@ -513,3 +514,49 @@ def test_parse_listen(listen: str, parsed: tuple[str, int] | None) -> None:
 )
 def test_ollama_names(name: str, valid: bool) -> None:
     assert is_ollama_name(name) is valid
+
+
+# --- batch APIs (ours) ---------------------------------------------------------------------
+
+
+def test_batch_is_the_parents_alone(tmp_path: Path) -> None:
+    text = with_role("generator", '{ provider = "openrouter", model = "g", batch = true }')
+    assert problems(tmp_path, text) == [
+        "roles.generator.batch: only the parent's answers can use a batch API"
+    ]
+
+
+def test_batch_on_the_stub_is_refused(tmp_path: Path) -> None:
+    text = with_role("parent", '{ provider = "openrouter", model = "p", batch = true }')
+    assert problems(tmp_path, text) == []
+    stub = text.replace('protocol = "openai"', 'protocol = "stub"')
+    assert problems(tmp_path, stub) == [
+        "roles.parent.batch: the stub protocol of provider `openrouter` has no batch API"
+    ]
+
+
+def test_the_batch_api_follows_the_protocol_and_openrouter(tmp_path: Path) -> None:
+    text = with_role("parent", '{ provider = "openrouter", model = "p", batch = true }')
+    (tmp_path / "overbrainer.toml").write_text(text)
+    plain = load_settings(tmp_path, {})
+    assert plain.providers["openrouter"].batch_kind is BatchApi.OPENAI
+    assert plain.providers["claude"].batch_kind is BatchApi.ANTHROPIC
+    env = {"OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://openrouter.ai/api/v1"}
+    routed = load_settings(tmp_path, env)
+    assert routed.providers["openrouter"].batch_kind is BatchApi.INLINE
+    assert routed.providers["openrouter"].discount == 0.5
+    wrong = text.replace('protocol = "anthropic"', 'protocol = "anthropic"\nbatch_api = "inline"')
+    assert problems(tmp_path, wrong) == [
+        "providers.claude.batch_api: `inline` does not match the anthropic protocol"
+    ]
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.5"])
+def test_batch_discount_is_a_fraction(tmp_path: Path, value: str) -> None:
+    text = HEAD + f"batch_discount = {value}\n" + ROLES
+    assert problems(tmp_path, text) == ["providers.claude.batch_discount: must be in (0, 1]"]
+
+
+def test_batch_poll_secs_is_positive(tmp_path: Path) -> None:
+    text = HEAD + ROLES + "[pipeline]\nbatch_poll_secs = 0\n"
+    assert problems(tmp_path, text) == ["pipeline.batch_poll_secs: must be in (0, 3600]"]

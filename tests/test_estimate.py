@@ -6,12 +6,14 @@ import re
 from pathlib import Path
 
 from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.pipeline.estimate import money as usd
 from tests.pipeline_support import PRICES, history, make_project, overbrainer, write_questions
 
 LINE = re.compile(
     r"estimate: (?P<stage>\w+): (?P<items>[\d,]+) to do \((?P<requests>[\d,]+) requests?\); "
     r"tokens about (?P<tin>[\d,]+) in, (?P<tout>[\d,]+) out \((?P<basis>[^)]+)\); "
     r"\$(?P<low>[\d.,]+)-\$(?P<high>[\d.,]+)"
+    r"(?: \(\$(?P<batch_low>[\d.,]+)-\$(?P<batch_high>[\d.,]+) batch\))?"
 )
 # PRICES: the parent at $0.001 per input token and $0.002 per output token; the generator at
 # a thousandth of that. Roles' max_tokens: 16384 (the default).
@@ -53,6 +55,10 @@ async def test_a_fresh_project_is_estimated_from_its_topics_and_prompts(tmp_path
     tin = number(answers["tin"])
     assert number(answers["low"]) == money(tin * PARENT[0] + 8 * MAX_TOKENS * 0.25 * PARENT[1])
     assert number(answers["high"]) == money(tin * PARENT[0] + 8 * MAX_TOKENS * PARENT[1])
+    # The parent's provider (openai protocol) has a batch API at half price by default.
+    assert number(answers["batch_low"]) == money(number(answers["low"]) / 2)
+    assert number(answers["batch_high"]) == money(number(answers["high"]) / 2)
+    assert lines["questions"]["batch_low"] is None  # only answers can go through a batch
     assert result.stdout.splitlines()[-1].startswith("estimate: total $")
 
 
@@ -76,7 +82,8 @@ async def test_history_gives_the_tokens_per_item(tmp_path: Path) -> None:
     high = tin * PARENT[0] + items * MAX_TOKENS * PARENT[1]
     assert result.stdout.splitlines()[0] == (
         f"estimate: answers: {items} to do ({items} requests); "
-        f"tokens about {tin:,} in, {tout:,} out (history); ${low:,.2f}-${high:,.2f}"
+        f"tokens about {tin:,} in, {tout:,} out (history); ${low:,.2f}-${high:,.2f} "
+        f"({usd(low / 2)}-{usd(high / 2)} batch)"
     )
 
 

@@ -49,12 +49,24 @@ def _max_cost_option(command: F) -> F:
 
 
 def _stage_command(
-    stage: Stage, topics: tuple[str, ...], force: bool, max_cost: float | None
+    stage: Stage,
+    topics: tuple[str, ...],
+    force: bool,
+    max_cost: float | None,
+    batch: bool = False,
+    cancel: bool = False,
 ) -> None:
     options = command_options()
     run_flow(
         lambda: pipeline_flow(
-            options, cli_frontend(), [stage], topics, force=force, max_cost=max_cost
+            options,
+            cli_frontend(),
+            [stage],
+            topics,
+            force=force,
+            max_cost=max_cost,
+            batch=batch,
+            cancel=cancel,
         )
     )
 
@@ -81,9 +93,26 @@ def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @_topic_option
 @_force_option
 @_max_cost_option
-def answers(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Answer through the provider's batch API (cheaper, slower); a rerun collects the "
+    "batches already submitted instead of submitting them again.",
+)
+@click.option(
+    "--cancel",
+    is_flag=True,
+    help="With --batch: cancel the submitted batches, keeping the answers they finished.",
+)
+def answers(
+    topics: tuple[str, ...], force: bool, max_cost: float | None, batch: bool, cancel: bool
+) -> None:
     """Ask the parent to answer every question not answered yet."""
-    _stage_command(Stage.ANSWERS, topics, force, max_cost)
+    if cancel and not batch:
+        raise click.UsageError("--cancel needs --batch")
+    if batch and force:
+        raise click.UsageError("--force cannot be combined with --batch")
+    _stage_command(Stage.ANSWERS, topics, force, max_cost, batch, cancel)
 
 
 @cli.command()

@@ -61,6 +61,7 @@ OWN_PIPELINE_KEYS = (
     "adaptive",
     "adaptive_decrease",
     "adaptive_pause_secs",
+    "batch_poll_secs",
 )
 
 
@@ -168,6 +169,12 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
             )
         )
         lines.append(mark(f"{prefix}.api_key = {_secret(provider.api_key)}", f"{prefix}.api_key"))
+        if provider.batch_discount is not None:  # ours: a line only when set
+            key = f"{prefix}.batch_discount"
+            lines.append(mark(f"{key} = {_number(provider.batch_discount)}", key))
+        if provider.batch_api is not None:
+            key = f"{prefix}.batch_api"
+            lines.append(mark(f"{key} = {provider.batch_api.value}", key))
     for role_name, role in settings.roles.all():
         key = f"roles.{role_name}"
         reasoning = "true" if role.reasoning else "false"
@@ -178,6 +185,8 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
                 key,
             )
         )
+        if role.batch:  # ours: a line only when set
+            lines.append(mark(f"{key}.batch = true", f"{key}.batch"))
     lines.append(mark(_pipeline_line(settings.pipeline), "pipeline"))
     lines.extend(mark(line, key) for line, key in _own_pipeline_lines(settings.pipeline))
     if settings.training is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import urllib.parse
 from typing import ClassVar
 
 import attrs
@@ -18,6 +19,19 @@ class Protocol(enum.Enum):
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
     STUB = "stub"
+
+
+class BatchApi(enum.Enum):
+    """`[providers.<name>] batch_api`: which batch API shape a provider speaks.
+
+    `openai`: a JSONL file and `/batches`; `anthropic`: `/messages/batches`; `inline`: OpenAI's
+    batch objects with the requests inline (`{endpoint, model, requests: [{custom_id, body}]}`)
+    and the results in the batch, as OpenRouter's Batch API has them.
+    """
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    INLINE = "inline"
 
 
 class Effort(enum.Enum):
@@ -59,6 +73,17 @@ class SshClient(enum.Enum):
 
 
 DEFAULT_MAX_TOKENS = 16384
+DEFAULT_BATCH_DISCOUNT = 0.5
+
+
+def on_openrouter(base_url: str | None) -> bool:
+    """Whether `base_url` is OpenRouter's (a host on openrouter.ai)."""
+    if base_url is None:
+        return False
+    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
+    return host == "openrouter.ai" or host.endswith(".openrouter.ai")
+
+
 DEFAULT_IMAGE = (
     "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
     "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
@@ -109,12 +134,35 @@ class Provider:
 
     `api_key` is a `Secret` (literal or `vault:` reference), resolved with
     `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
-    A `stub` provider needs neither and ignores both.
+    A `stub` provider needs neither and ignores both. `batch_discount` (ours): the batch API's
+    price as a fraction of the normal one; None means the default (`discount`). `batch_api`
+    (ours): which batch API it speaks; None means the default (`batch_kind`).
     """
 
     protocol: Protocol
     base_url: str | None = None
     api_key: Secret | None = None
+    batch_discount: float | None = None
+    batch_api: BatchApi | None = None
+
+    @property
+    def discount(self) -> float | None:
+        """The batch price's fraction of the normal price; None: no batch API."""
+        if self.batch_discount is not None:
+            return self.batch_discount
+        return DEFAULT_BATCH_DISCOUNT if self.batch_kind is not None else None
+
+    @property
+    def batch_kind(self) -> BatchApi | None:
+        """The batch API the provider speaks: `batch_api`, else OpenRouter's (`inline`) for a
+        base URL on openrouter.ai, else its protocol's; None for `stub`."""
+        if self.batch_api is not None:
+            return self.batch_api
+        if self.protocol is Protocol.ANTHROPIC:
+            return BatchApi.ANTHROPIC
+        if self.protocol is Protocol.OPENAI:
+            return BatchApi.INLINE if on_openrouter(self.base_url) else BatchApi.OPENAI
+        return None
 
 
 @attrs.frozen
@@ -128,6 +176,7 @@ class Role:
     - `max_tokens`: cap on generated tokens, reasoning included. `temperature`: None = provider's.
     - `price_in` / `price_out` (ours): USD per million input / output tokens, used when the
       provider's model listing has no price for `model`; both or neither.
+    - `batch` (ours, parent only): answer through the provider's batch API.
     """
 
     provider: str
@@ -139,6 +188,7 @@ class Role:
     thinking_budget: int | None = None
     price_in: float | None = None
     price_out: float | None = None
+    batch: bool = False
 
 
 @attrs.frozen
@@ -164,7 +214,8 @@ class Roles:
 @attrs.frozen
 class Pipeline:
     """`[pipeline]`: the reference's tunables plus our `max_cost_usd`, `drain_secs` and the
-    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`)."""
+    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`) and
+    `batch_poll_secs`, the wait between two looks at a running batch."""
 
     concurrency: int = 8
     max_retries: int = 5
@@ -180,6 +231,7 @@ class Pipeline:
     adaptive: bool = True
     adaptive_decrease: float = 0.75
     adaptive_pause_secs: float = 1.0
+    batch_poll_secs: float = 60.0
 
 
 @attrs.frozen

@@ -54,6 +54,24 @@ def check(cfg: s.Settings) -> list[str]:
             out.append(f"{key}: must be at least 1024")
         if role.thinking_budget >= role.max_tokens:
             out.append(f"{key}: must be less than max_tokens")
+    for name, provider in cfg.providers.items():
+        discount = provider.batch_discount
+        if discount is not None and not 0 < discount <= 1:
+            out.append(f"providers.{name}.batch_discount: must be in (0, 1]")
+        kind = provider.batch_api
+        anthropic = provider.protocol is s.Protocol.ANTHROPIC
+        if kind is not None and (kind is s.BatchApi.ANTHROPIC) != anthropic:
+            out.append(
+                f"providers.{name}.batch_api: `{kind.value}` does not match the "
+                f"{provider.protocol.value} protocol"
+            )
+    for name, role in roles:
+        if role.batch and name != "parent":
+            out.append(f"roles.{name}.batch: only the parent's answers can use a batch API")
+    if cfg.roles.parent.batch:
+        problem = batch_problem(cfg)
+        if problem is not None:
+            out.append(f"roles.parent.batch: {problem}")
     seen: set[str] = set()
     for topic in cfg.topics:
         if topic.name in seen:
@@ -86,6 +104,8 @@ def check(cfg: s.Settings) -> list[str]:
         out.append("pipeline.adaptive_decrease: must be in (0, 1)")
     if not 0 <= pl.adaptive_pause_secs <= 600:
         out.append("pipeline.adaptive_pause_secs: must be in [0, 600]")
+    if not 0 < pl.batch_poll_secs <= 3600:
+        out.append("pipeline.batch_poll_secs: must be in (0, 3600]")
     if cfg.training is not None:
         if cfg.training.target not in cfg.targets:
             out.append(f"training.target: unknown target `{cfg.training.target}`")
@@ -99,6 +119,25 @@ def check(cfg: s.Settings) -> list[str]:
             if target.gpu_count < 1:
                 out.append(f"targets.{name}.gpu_count: must be at least 1")
     return out
+
+
+def batch_problem(cfg: s.Settings) -> str | None:
+    """Why the parent's provider cannot answer through a batch API, or None when it can."""
+    provider = cfg.providers.get(cfg.roles.parent.provider)
+    if provider is None:
+        return None
+    name = cfg.roles.parent.provider
+    if provider.protocol is s.Protocol.STUB:
+        return f"the stub protocol of provider `{name}` has no batch API"
+    return None
+
+
+def batch_discount(cfg: s.Settings) -> float | None:
+    """The parent's batch price as a fraction of its normal price; None: no batch API."""
+    provider = cfg.providers.get(cfg.roles.parent.provider)
+    if provider is None or batch_problem(cfg) is not None:
+        return None
+    return provider.discount
 
 
 TYPED_AXOLOTL_KEYS = {

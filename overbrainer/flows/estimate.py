@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from overbrainer.config.settings import Settings
+from overbrainer.config.validate import batch_discount
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
@@ -62,7 +63,7 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
         known = True
         for estimate in estimates:
             price = prices.get(estimate.stage)
-            front.line(estimate_line(estimate, price, None))
+            front.line(estimate_line(estimate, price, batch_discount(settings)))
             cost = estimate.cost(price)
             if cost is None:
                 known = False

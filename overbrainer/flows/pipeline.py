@@ -11,6 +11,7 @@ import trio
 
 from overbrainer.config.preflight import check_roles
 from overbrainer.config.settings import Topic
+from overbrainer.config.validate import batch_discount, batch_problem
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
@@ -22,6 +23,7 @@ from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
 from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
 from overbrainer.llm.pricing import PriceBook
+from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.context import check_templates
@@ -54,8 +56,9 @@ from overbrainer.training.lifecycle import (
 log = logging.getLogger(__name__)
 
 
-def _body(stage: Stage) -> Body:
-    """The body of `stage` (imported on use: each stage lives in its own module)."""
+def _body(stage: Stage, batch: bool = False, cancel: bool = False) -> Body:
+    """The body of `stage` (imported on use: each stage lives in its own module); answers
+    through the batch API with `batch` (cancelling the recorded batches with `cancel`)."""
     if stage is Stage.SUBTOPICS:
         from overbrainer.pipeline.subtopics import subtopics_stage
 
@@ -68,6 +71,10 @@ def _body(stage: Stage) -> Body:
         from overbrainer.pipeline.split_stage import split_stage
 
         return split_stage
+    if batch:
+        from overbrainer.pipeline.batch_answers import batch_answers_stage, cancel_batches_stage
+
+        return cancel_batches_stage if cancel else batch_answers_stage
     return answers_stage
 
 
@@ -119,7 +126,22 @@ class _Pipeline:
     force: bool
     whole_run: bool
     spend: SpendCap
+    batch: bool = False
+    """`answers --batch`: the answers go through the parent's batch API."""
+    cancel: bool = False
+    """`answers --batch --cancel`: the recorded batches are cancelled."""
     prices: PriceBook = attrs.Factory(PriceBook)
+
+    def _batching(self, stage: Stage) -> bool:
+        """Whether `stage` runs through the batch API (`--batch`, `[roles.parent] batch`)."""
+        if stage is not Stage.ANSWERS:
+            return False
+        if not (self.batch or self.config.settings.roles.parent.batch):
+            return False
+        problem = batch_problem(self.config.settings)
+        if problem is not None:
+            raise UsageError(f"--batch: {problem}")
+        return True
 
     def _concurrency_changed(self, model: str, old: int, new: int, reason: str) -> None:
         self.bus.publish(ConcurrencyChanged(model, old, new, reason))
@@ -167,7 +189,8 @@ class _Pipeline:
     ) -> None:
         """`run`'s line before a paid stage: what it still has to do and may cost."""
         [estimate] = await self._estimates([stage], templates, topics)
-        log.info("%s", estimate_line(estimate, _price_of(roles, stage), None))
+        discount = batch_discount(self.config.settings)
+        log.info("%s", estimate_line(estimate, _price_of(roles, stage), discount))
 
     async def _warn_below_estimate(
         self,
@@ -176,14 +199,17 @@ class _Pipeline:
         topics: tuple[Topic, ...],
         roles: dict[str, RoleClient],
     ) -> None:
-        """A spend cap below the low end of the estimate is said before the first request."""
+        """A spend cap below the low end of the estimate (answers at the batch price when they
+        go through the batch API) is said before the first request."""
         limit = self.spend.limit
         paid = [stage for stage in stages if stage in PAID_STAGES]
         if limit is None or not paid:
             return
         low = 0.0
         for estimate in await self._estimates(paid, templates, topics):
-            cost = estimate.cost(_price_of(roles, estimate.stage))
+            batching = self._batching(estimate.stage)
+            discount = (batch_discount(self.config.settings) or 1.0) if batching else 1.0
+            cost = estimate.cost(_price_of(roles, estimate.stage), discount)
             if cost is not None:
                 low += cost[0]
         if low > float(limit):
@@ -229,7 +255,8 @@ class _Pipeline:
                 )
                 if self.whole_run and stage in PAID_STAGES:
                     await self._estimate_line(stage, templates, topics, roles)
-                outcome = await run_stage(ctx, stage, _body(stage))
+                body = _body(stage, self._batching(stage), self.cancel)
+                outcome = await run_stage(ctx, stage, body)
                 self.front.line(outcome.line)
                 outcome.check()
 
@@ -244,10 +271,14 @@ async def pipeline_flow(
     max_cost: float | None = None,
     whole_run: bool = False,
     train: bool = True,
+    batch: bool = False,
+    cancel: bool = False,
 ) -> None:
     """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`.
 
     `train` False (`run --no-train`) stops `run` after split even with `[training]`.
+    `batch` (`answers --batch`): answers through the parent's batch API; `cancel` cancels the
+    recorded batches instead of submitting new ones.
     """
     async with open_command(options, front) as command:
         project, config, interrupt = command.project, command.config, command.interrupt
@@ -271,6 +302,8 @@ async def pipeline_flow(
             force,
             whole_run,
             SpendCap(cap),
+            batch,
+            cancel,
         )
         await pipeline.run(planned, topics)
         if whole_run:

@@ -97,15 +97,52 @@ class HttpClient:
         """`POST {base}/{path}` with a JSON body, the answer decoded as JSON."""
         return await self._send("POST", path, json.dumps(body).encode(), observe)
 
+    async def post_content(self, path: str, content: bytes, content_type: str) -> Json:
+        """`POST {base}/{path}` with a raw body of `content_type` (a multipart upload)."""
+        return await self._send("POST", path, content, headers={"content-type": content_type})
+
+    async def get_text(self, path: str) -> str:
+        """`GET {base}/{path}` as text (a JSONL file's content)."""
+        response = await self._request("GET", path, None)
+        return response.text
+
     async def _send(
-        self, method: str, path: str, content: bytes | None, observe: Observe | None = None
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        observe: Observe | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Json:
+        response = await self._request(method, path, content, observe, headers)
+        try:
+            decoded: Json = json.loads(response.content)
+        except ValueError as error:
+            log.debug(
+                "%s %s: a %d body that is not JSON: %r",
+                method,
+                path,
+                response.status_code,
+                response.content[:120],
+            )
+            raise MalformedBody(str(error)) from None
+        return decoded
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        observe: Observe | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx2.Response:
+        """One request; a 2xx response, else the `LlmError` that says why not."""
         self.breaker.check()
         url = join_url(self.base_url, path)
         response: httpx2.Response | None = None
         with trio.move_on_after(self.request_timeout):
             try:
-                response = await self._client.request(method, url, content=content)
+                response = await self._client.request(method, url, content=content, headers=headers)
             except httpx2.HTTPError as error:
                 log.debug("%s %s failed: %s", method, path, type(error).__name__)
                 raise self._transport_error(error) from error
@@ -120,18 +157,7 @@ class HttpClient:
         retry_after = parse_retry_after(response.headers.get("retry-after"))
         if not 200 <= status < 300:
             raise StatusError.from_body(status, response.text, retry_after)
-        try:
-            decoded: Json = json.loads(response.content)
-        except ValueError as error:
-            log.debug(
-                "%s %s: a %d body that is not JSON: %r",
-                method,
-                path,
-                status,
-                response.content[:120],
-            )
-            raise MalformedBody(str(error)) from None
-        return decoded
+        return response
 
     def _transport_error(self, error: httpx2.HTTPError) -> Exception:
         """The error for a failed request; a connection failure may open the breaker."""

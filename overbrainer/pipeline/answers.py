@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
-from overbrainer.config.settings import Protocol, Role
+from overbrainer.config.settings import Protocol, Role, Topic
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import Completion
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
+from overbrainer.storage.batches import batched_questions
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import (
     Example,
@@ -97,9 +99,11 @@ def build_example(
     return Example(question.id, question.topic, question.subtopic, tuple(messages), meta)
 
 
-def _pending(ctx: StageContext, redo: set[str]) -> tuple[list[Question], int, set[str]]:
+def pending_questions(
+    ctx: StageContext, redo: set[str]
+) -> tuple[list[Question], int, set[str], dict[str, Question]]:
     """The selected questions to answer, in file order; how many are answered; which of the
-    `redo` IDs (answers a force replaces) no longer have a question.
+    `redo` IDs (answers a force replaces) no longer have a question; every question by ID.
 
     A question is answered when `answers.jsonl` has a record of its ID, unless a force is
     still to replace that record. Blocking: it reads every question and every stored answer.
@@ -122,18 +126,24 @@ def _pending(ctx: StageContext, redo: set[str]) -> tuple[list[Question], int, se
             skipped += 1
         else:
             pending.append(question)
-    return pending, skipped, redo - {question.id for question in questions}
+    by_id = {question.id: question for question in questions}
+    return pending, skipped, redo - by_id.keys(), by_id
+
+
+def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]:
+    """Each of `topics`' rendered `answer_system.txt`."""
+    template = ctx.template("answer_system.txt")
+    return {
+        topic.name: template.render(topic=topic.name, description=topic.description)
+        for topic in topics
+    }
 
 
 async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     """Answer every selected question not in `answers.jsonl` (or whose answer a force
     replaces), `concurrency` at a time."""
     # Rendered first, so a template that cannot render fails before a force begins.
-    template = ctx.template("answer_system.txt")
-    systems = {
-        topic.name: template.render(topic=topic.name, description=topic.description)
-        for topic in ctx.topics
-    }
+    systems = system_prompts(ctx, ctx.topics)
     async with replacing(ctx, "answers") as replacement:
         await _answer_pending(ctx, run, replacement, systems)
 
@@ -146,8 +156,18 @@ async def _answer_pending(
     role_client = run.role
     role = role_client.role
     redo = set(replacement.pending(ctx.selected_topic_names))
-    pending, skipped, gone = await read_in_thread(lambda: _pending(ctx, redo))
+    pending, skipped, gone, _ = await read_in_thread(lambda: pending_questions(ctx, redo))
     replacement.forget(gone)
+    batched = await read_in_thread(lambda: batched_questions(ctx.project.state / "batches"))
+    if batched:
+        before = len(pending)
+        pending = [question for question in pending if question.id not in batched]
+        if len(pending) < before:
+            log.warning(
+                "answers: %d question(s) are in batches submitted earlier and are not asked "
+                "again: collect them with `overbrainer answers --batch`",
+                before - len(pending),
+            )
     run.skipped(count=skipped)
 
     protocol = ctx.settings.provider_of(role).protocol

@@ -184,6 +184,16 @@ class SpendCap:
                 await self._settled.wait()
         return None
 
+    def refuse(self, amount: Fraction) -> None:
+        """No new request starts: one costing `amount` did not fit (a batch's next item)."""
+        if self.refused is None:
+            self.refused = amount
+
+    def pay(self, cost: Fraction) -> None:
+        """Count `cost` committed before this command (a batch it re-attached to)."""
+        self.spent += cost
+        self.changed()
+
     def changed(self) -> None:
         """Wake the request waiting for room: a reservation closed."""
         self._settled.set()

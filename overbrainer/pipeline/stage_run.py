@@ -164,9 +164,11 @@ class StageRun:
             )
         return Paid(completion, usage, self.add_usage(usage, estimated), estimated)
 
-    def add_usage(self, usage: Usage, estimated: bool = False) -> float | None:
-        """Count one attempt's usage at the role's price; its cost when the price is known."""
-        price = self.price
+    def add_usage(
+        self, usage: Usage, estimated: bool = False, price: Price | None = None
+    ) -> float | None:
+        """Count one attempt's usage at `price` (default: the role's); its cost when known."""
+        price = self.price if price is None else price
         self.stats = self.stats.add_usage(usage, price)
         if estimated and not self.estimated:
             self.estimated = True
