@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from overbrainer.llm import anthropic
-from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus
+from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus, jsonl_results
 from overbrainer.llm.errors import InvalidResponse
 from overbrainer.llm.http import HttpClient
 from overbrainer.llm.types import Json
@@ -84,18 +84,7 @@ class AnthropicBatches:
     async def results(self, batch_id: str, status: BatchStatus) -> list[BatchResult]:
         """The JSONL at `/messages/batches/{id}/results` (where `results_url` points)."""
         text = await self.http.get_text(f"{PATH}/{batch_id}/results")
-        found = []
-        for raw in text.splitlines():
-            if not raw.strip():
-                continue
-            try:
-                line: Json = json.loads(raw)
-            except ValueError:
-                continue
-            result = result_of(line)
-            if result is not None:
-                found.append(result)
-        return found
+        return jsonl_results(text, result_of)
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /messages/batches/{id}/cancel`."""

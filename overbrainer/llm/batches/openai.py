@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Sequence
 
 from overbrainer.llm import openai
-from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus
+from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus, jsonl_results
 from overbrainer.llm.errors import InvalidResponse, LlmError
 from overbrainer.llm.http import HttpClient
 from overbrainer.llm.types import Json
@@ -135,16 +135,7 @@ class OpenAiBatches:
             if file_id is None:
                 continue
             text = await self.http.get_text(f"files/{file_id}/content")
-            for raw in text.splitlines():
-                if not raw.strip():
-                    continue
-                try:
-                    line: Json = json.loads(raw)
-                except ValueError:
-                    continue
-                result = result_of(line)
-                if result is not None:
-                    found.append(result)
+            found.extend(jsonl_results(text, result_of))
         return found
 
     async def cancel(self, batch_id: str) -> None:

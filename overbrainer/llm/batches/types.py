@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Protocol as TypingProtocol
 
 import attrs
@@ -67,3 +68,20 @@ class BatchApi(TypingProtocol):
     async def find(self, tag: str) -> str | None:
         """The ID of a batch submitted with `tag`, when the API can list batches by it."""
         ...
+
+
+def jsonl_results(text: str, result_of: Callable[[Json], BatchResult | None]) -> list[BatchResult]:
+    """The results of a JSONL result file: each line `result_of` reads (blank, non-JSON and
+    unreadable lines skipped)."""
+    found = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            line: Json = json.loads(raw)
+        except ValueError:
+            continue
+        result = result_of(line)
+        if result is not None:
+            found.append(result)
+    return found
