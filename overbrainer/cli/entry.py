@@ -22,9 +22,8 @@ def main() -> None:
     from overbrainer.cli.main import main as run_command_line
 
     load_command(sys.argv[1:])  # the command's own module, still under the quiet handler
-
-    # Trio guards its own state against KeyboardInterrupt only under the default handler.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The quiet handler stays until the command's Trio run starts (`run_flow` installs the
+    # default one there): inside click's `main` a KeyboardInterrupt prints a newline first.
     try:
         run_command_line()
     except KeyboardInterrupt:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
@@ -24,6 +26,10 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     # Everything imported so far lives as long as the process: moving it out of the cycle
     # collector's reach spares every full collection a scan of tens of thousands of objects.
     gc.freeze()
+    if threading.current_thread() is threading.main_thread():
+        # Trio guards its own state against KeyboardInterrupt only under the default handler
+        # (the entry kept a quiet «exit 130» one while the command line was read).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         result = trio.run(flow)
         code = EXIT_OK if result is None else result
