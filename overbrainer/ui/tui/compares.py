@@ -30,7 +30,8 @@ def _summary_lines(data: dict[str, Any]) -> tuple[str, ...]:
     tps = _number(summary.get("tokens_per_second"))
     judge = _text(data.get("judge")) + (" (the parent)" if data.get("judge_is_parent") else "")
     return (
-        f"run {_text(data.get('run'))}, {_text(data.get('quantize'))}, judge {judge}",
+        f"{_text(data.get('compare'))} of run {_text(data.get('run'))}, "
+        f"{_text(data.get('quantize'))}, judge {judge}",
         f"win or tie {rate}{interval}: {summary.get('wins', 0)} wins, "
         f"{summary.get('ties', 0)} ties, {summary.get('losses', 0)} losses, "
         f"{summary.get('errors', 0)} errors, {summary.get('unparsed', 0)} unparsed",
