@@ -1,91 +1,237 @@
-"""A finished compare's `compare.json`, written by compare/report.py's own writer."""
+"""A project with a trained-and-exported run for the compare tests: a real GGUF, eval questions."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from overbrainer.compare.answers import ChildAnswer
-from overbrainer.compare.questions import eval_questions
-from overbrainer.compare.report import Report, report_json
-from overbrainer.compare.setup import CompareSetup
-from overbrainer.compare.stats import Prices, costs, summarize
-from overbrainer.compare.verdicts import Verdict, VerdictLine
-from overbrainer.storage.records import Example
+from overbrainer.devtools.stub_provider import Recorded, Reply
+from overbrainer.export.record import ExportRecord, write_export_record
+from overbrainer.training.run_store import RunRecord, RunState
+from tests.gguf_support import write_tiny_llama
+from tests.llama_support import LlamaRelease, sha256_of
 
-VERDICTS = (Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.ERROR, Verdict.UNPARSED)
-"""One question of each mark: `✓ = ✗ ! ?`."""
+RUN_ID = "demo_20261007-092758"
+GGUF = "output/gguf/tiny-Q8_0.gguf"
+QUESTIONS = 5
+
+CONFIG = """\
+[project]
+name = "demo"
+
+[providers.stub]
+protocol = "openai"
+
+[roles.generator]
+provider = "stub"
+model = "gen-model"
+
+[roles.parent]
+provider = "stub"
+model = "parent-model"
+{judge}
+[pipeline]
+concurrency = {concurrency}
+max_retries = 1
+
+[targets.local]
+kind = "local"
+runtime = "native"
+
+[compare]
+max_tokens = 8
+server_start_secs = 60
+parent_price_in = 1.1
+parent_price_out = 2.2
+child_price_per_hour = 0.5
+{compare}
+"""
+
+JUDGE = """
+[roles.judge]
+provider = "stub"
+model = "judge-model"
+max_tokens = 256
+"""
 
 
-def _example(n: int) -> Example:
-    return Example.from_json(
-        json.dumps(
-            {
-                "id": f"q{n}",
-                "topic": "rust",
-                "subtopic": "ownership",
-                "messages": [
-                    {"role": "user", "content": f"Question {n}: what does a borrow do?"},
-                    {"role": "assistant", "content": f"Parent answer {n}: it lends a value."},
-                ],
-                "meta": {
-                    "model": "m",
-                    "input_tokens": 10,
-                    "output_tokens": 20,
-                    "finish_reason": "stop",
-                    "reasoning_kind": "none",
-                },
-            }
-        )
-    )
-
-
-def write_compare(
-    run_dir: Path,
-    compare_id: str,
-    created: str,
-    verdicts: tuple[Verdict, ...] = VERDICTS,
+def make_compare_project(
+    root: Path,
+    *,
+    judge: bool = True,
+    concurrency: int = 4,
+    compare: str = "",
+    questions: int = QUESTIONS,
+    bad_gguf: bool = False,
+    target: str = "local",
+    remote_dir: Path | None = None,
 ) -> Path:
-    """Write `run_dir/compares/<compare_id>/compare.json` as `overbrainer compare` would."""
-    setup = CompareSetup(
-        run=run_dir.name,
-        compare=compare_id,
-        gguf="output/gguf/model-Q4_K_M.gguf",
-        gguf_sha256="0123456789abcdef" * 4,
-        quantize="Q4_K_M",
-        llama_cpp="b0test",
-        base_model="Qwen/Qwen3-0.6B",
-        seed=42,
-        created=created,
-        questions=tuple(eval_questions([_example(n) for n in range(len(verdicts))])),
+    """A project whose run `RUN_ID` has an exported GGUF and whose data/eval.jsonl is written."""
+    root.mkdir(parents=True, exist_ok=True)
+    text = CONFIG.format(judge=JUDGE if judge else "", concurrency=concurrency, compare=compare)
+    (root / "overbrainer.toml").write_text(text, encoding="utf-8")
+    (root / ".overbrainer").mkdir(exist_ok=True)
+    (root / ".overbrainer" / "version").write_text("1\n", encoding="utf-8")
+    run_dir = root / "runs" / RUN_ID
+    (run_dir / "output" / "gguf").mkdir(parents=True)
+    record = RunRecord(
+        id=RUN_ID,
+        target=target,
+        created="2026-10-07T09:27:58Z",
+        remote_dir=str(run_dir.resolve() if remote_dir is None else remote_dir),
+        job=None,
+        state=RunState.SUCCEEDED,
     )
-    lines = tuple(
-        VerdictLine(f"q{n}", v, f"reason {n}: {v.value}", n % 2 == 0)
-        for n, v in enumerate(verdicts)
+    (run_dir / "run.json").write_text(record.to_json(), encoding="utf-8")
+    (run_dir / "axolotl.yaml").write_text(
+        "base_model: tiny/random-llama\nsequence_len: 256\n", encoding="utf-8"
     )
-    answers = {
-        f"q{n}": (
-            ChildAnswer(f"q{n}", error="timed out")
-            if v is Verdict.ERROR
-            else ChildAnswer(f"q{n}", f"Child answer {n}.", "stop", 5, 8, 1.0, 0.1, 8.0)
+    gguf = run_dir / GGUF
+    if bad_gguf:
+        gguf.write_bytes(b"GGUF" + b"\x00" * 64)
+    else:
+        write_tiny_llama(gguf)
+    write_export_record(
+        run_dir / "export.json",
+        ExportRecord(
+            "Q8_0", "b0test", GGUF, sha256_of(gguf), gguf.stat().st_size, "2026-10-07T10:00:00Z"
+        ),
+    )
+    data = root / "data"
+    data.mkdir()
+    lines = []
+    for n in range(questions):
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"q{n}",
+                    "topic": "rust",
+                    "subtopic": "borrowing",
+                    "messages": [
+                        {"role": "user", "content": f"Question number {n}: why is the sky blue?"},
+                        {"role": "assistant", "content": f"<think>hm</think>Parent answer {n}."},
+                    ],
+                    "meta": {
+                        "model": "parent-model",
+                        "input_tokens": 100 + n,
+                        "output_tokens": 1000,
+                        "finish_reason": "stop",
+                        "reasoning_kind": "none",
+                    },
+                }
+            )
         )
-        for n, v in enumerate(verdicts)
-    }
-    summary = summarize(list(verdicts), list(answers.values()))
-    report = Report(
-        setup=setup,
-        hardware=None,
-        judge="stub/judge-model",
-        judge_is_parent=False,
-        verdicts_file="verdicts-0.jsonl",
-        summary=summary,
-        costs=costs(Prices(None, None, None), [], summary.mean_seconds),
-        child_price_from_pod=False,
-        verdicts=lines,
-        answers=answers,
+    (data / "eval.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def compare_env(
+    release: LlamaRelease, cache: Path, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The command's environment: the loopback release, a fresh tools cache, short polls."""
+    env = {**release.env(), "OVERBRAINER_CACHE": str(cache), "OVERBRAINER_TEST_POLL_S": "0.2"}
+    env.update(extra or {})
+    return env
+
+
+def question_number(request: Recorded) -> int:
+    """Which eval question a judge request is about."""
+    found = re.search(r"Question number (\d+)", request.prompt or "")
+    assert found is not None, request.prompt
+    return int(found.group(1))
+
+
+SCRIPTED = {
+    0: '{"verdict": "A", "reason": "A is right"}',
+    1: '{"verdict": "B", "reason": "B is right"}',
+    2: '{"verdict": "tie", "reason": "both fine"}',
+    3: "I would rather not say.",
+    4: 'Sure. {not json} Here: {"verdict": "a", "reason": "embedded"} done',
+}
+
+
+def scripted_judge(request: Recorded) -> Reply:
+    """A: q0, B: q1, tie: q2, garbage: q3 (unparsed), JSON in prose: q4; others tie."""
+    return Reply(SCRIPTED.get(question_number(request), SCRIPTED[2]), usage=(50, 10))
+
+
+STANDIN_SERVER = '''#!/usr/bin/env python3
+"""A stand-in llama-server: healthy, starts an answer, then dies (or hangs) mid-answer."""
+import http.server, json, os, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+with open("standin.pid", "w") as out:
+    out.write(str(os.getpid()))
+mode = os.environ.get("STANDIN_LLAMA_MODE", "die")
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"status":"ok"}')
+
+    def do_POST(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        chunk = {"choices": [{"delta": {"content": "Hel"}, "finish_reason": None}]}
+        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\\n\\n")
+        self.wfile.flush()
+        print("standin: answering", flush=True)
+        if mode == "hang":
+            time.sleep(600)
+        print("standin: GGML_ASSERT failed, dying", flush=True)
+        os._exit(3)
+
+    def log_message(self, *args):
+        pass
+
+print("standin: listening", flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+'''
+STANDIN_TAG = "b0standin"
+
+
+@contextlib.contextmanager
+def standin_release(directory: Path) -> Iterator[dict[str, str]]:
+    """A loopback release whose `llama-server` is the stand-in; its pin variables."""
+    binary = directory / "releases" / "download" / STANDIN_TAG
+    binary.mkdir(parents=True)
+    archive = binary / f"llama-{STANDIN_TAG}-bin-ubuntu-x64.tar.gz"
+    script = directory / "llama-server"
+    script.write_text(STANDIN_SERVER, encoding="utf-8")
+    script.chmod(0o755)
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(script, arcname=f"llama-{STANDIN_TAG}/llama-server")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    folder = run_dir / "compares" / compare_id
-    folder.mkdir(parents=True)
-    path = folder / "compare.json"
-    path.write_text(report_json(report), encoding="utf-8")
-    return path
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield {
+            "OVERBRAINER_LLAMA_CPP": STANDIN_TAG,
+            "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
+            "OVERBRAINER_LLAMA_CPP_UBUNTU_X64_SHA256": sha256_of(archive),
+        }
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

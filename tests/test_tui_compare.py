@@ -29,7 +29,7 @@ from overbrainer.ui.tui.state import (
     TaskSpec,
     View,
 )
-from tests.compare_support import write_compare
+from tests.tui_compare_support import write_compare
 
 
 def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:

@@ -11,7 +11,6 @@ import trio
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from tests import train_helpers
-from tests.compare_support import write_compare
 from tests.hub_support import RUN_ID, make_run
 from tests.pipeline_support import (
     make_project,
@@ -20,6 +19,7 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.tui_compare_support import write_compare
 from tests.tui_support import needs_tmux, open_terminal
 
 pytestmark = needs_tmux
