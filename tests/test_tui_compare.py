@@ -5,10 +5,15 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from overbrainer.compare.verdicts import Verdict
+from overbrainer.hub.errors import PushRefused
+from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compares import latest_compare_line, read_compares
+from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
@@ -29,6 +34,7 @@ from overbrainer.ui.tui.state import (
     TaskSpec,
     View,
 )
+from tests.hub_support import RUN_ID, make_run
 from tests.tui_compare_support import write_compare
 
 
@@ -200,3 +206,25 @@ def test_training_h_confirms_the_push_then_y_pushes() -> None:
     assert (effects, state.confirm) == ([], ())
     assert state.status == "push refused: run run_a is failed: only a succeeded run"
     assert not [e for e in effects if isinstance(e, Cancel)]
+
+
+def test_the_push_confirmation_is_planned_from_the_run_without_network(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    make_run(root)
+    lines = plan_lines(open_project(root), RUN_ID)
+    assert lines == (
+        f"push run {RUN_ID} to the Hugging Face Hub",
+        "repo: <your namespace>/my-project (the token's)",
+        "visibility: private",
+        "files: 5, 0.1 MB (102853 bytes), and README.md",
+        "  Modelfile (0.0 MB)",
+        "  adapter_config.json (0.0 MB)",
+        "  adapter_model.safetensors (0.0 MB)",
+        f"  {RUN_ID}-Q4_K_M.gguf (0.0 MB)",
+        "  tokenizer.json (0.0 MB)",
+        "y pushes, any other key does not",
+    )
+    failed = tmp_path / "f"
+    make_run(failed, state="failed")
+    with pytest.raises(PushRefused, match="only a succeeded or stopped run can be pushed"):
+        plan_lines(open_project(failed), RUN_ID)
