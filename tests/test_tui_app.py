@@ -229,9 +229,8 @@ def test_training_keys() -> None:
     assert effects == [Spawn(6, TaskSpec(TaskKind.LOAD))]
     state, effects = keys(state, "up", "c")
     assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
-    for key, text in (("h", app.PUSH_MISSING), ("C", app.COMPARE_MISSING), ("p", app.POD_HINT)):
-        state, effects = keys(state, key)
-        assert (effects, state.status) == ([], text)
+    state, effects = keys(state, "p")
+    assert (effects, state.status) == ([], app.POD_HINT)
 
 
 def test_training_without_runs_says_none_is_selected() -> None:
@@ -269,11 +268,6 @@ def test_project_and_dataset_open_the_editor_unless_busy() -> None:
     state, effects = keys(state, "3", "r", "2", "d")
     assert effects[1:] == []
     assert state.status.startswith("busy: ")
-
-
-def test_compare_view_names_the_missing_command() -> None:
-    state, effects = keys(State(), "6", "C")
-    assert (effects, state.status) == ([], app.COMPARE_MISSING)
 
 
 def test_config_reload_messages() -> None:

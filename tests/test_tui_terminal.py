@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from tests import train_helpers
+from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
     make_project,
     overbrainer,
@@ -17,6 +19,7 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.tui_compare_support import write_compare
 from tests.tui_support import needs_tmux, open_terminal
 
 pytestmark = needs_tmux
@@ -73,7 +76,7 @@ async def test_auto_mode_fills_the_pipeline_then_every_view_shows_and_q_quits(
         await term.keys("BTab")
         await term.wait_for("no run yet: t starts one")
         await term.keys("6")
-        await term.wait_for("compare is not in this version yet")
+        await term.wait_for("no compare yet: C compares the newest exported run")
         await term.keys("5", "f")
         shown = await term.wait_for("Logs: WARN and above")
         assert "answers: 8/8" not in shown
@@ -272,3 +275,50 @@ async def test_a_project_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path) 
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
+
+
+async def test_the_compare_view_shows_a_report_and_training_confirms_a_push(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "p"
+    run_dir = make_run(root)
+    write_compare(run_dir, "compare_20261203-130000", "2026-12-03T13:00:00Z")
+    with fake_hub(tmp_path) as hub:
+        env = hub_env(tmp_path, hub.url)
+        async with open_terminal(root, "tui", env=env) as term:
+            await term.wait_for("nothing run yet")
+            await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
+            await term.keys("4")
+            shown = await term.wait_for(
+                "compare: 50% win or tie (compare_20261203-130000, 5 questions)"
+            )
+            assert f"▶ {RUN_ID}  succeeded" in shown
+            await term.keys("h")
+            shown = await term.wait_for("y pushes, any other key does not")
+            assert "repo: <your namespace>/my-project (the token's)" in shown
+            assert "visibility: private" in shown
+            assert "files: 5, 0.1 MB (102853 bytes), and README.md" in shown, shown
+            await term.keys("n")
+            await term.wait_for("not pushed")
+            assert hub.log() == []  # the confirmation needs no network
+            assert not (run_dir / "hub").exists()
+            await term.keys("h")
+            await term.wait_for("y pushes")
+            await term.keys("y")
+            await term.wait_for("/alice/my-project/commit/")
+            await term.keys("6")
+            shown = await term.wait_for("Questions: all, 5 of 5")
+            assert f"▶ {RUN_ID}  Q4_K_M   50% win or tie     5 questions" in shown
+            assert "  ! q3  Question 3" in shown
+            assert "child: Child answer 0." in shown
+            await term.keys("f", "j")
+            shown = await term.wait_for("Questions: losses, 2 of 5")
+            assert "▶ ! q3  Question 3" in shown
+            assert "child: (no answer: timed out)" in shown
+            await term.keys("C")  # no run has an export: the flow says so
+            await term.wait_for("compare failed: no run has a GGUF: export one with")
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=")
+        assert "EXIT=0" in shown
+        assert len(hub.calls("commit")) == 1
+    assert json.loads((run_dir / "hub" / "push.json").read_text())["repo"] == "alice/my-project"

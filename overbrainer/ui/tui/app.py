@@ -17,6 +17,8 @@ from overbrainer.events.types import (
     System,
 )
 from overbrainer.ui.tui.state import (
+    COMPARE_FILTERS,
+    COMPARE_KINDS,
     LEVELS,
     READ_KINDS,
     TRAINING_KINDS,
@@ -34,6 +36,7 @@ from overbrainer.ui.tui.state import (
     Notice,
     OpenEditor,
     Previewed,
+    PushPlanned,
     SignalMsg,
     Spawn,
     State,
@@ -56,11 +59,8 @@ PREVIEW_EVERY = 1.0
 LOSSES = 120
 """Losses kept for the Training view's sparkline."""
 
-COMPARE_MISSING = (
-    "compare is not in this version yet: it lands as `overbrainer compare` "
-    "(child against parent, judged)"
-)
-PUSH_MISSING = "push is not in this version yet: it lands as `overbrainer push RUN_ID`"
+NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer export RUN` first)"
+COMPARE_WRITTEN = "compare written: see the Compare view"
 EXPORT_MISSING = "export is not in this version yet: it lands as `overbrainer export RUN_ID`"
 POD_LOG_HINT = "pod logs: `overbrainer runs logs RUN_ID --pod` (not shown in the TUI yet)"
 POD_HINT = "pods: `overbrainer pod ls`, `overbrainer pod rm ID`"
@@ -112,7 +112,15 @@ def update(state: State, message: Msg) -> Result:
             snapshot=message.snapshot,
             run_index=min(kept.run_index, max(runs - 1, 0)),
             tree_index=min(kept.tree_index, max(len(message.snapshot.tree) - 1, 0)),
+            compare_index=min(kept.compare_index, max(len(message.snapshot.compares) - 1, 0)),
         ), _exit_if_done(kept)
+    if isinstance(message, PushPlanned):
+        kept = _without(state, message.task)
+        if message.error is not None:
+            return attrs.evolve(kept, status=f"push refused: {message.error}"), []
+        spec = TaskSpec(TaskKind.PUSH, run_id=message.run_id)
+        status = f"push run {message.run_id}? y pushes, any other key does not"
+        return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
     if isinstance(message, Previewed):
         kept = _without(state, message.task)
         return attrs.evolve(kept, preview=message.text or kept.preview), _exit_if_done(kept)
@@ -218,9 +226,12 @@ def _report(state: State, message: TaskReport) -> State:
 def _done(state: State, message: TaskDone) -> Result:
     task = next((t for t in state.tasks if t.id == message.task), None)
     new = _without(state, message.task)
+    compare = task is not None and task.spec.kind in COMPARE_KINDS
     if message.error is not None:
-        prefix = "" if message.interrupted else "error: "
+        prefix = "compare failed: " if compare else "" if message.interrupted else "error: "
         new = attrs.evolve(new, status=f"{prefix}{message.error}")
+    elif compare:
+        new = attrs.evolve(new, status=COMPARE_WRITTEN)
     live = tuple((s, attrs.evolve(item, running=False)) for s, item in new.live)
     if task is not None and task.spec.kind in (TaskKind.STAGE, TaskKind.AUTO):
         new = attrs.evolve(new, live=live)
@@ -241,9 +252,12 @@ def _quit(state: State, *, signal: bool) -> Result:
         if task.cancelling and not signal:
             continue
         training = task.spec.kind in TRAINING_KINDS
-        effects.append(Abandon(task.id) if signal and training else Cancel(task.id))
+        abandon = (signal and training) or task.spec.kind in COMPARE_KINDS
+        effects.append(Abandon(task.id) if abandon else Cancel(task.id))
     tasks = tuple(attrs.evolve(t, cancelling=True) if t in work else t for t in state.tasks)
     status = "stopping the running work before quitting..."
+    if state.comparing() is not None:
+        status = "waiting for the compare to stop..."
     following = {t.id for t in work if t.spec.kind in TRAINING_KINDS}
     runs = dict.fromkeys(run for task, run in state.task_runs if task in following)
     notes = tuple(
@@ -263,6 +277,12 @@ def _key(state: State, key: str) -> Result:
         return attrs.evolve(state, asking_quit=False, status=""), []
     if state.quitting:
         return state, []
+    if state.confirm:
+        spec = state.confirm_spec
+        state = attrs.evolve(state, confirm=(), confirm_spec=None, status="")
+        if key in ("y", "Y") and spec is not None:
+            return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+        return attrs.evolve(state, status="not pushed"), []
     if key == "q":
         if not state.work():
             return attrs.evolve(state, quitting=True), [Exit()]
@@ -345,9 +365,17 @@ def _training_keys(state: State, key: str) -> Result:
     if key == "x":
         return attrs.evolve(state, hide_failed=not state.hide_failed, run_index=0), []
     if key == "h":
-        return attrs.evolve(state, status=PUSH_MISSING), []
+        run_id = _selected_run(state)
+        if run_id is None:
+            return attrs.evolve(state, status="no run selected"), []
+        if any(t.spec.kind in (TaskKind.PUSH, TaskKind.PUSH_PLAN) for t in state.tasks):
+            return attrs.evolve(state, status="busy: a push is running"), []
+        return _spawn(state, TaskSpec(TaskKind.PUSH_PLAN, run_id=run_id))
     if key == "C":
-        return attrs.evolve(state, status=COMPARE_MISSING), []
+        run_id = _selected_run(state)
+        if run_id is None:
+            return attrs.evolve(state, status="no run selected"), []
+        return _start_compare(state, TaskSpec(TaskKind.COMPARE, run_id=run_id))
     if key == "E":
         return attrs.evolve(state, status=EXPORT_MISSING), []
     if key == "p":
@@ -426,9 +454,47 @@ def _dataset_keys(state: State, key: str) -> Result:
     return state, []
 
 
+def _start_compare(state: State, spec: TaskSpec) -> Result:
+    """Spawn a compare: one at a time, refused while the data lock is taken."""
+    running = state.comparing()
+    if running is not None:
+        status = f"busy: {running.spec.label} is running (c cancels it)"
+        return attrs.evolve(state, status=status), []
+    refused = _refuse_busy(state)
+    if refused is not None:
+        return refused, []
+    return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
 def _compare_keys(state: State, key: str) -> Result:
-    if key in ("C", "J", "c", "f"):
-        return attrs.evolve(state, status=COMPARE_MISSING), []
+    if key in ("h", "left"):
+        return attrs.evolve(state, compare_focus=0), []
+    if key in ("l", "right"):
+        return attrs.evolve(state, compare_focus=1), []
+    if key in ("up", "down", "k", "j", "home", "end"):
+        if state.compare_focus == 0:
+            moved = _move(state.compare_index, key, len(state.snapshot.compares))
+            return attrs.evolve(state, compare_index=moved or 0, item_index=0), []
+        moved = _move(state.item_index, key, len(state.compare_items()))
+        return attrs.evolve(state, item_index=moved or 0), []
+    if key == "f":
+        index = (state.compare_filter + 1) % len(COMPARE_FILTERS)
+        status = f"showing {COMPARE_FILTERS[index][0]}"
+        return attrs.evolve(state, compare_filter=index, item_index=0, status=status), []
+    if key == "C":
+        return _start_compare(state, TaskSpec(TaskKind.COMPARE))
+    if key == "J":
+        row = state.selected_compare()
+        if row is None:
+            return attrs.evolve(state, status=NO_COMPARE), []
+        return _start_compare(state, TaskSpec(TaskKind.REJUDGE, run_id=row.run, compare_id=row.id))
+    if key == "c":
+        running = state.comparing()
+        if running is None:
+            return attrs.evolve(state, status="no compare is running"), []
+        tasks = tuple(attrs.evolve(t, cancelling=True) if t == running else t for t in state.tasks)
+        status = f"stopping {running.spec.label}..."
+        return attrs.evolve(state, tasks=tasks, status=status), [Abandon(running.id)]
     return state, []
 
 

@@ -17,6 +17,7 @@ from overbrainer.storage.history import format_history, read_history
 from overbrainer.storage.records import Example, Question, Subtopic
 from overbrainer.training.run_record import RunState
 from overbrainer.training.run_store import Runs
+from overbrainer.ui.tui.compares import read_compares
 from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
 
 log = logging.getLogger(__name__)
@@ -157,4 +158,5 @@ def load_snapshot(project: Project) -> Snapshot:
         runs=_runs(project),
         tree=_tree(project),
         training=settings is not None and settings.training is not None,
+        compares=read_compares(project.runs),
     )

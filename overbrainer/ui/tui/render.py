@@ -9,8 +9,9 @@ from overbrainer.events.types import Stage
 from overbrainer.model.sizes import format_size
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
-from overbrainer.ui.tui.app import COMPARE_MISSING, STAGES
-from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.app import NO_COMPARE, STAGES
+from overbrainer.ui.tui.compares import latest_compare_line
+from overbrainer.ui.tui.state import COMPARE_FILTERS, CompareItem, State, View
 
 Markup = str | tuple[str, str]
 Row = list[Markup]
@@ -32,7 +33,7 @@ _KEYS = {
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
     View.TRAINING: "t start a attach c cancel s stop T resume x hide-failed h push C compare",
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
-    View.COMPARE: "C compare  J rejudge  f filter",
+    View.COMPARE: "k/j move h/l pane f filter C compare J rejudge c cancel",
 }
 
 
@@ -81,7 +82,11 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
     elif view is View.DATASET:
         lines = _dataset(state, height, cols)
     else:
-        lines = [["Compare"], [""], [COMPARE_MISSING]]
+        lines = _compare(state, height, cols)
+    if state.confirm:
+        title: Row = [("title", state.confirm[0])]
+        shown: list[Row] = [[f"  {line}"] for line in state.confirm[1:]]
+        lines = [title, *shown]
     return [_clip(line, cols) for line in lines[:height]]
 
 
@@ -167,6 +172,9 @@ def _training(state: State, cols: int) -> list[Row]:
         mark = "▶" if index == state.run_index else " "
         text = f"{mark} {run.id}  {run.state:<10} {run.target:<10} {run.created}"
         lines.append([("selected", text)] if index == state.run_index else [text])
+        compared = latest_compare_line(state.snapshot.compares, run.id)
+        if compared:
+            lines.append([f"    {compared}"])
     lines.append([""])
     lines.append([("title", "Loss")])
     if state.losses:
@@ -218,3 +226,84 @@ def _dataset(state: State, height: int, cols: int) -> list[Row]:
     lines.append([("title", f"{selected.file or 'topic'} {selected.id}".strip())])
     lines.extend([[part] for part in textwrap.wrap(selected.text, cols)[:DETAIL_LINES]])
     return lines
+
+
+COMPARES_SHOWN = 4
+"""Rows of the Compare view's list of compares."""
+SIDE_BY_SIDE = 120
+"""Columns from which the child and parent answers are shown side by side."""
+
+
+def _window(index: int, length: int, room: int) -> range:
+    start = max(min(index - room // 2, length - room), 0)
+    return range(start, min(start + room, length))
+
+
+def _compare(state: State, height: int, cols: int) -> list[Row]:
+    rows = state.snapshot.compares
+    if not rows:
+        return [[("title", "Compares")], [f"  {NO_COMPARE}"]]
+    index = min(state.compare_index, len(rows) - 1)
+    focus = "compares" if state.compare_focus == 0 else "questions"
+    lines: list[Row] = [[("title", f"Compares, newest first ({len(rows)}; k/j move the {focus})")]]
+    for at in _window(index, len(rows), COMPARES_SHOWN):
+        row = rows[at]
+        text = (
+            f"{'▶' if at == index else ' '} {row.run}  {row.quantize:<7} {row.percent:>4} "
+            f"win or tie  {row.questions:>4} questions  judge {row.judge}  {row.id}"
+        )
+        lines.append([("selected", text)] if at == index else [text])
+    selected = rows[index]
+    lines.extend([[f"  {line}"] for line in selected.summary])
+    items = state.compare_items()
+    name = COMPARE_FILTERS[state.compare_filter][0]
+    lines.append([("title", f"Questions: {name}, {len(items)} of {len(selected.items)}")])
+    if not items:
+        lines.append(["  none (f changes the filter)"])
+        return lines
+    item_index = min(state.item_index, len(items) - 1)
+    detail_room = max(height - len(lines) - 4, 6)
+    list_room = max(min(len(items), detail_room // 3), 2)
+    for at in _window(item_index, len(items), list_room):
+        item = items[at]
+        text = (
+            f"{'▶' if at == item_index else ' '} {item.mark} {item.id}  {_one_line(item.question)}"
+        )
+        lines.append([("selected", text)] if at == item_index else [text])
+    room = height - len(lines) - 1
+    lines.append([("title", "─" * min(cols, 40))])
+    lines.extend(_detail(items[item_index], cols, max(room, 4)))
+    return lines
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _wrap(label: str, text: str, width: int) -> list[str]:
+    return textwrap.wrap(f"{label}: {_one_line(text)}", max(width, 10)) or [f"{label}:"]
+
+
+def _detail(item: CompareItem, cols: int, room: int) -> list[Row]:
+    """Question, child answer, parent answer, judge reason: the answers side by side when wide."""
+    child = item.child or f"(no answer{': ' + item.error if item.error else ''})"
+    reason = f"{item.verdict}{': ' + item.reason if item.reason else ''}"
+    question = _wrap("question", item.question, cols)[:2]
+    judge = _wrap("judge", reason, cols)[:2]
+    answers_room = max(room - len(question) - len(judge), 2)
+    if cols >= SIDE_BY_SIDE:
+        half = (cols - 3) // 2
+        left = _wrap("child", child, half)[:answers_room]
+        right = _wrap("parent", item.parent, half)[:answers_room]
+        both = [
+            f"{a:<{half}} │ {b}"
+            for a, b in zip(
+                left + [""] * (len(right) - len(left)),
+                right + [""] * (len(left) - len(right)),
+                strict=True,
+            )
+        ]
+    else:
+        each = max(answers_room // 2, 1)
+        both = _wrap("child", child, cols)[:each] + _wrap("parent", item.parent, cols)[:each]
+    return [[line] for line in (*question, *both, *judge)]

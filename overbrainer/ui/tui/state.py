@@ -44,14 +44,24 @@ class TaskKind(enum.Enum):
     """Read the project's counts, runs and dataset for the views."""
     PREVIEW = "preview"
     """Read the latest stored answer (the Pipeline view's preview)."""
+    COMPARE = "compare"
+    """`overbrainer compare [--run RUN]` (the newest exported run without one)."""
+    REJUDGE = "rejudge"
+    """`overbrainer compare --rejudge COMPARE`."""
+    PUSH_PLAN = "push-plan"
+    """Plan a push without network, for its confirmation."""
+    PUSH = "push"
+    """`overbrainer push RUN`."""
 
 
 DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
 """Tasks that write the data or start a run: one at a time (the data lock)."""
-READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW})
+READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN})
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
 TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
+COMPARE_KINDS = frozenset({TaskKind.COMPARE, TaskKind.REJUDGE})
+"""Compares: one at a time; cancelling or quitting abandons them."""
 
 
 @attrs.frozen
@@ -61,10 +71,17 @@ class TaskSpec:
     kind: TaskKind
     stage: Stage | None = None
     run_id: str | None = None
+    compare_id: str | None = None
 
     @property
     def label(self) -> str:
         """What the task does, in words (as its CLI command line)."""
+        if self.kind is TaskKind.COMPARE:
+            return "overbrainer compare" + (f" --run {self.run_id}" if self.run_id else "")
+        if self.kind is TaskKind.REJUDGE:
+            return f"overbrainer compare --rejudge {self.compare_id}"
+        if self.kind is TaskKind.PUSH:
+            return f"overbrainer push {self.run_id}"
         if self.kind is TaskKind.STAGE and self.stage is not None:
             return f"overbrainer {self.stage.value}"
         if self.kind is TaskKind.AUTO:
@@ -73,7 +90,7 @@ class TaskSpec:
             return "overbrainer train"
         if self.kind is TaskKind.RESUME:
             return f"overbrainer train --resume-from {self.run_id}"
-        if self.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+        if self.kind in READ_KINDS:
             return str(self.kind.value)
         return f"overbrainer train {self.kind.value} {self.run_id}"
 
@@ -111,6 +128,54 @@ class TreeRow:
 
 
 @attrs.frozen
+class CompareItem:
+    """One judged question of a compare."""
+
+    id: str
+    verdict: str
+    question: str
+    child: str
+    parent: str
+    reason: str
+    error: str = ""
+
+    @property
+    def mark(self) -> str:
+        """`✓` win, `=` tie, `✗` loss, `!` child error, `?` unparsed (or inconsistent)."""
+        return {"win": "✓", "tie": "=", "loss": "✗", "error": "!"}.get(self.verdict, "?")
+
+
+@attrs.frozen
+class CompareRow:
+    """One finished compare (its compare.json) as the Compare view lists it."""
+
+    id: str
+    run: str
+    quantize: str
+    win_or_tie: float | None
+    questions: int
+    judge: str
+    created: str
+    summary: tuple[str, ...] = ()
+    items: tuple[CompareItem, ...] = ()
+
+    @property
+    def percent(self) -> str:
+        """The win-or-tie rate as a whole percentage, `-` when nothing was counted."""
+        return "-" if self.win_or_tie is None else f"{self.win_or_tie * 100:.0f}%"
+
+
+COMPARE_FILTERS = (
+    ("all", frozenset({"win", "tie", "loss", "error", "unparsed", "inconsistent"})),
+    ("losses", frozenset({"loss", "error"})),
+    ("ties", frozenset({"tie"})),
+    ("wins", frozenset({"win"})),
+    ("errors", frozenset({"error", "unparsed"})),
+)
+"""The Compare view's question filters, in the order `f` cycles through."""
+
+
+@attrs.frozen
 class Snapshot:
     """What the views show of the project on disk, read by a LOAD task."""
 
@@ -122,6 +187,8 @@ class Snapshot:
     tree: tuple[TreeRow, ...] = ()
     training: bool = False
     """Whether overbrainer.toml has a [training] section."""
+    compares: tuple[CompareRow, ...] = ()
+    """Every run's finished compares, newest first."""
 
     def count(self, name: str) -> int:
         """The number of records in data/<name>.jsonl (0 when absent)."""
@@ -193,6 +260,15 @@ class State:
     signalled: bool = False
     """The quit came from a signal or Ctrl-C: the command exits 130."""
     now: float = 0.0
+    compare_index: int = 0
+    item_index: int = 0
+    compare_filter: int = 0
+    """Index into COMPARE_FILTERS."""
+    compare_focus: int = 1
+    """Which Compare pane `k/j` move in: 0 the compares, 1 the questions (`h`/`l`)."""
+    confirm: tuple[str, ...] = ()
+    """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
+    confirm_spec: TaskSpec | None = None
 
     def live_of(self, stage: Stage) -> Live:
         """The live progress of `stage`."""
@@ -205,6 +281,21 @@ class State:
     def work(self) -> tuple[Task, ...]:
         """The tasks a quit must stop (reading the project does not count)."""
         return tuple(t for t in self.tasks if t.spec.kind not in READ_KINDS)
+
+    def comparing(self) -> Task | None:
+        """The running compare, if any (one at a time)."""
+        return next((t for t in self.tasks if t.spec.kind in COMPARE_KINDS), None)
+
+    def selected_compare(self) -> CompareRow | None:
+        """The compare the Compare view shows."""
+        rows = self.snapshot.compares
+        return rows[min(self.compare_index, len(rows) - 1)] if rows else None
+
+    def compare_items(self) -> tuple[CompareItem, ...]:
+        """The selected compare's questions that pass the filter."""
+        row = self.selected_compare()
+        shown = COMPARE_FILTERS[self.compare_filter][1]
+        return tuple(i for i in row.items if i.verdict in shown) if row else ()
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
@@ -273,6 +364,16 @@ class Previewed:
 
 
 @attrs.frozen
+class PushPlanned:
+    """A PUSH_PLAN task planned `run_id`'s push: the confirmation's lines, or why it cannot."""
+
+    task: int
+    run_id: str
+    lines: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -317,6 +418,7 @@ Msg = (
     | TaskDone
     | Loaded
     | Previewed
+    | PushPlanned
     | Tick
     | SignalMsg
     | ConfigChanged

@@ -12,17 +12,22 @@ from overbrainer.events.bus import Lagged, Subscription, open_event_bus
 from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import Stage
+from overbrainer.flows.compare import compare_flow
 from overbrainer.flows.pipeline import pipeline_flow
+from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
+from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
+    READ_KINDS,
     Loaded,
     Msg,
     Previewed,
+    PushPlanned,
     TaskDone,
     TaskEvent,
     TaskKind,
@@ -68,6 +73,13 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
         return lambda front: stop_flow(options, front, run_id)
     if kind is TaskKind.CANCEL:
         return lambda front: cancel_flow(options, front, run_id)
+    if kind is TaskKind.COMPARE:
+        return lambda front: compare_flow(options, front, run_id=spec.run_id)
+    if kind is TaskKind.REJUDGE:
+        rejudge = spec.compare_id
+        return lambda front: compare_flow(options, front, run_id=spec.run_id, rejudge=rejudge)
+    if kind is TaskKind.PUSH:
+        return lambda front: push_flow(options, front, run_id)
     raise AssertionError(kind)
 
 
@@ -97,7 +109,15 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
     """Read the project for the views; a failure is shown, never fatal to the app."""
     try:
         project = open_project(options.project_dir)
-        if spec.kind is TaskKind.PREVIEW:
+        if spec.kind is TaskKind.PUSH_PLAN:
+            run_id = spec.run_id or ""
+            try:
+                lines = await trio.to_thread.run_sync(plan_lines, project, run_id)
+            except OverbrainerError as error:
+                post(PushPlanned(task, run_id, error=error.message))
+                return
+            post(PushPlanned(task, run_id, lines))
+        elif spec.kind is TaskKind.PREVIEW:
             post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
         else:
             post(Loaded(task, await trio.to_thread.run_sync(load_snapshot, project)))
@@ -111,7 +131,7 @@ async def run_task(
     task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
 ) -> None:
     """Run `spec`; its events and reports reach the app before its TaskDone."""
-    if spec.kind in (TaskKind.LOAD, TaskKind.PREVIEW):
+    if spec.kind in READ_KINDS:
         await _read(task, spec, options, post)
         return
     flow = flow_of(spec, options)

@@ -1,0 +1,230 @@
+"""The Compare view and the Training view's push and compare keys, as a pure state machine."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from overbrainer.compare.verdicts import Verdict
+from overbrainer.hub.errors import PushRefused
+from overbrainer.project.directory import open_project
+from overbrainer.ui.logs import LogBuffer
+from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.compares import latest_compare_line, read_compares
+from overbrainer.ui.tui.push_plan import plan_lines
+from overbrainer.ui.tui.state import (
+    Abandon,
+    Cancel,
+    CompareRow,
+    Effect,
+    Exit,
+    Key,
+    Loaded,
+    Msg,
+    PushPlanned,
+    RunRow,
+    SignalMsg,
+    Snapshot,
+    Spawn,
+    State,
+    TaskDone,
+    TaskKind,
+    TaskSpec,
+    View,
+)
+from tests.hub_support import RUN_ID, make_run
+from tests.tui_compare_support import write_compare
+
+
+def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:
+    effects: list[Effect] = []
+    for message in messages:
+        state, new = app.update(state, message)
+        effects.extend(new)
+    return state, effects
+
+
+def keys(state: State, *names: str) -> tuple[State, list[Effect]]:
+    return feed(state, *(Key(name) for name in names))
+
+
+def compares(tmp_path: Path) -> tuple[CompareRow, ...]:
+    write_compare(tmp_path / "run_a", "compare_20261001-000000", "2026-10-01T00:00:00Z")
+    write_compare(
+        tmp_path / "run_b",
+        "compare_20261002-000000",
+        "2026-10-02T00:00:00Z",
+        (Verdict.WIN, Verdict.TIE, Verdict.WIN, Verdict.LOSS),
+    )
+    return read_compares(tmp_path)
+
+
+def shown(state: State, cols: int = 100, rows: int = 30) -> str:
+    lines = render.body(state, LogBuffer(), cols, rows)
+    return "\n".join("".join(p if isinstance(p, str) else p[1] for p in line) for line in lines)
+
+
+def test_compares_are_read_newest_first_with_their_marks(tmp_path: Path) -> None:
+    rows = compares(tmp_path)
+    assert [(r.run, r.id, r.questions, r.percent) for r in rows] == [
+        ("run_b", "compare_20261002-000000", 4, "75%"),
+        ("run_a", "compare_20261001-000000", 5, "50%"),
+    ]
+    assert [i.mark for i in rows[1].items] == ["✓", "=", "✗", "!", "?"]
+    assert rows[1].items[3].error == "timed out"
+    assert latest_compare_line(rows, "run_b") == (
+        "compare: 75% win or tie (compare_20261002-000000, 4 questions)"
+    )
+    assert latest_compare_line(rows, "run_c") == ""
+    (tmp_path / "run_c" / "compares" / "compare_x").mkdir(parents=True)
+    (tmp_path / "run_c" / "compares" / "compare_x" / "compare.json").write_text("{torn")
+    assert len(read_compares(tmp_path)) == 2  # an unreadable one is skipped
+
+
+def test_keys_move_filter_and_show_the_detail(tmp_path: Path) -> None:
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
+    assert "run_b  Q4_K_M   75% win or tie" in shown(state)
+    state, _ = keys(state, "h", "j")  # the compares pane: the older one
+    assert (state.compare_index, state.selected_compare().run) == (1, "run_a")  # type: ignore[union-attr]
+    state, _ = keys(state, "l", "j", "j")
+    assert state.compare_items()[state.item_index].id == "q2"
+    screen = shown(state)
+    assert "▶ ✗ q2  Question 2" in screen
+    assert "child: Child answer 2." in screen
+    assert "parent: Parent answer 2: it lends a value." in screen
+    assert "judge: loss: reason 2: loss" in screen
+    filters = []
+    for _ in range(5):
+        state, _ = keys(state, "f")
+        filters.append((state.status, [i.id for i in state.compare_items()], state.item_index))
+    assert filters == [
+        ("showing losses", ["q2", "q3"], 0),
+        ("showing ties", ["q1"], 0),
+        ("showing wins", ["q0"], 0),
+        ("showing errors", ["q3", "q4"], 0),
+        ("showing all", ["q0", "q1", "q2", "q3", "q4"], 0),
+    ]
+    state, _ = keys(state, "f", "j")
+    assert "child: (no answer: timed out)" in shown(state)
+
+
+def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
+    wide = shown(state, cols=120)
+    assert any(
+        "child: Child answer 0." in line and "│ parent: Parent answer 0" in line
+        for line in wide.splitlines()
+    )
+    narrow = shown(state, cols=119)
+    assert "│" not in narrow
+    assert "child: Child answer 0." in narrow and "parent: Parent answer 0" in narrow
+
+
+def test_an_empty_compare_view_says_how_to_get_one() -> None:
+    assert app.NO_COMPARE in shown(State(view=View.COMPARE))
+    state, effects = keys(State(view=View.COMPARE), "J")
+    assert (effects, state.status) == ([], app.NO_COMPARE)
+
+
+def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_path: Path) -> None:
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
+    state, effects = keys(state, "C")
+    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE))]
+    state, effects = keys(state, "J")
+    assert (effects, state.status) == (
+        [],
+        "busy: overbrainer compare is running (c cancels it)",
+    )
+    state, effects = keys(state, "c")
+    assert effects == [Abandon(1)]
+    state, effects = feed(state, TaskDone(1, "interrupted: compare stopped", interrupted=True))
+    assert state.status == "compare failed: interrupted: compare stopped"
+    assert effects == [Spawn(2, TaskSpec(TaskKind.LOAD))]  # the list is read again
+    state, effects = keys(state, "J")
+    rejudge = TaskSpec(TaskKind.REJUDGE, run_id="run_b", compare_id="compare_20261002-000000")
+    assert effects == [Spawn(3, rejudge)]
+    state, _ = feed(state, TaskDone(3))
+    assert state.status == app.COMPARE_WRITTEN
+    state, effects = keys(state, "3", "r", "6", "C")  # a stage holds the data lock
+    assert effects[1:] == []
+    assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
+    state, effects = keys(State(view=View.COMPARE), "c")
+    assert (effects, state.status) == ([], "no compare is running")
+
+
+def test_quitting_abandons_a_running_compare_and_waits_for_it() -> None:
+    state, effects = keys(State(view=View.COMPARE), "C", "q", "y")
+    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE)), Abandon(1)]
+    assert state.status == "waiting for the compare to stop..."
+    state, effects = feed(state, TaskDone(1, "interrupted", interrupted=True))
+    assert effects == [Exit()]
+    state, effects = feed(State(view=View.COMPARE), Key("C"), SignalMsg(signal.SIGTERM))
+    assert effects[1:] == [Abandon(1)]
+
+
+def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path: Path) -> None:
+    runs = (
+        RunRow("run_a", "succeeded", "local", "t1"),
+        RunRow("run_b", "succeeded", "local", "t2"),
+    )
+    snapshot = Snapshot(runs=runs, compares=compares(tmp_path))
+    state, _ = feed(State(view=View.TRAINING), Loaded(0, snapshot))
+    screen = shown(state)
+    assert "compare: 50% win or tie (compare_20261001-000000, 5 questions)" in screen
+    assert "compare: 75% win or tie (compare_20261002-000000, 4 questions)" in screen
+    state, effects = keys(state, "j", "C")
+    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
+    state, effects = keys(state, "up", "C")
+    assert (effects, state.status) == (
+        [],
+        "busy: overbrainer compare --run run_b is running (c cancels it)",
+    )
+
+
+def test_training_h_confirms_the_push_then_y_pushes() -> None:
+    runs = (RunRow("run_a", "succeeded", "local", "t1"),)
+    state, _ = feed(State(view=View.TRAINING), Loaded(0, Snapshot(runs=runs)))
+    state, effects = keys(state, "h")
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PUSH_PLAN, run_id="run_a"))]
+    lines = ("push run run_a to the Hugging Face Hub", "repo: me/demo", "visibility: private")
+    state, effects = feed(state, PushPlanned(1, "run_a", lines))
+    assert (effects, state.confirm) == ([], lines)
+    assert "repo: me/demo" in shown(state)
+    state, effects = keys(state, "n")
+    assert (effects, state.confirm, state.status) == ([], (), "not pushed")
+    state, _ = keys(state, "h")
+    state, effects = feed(state, PushPlanned(2, "run_a", lines), Key("y"))
+    assert effects == [Spawn(3, TaskSpec(TaskKind.PUSH, run_id="run_a"))]
+    state, effects = keys(state, "h")
+    assert (effects, state.status) == ([], "busy: a push is running")
+    state, effects = feed(state, TaskDone(3), Key("h"))
+    assert effects[-1] == Spawn(5, TaskSpec(TaskKind.PUSH_PLAN, run_id="run_a"))
+    refused = PushPlanned(5, "run_a", error="run run_a is failed: only a succeeded run")
+    state, effects = feed(state, refused)
+    assert (effects, state.confirm) == ([], ())
+    assert state.status == "push refused: run run_a is failed: only a succeeded run"
+    assert not [e for e in effects if isinstance(e, Cancel)]
+
+
+def test_the_push_confirmation_is_planned_from_the_run_without_network(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    make_run(root)
+    lines = plan_lines(open_project(root), RUN_ID)
+    assert lines == (
+        f"push run {RUN_ID} to the Hugging Face Hub",
+        "repo: <your namespace>/my-project (the token's)",
+        "visibility: private",
+        "files: 5, 0.1 MB (102853 bytes), and README.md",
+        "  Modelfile (0.0 MB)",
+        "  adapter_config.json (0.0 MB)",
+        "  adapter_model.safetensors (0.0 MB)",
+        f"  {RUN_ID}-Q4_K_M.gguf (0.0 MB)",
+        "  tokenizer.json (0.0 MB)",
+        "y pushes, any other key does not",
+    )
+    failed = tmp_path / "f"
+    make_run(failed, state="failed")
+    with pytest.raises(PushRefused, match="only a succeeded or stopped run can be pushed"):
+        plan_lines(open_project(failed), RUN_ID)
