@@ -13,7 +13,7 @@ provider has said it will refuse.
 
 from __future__ import annotations
 
-import collections
+import bisect
 import math
 from collections.abc import Callable
 
@@ -152,7 +152,8 @@ class AdaptiveLimiter:
         self._tokens: dict[str, _Window] = {}
         self._tokens_per_request: float | None = None
         self._changed = trio.Event()
-        self._admissions: collections.deque[float] = collections.deque(maxlen=ADMISSIONS_KEPT)
+        self._admissions: list[float] = []
+        """Admission times, oldest first (trio's clock never goes back): bisected, not scanned."""
 
     def _notify(self) -> None:
         self._changed.set()
@@ -196,12 +197,7 @@ class AdaptiveLimiter:
 
     def _sent_since(self, moment: float) -> float:
         """Requests admitted at or after `moment`."""
-        count = 0
-        for admitted in reversed(self._admissions):
-            if admitted < moment:
-                break
-            count += 1
-        return float(count)
+        return float(len(self._admissions) - bisect.bisect_left(self._admissions, moment))
 
     def _tokens_since(self, moment: float) -> float:
         return self._sent_since(moment) * (self._tokens_per_request or 0.0)
@@ -221,6 +217,8 @@ class AdaptiveLimiter:
         self.in_flight += 1
         self.admitted += 1
         self._admissions.append(trio.current_time())
+        if len(self._admissions) > 2 * ADMISSIONS_KEPT:
+            del self._admissions[:ADMISSIONS_KEPT]  # amortised: one cut per ADMISSIONS_KEPT
         if self._requests is not None:
             self._requests.remaining -= 1
         if self._tokens_per_request is not None:
