@@ -7,7 +7,7 @@ import logging
 import os
 import shlex
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import trio
@@ -77,6 +77,32 @@ def palette(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
     return MONO_PALETTE if "NO_COLOR" in environ else PALETTE
 
 
+def text_screen(
+    body: urwid.Text,
+    footer: urwid.Text,
+    on_key: Callable[[str | tuple[object, ...]], bool],
+    screen: urwid.display.raw.Screen | None,
+    header: urwid.Text | None = None,
+) -> tuple[urwid.TrioEventLoop, urwid.MainLoop]:
+    """The one screen layout of the TUI and its wizard: text on top, a ruled footer below, on
+    urwid's Trio loop (keys to `on_key`, no mouse, colours as `palette`)."""
+    frame = urwid.Frame(
+        urwid.Filler(body, valign="top"),
+        header=header,
+        footer=urwid.Pile([urwid.Divider("─"), footer]),
+    )
+    event_loop = urwid.TrioEventLoop()
+    main = urwid.MainLoop(
+        frame,
+        palette(os.environ),
+        screen=screen,
+        event_loop=event_loop,
+        unhandled_input=on_key,
+        handle_mouse=False,
+    )
+    return event_loop, main
+
+
 def editor_command(environ: Mapping[str, str]) -> list[str]:
     """`$VISUAL`, else `$EDITOR`, else `vi`, split as a shell would."""
     return shlex.split(environ.get("VISUAL") or environ.get("EDITOR") or "vi")
@@ -108,19 +134,8 @@ class Runner:
         self.header = urwid.Text("")
         self.body = urwid.Text("")
         self.footer = urwid.Text("")
-        frame = urwid.Frame(
-            urwid.Filler(self.body, valign="top"),
-            header=self.header,
-            footer=urwid.Pile([urwid.Divider("─"), self.footer]),
-        )
-        self.event_loop = urwid.TrioEventLoop()
-        self.main = urwid.MainLoop(
-            frame,
-            palette(os.environ),
-            screen=screen,
-            event_loop=self.event_loop,
-            unhandled_input=self.on_key,
-            handle_mouse=False,
+        self.event_loop, self.main = text_screen(
+            self.body, self.footer, self.on_key, screen, header=self.header
         )
 
     def on_key(self, key: str | tuple[object, ...]) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import trio
 import urwid
 
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.ui.tui.loop import palette
+from overbrainer.ui.tui.loop import text_screen
 from overbrainer.ui.tui.wizard import Wizard, answers, keys_hint, lines, start, wizard_key
 from overbrainer.ui.tui.wizard_files import write_project
 
@@ -25,19 +24,7 @@ class WizardRunner:
         self.done = trio.Event()
         self.body = urwid.Text("")
         self.footer = urwid.Text("")
-        frame: urwid.Widget = urwid.Frame(
-            urwid.Filler(self.body, valign="top"),
-            footer=urwid.Pile([urwid.Divider("─"), self.footer]),
-        )
-        self.event_loop = urwid.TrioEventLoop()
-        self.main = urwid.MainLoop(
-            frame,
-            palette(os.environ),
-            screen=screen,
-            event_loop=self.event_loop,
-            unhandled_input=self.on_key,
-            handle_mouse=False,
-        )
+        self.event_loop, self.main = text_screen(self.body, self.footer, self.on_key, screen)
         self.nursery: trio.Nursery | None = None
 
     def on_key(self, key: str | tuple[object, ...]) -> bool:
