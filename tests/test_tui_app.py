@@ -28,12 +28,9 @@ from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
     ConfigChanged,
-    Effect,
     Exit,
     ExportLogs,
-    Key,
     Loaded,
-    Msg,
     OpenEditor,
     Previewed,
     RunRow,
@@ -51,19 +48,7 @@ from overbrainer.ui.tui.state import (
     View,
 )
 from tests.pipeline_support import make_project, read_examples, write_answered
-
-
-def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:
-    """Apply `messages` in turn; the last state and every effect, in order."""
-    effects: list[Effect] = []
-    for message in messages:
-        state, new = app.update(state, message)
-        effects.extend(new)
-    return state, effects
-
-
-def keys(state: State, *names: str) -> tuple[State, list[Effect]]:
-    return feed(state, *(Key(name) for name in names))
+from tests.tui_support import feed, keys
 
 
 def loaded(state: State, snapshot: Snapshot) -> State:

@@ -18,11 +18,9 @@ from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
     CompareRow,
-    Effect,
     Exit,
     Key,
     Loaded,
-    Msg,
     PushPlanned,
     RunRow,
     SignalMsg,
@@ -36,18 +34,7 @@ from overbrainer.ui.tui.state import (
 )
 from tests.hub_support import RUN_ID, make_run
 from tests.tui_compare_support import write_compare
-
-
-def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:
-    effects: list[Effect] = []
-    for message in messages:
-        state, new = app.update(state, message)
-        effects.extend(new)
-    return state, effects
-
-
-def keys(state: State, *names: str) -> tuple[State, list[Effect]]:
-    return feed(state, *(Key(name) for name in names))
+from tests.tui_support import feed, keys
 
 
 def compares(tmp_path: Path) -> tuple[CompareRow, ...]:
