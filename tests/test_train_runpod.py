@@ -84,15 +84,21 @@ def _project(tmp_path: Path, fake: RunpodFake, pods_root: Path) -> tuple[Path, d
     return project, env
 
 
-async def train(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+async def overbrainer_on(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`overbrainer ARGS` on the setup's project and fake, to its end (bounded)."""
     with trio.fail_after(90):
         return await trio.run_process(
-            command(setup.project, "train", *args),
+            command(setup.project, *args),
             env=setup.env,
             capture_stdout=True,
             capture_stderr=True,
             check=False,
         )
+
+
+async def train(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`overbrainer train ARGS`."""
+    return await overbrainer_on(setup, "train", *args)
 
 
 def pod_record(project: Path, run_id: str) -> dict[str, Any]:
@@ -416,21 +422,10 @@ async def detached_run(setup: Setup) -> str:
     return run_id
 
 
-async def train_command(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(90):
-        return await trio.run_process(
-            command(setup.project, "train", *args),
-            env=setup.env,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-
-
 async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Setup) -> None:
     slow_job(setup)
     run_id = await detached_run(setup)
-    done = await train_command(setup, "stop", run_id)
+    done = await train(setup, "stop", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err
     lines = out.splitlines()
@@ -452,7 +447,7 @@ async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Se
     assert (remote / "snapshot.request").read_text() == "requested\n"
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
     # Nothing is left to stop or cancel.
-    again = await train_command(setup, "stop", run_id)
+    again = await train(setup, "stop", run_id)
     assert again.returncode == 2
     assert again.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: stopped"
 
@@ -460,7 +455,7 @@ async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Se
 async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup) -> None:
     slow_job(setup)
     run_id = await detached_run(setup)
-    done = await train_command(setup, "cancel", run_id)
+    done = await train(setup, "cancel", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err
     assert out.splitlines() == [f"train: run {run_id} cancelled"]
@@ -475,16 +470,10 @@ async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup
 async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup) -> None:
     slow_job(setup)
     run_id = await detached_run(setup)
-    removed = await trio.run_process(
-        command(setup.project, "pod", "rm", run_id, "--force"),
-        env=setup.env,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
+    removed = await overbrainer_on(setup, "pod", "rm", run_id, "--force")
     assert removed.returncode == 0, removed.stderr.decode()
     for verb in ("stop", "cancel"):
-        done = await train_command(setup, verb, run_id)
+        done = await train(setup, verb, run_id)
         assert done.returncode == 2, done.stderr.decode()
         assert done.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: failed"
     assert setup.fake.pods == {}
@@ -519,17 +508,6 @@ async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
     assert (setup.fake.pods, setup.fake.secrets) == ({}, {})
 
 
-async def runs_logs(setup: Setup, *args: str) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(60):
-        return await trio.run_process(
-            command(setup.project, "runs", "logs", *args),
-            env=setup.env,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-
-
 async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
     slow_job(setup)
     run_id = await detached_run(setup)
@@ -542,7 +520,7 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
     # Runpod has more lines since: `--pod` prints the kept ones, then the new ones.
     setup.fake.log("pod0001", "container", "step 3 done \x1b[31mred\x1b[0m")
     setup.fake.log("pod0001", "system", "GPU 0 at 71 C")
-    done = await runs_logs(setup, run_id, "--pod")
+    done = await overbrainer_on(setup, "runs", "logs", run_id, "--pod")
     out = done.stdout.decode()
     assert done.returncode == 0, done.stderr.decode()
     lines = out.splitlines()
@@ -556,7 +534,7 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
     # The command is read-only: the kept cursor did not move.
     assert (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines() == kept
     # `--source system`: no script logs, only Runpod's system lines.
-    done = await runs_logs(setup, run_id, "--pod", "--source", "system")
+    done = await overbrainer_on(setup, "runs", "logs", run_id, "--pod", "--source", "system")
     lines = done.stdout.decode().splitlines()
     assert lines[0] == "== pod =="
     assert [line.split(" ", 1)[1] for line in lines[1:]] == [
@@ -566,9 +544,9 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
     logs_asked = [r for r in setup.fake.requests if r.path == "/v2/pods/pod0001/logs"]
     assert logs_asked[-1].headers.get("last-event-id") == kept_cursor(setup, run_id)
     # Once the pod is gone, Runpod has no more lines to give.
-    cancel = await train_command(setup, "cancel", run_id)
+    cancel = await train(setup, "cancel", run_id)
     assert cancel.returncode == 0, cancel.stderr.decode()
-    done = await runs_logs(setup, run_id, "--pod")
+    done = await overbrainer_on(setup, "runs", "logs", run_id, "--pod")
     lines = done.stdout.decode().splitlines()
     assert "== .pod/watchdog.log ==" in lines
     assert lines[-1].endswith("system GPU 0 at 71 C")
