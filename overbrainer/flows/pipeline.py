@@ -186,9 +186,13 @@ class _Pipeline:
         templates: Mapping[str, Template],
         topics: tuple[Topic, ...],
         roles: dict[str, RoleClient],
+        known: StageEstimate | None = None,
     ) -> None:
-        """`run`'s line before a paid stage: what it still has to do and may cost."""
-        [estimate] = await self._estimates([stage], templates, topics)
+        """`run`'s line before a paid stage: what it still has to do and may cost (`known`:
+        its estimate made before any stage ran, when that is still what is on disk)."""
+        if known is None:
+            [known] = await self._estimates([stage], templates, topics)
+        estimate = known
         discount = batch_discount(self.config.settings)
         log.info("%s", estimate_line(estimate, _price_of(roles, stage), discount))
 
@@ -198,15 +202,16 @@ class _Pipeline:
         templates: Mapping[str, Template],
         topics: tuple[Topic, ...],
         roles: dict[str, RoleClient],
-    ) -> None:
+    ) -> dict[Stage, StageEstimate]:
         """A spend cap below the low end of the estimate (answers at the batch price when they
-        go through the batch API) is said before the first request."""
+        go through the batch API) is said before the first request; the estimates made."""
         limit = self.spend.limit
         paid = [stage for stage in stages if stage in PAID_STAGES]
         if limit is None or not paid:
-            return
+            return {}
+        estimates = await self._estimates(paid, templates, topics)
         low = 0.0
-        for estimate in await self._estimates(paid, templates, topics):
+        for estimate in estimates:
             batching = self._batching(estimate.stage)
             discount = (batch_discount(self.config.settings) or 1.0) if batching else 1.0
             cost = estimate.cost(_price_of(roles, estimate.stage), discount)
@@ -219,6 +224,7 @@ class _Pipeline:
                 money(float(limit)),
                 money(low),
             )
+        return {estimate.stage: estimate for estimate in estimates}
 
     async def run(self, stages: list[Stage], topics: tuple[Topic, ...]) -> None:
         """Templates, clients, then each stage; `run` reloads a changed config between them."""
@@ -228,7 +234,7 @@ class _Pipeline:
         names = _role_names(stages)
         async with contextlib.AsyncExitStack() as connection:
             roles = await self._connect(connection, names)
-            await self._warn_below_estimate(stages, templates, topics, roles)
+            upfront = await self._warn_below_estimate(stages, templates, topics, roles)
             for index, stage in enumerate(stages):
                 if index > 0 and self.whole_run:
                     if self.interrupt.caught:
@@ -254,7 +260,9 @@ class _Pipeline:
                     spend=self.spend,
                 )
                 if self.whole_run and stage in PAID_STAGES:
-                    await self._estimate_line(stage, templates, topics, roles)
+                    # Before the first stage nothing has changed on disk since `upfront`.
+                    known = upfront.get(stage) if index == 0 else None
+                    await self._estimate_line(stage, templates, topics, roles, known)
                 body = _body(stage, self._batching(stage), self.cancel)
                 outcome = await run_stage(ctx, stage, body)
                 self.front.line(outcome.line)
