@@ -48,7 +48,7 @@ from overbrainer.ui.tui.state import (
     View,
 )
 from tests.pipeline_support import make_project, read_examples, write_answered
-from tests.tui_support import feed, keys
+from tests.tui_app_support import feed, keys
 
 
 def loaded(state: State, snapshot: Snapshot) -> State:

@@ -33,8 +33,8 @@ from overbrainer.ui.tui.state import (
     View,
 )
 from tests.hub_support import RUN_ID, make_run
+from tests.tui_app_support import feed, keys
 from tests.tui_compare_support import write_compare
-from tests.tui_support import feed, keys
 
 
 def compares(tmp_path: Path) -> tuple[CompareRow, ...]:
