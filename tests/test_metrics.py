@@ -12,6 +12,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import (
+    PIPELINE_STAGES,
     ConcurrencyChanged,
     ItemDone,
     ItemFailed,
@@ -447,7 +448,7 @@ def test_runpod_spend_is_read_from_pod_records_at_each_scrape(tmp_path: Path) ->
         st.tuples(
             st.integers(1, 3),
             st.sampled_from(["start", "finish", "close"]),
-            st.sampled_from(list(Stage)),
+            st.sampled_from(PIPELINE_STAGES),
         ),
         max_size=40,
     )
@@ -468,9 +469,11 @@ def test_running_stages_never_go_negative_and_end_at_zero(
         else:
             observer.closed(bus)
             open_stages.pop(bus, None)
-        expected = {s: sum(stages.count(s) for stages in open_stages.values()) for s in Stage}
+        expected = {
+            s: sum(stages.count(s) for stages in open_stages.values()) for s in PIPELINE_STAGES
+        }
         assert scrape(observer)["overbrainer_stage_running"] == running(
-            *(expected[s] for s in Stage)
+            *(expected[s] for s in PIPELINE_STAGES)
         )
     for bus in (1, 2, 3):
         observer.closed(bus)
