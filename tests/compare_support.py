@@ -15,7 +15,7 @@ from pathlib import Path
 
 from overbrainer.compare.job import ANSWERS_FILE, compares_of, create_compare
 from overbrainer.compare.plan import plan_compare
-from overbrainer.devtools.stub_provider import Recorded, Reply
+from overbrainer.devtools.stub_provider import Json, Recorded, Reply
 from overbrainer.export.record import ExportRecord, write_export_record
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, Runs, RunState
@@ -240,7 +240,7 @@ def standin_release(directory: Path) -> Iterator[dict[str, str]]:
         process.wait(timeout=10)
 
 
-JUDGE_PRICES = {
+JUDGE_PRICES: Json = {
     "data": [{"id": "judge-model", "pricing": {"prompt": "0.00001", "completion": "0.00002"}}]
 }
 """The judge's listed price: $10 per million input tokens, $20 per million output tokens."""
