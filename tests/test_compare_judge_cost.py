@@ -19,7 +19,7 @@ from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.events.types import Stage
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.usage import Price, Usage
-from overbrainer.pipeline.spend import exact_cost, usd, worst_usage
+from overbrainer.pipeline.spend import estimate_tokens, exact_cost, usd, worst_usage
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage.history import HistoryStatus, format_history
 from tests.compare_support import (
@@ -226,3 +226,47 @@ async def test_ctrl_c_while_judging_writes_an_interrupted_line(tmp_path: Path) -
         10,
     )
     assert line.cost == pytest.approx(float(EACH))
+
+
+async def test_a_failing_judge_writes_a_failed_line(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", concurrency=1)
+    compare_id = answered_compare(root)
+
+    def fails_on_q2(request: Recorded) -> Reply:
+        if question_number(request) == 2:
+            return Reply("overloaded", status=500)
+        return scripted_judge(request)
+
+    async with open_stub(fails_on_q2) as stub:
+        stub.models = JUDGE_PRICES
+        result = await overbrainer(root, "compare", "--rejudge", compare_id, url=stub.url)
+    assert result.code == 1, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: the judge failed on question q2: ")
+    [line] = history(root)
+    assert (line.status, line.done, line.failed, line.input_tokens) == (
+        HistoryStatus.FAILED,
+        2,
+        1,
+        100,
+    )
+    assert line.cost == pytest.approx(float(2 * EACH))
+
+
+async def test_replies_without_usage_are_estimated_and_marked(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=1)
+    compare_id = answered_compare(root)
+    reply = '{"verdict": "tie", "reason": "same"}'
+    async with open_stub(lambda _: Reply(reply, usage=None)) as stub:
+        stub.models = JUDGE_PRICES
+        result = await overbrainer(root, "compare", "--rejudge", compare_id, url=stub.url)
+        [asked] = [r for r in stub.requests if r.is_completion]
+    assert result.code == 0, result.stderr
+    tokens_in = estimate_tokens(asked.prompt)
+    tokens_out = estimate_tokens(reply)
+    [line] = history(root)
+    assert line.cost_estimated
+    assert (line.input_tokens, line.output_tokens) == (tokens_in, tokens_out)
+    usage = json.loads((_folder(root, compare_id) / "compare.json").read_text())["judge_usage"]
+    assert (usage["input_tokens"], usage["estimated"]) == (tokens_in, True)
+    every = await overbrainer(root, "history", "--all", url=stub.url)
+    assert every.out_lines[0].endswith(" (estimated)")
