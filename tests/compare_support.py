@@ -13,9 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply
+from overbrainer.compare.job import ANSWERS_FILE, compares_of, create_compare
+from overbrainer.compare.plan import plan_compare
+from overbrainer.devtools.stub_provider import Json, Recorded, Reply
 from overbrainer.export.record import ExportRecord, write_export_record
-from overbrainer.training.run_store import RunRecord, RunState
+from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.training.run_store import RunRecord, Runs, RunState
 from tests.gguf_support import write_tiny_llama
 from tests.llama_support import LlamaRelease, sha256_of
 
@@ -235,3 +238,37 @@ def standin_release(directory: Path) -> Iterator[dict[str, str]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+JUDGE_PRICES: Json = {
+    "data": [{"id": "judge-model", "pricing": {"prompt": "0.00001", "completion": "0.00002"}}]
+}
+"""The judge's listed price: $10 per million input tokens, $20 per million output tokens."""
+
+
+def answered_compare(root: Path, seed: int = 42) -> str:
+    """A compare of `root`'s run whose child has answered every question (no job run): its ID.
+
+    What `--rejudge` needs: `setup.json`, the compare record and `child_answers.jsonl`.
+    """
+    runs = Runs(root / "runs")
+    plan = plan_compare(runs, root / "data" / "eval.jsonl", None, None)
+    setup = create_compare(runs, plan, resolve_pin({}), seed)
+    folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
+    lines = [
+        json.dumps(
+            {
+                "id": q.id,
+                "answer": f"Child answer {n}.",
+                "finish": "stop",
+                "input_tokens": 20,
+                "output_tokens": 5,
+                "seconds": 0.5,
+                "first_token_seconds": 0.1,
+                "tokens_per_second": 12.5,
+            }
+        )
+        for n, q in enumerate(setup.questions)
+    ]
+    (folder / ANSWERS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return setup.compare

@@ -11,7 +11,7 @@ from overbrainer.compare.answers import ChildAnswer, LoadFigures
 from overbrainer.compare.hardware import Hardware
 from overbrainer.compare.questions import eval_questions
 from overbrainer.compare.reasoning import strip_reasoning
-from overbrainer.compare.report import Report, report_json, report_markdown
+from overbrainer.compare.report import JudgeUsage, Report, report_json, report_markdown
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.compare.stats import Prices, costs, percentile, summarize, wilson
 from overbrainer.compare.verdicts import (
@@ -266,7 +266,8 @@ def test_compare_md_layout() -> None:
         "| Parent cost per 1,000 requests | not computed: set [compare] prices |\n"
         "| Child cost per 1,000 requests | not computed: set [compare] prices |\n"
         "| Child cost / parent cost | - |\n"
-        "| Win or tie, 95% interval (Wilson) | 6.1% to 79.2% |\n\n"
+        "| Win or tie, 95% interval (Wilson) | 6.1% to 79.2% |\n"
+        "| Judge tokens and cost (this command) | 0 in, 0 out; cost unknown |\n\n"
         "## Losses (first 2 of 2)\n\n"
         "### q2: Why?\n\nChild:\n\n> (no answer: timed out)\n\nParent:\n\n> Because.\n\n"
         "### q0: What is a borrow?\n\nChild:\n\n> Line one\n>\n> line two\n\n"
@@ -293,8 +294,10 @@ def test_compare_md_extra_rows_and_limits() -> None:
             hardware=Hardware("ubuntu-x64", (), None),
             child_price_from_pod=True,
             costs=costs(Prices(1.0, 2.0, 0.5), [(1000, 1000)], 1.0, load),
+            judge_usage=JudgeUsage(1200, 300, 0.0042, estimated=True, earlier_verdicts=2),
         )
     )
+    assert "| Judge tokens and cost (this command) | 1200 in, 300 out; $0.0042 (estimated) |" in md
     assert "| Judge | local/qwen3.5:9b (the parent) |" in md
     assert "| Hardware | unknown CPU, CPU (ubuntu-x64) |" in md
     assert "| Position-inconsistent verdicts (not counted) | 1 |" in md
@@ -307,6 +310,10 @@ def test_compare_md_extra_rows_and_limits() -> None:
     assert limits[0].startswith("- The judge is the parent model")
     assert limits[3] == "- The child's hourly price is the Runpod pod's."
     assert limits[4] == "- The child ran on a CPU."
+    assert limits[5] == (
+        "- The judge cost counts this command's requests only: 2 verdict(s) came from an"
+        " earlier judging (see `overbrainer history --all`)."
+    )
 
 
 def test_compare_json_fields() -> None:
@@ -321,6 +328,13 @@ def test_compare_json_fields() -> None:
     assert data["questions"][1]["child"] == "Short."
     assert data["questions"][2]["child"] is None
     assert data["questions"][2]["error"] == "timed out"
+    assert data["judge_usage"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost": None,
+        "estimated": False,
+        "earlier_verdicts": 0,
+    }
 
 
 def test_hardware_describe_groups_gpus() -> None:

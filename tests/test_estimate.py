@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import attrs
+
 from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.events.types import Stage
 from overbrainer.pipeline.estimate import money as usd
+from overbrainer.storage.history import append_history
 from tests.pipeline_support import PRICES, history, make_project, overbrainer, write_questions
 
 LINE = re.compile(
@@ -70,9 +74,12 @@ async def test_history_gives_the_tokens_per_item(tmp_path: Path) -> None:
         first = await overbrainer(root, "answers", url=stub.url)
         assert first.code == 0, first.stderr
         write_questions(root, 10)  # the same six, and four more
+        [record] = history(root)
+        # A compare's judging in the history is not an answers execution: it changes nothing.
+        judge = attrs.evolve(record, stage=Stage.JUDGE, input_tokens=10**6, output_tokens=10**6)
+        assert append_history(root / ".overbrainer" / "history.jsonl", judge)
         result = await overbrainer(root, "estimate", "answers", url=stub.url)
     assert result.code == 0, result.stderr
-    [record] = history(root)
     per_in, per_out = record.input_tokens / record.done, record.output_tokens / record.done
     # To do: the 4 unanswered questions, and the 6 that the topics' counts still call for
     # (ownership's second subtopic: 2; async's two subtopics: 4).

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from overbrainer.events.bus import Lagged, Observers, Subscription, open_event_bus
 from overbrainer.events.types import (
     EVENT_TYPES,
+    PIPELINE_STAGES,
     Event,
     ItemDone,
     ItemFailed,
@@ -102,8 +103,10 @@ def test_item_results() -> None:
 
 
 def test_stage_names_are_lowercase_and_sort_in_pipeline_order() -> None:
-    assert [str(s) for s in Stage] == ["subtopics", "questions", "answers", "split"]
-    assert [s.value for s in Stage] == ["subtopics", "questions", "answers", "split"]
+    assert [str(s) for s in Stage] == ["subtopics", "questions", "answers", "split", "judge"]
+    assert [s.value for s in Stage] == ["subtopics", "questions", "answers", "split", "judge"]
+    # `run` runs these; `judge` is a history stage of `compare` only.
+    assert [s.value for s in PIPELINE_STAGES] == ["subtopics", "questions", "answers", "split"]
     assert sorted([Stage.SPLIT, Stage.SUBTOPICS, Stage.ANSWERS]) == [
         Stage.SUBTOPICS,
         Stage.ANSWERS,

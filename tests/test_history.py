@@ -123,3 +123,34 @@ def test_history_and_data_files_share_the_appender(
     assert append_history(path, ANSWERS)
     # The history is never cut: a torn line is ended and then skipped by the reader.
     assert opened == [(path, True)]
+
+
+def test_a_judge_line_reads_back_and_totals_after_the_pipeline_stages(tmp_path: Path) -> None:
+    judge = HistoryRecord(
+        stage=Stage.JUDGE,
+        started_at="2026-09-27T11:00:00Z",
+        ended_at="2026-09-27T11:01:00Z",
+        status=HistoryStatus.INTERRUPTED,
+        provider="openrouter",
+        model="openai/gpt-5",
+        done=3,
+        skipped=2,
+        input_tokens=1500,
+        output_tokens=90,
+        cost=0.0021,
+        reason="spend cap reached: $0.0021 of $0.0100",
+    )
+    path = tmp_path / "history.jsonl"
+    for record in (judge, ANSWERS):
+        assert append_history(path, record)
+    assert path.read_text().startswith('{"stage":"judge","started_at":"2026-09-27T11:00:00Z",')
+    assert read_history(path) == [judge, ANSWERS]
+    assert format_history(read_history(path)) == [
+        "answers    1 run(s), 4 done, 0 failed; tokens 400 in, 200 out; $0.0042",
+        "judge      1 run(s), 3 done, 0 failed; tokens 1500 in, 90 out; $0.0021",
+        "total      2 run(s), 7 done, 0 failed; tokens 1900 in, 290 out; $0.0063",
+    ]
+    assert format_history([judge], all_entries=True) == [
+        "2026-09-27T11:00:00Z  judge      interrupted  openai/gpt-5  3 done, 2 skipped, 0 failed, "
+        "0 excluded; tokens 1500 in, 90 out; $0.0021 (spend cap reached: $0.0021 of $0.0100)"
+    ]

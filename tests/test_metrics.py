@@ -12,6 +12,7 @@ from prometheus_client.openmetrics.exposition import generate_latest
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import (
+    PIPELINE_STAGES,
     ConcurrencyChanged,
     ItemDone,
     ItemFailed,
@@ -303,6 +304,8 @@ def test_seeding_from_the_history_file_leaves_retries_out(tmp_path: Path) -> Non
         record(Stage.SPLIT, None, done=7, excluded=1),
         # A stage with a model and no tokens still shows its token series at 0.
         record(Stage.QUESTIONS, "gen"),
+        # compare's judging is seeded under its own stage.
+        record(Stage.JUDGE, "judge", done=2, input_tokens=5, output_tokens=6, cost=0.125),
     ):
         assert append_history(project.history, entry)
     with project.history.open("a") as history:
@@ -319,6 +322,7 @@ def test_seeding_from_the_history_file_leaves_retries_out(tmp_path: Path) -> Non
         ({"stage": "answers", "result": "skipped"}, 4),
         ({"stage": "split", "result": "done"}, 7),
         ({"stage": "split", "result": "excluded"}, 1),
+        ({"stage": "judge", "result": "done"}, 2),
     )
     assert seeded["overbrainer_tokens_total"] == series(
         ({"stage": "subtopics", "model": "gen", "direction": "in"}, 30),
@@ -327,10 +331,13 @@ def test_seeding_from_the_history_file_leaves_retries_out(tmp_path: Path) -> Non
         ({"stage": "answers", "model": "parent", "direction": "out"}, 1),
         ({"stage": "questions", "model": "gen", "direction": "in"}, 0),
         ({"stage": "questions", "model": "gen", "direction": "out"}, 0),
+        ({"stage": "judge", "model": "judge", "direction": "in"}, 5),
+        ({"stage": "judge", "model": "judge", "direction": "out"}, 6),
     )
     assert seeded["overbrainer_cost_usd_total"] == series(
         ({"stage": "subtopics", "model": "gen"}, 0.5),
         ({"stage": "answers", "model": "parent"}, 0.25),
+        ({"stage": "judge", "model": "judge"}, 0.125),
     )
     # Only this process's retry: the history holds none.
     assert seeded["overbrainer_item_retries_total"] == series(({"stage": "answers"}, 1))
@@ -447,7 +454,7 @@ def test_runpod_spend_is_read_from_pod_records_at_each_scrape(tmp_path: Path) ->
         st.tuples(
             st.integers(1, 3),
             st.sampled_from(["start", "finish", "close"]),
-            st.sampled_from(list(Stage)),
+            st.sampled_from(PIPELINE_STAGES),
         ),
         max_size=40,
     )
@@ -468,9 +475,11 @@ def test_running_stages_never_go_negative_and_end_at_zero(
         else:
             observer.closed(bus)
             open_stages.pop(bus, None)
-        expected = {s: sum(stages.count(s) for stages in open_stages.values()) for s in Stage}
+        expected = {
+            s: sum(stages.count(s) for stages in open_stages.values()) for s in PIPELINE_STAGES
+        }
         assert scrape(observer)["overbrainer_stage_running"] == running(
-            *(expected[s] for s in Stage)
+            *(expected[s] for s in PIPELINE_STAGES)
         )
     for bus in (1, 2, 3):
         observer.closed(bus)

@@ -7,7 +7,7 @@ import click
 from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
 from overbrainer.flows.compare import compare_flow
 
@@ -32,7 +32,14 @@ from overbrainer.flows.compare import compare_flow
     metavar="COMPARE_ID",
     help="Judge an earlier compare again (resume, or another judge or prompt).",
 )
-def compare(run_id: str | None, limit: int | None, keep_pod: bool, rejudge: str | None) -> None:
+@max_cost_option
+def compare(
+    run_id: str | None,
+    limit: int | None,
+    keep_pod: bool,
+    rejudge: str | None,
+    max_cost: float | None,
+) -> None:
     """Measure the exported child against the parent on the held-out questions."""
     if rejudge is not None and (limit is not None or keep_pod):
         raise click.UsageError("--limit and --keep-pod go without --rejudge")
@@ -45,5 +52,6 @@ def compare(run_id: str | None, limit: int | None, keep_pod: bool, rejudge: str 
             limit=limit,
             keep_pod=keep_pod,
             rejudge=rejudge,
+            max_cost=max_cost,
         )
     )

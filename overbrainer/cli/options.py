@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -22,3 +24,18 @@ def events_file() -> Path | None:
 def command_options() -> CommandOptions:
     """The running command's global flags, handed to its flow."""
     return CommandOptions(project_dir(), events_file())
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def max_cost_option(command: F) -> F:
+    """`--max-cost USD`: the spend cap of the command's paid requests."""
+    return click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0.0),
+        default=None,
+        metavar="USD",
+        help="Spend at most USD in this command: a request starts only if its worst-case "
+        "cost fits under it (default: [pipeline] max_cost_usd).",
+    )(command)

@@ -10,9 +10,9 @@ import click
 from overbrainer.cli.completion import complete_topics
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
-from overbrainer.events.types import Stage
+from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.pipeline import pipeline_flow
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -34,17 +34,6 @@ def _force_option(command: F) -> F:
         "--force",
         is_flag=True,
         help="Throw away this stage's output for the selected topics and make it again.",
-    )(command)
-
-
-def _max_cost_option(command: F) -> F:
-    return click.option(
-        "--max-cost",
-        type=click.FloatRange(min=0.0),
-        default=None,
-        metavar="USD",
-        help="Spend at most USD in this command: a request starts only if its worst-case "
-        "cost fits under it (default: [pipeline] max_cost_usd).",
     )(command)
 
 
@@ -74,7 +63,7 @@ def _stage_command(
 @cli.command()
 @_topic_option
 @_force_option
-@_max_cost_option
+@max_cost_option
 def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each topic's missing subtopics."""
     _stage_command(Stage.SUBTOPICS, topics, force, max_cost)
@@ -83,7 +72,7 @@ def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @cli.command()
 @_topic_option
 @_force_option
-@_max_cost_option
+@max_cost_option
 def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
     _stage_command(Stage.QUESTIONS, topics, force, max_cost)
@@ -92,7 +81,7 @@ def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @cli.command()
 @_topic_option
 @_force_option
-@_max_cost_option
+@max_cost_option
 @click.option(
     "--batch",
     is_flag=True,
@@ -131,7 +120,7 @@ def split(topic: str | None) -> None:
 
 
 @cli.command(name="run")
-@_max_cost_option
+@max_cost_option
 @click.option(
     "--no-train",
     is_flag=True,
@@ -144,7 +133,7 @@ def run_command(max_cost: float | None, no_train: bool) -> None:
         lambda: pipeline_flow(
             options,
             cli_frontend(),
-            list(Stage),
+            list(PIPELINE_STAGES),
             max_cost=max_cost,
             whole_run=True,
             train=not no_train,

@@ -12,6 +12,7 @@ from overbrainer.compare.answers import ChildAnswer, LoadFigures, parse_answers
 from overbrainer.compare.hardware import Hardware
 from overbrainer.compare.job import ANSWERS_FILE
 from overbrainer.compare.judge import Judge, judge_all
+from overbrainer.compare.judge_cost import JudgeSpend
 from overbrainer.compare.report import Report, report_json, report_markdown
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.compare.stats import Prices, costs, summarize
@@ -104,11 +105,14 @@ async def judge_and_report(
     concurrency: int,
     bus: EventBus,
     admitting: Callable[[], bool] = lambda: True,
+    spend: JudgeSpend | None = None,
 ) -> Path | None:
     """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path.
 
     None, and no report, when `admitting()` turned false before every question was judged.
+    Every judge request goes through `spend`; the report carries what it counted.
     """
+    spend = JudgeSpend() if spend is None else spend
     setup = await trio.to_thread.run_sync(load_setup, folder)
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
     path = verdicts_path(folder, judge, settings.judge_both_orders)
@@ -121,6 +125,7 @@ async def judge_and_report(
         both_orders=settings.judge_both_orders,
         bus=bus,
         admitting=admitting,
+        spend=spend,
     )
     if verdicts is None:
         return None
@@ -149,6 +154,7 @@ async def judge_and_report(
         answers={a.id: a for a in answers},
         judge_both_orders=settings.judge_both_orders,
         load=load,
+        judge_usage=spend.usage(),
     )
 
     def write() -> None:

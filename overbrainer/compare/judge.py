@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from overbrainer.compare.answers import ChildAnswer
+from overbrainer.compare.judge_cost import CapRefused, JudgeSpend
 from overbrainer.compare.reasoning import strip_reasoning
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.compare.verdicts import (
@@ -28,6 +29,8 @@ from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import WorkFailed
+from overbrainer.model.usage import Price
+from overbrainer.pipeline.spend import SpendCapReached
 from overbrainer.project.templates import Template
 from overbrainer.storage.jsonl import open_file_appender, read_records
 
@@ -46,6 +49,13 @@ def resume_hint(compare_id: str) -> str:
     return f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {compare_id}`"
 
 
+def capped(spend: JudgeSpend, compare_id: str) -> SpendCapReached:
+    """The error of a judging the spend cap stopped, with the resume hint."""
+    cap = spend.cap
+    assert cap.limit is not None and cap.refused is not None
+    return SpendCapReached(cap.limit, cap.spent, cap.refused, hint=resume_hint(compare_id))
+
+
 @attrs.frozen
 class Judge:
     """The judging model and its prompt: a role on its provider's client."""
@@ -56,6 +66,8 @@ class Judge:
     template: Template
     template_source: str
     is_parent: bool
+    price: Price | None = None
+    """The judge model's price, when known: its requests are held to the spend cap with it."""
 
     @property
     def label(self) -> str:
@@ -81,8 +93,13 @@ def _parse_or_none(text: str) -> VerdictLine | None:
         return None
 
 
-async def _ask(judge: Judge, prompt: str, question_id: str) -> tuple[str, str] | None:
-    """The judge's choice and reason for one order; None when no reply parsed in two asks."""
+async def _ask(
+    judge: Judge, spend: JudgeSpend, prompt: str, question_id: str
+) -> tuple[str, str] | None:
+    """The judge's choice and reason for one order; None when no reply parsed in two asks.
+
+    CapRefused when the spend cap refuses an ask: the question is left unjudged.
+    """
     role = judge.role
     request = CompletionRequest(
         prompt,
@@ -94,7 +111,7 @@ async def _ask(judge: Judge, prompt: str, question_id: str) -> tuple[str, str] |
     )
     for ask in range(ASKS):
         try:
-            completion = await judge.client.complete(request)
+            completion = await spend.complete(judge.client, request)
         except LlmError as error:
             raise JudgeFailed(f"the judge failed on question {question_id}: {error}") from None
         parsed = parse_reply(completion.content)
@@ -110,8 +127,13 @@ async def judge_one(
     index: int,
     answer: ChildAnswer | None,
     both_orders: bool,
+    spend: JudgeSpend | None = None,
 ) -> VerdictLine:
-    """The verdict on one question: `error` without a usable answer, no judge call then."""
+    """The verdict on one question: `error` without a usable answer, no judge call then.
+
+    CapRefused when the spend cap refuses one of its requests (`spend`: the command's).
+    """
+    spend = JudgeSpend() if spend is None else spend
     question = setup.questions[index]
     first = child_first(question.id, setup.seed)
     if answer is None or answer.is_error:
@@ -122,7 +144,7 @@ async def judge_one(
     for child_is_a in (first, not first) if both_orders else (first,):
         a, b = (child, question.parent) if child_is_a else (question.parent, child)
         prompt = judge.template.render(question=question.question, answer_a=a, answer_b=b)
-        reply = await _ask(judge, prompt, question.id)
+        reply = await _ask(judge, spend, prompt, question.id)
         if reply is None:
             verdicts.append(Verdict.UNPARSED)
             continue
@@ -143,14 +165,18 @@ async def judge_all(
     both_orders: bool,
     bus: EventBus,
     admitting: Callable[[], bool] = lambda: True,
+    spend: JudgeSpend | None = None,
 ) -> list[VerdictLine] | None:
     """Judge every question without a verdict in `verdicts_path`, `concurrency` at a time.
 
     Each verdict is appended as soon as it comes, then a `Judged` event. Returns the verdicts
     of every setup question, in setup order; None when `admitting()` turned false before every
     question was taken (the questions in flight are still judged and kept). Cancelling keeps
-    what was appended.
+    what was appended. Every judge request goes through `spend` (its cap, its counts); once
+    the cap refuses one, no question starts and SpendCapReached ends the judging, the verdicts
+    so far kept.
     """
+    spend = JudgeSpend() if spend is None else spend
     compare_id = setup.compare
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
     ids = {q.id for q in setup.questions}
@@ -158,6 +184,7 @@ async def judge_all(
     total = len(setup.questions)
     by_id = {a.id: a for a in answers}
     todo = [i for i, q in enumerate(setup.questions) if q.id not in done]
+    spend.count(skipped=len(done))
     appender = await trio.to_thread.run_sync(open_file_appender, verdicts_path)
     pending = iter(todo)
     try:
@@ -165,12 +192,20 @@ async def judge_all(
         async def worker() -> None:
             # Workers take questions in setup order, so a resume is predictable.
             for index in pending:
-                if not admitting():
+                if not admitting() or spend.cap.reached:
                     return
                 question_id = setup.questions[index].id
-                line = await judge_one(judge, setup, index, by_id.get(question_id), both_orders)
+                answer = by_id.get(question_id)
+                try:
+                    line = await judge_one(judge, setup, index, answer, both_orders, spend)
+                except CapRefused:
+                    return
+                except JudgeFailed:
+                    spend.count(failed=1)
+                    raise
                 await trio.to_thread.run_sync(appender.append, line.to_json())
                 done[question_id] = line
+                spend.count(done=1)
                 bus.publish(Judged(compare_id, len(done), total))
 
         try:
@@ -188,5 +223,7 @@ async def judge_all(
         with trio.move_on_after(5, shield=True):
             await trio.to_thread.run_sync(appender.close)
     if any(q.id not in done for q in setup.questions):
+        if spend.cap.reached:
+            raise capped(spend, compare_id)
         return None
     return [done[q.id] for q in setup.questions]

@@ -21,6 +21,29 @@ SMALL_SAMPLE = 100
 
 
 @attrs.frozen
+class JudgeUsage:
+    """The tokens and cost of the judge requests of the command that wrote the report.
+
+    A rejudge that resumed counts only its own requests, not those of the judging it resumed.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    """None when the judge's price is unknown."""
+    estimated: bool = False
+    """Some reply had no usage: its tokens (and cost) are estimated from its text."""
+    earlier_verdicts: int = 0
+    """Verdicts an earlier command wrote (a resumed rejudge): their cost is not in these."""
+
+    def describe(self) -> str:
+        """`300 in, 50 out; $0.0004` with ` (estimated)` or `cost unknown`."""
+        cost = "cost unknown" if self.cost is None else f"${self.cost:.4f}"
+        line = f"{self.input_tokens} in, {self.output_tokens} out; {cost}"
+        return line + (" (estimated)" if self.estimated else "")
+
+
+@attrs.frozen
 class Report:
     """Everything the two report files show."""
 
@@ -36,6 +59,7 @@ class Report:
     answers: dict[str, ChildAnswer]
     judge_both_orders: bool = False
     load: LoadFigures | None = None
+    judge_usage: JudgeUsage = JudgeUsage()
 
 
 def _question_entries(report: Report) -> list[dict[str, Any]]:
@@ -84,6 +108,7 @@ def report_json(report: Report) -> str:
         "child_price_from_pod": report.child_price_from_pod,
         "judge_both_orders": report.judge_both_orders,
         "under_load": None if report.load is None else report.load.to_dict(),
+        "judge_usage": attrs.asdict(report.judge_usage),
         "questions": _question_entries(report),
     }
     return json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
@@ -181,6 +206,7 @@ def _summary_rows(report: Report) -> list[str]:
             ),
             (f"Under load ({n} parallel): child cost / parent cost", _pct(c.ratio_under_load)),
         ]
+    rows.append(("Judge tokens and cost (this command)", report.judge_usage.describe()))
     return [f"| {name} | {value} |" for name, value in rows]
 
 
@@ -214,6 +240,12 @@ def _limits(report: Report) -> list[str]:
         )
     if report.hardware is not None and not report.hardware.has_gpu:
         bullets.append("The child ran on a CPU.")
+    earlier = report.judge_usage.earlier_verdicts
+    if earlier > 0:
+        bullets.append(
+            f"The judge cost counts this command's requests only: {earlier} verdict(s) came from"
+            " an earlier judging (see `overbrainer history --all`)."
+        )
     return [f"- {b}" for b in bullets]
 
 

@@ -15,12 +15,13 @@ from overbrainer.model.usage import Price, Usage
 
 
 class Stage(enum.Enum):
-    """A pipeline stage; members sort in pipeline order."""
+    """A stage of the history: the pipeline's four in pipeline order, then `compare`'s judge."""
 
     SUBTOPICS = "subtopics"
     QUESTIONS = "questions"
     ANSWERS = "answers"
     SPLIT = "split"
+    JUDGE = "judge"
 
     def __str__(self) -> str:
         return self.value
@@ -30,6 +31,9 @@ class Stage(enum.Enum):
 
 
 _STAGE_ORDER = {stage: index for index, stage in enumerate(Stage)}
+
+PIPELINE_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.SPLIT)
+"""The stages `overbrainer run` runs, in order; `judge` is recorded by `compare` only."""
 
 
 @attrs.frozen

@@ -28,16 +28,23 @@ from overbrainer.compare.job import (
     tools_cache,
 )
 from overbrainer.compare.judge import Judge, resume_hint
+from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.settings import LocalTarget, RunpodTarget, SshTarget
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
+from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.llm.connect import connect_roles
-from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
+from overbrainer.llm.pricing import PriceBook
+from overbrainer.model.error_groups import meaningful_error
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.pipeline.spend import SpendCap, SpendCapReached, UnknownPrices
+from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
+from overbrainer.storage.history import HistoryStatus
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.follow import FollowTimes
 from overbrainer.training.run_store import Runs, is_valid_run_id
@@ -46,10 +53,6 @@ from overbrainer.training.target_access import check_ssh_client, open_executor
 log = logging.getLogger(__name__)
 
 JUDGE_TEMPLATE = "judge.txt"
-
-
-def _resume_hint(compare_id: str) -> str:
-    return f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {compare_id}`"
 
 
 def find_compare(runs: Runs, compare_id: str, run_id: str | None) -> Path:
@@ -68,16 +71,18 @@ def find_compare(runs: Runs, compare_id: str, run_id: str | None) -> Path:
 
 @contextlib.asynccontextmanager
 async def open_judge(command: Command) -> AsyncIterator[Judge]:
-    """The judge role (the parent when `[roles] judge` is unset) and its prompt."""
+    """The judge role (the parent when `[roles] judge` is unset), its price and its prompt."""
     settings = command.settings
     name = "judge" if settings.roles.judge is not None else "parent"
     source = template_source(command.project.prompts, JUDGE_TEMPLATE)
     template = parse_template(JUDGE_TEMPLATE, source)
     async with connect_roles(
-        settings, [name], command.config.env, stub_transports=stub_transports(settings)
+        settings, [name], command.config.env, PriceBook(), stub_transports(settings)
     ) as roles:
         role = roles[name]
-        yield Judge(role.provider, role.role, role.client, template, source, name == "parent")
+        yield Judge(
+            role.provider, role.role, role.client, template, source, name == "parent", role.price
+        )
 
 
 async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
@@ -132,7 +137,9 @@ async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
         await trio.to_thread.run_sync(conclude, runs, setup, started, status)
 
 
-async def judge_draining(command: Command, folder: Path, judge: Judge) -> Path | None:
+async def judge_draining(
+    command: Command, folder: Path, judge: Judge, spend: JudgeSpend
+) -> Path | None:
     """Judge and report; the first Ctrl-C takes no new question and gives the requests in
     flight `[pipeline] drain_secs` to finish (their verdicts kept); a second one, or the end
     of that grace, cancels them. None when interrupted."""
@@ -156,9 +163,44 @@ async def judge_draining(command: Command, folder: Path, judge: Judge) -> Path |
             concurrency=settings.pipeline.concurrency,
             bus=command.bus,
             admitting=lambda: not interrupt.caught,
+            spend=spend,
         )
         nursery.cancel_scope.cancel()
     return None if interrupt.caught else path
+
+
+async def judge_recorded(
+    command: Command, folder: Path, compare_id: str, judge: Judge, spend: JudgeSpend
+) -> Path:
+    """Judge and report, the `judge` history line written on every exit path; the md path."""
+    history = command.project.history
+
+    async def record(
+        status: HistoryStatus, reason: str | None = None, *, cancelled: bool = False
+    ) -> None:
+        log.info("compare: %s", summary_line(Stage.JUDGE, spend.stats, estimated=spend.estimated))
+        line = spend.history_record(judge.provider, judge.role.model, status, reason)
+        await record_judging(history, line, cancelled=cancelled)
+
+    try:
+        path = await judge_draining(command, folder, judge, spend)
+    except BaseException as caught:
+        error: BaseException | None = caught
+        if isinstance(caught, BaseExceptionGroup):
+            error = meaningful_error(caught)
+        if isinstance(error, SpendCapReached):
+            await record(HistoryStatus.INTERRUPTED, error.reason)
+        elif isinstance(error, OverbrainerError) and error.exit_code != EXIT_INTERRUPTED:
+            await record(HistoryStatus.FAILED)
+        else:
+            # Cancelled, Ctrl-C, or a bug: the line still records what was done.
+            await record(HistoryStatus.INTERRUPTED, cancelled=True)
+        raise
+    if path is None:
+        await record(HistoryStatus.INTERRUPTED)
+        raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
+    await record(HistoryStatus.OK)
+    return path
 
 
 def _check_target(command: Command, run_id: str, target_name: str, keep_pod: bool) -> None:
@@ -184,19 +226,36 @@ async def compare_flow(
     limit: int | None = None,
     keep_pod: bool = False,
     rejudge: str | None = None,
+    max_cost: float | None = None,
 ) -> None:
-    """`overbrainer compare`: the child's answers and timings, the judge, the report path."""
-    async with open_command(options, front) as command:
+    """`overbrainer compare`: the child's answers and timings, the judge, the report path.
+
+    The judge's requests are held to `max_cost` (default `[pipeline] max_cost_usd`) as the
+    pipeline's are, and recorded as a `judge` line of the history.
+    """
+    async with open_command(options, front) as command, contextlib.AsyncExitStack() as stack:
         runs = Runs(command.project.runs)
+        settings = command.settings
+        cap = settings.pipeline.max_cost_usd if max_cost is None else max_cost
+        plan = None
         if rejudge is not None:
             folder = await trio.to_thread.run_sync(find_compare, runs, rejudge, run_id)
-            compare_id = rejudge
         else:
             plan = await trio.to_thread.run_sync(
                 plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
             )
+            _check_target(command, plan.record.id, plan.record.target, keep_pod)
+        # The judge first: a cap without its price is refused before anything is written.
+        judge = await command.interrupt.race(lambda: stack.enter_async_context(open_judge(command)))
+        if judge is None:
+            raise CompareInterrupted("interrupted: nothing was started")
+        if cap is not None and judge.price is None:
+            raise UnknownPrices()
+        if rejudge is not None:
+            compare_id = rejudge
+        else:
+            assert plan is not None
             run = plan.record
-            _check_target(command, run.id, run.target, keep_pod)
             log.info(
                 "compare: run %s (%s) on %d questions, on target `%s`",
                 run.id,
@@ -212,9 +271,7 @@ async def compare_flow(
             log.info("compare: %s: runs/%s/%s/%s", compare_id, run.id, COMPARES_DIR, compare_id)
             await run_job(command, setup, plan.context)
         shown = folder.relative_to(command.project.root)
-        async with open_judge(command) as judge:
-            log.info("compare: %s: judging with %s", compare_id, judge.label)
-            path = await judge_draining(command, folder, judge)
-        if path is None:
-            raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
+        log.info("compare: %s: judging with %s", compare_id, judge.label)
+        spend = JudgeSpend(SpendCap(cap), judge.price)
+        path = await judge_recorded(command, folder, compare_id, judge, spend)
         front.line(str(shown / path.name))

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from overbrainer import __version__
 from overbrainer.events.types import (
+    PIPELINE_STAGES,
     ConcurrencyChanged,
     Event,
     ItemDone,
@@ -127,7 +128,7 @@ class MetricsObserver(Collector):
         """A registry of its own holding these families only."""
         self.registry.register(self)
         self._family(BUILD_INFO).set((version,), 1)
-        for stage in Stage:
+        for stage in PIPELINE_STAGES:
             self._running.set((stage.value,), 0)
         for record in history:
             self._seed(record)

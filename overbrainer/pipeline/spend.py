@@ -42,12 +42,17 @@ def usd(amount: float | Fraction) -> str:
 class SpendCapReached(WorkFailed):
     """The next request could pass `[pipeline] max_cost_usd` / `--max-cost` (exit 1)."""
 
-    def __init__(self, limit: float, spent: Fraction, refused: Fraction) -> None:
+    def __init__(
+        self,
+        limit: float,
+        spent: Fraction,
+        refused: Fraction,
+        hint: str = "run the command again to continue",
+    ) -> None:
         self.reason = f"spend cap reached: {usd(spent)} of {usd(limit)}"
         """What the history line records as the reason the stage stopped."""
         super().__init__(
-            f"{self.reason} (the next request could cost up to {usd(refused)}); "
-            "run the command again to continue"
+            f"{self.reason} (the next request could cost up to {usd(refused)}); {hint}"
         )
         self.limit = limit
         self.spent = spent

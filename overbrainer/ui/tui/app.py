@@ -6,6 +6,7 @@ import attrs
 
 from overbrainer.events.frontend import Line, RunCreated
 from overbrainer.events.types import (
+    PIPELINE_STAGES,
     Event,
     ItemDone,
     ItemFailed,
@@ -51,7 +52,7 @@ from overbrainer.ui.tui.state import (
     View,
 )
 
-STAGES = tuple(Stage)
+STAGES = PIPELINE_STAGES
 KEPT_LINES = 200
 LOG_PAGE = 10
 PREVIEW_EVERY = 1.0

@@ -11,7 +11,7 @@ import trio
 from overbrainer.events.bus import Lagged, Subscription, open_event_bus
 from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.interrupt import Flag
-from overbrainer.events.types import Stage
+from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.compare import compare_flow
 from overbrainer.flows.pipeline import pipeline_flow
 from overbrainer.flows.push import push_flow
@@ -62,7 +62,7 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
         stages = [spec.stage or Stage.SUBTOPICS]
         return lambda front: pipeline_flow(options, front, stages)
     if kind is TaskKind.AUTO:
-        return lambda front: pipeline_flow(options, front, list(Stage), whole_run=True)
+        return lambda front: pipeline_flow(options, front, list(PIPELINE_STAGES), whole_run=True)
     if kind is TaskKind.TRAIN:
         return lambda front: train_flow(options, front)
     if kind is TaskKind.RESUME:

@@ -1,0 +1,107 @@
+"""What the judge's requests cost: each held to the command's spend cap, counted, recorded."""
+
+from __future__ import annotations
+
+import logging
+from fractions import Fraction
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.compare.report import JudgeUsage
+from overbrainer.events.types import Stage, StageStats
+from overbrainer.llm.client import ProtocolClient
+from overbrainer.llm.types import Completion, CompletionRequest
+from overbrainer.model.usage import Price
+from overbrainer.pipeline.spend import SpendCap, counted_usage, exact_cost, worst_usage
+from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, utc_now
+
+log = logging.getLogger(__name__)
+
+HISTORY_BOUND = 5.0
+"""Seconds a cancelled judging waits for its history line to be written."""
+
+
+class CapRefused(Exception):
+    """The spend cap refused the judge's next request: no new request starts."""
+
+
+@attrs.define
+class JudgeSpend:
+    """The judge's requests of one command: reserved under the cap, settled, counted.
+
+    `stats` holds the verdicts written (`done`), the questions already judged by an earlier
+    command (`skipped`), a question whose request failed (`failed`), and the tokens and cost
+    of every judge request of this command (a resumed rejudge counts only its own).
+    """
+
+    cap: SpendCap = attrs.Factory(SpendCap)
+    price: Price | None = None
+    stats: StageStats = attrs.Factory(StageStats)
+    estimated: bool = False
+    """Some reply had no usage: its tokens and cost are estimated from its text."""
+    started_at: str = attrs.Factory(utc_now)
+
+    async def complete(self, client: ProtocolClient, request: CompletionRequest) -> Completion:
+        """One judge request, its retries included; CapRefused when the cap refuses it.
+
+        Its worst case is reserved before it starts and settled with the reply's usage (or
+        the estimate when the reply has none); a request that fails releases it.
+        """
+        price = self.price
+        worst = Fraction(0) if price is None else exact_cost(worst_usage(request), price)
+        reservation = await self.cap.reserve(worst)
+        if reservation is None:
+            raise CapRefused()
+        with reservation:
+            completion = await client.complete(request)
+            usage, estimated = counted_usage(request, completion)
+            cost = Fraction(0) if price is None else exact_cost(usage, price)
+            reservation.settle(cost, estimated=estimated)
+        self.stats = self.stats.add_usage(usage, price)
+        if estimated and not self.estimated:
+            self.estimated = True
+            log.warning(
+                "judge: a reply had no token usage: its tokens and cost are estimated "
+                "from its text (UTF-8 bytes / 3), marked `(estimated)`"
+            )
+        return completion
+
+    def count(self, *, done: int = 0, skipped: int = 0, failed: int = 0) -> None:
+        """Add to the verdicts written, the ones found done, the questions failed."""
+        s = self.stats
+        self.stats = attrs.evolve(
+            s, done=s.done + done, skipped=s.skipped + skipped, failed=s.failed + failed
+        )
+
+    def usage(self) -> JudgeUsage:
+        """The report's figures: this command's judge requests."""
+        usage = self.stats.usage
+        return JudgeUsage(
+            usage.input_tokens,
+            usage.output_tokens,
+            self.stats.cost,
+            self.estimated,
+            self.stats.skipped,
+        )
+
+    def history_record(
+        self, provider: str, model: str, status: HistoryStatus, reason: str | None = None
+    ) -> HistoryRecord:
+        """The `judge` line of `.overbrainer/history.jsonl` for this judging."""
+        record = HistoryRecord.from_stats(
+            Stage.JUDGE, self.started_at, utc_now(), status, provider, model, self.stats
+        )
+        return attrs.evolve(record, cost_estimated=self.estimated, reason=reason)
+
+
+async def record_judging(path: Path, record: HistoryRecord, *, cancelled: bool = False) -> None:
+    """Append the judging's history line; when cancelled, shielded and bounded in time."""
+    if not cancelled:
+        await trio.to_thread.run_sync(append_history, path, record)
+        return
+    with trio.move_on_after(HISTORY_BOUND, shield=True) as bound:
+        await trio.to_thread.run_sync(append_history, path, record, abandon_on_cancel=True)
+    if bound.cancelled_caught:
+        log.warning("the judge's history line was not written within %gs", HISTORY_BOUND)
