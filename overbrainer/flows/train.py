@@ -148,8 +148,9 @@ async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> No
     record = runs.load(run_id)
     run_commands.check_stoppable(record)
     if held_elsewhere(project):
-        await _request_beside(options, front, runs, record)
+        # Read before the request: the holder may collect the snapshot and exit at once.
         holder = run_commands.lock_holder(project)
+        await _request_beside(options, front, runs, record)
         front.line(
             f"train: overbrainer ({holder}) is using this project: if it follows run "
             f"{run_id}, it collects the snapshot; if not, collect it with "
