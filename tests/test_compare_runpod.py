@@ -185,3 +185,36 @@ async def test_ctrl_c_during_the_job_deletes_the_pod(
     assert fake.pods == {}
     assert fake.secrets == {}
     assert not (folder / "model.gguf").exists()
+
+
+async def test_keep_pod_keeps_it_until_pod_rm_of_the_compare(
+    tmp_path: Path, pods: tuple[RunpodFake, Path], llama_release: LlamaRelease
+) -> None:
+    fake, pods_root = pods
+    setup = _setup(tmp_path, fake, pods_root, compare_env(llama_release, tmp_path / "c"))
+    async with open_stub(scripted_judge) as stub:
+        result = await overbrainer(
+            setup.project, "compare", "--keep-pod", url=stub.url, env=setup.env, limit=200
+        )
+        assert result.code == 0, result.stderr
+        folder = _compare_dir(setup.project)
+        compare_id = folder.name
+        lines = messages(result.stderr)
+        assert (
+            f"pod pod0001 kept (--keep-pod): `ssh -F runs/{RUN_ID}/compares/{compare_id}/ssh/"
+            f"config overbrainer-{compare_id}`; remove it with `overbrainer pod rm {compare_id}`; "
+            "nothing deletes it automatically"
+        ) in lines, result.stderr
+        assert list(fake.pods) == ["pod0001"]
+        assert json.loads((folder / "pod.json").read_text())["state"] == "kept"
+        body = json.loads(fake.asked("POST", "pods")[0].body)
+        assert body["env"]["OVERBRAINER_KEEP_POD"] == "1"
+        removed = await overbrainer(
+            setup.project, "pod", "rm", compare_id, url=stub.url, env=setup.env, limit=120
+        )
+    assert removed.code == 0, removed.stderr
+    assert removed.out_lines[-1].startswith("pod: pod0001 deleted after ")
+    assert fake.pods == {}
+    pod = json.loads((folder / "pod.json").read_text())
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "pod_rm")
+    assert json.loads((folder / "run.json").read_text())["state"] == "succeeded"

@@ -622,10 +622,10 @@ async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | 
             assert pod_id is not None
             run.publish(PodKept(pod_id))
             log.info(
-                "pod %s kept (--keep-pod): `ssh -F runs/%s/ssh/config overbrainer-%s`; remove "
+                "pod %s kept (--keep-pod): `ssh -F %s/ssh/config overbrainer-%s`; remove "
                 "it with `overbrainer pod rm %s`; nothing deletes it automatically",
                 pod_id,
-                run.run_id,
+                run.shown_dir,
                 run.run_id,
                 run.run_id,
             )
