@@ -106,9 +106,7 @@ async def test_a_compare_on_a_new_pod_end_to_end(
     fake, pods_root = pods
     setup = _setup(tmp_path, fake, pods_root, compare_env(llama_release, tmp_path / "c"))
     async with open_stub(scripted_judge) as stub:
-        result = await overbrainer(
-            setup.project, "compare", url=stub.url, env=setup.env, limit=200
-        )
+        result = await overbrainer(setup.project, "compare", url=stub.url, env=setup.env, limit=200)
     assert result.code == 0, result.stderr
     folder = _compare_dir(setup.project)
     compare_id = folder.name
