@@ -84,9 +84,18 @@ async def export_sizing(
     settings: Settings, target: RunpodTarget, base_model: str | None, merge: bool, quantize: str
 ) -> int | None:
     """From the base model's shape: the VRAM floor for `gpu_types = "auto"` without
-    `min_vram_gb` (logged), and the container-disk warning. None without a floor."""
+    `min_vram_gb` (logged), and the container-disk warning. None without a floor; no shape
+    is warned about only where a floor was wanted."""
+    wants_floor = target.gpu_types.auto and target.min_vram_gb is None
+
+    def unknown(cause: str) -> None:
+        if wants_floor:
+            log.warning("%s", no_estimate_line(cause))
+        else:
+            log.debug("export: no disk estimate: %s", cause)
+
     if base_model is None:
-        log.warning("%s", no_estimate_line(f"the run's {CONFIG_FILE} names no base_model"))
+        unknown(f"the run's {CONFIG_FILE} names no base_model")
         return None
     token = None
     if settings.hf_token is not None:
@@ -97,12 +106,12 @@ async def export_sizing(
     try:
         shape = await fetch_shape(base_model, settings.hub.url, token)
     except ShapeUnknown as error:
-        log.warning("%s", no_estimate_line(str(error)))
+        unknown(str(error))
         return None
     warning = disk_warning(shape.params, merge, quantize, target)
     if warning is not None:
         log.warning("export: %s", warning)
-    if not target.gpu_types.auto or target.min_vram_gb is not None:
+    if not wants_floor:
         return None
     need = export_need_bytes(shape.params)
     log.info(
