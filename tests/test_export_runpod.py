@@ -100,8 +100,8 @@ async def test_an_export_on_a_new_pod_converts_there_and_delivers_here(
     python = venv / "bin" / "python3"
     python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     python.chmod(0o755)
-    with open(project / "overbrainer.toml", "a") as toml:
-        toml.write(TARGET.format(venv=venv))
+    config_file = project / "overbrainer.toml"
+    config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
     run_dir = add_run(project, tiny_model, target="gpu_cloud", remote_dir=f"/workspace/{RUN}")
     config = run_dir / "axolotl.yaml"
     config.write_text(config.read_text().replace(f"base_model: {tiny_model}", "base_model: a/b"))

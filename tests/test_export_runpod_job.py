@@ -58,8 +58,8 @@ async def test_a_failing_export_job_on_a_pod_still_deletes_the_pod(
     python = venv / "bin" / "python3"  # a python3 without torch: the conversion cannot run
     python.write_text('#!/bin/sh\nexec /usr/bin/python3 -I "$@"\n')
     python.chmod(0o755)
-    with open(project / "overbrainer.toml", "a") as toml:
-        toml.write(TARGET.format(venv=venv))
+    config_file = project / "overbrainer.toml"
+    config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
