@@ -216,3 +216,17 @@ async def test_keep_pod_keeps_it_until_pod_rm_of_the_compare(
     pod = json.loads((folder / "pod.json").read_text())
     assert (pod["state"], pod["deleted_by"]) == ("deleted", "pod_rm")
     assert json.loads((folder / "run.json").read_text())["state"] == "succeeded"
+
+
+async def test_no_api_key_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=1, target="gpu_cloud")
+    config = root / "overbrainer.toml"
+    config.write_text(config.read_text() + TARGET)
+    async with open_stub(scripted_judge) as stub:
+        result = await overbrainer(root, "compare", url=stub.url, limit=60)
+    assert result.code == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "error: runpod.api_key is not set: set OVERBRAINER_RUNPOD__API_KEY"
+    )
+    assert not (root / "runs" / RUN_ID / "compares").exists()
+    assert stub.requests == []

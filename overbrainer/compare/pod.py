@@ -44,7 +44,7 @@ from overbrainer.training.pod_train import (
     provision_or_fail,
     start_on_pod,
 )
-from overbrainer.training.run_store import RunRecord
+from overbrainer.training.run_store import RunRecord, RunState
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,10 @@ async def compare_on_pod(
     async with open_runpod(settings.runpod.url, key) as api:
         words = await interrupt.race(lambda: price_line(api, target, floor))
         if words is None:
+            stopped = attrs.evolve(
+                record, state=RunState.FAILED, message="interrupted before its job started"
+            )
+            await trio.to_thread.run_sync(compares.save, stopped)
             raise CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
         log.info("compare: %d questions on a new Runpod pod %s", len(setup.questions), words)
         remote = f"{workdir(target)}/{setup.compare}"

@@ -40,6 +40,7 @@ from overbrainer.llm.connect import connect_roles
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.training.follow import FollowTimes
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.run_store import Runs, is_valid_run_id
@@ -175,6 +176,9 @@ def _check_target(command: Command, run_id: str, target_name: str, keep_pod: boo
         raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
     if keep_pod and not isinstance(target, RunpodTarget):
         raise UsageError("--keep-pod only applies to a runpod target")
+    key = command.settings.runpod.api_key
+    if isinstance(target, RunpodTarget) and (key is None or not key.text.strip()):
+        raise RunpodKeyError(NO_KEY)
     if isinstance(target, SshTarget):
         check_ssh_client(target_name, target, os.environ.get(SSH_CLIENT_ENV))
 
