@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from overbrainer.compare.pod import gguf_vram_floor
+from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE
 from overbrainer.devtools.stub_provider import open_stub
 from tests.compare_support import (
     GGUF,
@@ -69,10 +70,13 @@ async def pods(tmp_path: Path) -> AsyncIterator[tuple[RunpodFake, Path]]:
     assert fake.violations == []
 
 
-def _setup(tmp_path: Path, fake: RunpodFake, pods_root: Path, pin: dict[str, str]) -> Setup:
+def _setup(
+    tmp_path: Path, fake: RunpodFake, pods_root: Path, pin: dict[str, str], compare: str = ""
+) -> Setup:
     root = make_compare_project(
         tmp_path / "p",
         questions=3,
+        compare=compare,
         target="gpu_cloud",
         remote_dir=Path(f"/workspace/overbrainer/{RUN_ID}"),
     )
@@ -104,7 +108,9 @@ async def test_a_compare_on_a_new_pod_end_to_end(
     tmp_path: Path, pods: tuple[RunpodFake, Path], llama_release: LlamaRelease
 ) -> None:
     fake, pods_root = pods
-    setup = _setup(tmp_path, fake, pods_root, compare_env(llama_release, tmp_path / "c"))
+    image = 'image = "example/llama-server:1"'
+    env = compare_env(llama_release, tmp_path / "c")
+    setup = _setup(tmp_path, fake, pods_root, env, compare=image)
     async with open_stub(scripted_judge) as stub:
         result = await overbrainer(setup.project, "compare", url=stub.url, env=setup.env, limit=200)
     assert result.code == 0, result.stderr
@@ -121,7 +127,7 @@ async def test_a_compare_on_a_new_pod_end_to_end(
     ) in lines, result.stderr
     (create,) = fake.asked("POST", "pods")
     body = json.loads(create.body)
-    assert body["gpu"]["id"] == A40
+    assert (body["gpu"]["id"], body["image"]) == (A40, "example/llama-server:1")
     assert body["name"] == f"overbrainer-{compare_id}-1"
     assert body["env"]["OVERBRAINER_RUN_DIR"].endswith(f"/workspace/overbrainer/{compare_id}")
     pod_lines = [line for line in lines if line.startswith("pod: ")]
@@ -207,6 +213,7 @@ async def test_keep_pod_keeps_it_until_pod_rm_of_the_compare(
         assert json.loads((folder / "pod.json").read_text())["state"] == "kept"
         body = json.loads(fake.asked("POST", "pods")[0].body)
         assert body["env"]["OVERBRAINER_KEEP_POD"] == "1"
+        assert body["image"] == DEFAULT_RUNPOD_IMAGE  # neither [compare] nor the target sets one
         removed = await overbrainer(
             setup.project, "pod", "rm", compare_id, url=stub.url, env=setup.env, limit=120
         )

@@ -62,8 +62,8 @@ def gguf_vram_floor(size: int) -> int:
 
 
 def pod_target(target: RunpodTarget, image: str | None) -> RunpodTarget:
-    """The run's target with the compare image."""
-    return attrs.evolve(target, image=image or DEFAULT_COMPARE_IMAGE)
+    """The run's target with the compare image: `[compare] image`, else the target's own."""
+    return attrs.evolve(target, image=image or target.image or DEFAULT_COMPARE_IMAGE)
 
 
 def limits_of(target: RunpodTarget, floor: int | None) -> Limits:
