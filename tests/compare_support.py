@@ -172,7 +172,7 @@ import http.server, json, os, sys, time
 port = int(sys.argv[sys.argv.index("--port") + 1])
 with open("standin.pid", "w") as out:
     out.write(str(os.getpid()))
-mode = os.environ.get("STANDIN_LLAMA_MODE", "die")
+mode = os.environ.get("STANDIN_LLAMA_MODE", "@MODE@")
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -203,13 +203,14 @@ STANDIN_TAG = "b0standin"
 
 
 @contextlib.contextmanager
-def standin_release(directory: Path) -> Iterator[dict[str, str]]:
-    """A loopback release whose `llama-server` is the stand-in; its pin variables."""
+def standin_release(directory: Path, mode: str = "die") -> Iterator[dict[str, str]]:
+    """A loopback release whose `llama-server` is the stand-in (dying or hanging mid-answer
+    unless `STANDIN_LLAMA_MODE` says otherwise); its pin variables."""
     binary = directory / "releases" / "download" / STANDIN_TAG
     binary.mkdir(parents=True)
     archive = binary / f"llama-{STANDIN_TAG}-bin-ubuntu-x64.tar.gz"
     script = directory / "llama-server"
-    script.write_text(STANDIN_SERVER, encoding="utf-8")
+    script.write_text(STANDIN_SERVER.replace("@MODE@", mode), encoding="utf-8")
     script.chmod(0o755)
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(script, arcname=f"llama-{STANDIN_TAG}/llama-server")

@@ -165,17 +165,34 @@ async def start_compare_job(
     env: dict[str, str],
 ) -> RunRecord:
     """Upload (remote), spawn the job and save the `running` record; call it shielded."""
+    try:
+        return await spawn_compare_job(runs, setup, executor, env)
+    except (OSError, OverbrainerError) as error:
+        raise await failed_to_start(runs, setup, error) from None
+
+
+NEVER_UPLOADED = ("run.json", "ssh", "pod.json", ".pod")
+"""What the upload of a compare directory leaves out (keys and the pod record stay here)."""
+
+
+async def spawn_compare_job(
+    runs: Runs,
+    setup: CompareSetup,
+    executor: Executor,
+    env: dict[str, str],
+    env_file: str | None = None,
+) -> RunRecord:
+    """Upload the compare directory (remote), spawn the job (after sourcing `env_file`, a
+    pod's job environment), save the `running` record."""
     compares = compares_of(runs.dir_of(setup.run))
     record = compares.load(setup.compare)
     folder = compares.dir_of(setup.compare)
     remote = record.remote_dir if not executor.local else str(folder.resolve())
-    try:
-        if not executor.local:
-            await executor.upload(folder, remote, ("run.json",))
-        command = Command(JobStage.COMPARE, "sh", (SCRIPT,))
-        job = await executor.spawn(remote, native_commands([command], env), {})
-    except (OSError, OverbrainerError) as error:
-        raise await failed_to_start(runs, setup, error) from None
+    if not executor.local:
+        await executor.upload(folder, remote, NEVER_UPLOADED)
+    command = Command(JobStage.COMPARE, "sh", (SCRIPT,))
+    commands = native_commands([command], env, env_file=env_file)
+    job = await executor.spawn(remote, commands, {})
     running = attrs.evolve(
         record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid)
     )

@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import attrs
@@ -38,7 +39,7 @@ from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
 from overbrainer.training.runtime import expand_venv
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.training.target_access import HostTarget, run_target
+from overbrainer.training.target_access import TrainTarget, run_target
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +65,12 @@ class ExportRequest:
     keep_pod: bool = False
 
 
-def export_target(session: Session, record: RunRecord, keep_pod: bool) -> HostTarget:
-    """The run's target, where the export runs; refused where this version cannot run it."""
+def export_target(session: Session, record: RunRecord, keep_pod: bool) -> TrainTarget:
+    """The run's target, where the export runs (a Runpod one: on a new pod); refused where
+    this version cannot run it."""
     target = run_target(session.settings, record.target, keep_pod=keep_pod)
     if isinstance(target, RunpodTarget):
-        raise UsageError(
-            f"run {record.id} trained on the Runpod target `{record.target}`: exporting on a "
-            "new pod is not implemented yet; set a local or SSH target for the run's export"
-        )
+        return target
     if target.runtime is Runtime.DOCKER:
         raise UsageError(
             f"target `{record.target}` runs jobs in a container: the export runs natively "
@@ -122,12 +121,20 @@ class Started:
     staged: bool
 
 
-def job_commands(target: HostTarget, env: dict[str, str], home: str | None) -> str:
-    """The export job's commands: the environment, its stage line, then `sh export.sh`."""
+def job_commands(
+    target: TrainTarget, env: dict[str, str], home: str | None, env_file: str | None = None
+) -> str:
+    """The export job's commands: the environment (after sourcing `env_file`, a pod's job
+    environment), its stage line, then `sh export.sh`."""
     venv = expand_venv(target.venv, home)
     if venv is not None:
         env = {**env, "PATH": f"{venv.rstrip('/')}/bin"}
-    return native_commands([Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,))], env)
+    command = Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,))
+    return native_commands([command], env, env_file=env_file)
+
+
+NEVER_UPLOADED = ("ssh", "pod.json", ".pod")
+"""What the upload of an export directory leaves out (keys and the pod record stay here)."""
 
 
 async def start_export(
@@ -137,10 +144,12 @@ async def start_export(
     request: ExportRequest,
     run: RunRecord,
     choice: ModelChoice,
-    target: HostTarget,
+    target: TrainTarget,
     executor: Executor,
+    env_file: str | None = None,
 ) -> Started:
-    """Write the script, stage and upload what the target lacks, spawn the job (call shielded)."""
+    """Write the script, stage and upload what the target lacks, spawn the job (call shielded).
+    A pod's job sources `env_file` first."""
     job_dir = exports.dir_of(export.id)
     remote = export.remote_dir
     staged = False
@@ -161,9 +170,10 @@ async def start_export(
             cache=f"{executor.workdir.rstrip('/')}/.cache",
         )
         env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
-        commands = job_commands(target, env, None if executor.local else executor.home)
+        home = None if executor.local else executor.home
+        commands = job_commands(target, env, home, env_file)
         if not executor.local:
-            await executor.upload(job_dir, remote, ("ssh",))
+            await executor.upload(job_dir, remote, NEVER_UPLOADED)
         job = await executor.spawn(remote, commands, {})
     except (OSError, OverbrainerError) as error:
         message = error.message if isinstance(error, OverbrainerError) else str(error)
@@ -211,8 +221,18 @@ def _clear_work(job_dir: Path) -> None:
         part.unlink(missing_ok=True)
 
 
-async def run_export(session: Session, request: ExportRequest) -> list[str]:
-    """Export a run's model to GGUF on its target and deliver it; the result lines (§B.5)."""
+@attrs.frozen
+class ExportPlan:
+    """An export checked before anything connects: the run, its model, its target."""
+
+    run: RunRecord
+    choice: ModelChoice
+    target: TrainTarget
+    exports: Runs
+
+
+async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
+    """The refusals of §B.1 and the run's model and target (the stopped-run warning logged)."""
     runs = session.runs
     run = await trio.to_thread.run_sync(runs.load, request.run_id)
     run_dir = runs.dir_of(run.id)
@@ -220,25 +240,41 @@ async def run_export(session: Session, request: ExportRequest) -> list[str]:
     target = export_target(session, run, request.keep_pod)
     if choice.warning is not None:
         log.warning("%s", choice.warning)
-    exports = Runs(run_dir / EXPORTS_DIR)
+    return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))
+
+
+async def create_export(plan: ExportPlan, request: ExportRequest, remote_root: str) -> RunRecord:
+    """Claim `exports/export_<time>` (its directory on the target under `remote_root`) and say
+    so."""
+    run = plan.run
+    export = await trio.to_thread.run_sync(
+        lambda: plan.exports.create(
+            EXPORT_SLUG, run.target, lambda i: f"{remote_root.rstrip('/')}/{i}"
+        )
+    )
+    log.info(
+        "export: %s: runs/%s/%s to GGUF %s on target `%s`",
+        export.id,
+        run.id,
+        plan.choice.model,
+        request.quantize,
+        run.target,
+    )
+    return export
+
+
+async def run_export(session: Session, request: ExportRequest, plan: ExportPlan) -> list[str]:
+    """Export a run's model to GGUF on its (local or SSH) target and deliver it; the result
+    lines (§B.5)."""
+    run, choice, exports = plan.run, plan.choice, plan.exports
+    target = plan.target
+    assert not isinstance(target, RunpodTarget)
 
     def interrupted() -> ExportCancelled:
         return ExportCancelled(f"interrupted before the export of run {run.id} started")
 
     async with session.open_target(run.target, target, interrupted) as executor:
-        export = await trio.to_thread.run_sync(
-            lambda: exports.create(
-                EXPORT_SLUG, run.target, lambda i: f"{run.remote_dir.rstrip('/')}/exports/{i}"
-            )
-        )
-        log.info(
-            "export: %s: runs/%s/%s to GGUF %s on target `%s`",
-            export.id,
-            run.id,
-            choice.model,
-            request.quantize,
-            run.target,
-        )
+        export = await create_export(plan, request, f"{run.remote_dir.rstrip('/')}/exports")
         started: Started | None = None
         with trio.move_on_after(START_BOUND, shield=True):
             started = await start_export(
@@ -248,18 +284,24 @@ async def run_export(session: Session, request: ExportRequest) -> list[str]:
             job_dir = exports.dir_of(export.id)
             await _end(exports, export, RunState.FAILED, "the job did not start in time", job_dir)
             raise WorkFailed(f"export {export.id} of run {run.id} failed: the job did not start")
-        lines = await _follow_and_deliver(session, executor, exports, run, request, started)
+        lines = await follow_and_deliver(session, executor, exports, run, request, started)
     return lines
 
 
-async def _follow_and_deliver(
+Watch = Callable[[Callable[[], Awaitable[JobStatus]]], Awaitable[JobStatus | None]]
+"""How the job's follow is run: raced against Ctrl-C (None), maybe beside a pod's guards."""
+
+
+async def follow_and_deliver(
     session: Session,
     executor: Executor,
     exports: Runs,
     run: RunRecord,
     request: ExportRequest,
     started: Started,
+    watch: Watch | None = None,
 ) -> list[str]:
+    """Follow the job (Ctrl-C cancels it), bring its GGUF here and deliver it; the lines."""
     record, job_dir = started.record, started.job_dir
     subject = f"export {record.id} of run {run.id}"
     assert record.job is not None
@@ -275,11 +317,13 @@ async def _follow_and_deliver(
                 await _remove_remote_staged(executor, job.job.dir)
 
     tail = MetricsTail(MetricsSummary())
-    status = await session.interrupt.race(
-        lambda: follow(
+
+    def follow_job() -> Awaitable[JobStatus]:
+        return follow(
             job, session.bus, tail, run_id=record.id, times=session.times, kind=JobKind.EXPORT
         )
-    )
+
+    status = await (watch or session.interrupt.race)(follow_job)
     if status is None:
         with trio.move_on_after(CANCEL_BOUND, shield=True):
             try:

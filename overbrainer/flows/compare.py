@@ -30,6 +30,7 @@ from overbrainer.compare.job import (
 from overbrainer.compare.judge import Judge, resume_hint
 from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
+from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.settings import LocalTarget, RunpodTarget, SshTarget
@@ -46,7 +47,9 @@ from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.training.follow import FollowTimes
+from overbrainer.training.lifecycle import Session
 from overbrainer.training.run_store import Runs, is_valid_run_id
 from overbrainer.training.target_access import check_ssh_client, open_executor
 
@@ -85,13 +88,19 @@ async def open_judge(command: Command) -> AsyncIterator[Judge]:
         )
 
 
-async def run_job(command: Command, setup: CompareSetup, context: int) -> None:
+async def run_job(
+    command: Command, setup: CompareSetup, context: int, *, keep_pod: bool = False
+) -> None:
     """Start the compare job on the run's target, follow it, and record how it ended."""
     settings = command.settings
     runs = Runs(command.project.runs)
     record = compares_of(runs.dir_of(setup.run)).load(setup.compare)
     name = record.target
     target = settings.targets.get(name)
+    if isinstance(target, RunpodTarget):
+        session = Session(settings, command.project, command.bus, command.interrupt)
+        await compare_on_pod(session, setup, context, keep=keep_pod)
+        return
     assert isinstance(target, LocalTarget | SshTarget)
     interrupt = command.interrupt
     pin = resolve_pin()
@@ -209,11 +218,9 @@ def _check_target(command: Command, run_id: str, target_name: str, keep_pod: boo
         raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
     if keep_pod and not isinstance(target, RunpodTarget):
         raise UsageError("--keep-pod only applies to a runpod target")
-    if isinstance(target, RunpodTarget):
-        raise UsageError(
-            f"compare on a Runpod target (`{target_name}`) is not supported yet: copy the run "
-            "to a local or SSH target's project and compare there"
-        )
+    key = command.settings.runpod.api_key
+    if isinstance(target, RunpodTarget) and (key is None or not key.text.strip()):
+        raise RunpodKeyError(NO_KEY)
     if isinstance(target, SshTarget):
         check_ssh_client(target_name, target, os.environ.get(SSH_CLIENT_ENV))
 
@@ -269,7 +276,7 @@ async def compare_flow(
             compare_id = setup.compare
             folder = compares_of(runs.dir_of(run.id)).dir_of(compare_id)
             log.info("compare: %s: runs/%s/%s/%s", compare_id, run.id, COMPARES_DIR, compare_id)
-            await run_job(command, setup, plan.context)
+            await run_job(command, setup, plan.context, keep_pod=keep_pod)
         shown = folder.relative_to(command.project.root)
         log.info("compare: %s: judging with %s", compare_id, judge.label)
         spend = JudgeSpend(SpendCap(cap), judge.price)

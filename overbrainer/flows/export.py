@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend
-from overbrainer.export.job import ExportRequest, run_export
+from overbrainer.export.job import ExportRequest, plan_export, run_export
 from overbrainer.export.plan import check_ollama_name, check_quantize
+from overbrainer.export.pod import export_on_pod
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import training_session
 
@@ -27,5 +29,11 @@ async def export_flow(
             check_ollama_name(ollama_name or settings.ollama_name),
             keep_pod,
         )
-        for line in await run_export(training_session(command), request):
+        session = training_session(command)
+        plan = await plan_export(session, request)
+        if isinstance(plan.target, RunpodTarget):
+            lines = await export_on_pod(session, request, plan)
+        else:
+            lines = await run_export(session, request, plan)
+        for line in lines:
             front.line(line)

@@ -19,6 +19,7 @@ from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError, UsageError
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.pod_status import PodDeleted, pod_line
 from overbrainer.project.directory import open_project
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
@@ -54,24 +55,47 @@ STARTING = frozenset({PodState.CREATING, PodState.PROVISIONING})
 FINISHING = frozenset({PodState.KEPT, PodState.AWAITING_RETRIEVAL})
 
 
-def run_views(runs: Runs) -> dict[str, RunView]:
-    """Every run of `runs/` with its state and pod record (blocking)."""
+def _folders(root: Path) -> list[str]:
     try:
-        names = sorted(entry.name for entry in os.scandir(runs.root) if entry.is_dir())
+        return sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
     except FileNotFoundError:
-        return {}
-    views: dict[str, RunView] = {}
-    for name in names:
+        return []
+
+
+def holders(runs: Runs) -> dict[str, Runs]:
+    """Every run of `runs/` and every export or compare of a run (they may have pods of their
+    own), each with the records that hold it (blocking)."""
+    found: dict[str, Runs] = {}
+    for name in _folders(runs.root):
         if not is_valid_run_id(name):
             continue
+        found[name] = runs
+        for kind in JobKind:
+            jobs = Runs(runs.root / name / kind.dir_name())
+            for job in _folders(jobs.root):
+                if is_valid_run_id(job):
+                    found.setdefault(job, jobs)
+    return found
+
+
+def holder_of(runs: Runs, run_id: str) -> Runs:
+    """The records holding `run_id`: `runs`, or a run's exports or compares (blocking)."""
+    return holders(runs).get(run_id, runs)
+
+
+def run_views(runs: Runs) -> dict[str, RunView]:
+    """Every run of `runs/` (and export or compare of a run) with its state and pod record
+    (blocking)."""
+    views: dict[str, RunView] = {}
+    for name, holder in holders(runs).items():
         try:
-            state: str | None = runs.load(name).state.value
+            state: str | None = holder.load(name).state.value
         except RunNotFound:
             continue
         except RunsError:
             state = None
         try:
-            record = load_pod_record(runs.root / name)
+            record = load_pod_record(holder.root / name)
         except PodRecordError:
             state, record = None, None
         views[name] = RunView(name, state, record)
@@ -176,7 +200,8 @@ async def list_rows(api: RunpodApi, runs: Runs, *, gone_interval: float = 10.0) 
                 deleted_at=rfc3339(),
                 deleted_by=DeletedBy.UNKNOWN,
             )
-            await trio.to_thread.run_sync(save_pod_record, runs.root / view.run_id, deleted)
+            holder = await trio.to_thread.run_sync(holder_of, runs, view.run_id)
+            await trio.to_thread.run_sync(save_pod_record, holder.dir_of(view.run_id), deleted)
             rows.append(
                 _recorded_row(view, record, "GONE", "no longer on Runpod: recorded deleted")
             )
@@ -287,8 +312,9 @@ async def pod_rm(options: CommandOptions, front: Frontend, run_id: str, force: b
     if not is_valid_run_id(run_id):
         raise UsageError(f"{run_id!r} is not a run ID")
     async with open_command(options, front) as command:
-        runs = Runs(command.project.runs)
-        views = await trio.to_thread.run_sync(run_views, runs)
+        project_runs = Runs(command.project.runs)
+        views = await trio.to_thread.run_sync(run_views, project_runs)
+        runs = await trio.to_thread.run_sync(holder_of, project_runs, run_id)
         view = views.get(run_id)
         record = view.pod if view is not None else None
         key = await _api_key(command.settings, command.interrupt)
@@ -327,7 +353,7 @@ async def _remove(
     front: Frontend,
 ) -> None:
     record = view.pod if view is not None else None
-    run_dir = runs.root / run_id
+    run_dir = runs.dir_of(run_id)
     failures: list[str] = []
     for pod in plan.pods:
         if plan.keep_training and pod.id == plan.training:

@@ -22,6 +22,8 @@ class DeleteReason(enum.Enum):
     COST_CAP = "cost_cap"
     COST_CAP_UNSET = "cost_cap_unset"
     LOCAL_SSH = "local_ssh"
+    CANCELLED = "cancelled"
+    UNFOLLOWED = "unfollowed"
 
     def describe(self) -> str:
         """The reason in words."""
@@ -41,6 +43,9 @@ _REASON_WORDS = {
     DeleteReason.COST_CAP: "max_cost_usd reached",
     DeleteReason.COST_CAP_UNSET: "its cost cap could not be set",
     DeleteReason.LOCAL_SSH: "the local ssh cannot keep its connection",
+    # Ours: a compare's or an export's job cancelled by Ctrl-C, or lost while followed.
+    DeleteReason.CANCELLED: "its job was cancelled",
+    DeleteReason.UNFOLLOWED: "its job could not be followed",
 }
 
 

@@ -112,11 +112,25 @@ class PodRun:
     created_mono: float | None = None
     vram_floor_gb: int | None = None
     """The estimate's VRAM floor for `gpu_types = "auto"` without `min_vram_gb` (§8)."""
+    noun: str = "run"
+    """What the pod's job is for the user: `run`, or `compare`/`export` for a run's job."""
 
     @property
     def run_id(self) -> str:
         """The run's ID."""
         return self.run.id
+
+    @property
+    def subject(self) -> str:
+        """`run <id>` (or `compare <id>`, `export <id>`): what messages name."""
+        return f"{self.noun} {self.run_id}"
+
+    @property
+    def shown_dir(self) -> str:
+        """The record's directory as messages show it: `runs/<id>`, or a run's job's."""
+        if self.runs.root.name == "runs":
+            return f"runs/{self.run_id}"
+        return f"runs/{self.runs.root.parent.name}/{self.runs.root.name}/{self.run_id}"
 
     @property
     def remote_dir(self) -> str:
@@ -149,8 +163,9 @@ def new_pod_run(
     keep: bool,
     stopped: Callable[[], bool],
     vram_floor_gb: int | None = None,
+    noun: str = "run",
 ) -> PodRun:
-    """The pod of a new run, before anything is asked of Runpod."""
+    """The pod of a new run (or of a run's job), before anything is asked of Runpod."""
     record = PodRecord(
         run_id=run.id,
         state=PodState.CREATING,
@@ -160,7 +175,9 @@ def new_pod_run(
         network_volume_id=target.network_volume_id,
         max_volume_gb=target.max_volume_gb,
     )
-    return PodRun(api, bus, runs, run, target, keep, stopped, record, vram_floor_gb=vram_floor_gb)
+    return PodRun(
+        api, bus, runs, run, target, keep, stopped, record, vram_floor_gb=vram_floor_gb, noun=noun
+    )
 
 
 async def provision(run: PodRun) -> bool:

@@ -7,14 +7,14 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import attrs
 import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
-from overbrainer.events.interrupt import Flag
+from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
@@ -75,6 +75,8 @@ from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_o
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
 DRAIN_LIMIT = 5.0
@@ -89,7 +91,8 @@ def _text(error: BaseException) -> str:
     return error.message if isinstance(error, OverbrainerError) else str(error)
 
 
-async def _api_key(session: Session) -> str:
+async def api_key(session: Session) -> str:
+    """The Runpod API key (resolved, raced against Ctrl-C); Detached when interrupted."""
     secret = session.settings.runpod.api_key
     if secret is None or not secret.text.strip():
         raise RunpodKeyError(NO_KEY)
@@ -144,7 +147,7 @@ async def train_on_pod(
     """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
     target = plan.target
     assert isinstance(target, RunpodTarget)
-    key = await _api_key(session)
+    key = await api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         await _warn_strays(session, api, strays)
         floor = await session.interrupt.race(lambda: vram_floor(session.settings, target))
@@ -164,16 +167,21 @@ async def train_on_pod(
                 stopped=lambda: flag.interrupted or session.interrupt.caught,
                 vram_floor_gb=floor,
             )
-            await _provision_or_fail(session, run)
+            await provision_or_fail(run)
         async with open_ssh(
             plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
         ) as executor:
-            started = await _start_or_fail(session, plan, run, executor)
+            started = await start_on_pod(
+                run, executor, lambda: start_job(session, run.run, plan, executor)
+            )
+            if session.interrupt.caught:
+                raise _detached(run)
             return await follow_and_end(session, run, executor, started)
 
 
-async def _provision_or_fail(session: Session, run: PodRun) -> None:
-    """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run."""
+async def provision_or_fail(run: PodRun) -> None:
+    """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run
+    (or the run's job)."""
     failure: str | None = None
     ready = False
     with trio.move_on_after(PROVISION_BOUND, shield=True) as scope:
@@ -186,24 +194,24 @@ async def _provision_or_fail(session: Session, run: PodRun) -> None:
     if ready and not run.stopped():
         return
     if failure is None:
-        await _interrupted_before_job(session, run)
-    left = await _clean_up(run, DeleteReason.NOT_READY)
-    await _fail_run(session, run.run, failure)
+        await _interrupted_before_job(run)
+    left = await clean_up(run, DeleteReason.NOT_READY)
+    await _fail_run(run, failure)
     extra = "" if not left else "; a pod of it may be left: check `overbrainer pod ls`"
-    raise WorkFailed(f"run {run.run_id} failed: {failure}{extra}")
+    raise WorkFailed(f"{run.subject} failed: {failure}{extra}")
 
 
-async def _interrupted_before_job(session: Session, run: PodRun) -> NoReturn:
+async def _interrupted_before_job(run: PodRun) -> NoReturn:
     """A Ctrl-C before the job started: delete the pod, fail the run, say so (§7.5 step 6)."""
-    left = await _clean_up(run, DeleteReason.INTERRUPTED)
-    await _fail_run(session, run.run, "interrupted before its job started")
+    left = await clean_up(run, DeleteReason.INTERRUPTED)
+    await _fail_run(run, "interrupted before its job started")
     tail = (
         "but a pod of it may be left: check `overbrainer pod ls`" if left else "it has no pod left"
     )
-    raise Detached(f"interrupted: run {run.run_id} stopped before its job started; {tail}")
+    raise Detached(f"interrupted: {run.subject} stopped before its job started; {tail}")
 
 
-async def _clean_up(run: PodRun, reason: DeleteReason) -> bool:
+async def clean_up(run: PodRun, reason: DeleteReason) -> bool:
     """Delete the run's pod (and, after unclear creates, any pod of the run); forget its keys
     when none is left. Whether a pod may be left."""
     left = True
@@ -213,28 +221,29 @@ async def _clean_up(run: PodRun, reason: DeleteReason) -> bool:
             if any(a.result is AttemptResult.AMBIGUOUS for a in run.pod.attempts):
                 await sweep(run)
                 log.warning(
-                    "the create calls of run %s got no clear answer from Runpod: a pod may "
+                    "the create calls of %s got no clear answer from Runpod: a pod may "
                     "still appear; check `overbrainer pod ls`",
-                    run.run_id,
+                    run.subject,
                 )
             left = bool(run.pod.stray_pods)
         except (OverbrainerError, OSError) as error:
-            log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
+            log.warning("cannot delete the pod of %s: %s", run.subject, _text(error))
         if not left:
             await forget_keys(run)
     return left
 
 
-async def _fail_run(session: Session, record: RunRecord, message: str) -> None:
-    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+async def _fail_run(run: PodRun, message: str) -> None:
+    failed = attrs.evolve(run.run, state=RunState.FAILED, message=message)
     with trio.move_on_after(30, shield=True):
-        await trio.to_thread.run_sync(session.runs.save, failed)
+        await trio.to_thread.run_sync(run.runs.save, failed)
 
 
-async def _start_or_fail(
-    session: Session, plan: StartPlan, run: PodRun, executor: SshExecutor
+async def start_on_pod(
+    run: PodRun, executor: SshExecutor, start: Callable[[], Awaitable[RunRecord]]
 ) -> RunRecord:
-    """Shielded (§7.5 steps 7-8): connect, arm the cost cap, reserve R, start the job."""
+    """Shielded (§7.5 steps 7-8): connect, arm the cost cap, reserve R, `start` the job (its
+    `running` record). On a failure or a stop, the pod is deleted and the record failed."""
     started: RunRecord | None = None
     failure = "the job did not start in time"
     with trio.move_on_after(REMOTE_START_BOUND, shield=True):
@@ -243,30 +252,29 @@ async def _start_or_fail(
             await arm_cost_cap(run.pod, run.remote_dir, executor)
             assert run.keys is not None
             if not await executor.claim(run.remote_dir, run.keys.host_public):
-                raise WorkFailed(f"{run.remote_dir} on the pod belongs to another run")
+                raise WorkFailed(f"{run.remote_dir} on the pod belongs to another {run.noun}")
             if not run.stopped():  # a Ctrl-C since the pod was ready: no job, no pod
-                started = await start_job(session, run.run, plan, executor)
+                started = await start()
         except (OverbrainerError, OSError) as error:
             failure = _text(error)
     if started is None and run.stopped():
-        await _interrupted_before_job(session, run)
+        await _interrupted_before_job(run)
     if started is None:
-        left = await _clean_up(run, DeleteReason.NOT_READY)
-        await _fail_run(session, run.run, failure)
+        left = await clean_up(run, DeleteReason.NOT_READY)
+        await _fail_run(run, failure)
         extra = "; a pod of it may be left: check `overbrainer pod ls`" if left else ""
-        raise WorkFailed(f"run {run.run_id} failed to start: {failure}{extra}")
+        raise WorkFailed(f"{run.subject} failed to start: {failure}{extra}")
     pod_id = run.pod.pod_id
     if run.keep:
         log.warning(
-            "--keep-pod: pod %s is kept with no time limit, at $%.2f/h, even once the run "
+            "--keep-pod: pod %s is kept with no time limit, at $%.2f/h, even once the %s "
             "ends; nothing deletes it but `overbrainer pod rm %s`",
             pod_id,
             run.pod.cost_per_hour or 0.0,
+            run.noun,
             run.run_id,
         )
     await run.save(state=PodState.RUNNING)
-    if session.interrupt.caught:
-        raise _detached(run)
     return started
 
 
@@ -301,13 +309,40 @@ async def follow_and_end(
     requested: bool = False,
 ) -> Outcome:
     """The raced follow (Ctrl-C detaches), then the shielded end of the pod (§7.6)."""
+    followed = await follow_on_pod(
+        session.interrupt,
+        run,
+        executor,
+        record,
+        lambda: watch(session, executor, record, requested=requested),
+    )
+    if followed is None:
+        raise _detached(run)
+    outcome = followed
+    problem: str | None = None
+    with trio.move_on_after(END_BOUND, shield=True):
+        problem = await end_pod(run, executor, retrieved=outcome.retrieved)
+    if problem is not None:
+        raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
+    return outcome
 
+
+async def follow_on_pod(
+    interrupt: Interrupt,
+    run: PodRun,
+    executor: Executor,
+    record: RunRecord,
+    watch_job: Callable[[], Awaitable[T]],
+) -> T | None:
+    """`watch_job` raced against Ctrl-C (None), beside what guards the pod meanwhile: its log,
+    its disk, the lease and deadline, the cost cap. A limit that passes deletes the pod and
+    fails the record; a job that cannot be reached while the pod is gone fails it too."""
     capped = trio.Event()
     deadline_passed = trio.Event()
     limits = cost_cap(run.pod)
     deadline = None if run.keep else run.pod.deadline_unix
 
-    async def follow() -> Outcome | None:
+    async def follow() -> T | None:
         async with trio.open_nursery() as nursery:
 
             async def stop_at(limit: trio.Event) -> None:
@@ -326,7 +361,7 @@ async def follow_and_end(
             )
             if not run.keep:
                 pace = Pace()
-                nursery.start_soon(watch_pace, session.bus, pace, deadline, run.pod.deadline or "?")
+                nursery.start_soon(watch_pace, run.bus, pace, deadline, run.pod.deadline or "?")
                 nursery.start_soon(
                     keep_lease,
                     executor,
@@ -340,31 +375,23 @@ async def follow_and_end(
             if limits is not None:
                 nursery.start_soon(guard_cost, limits, run.remote_dir, executor, capped)
                 nursery.start_soon(stop_at, capped)
-            outcome = await watch(session, executor, record, requested=requested)
+            ended = await watch_job()
             nursery.cancel_scope.cancel()
-            return outcome
+            return ended
         return None  # a limit cancelled the watch
 
     try:
-        followed = await session.interrupt.race(follow)
+        followed = await interrupt.race(follow)
     except (FollowError, BaseExceptionGroup) as error:
         lost = next((e for e in error_leaves(error) if isinstance(e, FollowError)), None)
         if lost is not None:
-            await _after_lost_job(session, run, record, lost)
+            await _after_lost_job(run, record, lost)
         raise
     if capped.is_set():
-        await _delete_at_limit(session, run, record, DeleteReason.COST_CAP, COST_CAP_MESSAGE)
+        await _delete_at_limit(run, record, DeleteReason.COST_CAP, COST_CAP_MESSAGE)
     if deadline_passed.is_set():
-        await _delete_at_limit(session, run, record, DeleteReason.DEADLINE, DEADLINE_MESSAGE)
-    if followed is None:
-        raise _detached(run)
-    outcome = followed
-    problem: str | None = None
-    with trio.move_on_after(END_BOUND, shield=True):
-        problem = await end_pod(run, executor, retrieved=outcome.retrieved)
-    if problem is not None:
-        raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
-    return outcome
+        await _delete_at_limit(run, record, DeleteReason.DEADLINE, DEADLINE_MESSAGE)
+    return followed
 
 
 async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) -> Outcome:
@@ -410,7 +437,7 @@ async def reach_pod(
     live = pod.live_pod
     assert live is not None
     run_dir = session.runs.dir_of(record.id)
-    key = await _api_key(session)
+    key = await api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         run = PodRun(
             api,
@@ -462,9 +489,7 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
 COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
 
 
-async def _after_lost_job(
-    session: Session, run: PodRun, record: RunRecord, error: FollowError
-) -> None:
+async def _after_lost_job(run: PodRun, record: RunRecord, error: FollowError) -> None:
     """The job could not be reached: when Runpod no longer has the pod (its watchdog or
     someone deleted it), the run failed, with the limit that passed if one did (§7.6).
     Returns when the pod is still there (the error stands: attach again)."""
@@ -494,12 +519,12 @@ async def _after_lost_job(
         await run.save(state=PodState.DELETED, deleted_at=rfc3339(), deleted_by=by)
         await forget_keys(run)
         failed = attrs.evolve(record, state=RunState.FAILED, message=message)
-        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
-    raise WorkFailed(f"run {run.run_id} failed: {message}") from None
+        await trio.to_thread.run_sync(lambda: run.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"{run.subject} failed: {message}") from None
 
 
 async def _delete_at_limit(
-    session: Session, run: PodRun, record: RunRecord, reason: DeleteReason, message: str
+    run: PodRun, record: RunRecord, reason: DeleteReason, message: str
 ) -> None:
     """The cost cap or `max_hours` passed while following: delete the pod, fail the run
     (shielded)."""
@@ -509,13 +534,13 @@ async def _delete_at_limit(
         try:
             await remove(run, reason)
         except (OverbrainerError, OSError) as error:
-            log.warning("cannot delete the pod of run %s: %s", run.run_id, _text(error))
+            log.warning("cannot delete the pod of %s: %s", run.subject, _text(error))
         else:
             await forget_keys(run)
     failed = attrs.evolve(record, state=RunState.FAILED, message=message)
     with trio.move_on_after(30, shield=True):
-        await trio.to_thread.run_sync(lambda: session.runs.update(run.run_id, lambda _: failed))
-    raise WorkFailed(f"run {run.run_id} failed: {message}")
+        await trio.to_thread.run_sync(lambda: run.runs.update(run.run_id, lambda _: failed))
+    raise WorkFailed(f"{run.subject} failed: {message}")
 
 
 async def capture_pod_log(run: PodRun) -> None:
@@ -597,10 +622,10 @@ async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | 
             assert pod_id is not None
             run.publish(PodKept(pod_id))
             log.info(
-                "pod %s kept (--keep-pod): `ssh -F runs/%s/ssh/config overbrainer-%s`; remove "
+                "pod %s kept (--keep-pod): `ssh -F %s/ssh/config overbrainer-%s`; remove "
                 "it with `overbrainer pod rm %s`; nothing deletes it automatically",
                 pod_id,
-                run.run_id,
+                run.shown_dir,
                 run.run_id,
                 run.run_id,
             )

@@ -120,3 +120,33 @@ def picked_line(chosen: list[GpuType]) -> str:
         stock = "" if gpu.availability.in_stock else ", out of stock"
         parts.append(f"{gpu.id} ({price}, {gpu.memory_gb} GB{stock})")
     return f'gpu_types = "auto" picked {", ".join(parts)}'
+
+
+def price_words(
+    catalog: list[GpuType] | None,
+    limits: Limits,
+    listed: tuple[str, ...] | None,
+) -> str:
+    """How much a new pod costs, before it starts (§A.7): the cheapest in-stock type that
+    fits (among `listed` unless None, for `auto`), else `max_price_per_hour`, else unknown."""
+    fitting = [
+        gpu
+        for gpu in catalog or []
+        if (listed is None or gpu.id in listed)
+        and passes(gpu, limits)
+        and gpu.secure_price is not None
+        and in_stock(gpu, limits.data_center_ids)
+    ]
+    if fitting:
+        cheapest = min(fitting, key=price_order)
+        price = (cheapest.secure_price or 0.0) * limits.gpu_count
+        return f"at about ${price:.2f}/h ({cheapest.id}, the cheapest GPU type in stock)"
+    if limits.max_price_per_hour is not None:
+        return (
+            f"at most ${limits.max_price_per_hour * limits.gpu_count:.2f}/h "
+            "(max_price_per_hour: the catalog shows no price in stock)"
+        )
+    return (
+        "at a price the catalog does not show "
+        "(no GPU type in stock with a price, and no max_price_per_hour)"
+    )
