@@ -13,12 +13,13 @@ from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
     JobStatusChanged,
+    MarkEvent,
     Metric,
     Stage,
     StageStarted,
 )
 from overbrainer.model.job_status import Running
-from overbrainer.model.train_metric import TrainMetric
+from overbrainer.model.train_metric import JobStage, StageMark, TrainMetric
 from overbrainer.model.usage import Usage
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
@@ -204,18 +205,86 @@ def test_training_keys() -> None:
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=2.0, step=2, loss=1.5)), 2.0))
     assert state.losses == (2.5, 1.5)
     state, effects = keys(state, "c")
-    assert effects == [Cancel(2)]  # c while following detaches
+    assert effects == []  # c asks first: cancel the selected run, or detach from the follower
+    assert state.confirm == tuple(line.format(run="r2") for line in app.CANCEL_LINES)
+    assert state.status.startswith("cancel run r2? y cancels it, d detaches from ")
+    state, effects = keys(state, "d")
+    assert effects == [Cancel(2)]
+    assert state.confirm == ()
     state, effects = feed(state, TaskDone(2))
     state, effects = keys(state, "x", "down", "s")
     assert effects == [Spawn(5, TaskSpec(TaskKind.STOP, run_id="r2"))]
-    state, effects = keys(state, "c")
-    assert effects == [Cancel(5)]  # the stop follows the run: c detaches it
+    state, effects = keys(state, "c", "d")
+    assert effects == [Cancel(5)]  # the stop follows the run: d detaches it
     state, effects = feed(state, TaskDone(5))
     assert effects == [Spawn(6, TaskSpec(TaskKind.LOAD))]
-    state, effects = keys(state, "up", "c")
+    state, effects = keys(state, "up", "c", "n")
+    assert (effects, state.status, state.confirm) == ([], "not cancelled", ())
+    state, effects = keys(state, "c", "d")
+    assert (effects, state.status) == ([], "not cancelled")  # nothing followed: d is a no
+    state, effects = keys(state, "c", "y")
     assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
     state, effects = keys(state, "p")
     assert (effects, state.status) == ([], app.POD_HINT)
+
+
+def test_stop_of_a_run_a_task_follows_only_requests_the_snapshot() -> None:
+    runs = (RunRow("r1", "running", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "a")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.ATTACH, run_id="r1"))]
+    state, effects = keys(state, "s")
+    assert effects == [Spawn(3, TaskSpec(TaskKind.STOP, run_id="r1", followed=True))]
+
+
+def test_c_before_a_started_run_exists_detaches_without_asking() -> None:
+    state = loaded(State(view=View.TRAINING), Snapshot(training=True))
+    state, effects = keys(state, "t")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.TRAIN))]
+    state, effects = keys(state, "c")
+    assert effects == [Cancel(2)]
+    assert state.confirm == ()
+
+
+def test_export_runs_once_shows_its_phase_and_lines_and_c_cancels_it() -> None:
+    runs = (RunRow("r1", "succeeded", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "E")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.EXPORT, run_id="r1"))]
+    assert state.status == "running overbrainer export r1"
+    state, effects = keys(state, "E")
+    assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
+    state, effects = keys(state, "C")
+    assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
+    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
+    assert state.status == "export: job running"
+    state, _ = feed(state, TaskEvent(2, MarkEvent(StageMark(JobStage.EXPORT)), 2.0))
+    assert state.status == "export: export step started"
+    state, effects = keys(state, "c")
+    assert effects == [Abandon(2)]
+    assert state.status == "stopping overbrainer export r1..."
+    state, effects = feed(state, TaskDone(2, "export x of run r1 was cancelled", interrupted=True))
+    assert state.status == "export x of run r1 was cancelled"
+    state, effects = keys(state, "E")
+    assert effects[-1] == Spawn(5, TaskSpec(TaskKind.EXPORT, run_id="r1"))
+    state, _ = feed(state, TaskReport(5, Line("export: runs/r1/exports/r1-Q4_K_M.gguf")))
+    assert state.lines[-1] == "export: runs/r1/exports/r1-Q4_K_M.gguf"
+    state, _ = feed(state, TaskDone(5, "export y of run r1 failed: boom"))
+    assert state.status == "export failed: export y of run r1 failed: boom"
+
+
+def test_export_is_refused_while_a_stage_or_a_compare_runs_and_quit_abandons_it() -> None:
+    runs = (RunRow("r1", "succeeded", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "3", "r", "4", "E")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.STAGE, stage=Stage.SUBTOPICS))]
+    assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
+    state, _ = feed(state, TaskDone(2))
+    state, effects = keys(state, "C", "E")
+    assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.COMPARE
+    assert state.status.startswith("busy: overbrainer compare --run r1 is running")
+    state, effects = feed(state, SignalMsg(signal.SIGINT))
+    assert effects == [Abandon(4)]
 
 
 def test_training_without_runs_says_none_is_selected() -> None:

@@ -52,6 +52,8 @@ class TaskKind(enum.Enum):
     """Plan a push without network, for its confirmation."""
     PUSH = "push"
     """`overbrainer push RUN`."""
+    EXPORT = "export"
+    """`overbrainer export RUN`."""
 
 
 DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
@@ -62,6 +64,8 @@ TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, Ta
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
 COMPARE_KINDS = frozenset({TaskKind.COMPARE, TaskKind.REJUDGE})
 """Compares: one at a time; cancelling or quitting abandons them."""
+JOB_KINDS = frozenset({*COMPARE_KINDS, TaskKind.EXPORT})
+"""Jobs that start, compare or export: one of them at a time."""
 
 
 @attrs.frozen
@@ -72,6 +76,8 @@ class TaskSpec:
     stage: Stage | None = None
     run_id: str | None = None
     compare_id: str | None = None
+    followed: bool = False
+    """A STOP of a run another task follows: only the request is written, the follower collects."""
 
     @property
     def label(self) -> str:
@@ -82,6 +88,8 @@ class TaskSpec:
             return f"overbrainer compare --rejudge {self.compare_id}"
         if self.kind is TaskKind.PUSH:
             return f"overbrainer push {self.run_id}"
+        if self.kind is TaskKind.EXPORT:
+            return f"overbrainer export {self.run_id}"
         if self.kind is TaskKind.STAGE and self.stage is not None:
             return f"overbrainer {self.stage.value}"
         if self.kind is TaskKind.AUTO:
@@ -269,6 +277,8 @@ class State:
     confirm: tuple[str, ...] = ()
     """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
     confirm_spec: TaskSpec | None = None
+    confirm_detach: int | None = None
+    """The task `d` detaches from while the confirmation shows (a cancel asked while following)."""
 
     def live_of(self, stage: Stage) -> Live:
         """The live progress of `stage`."""
@@ -285,6 +295,15 @@ class State:
     def comparing(self) -> Task | None:
         """The running compare, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind in COMPARE_KINDS), None)
+
+    def exporting(self) -> Task | None:
+        """The running export, if any (one at a time)."""
+        return next((t for t in self.tasks if t.spec.kind is TaskKind.EXPORT), None)
+
+    def following(self, run_id: str) -> Task | None:
+        """The task following `run_id` (a start, resume, attach or stop), if any."""
+        ids = {task for task, run in self.task_runs if run == run_id}
+        return next((t for t in self.tasks if t.id in ids and t.spec.kind in TRAINING_KINDS), None)
 
     def selected_compare(self) -> CompareRow | None:
         """The compare the Compare view shows."""

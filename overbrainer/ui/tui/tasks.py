@@ -13,6 +13,7 @@ from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import Stage
 from overbrainer.flows.compare import compare_flow
+from overbrainer.flows.export import export_flow
 from overbrainer.flows.pipeline import pipeline_flow
 from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
@@ -70,7 +71,7 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
     if kind is TaskKind.ATTACH:
         return lambda front: attach_flow(options, front, run_id)
     if kind is TaskKind.STOP:
-        return lambda front: stop_flow(options, front, run_id)
+        return lambda front: stop_flow(options, front, run_id, followed=spec.followed)
     if kind is TaskKind.CANCEL:
         return lambda front: cancel_flow(options, front, run_id)
     if kind is TaskKind.COMPARE:
@@ -80,6 +81,8 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
         return lambda front: compare_flow(options, front, run_id=spec.run_id, rejudge=rejudge)
     if kind is TaskKind.PUSH:
         return lambda front: push_flow(options, front, run_id)
+    if kind is TaskKind.EXPORT:
+        return lambda front: export_flow(options, front, run_id)
     raise AssertionError(kind)
 
 
