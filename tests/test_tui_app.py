@@ -310,16 +310,49 @@ def test_logs_keys_filter_scroll_and_export() -> None:
     assert state.status == app.POD_LOG_HINT
 
 
-def test_project_and_dataset_open_the_editor_unless_busy() -> None:
-    tree = (TreeRow(0, "rust"), TreeRow(2, "What is a borrow?", "", "questions", "q1"))
+def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless_busy() -> None:
+    tree = (
+        TreeRow(0, "rust"),
+        TreeRow(1, "Borrowing", "1 questions", "subtopics", "s1"),
+        TreeRow(2, "What is a borrow?", "", "questions", "q1"),
+    )
     state = loaded(State(view=View.PROJECT), Snapshot(tree=tree))
     state, effects = keys(state, "e")
     assert effects == [OpenEditor("overbrainer.toml")]
     state, effects = keys(state, "2", "e")
     assert (effects, state.status) == ([], app.TOPIC_EDIT)
-    state, effects = keys(state, "down", "e")
-    assert effects == [OpenEditor("data/questions.jsonl")]
-    state, effects = keys(state, "3", "r", "2", "d")
+    state, effects = keys(state, "down", "down", "e")
+    edit = TaskSpec(TaskKind.EDIT, record_file="questions", record_id="q1")
+    assert effects == [Spawn(2, edit)]
+    assert state.status == "editing question q1"
+    state, effects = keys(state, "d")
+    assert (effects, state.status) == (
+        [],
+        "busy: edit of data/questions.jsonl q1 is running (c cancels it)",
+    )
+    state, effects = feed(
+        state, TaskDone(2, "nothing changed: the edited question is not valid: x")
+    )
+    assert state.status == "error: nothing changed: the edited question is not valid: x"
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, effects = keys(state, "d")
+    assert effects == []
+    assert state.confirm == (
+        "delete question q1?",
+        "What is a borrow?",
+        app.DELETE_LINES["questions"],
+    )
+    assert state.status == "delete question q1? y deletes it, any other key does not"
+    state, effects = keys(state, "n")
+    assert (effects, state.status, state.confirm) == ([], "not deleted", ())
+    state, effects = keys(state, "up", "d", "y")
+    delete = TaskSpec(TaskKind.DELETE, record_file="subtopics", record_id="s1")
+    assert effects == [Spawn(4, delete)]
+    state, effects = feed(state, TaskReport(4, Line("deleted subtopic s1 (and 1 question)")))
+    state, effects = feed(state, TaskDone(4))
+    assert state.status == "deleted subtopic s1 (and 1 question)"
+    assert effects == [Spawn(5, TaskSpec(TaskKind.LOAD))]
+    state, effects = keys(state, "3", "r", "2", "e")
     assert effects[1:] == []
     assert state.status.startswith("busy: ")
 

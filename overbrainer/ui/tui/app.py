@@ -71,7 +71,16 @@ CANCEL_LINES = (
     "cancel run {run}?",
     "its job is stopped and the run is recorded cancelled (`overbrainer train cancel {run}`)",
 )
-DISMISSED = {TaskKind.PUSH: "not pushed", TaskKind.CANCEL: "not cancelled"}
+DISMISSED = {
+    TaskKind.PUSH: "not pushed",
+    TaskKind.CANCEL: "not cancelled",
+    TaskKind.DELETE: "not deleted",
+}
+DELETE_LINES = {
+    "subtopics": "its questions and their answers are deleted with it",
+    "questions": "its answer is deleted with it",
+    "answers": "the question stays: `overbrainer answers` asks it again",
+}
 POD_LOG_HINT = "pod logs: `overbrainer runs logs RUN_ID --pod` (not shown in the TUI yet)"
 POD_HINT = "pods: `overbrainer pod ls`, `overbrainer pod rm ID`"
 QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
@@ -523,7 +532,14 @@ def _dataset_keys(state: State, key: str) -> Result:
         row = tree[min(state.tree_index, len(tree) - 1)]
         if not row.file:
             return attrs.evolve(state, status=TOPIC_EDIT), []
-        return state, [OpenEditor(f"data/{row.file}.jsonl")]
+        noun = row.file.removesuffix("s")
+        if key == "e":
+            spec = TaskSpec(TaskKind.EDIT, record_file=row.file, record_id=row.id)
+            return _spawn(attrs.evolve(state, status=f"editing {noun} {row.id}"), spec)
+        spec = TaskSpec(TaskKind.DELETE, record_file=row.file, record_id=row.id)
+        lines = (f"delete {noun} {row.id}?", row.text[:70], DELETE_LINES[row.file])
+        status = f"delete {noun} {row.id}? y deletes it, any other key does not"
+        return attrs.evolve(state, confirm=lines, confirm_spec=spec, status=status), []
     return state, []
 
 

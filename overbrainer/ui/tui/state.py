@@ -54,9 +54,15 @@ class TaskKind(enum.Enum):
     """`overbrainer push RUN`."""
     EXPORT = "export"
     """`overbrainer export RUN`."""
+    EDIT = "edit"
+    """Edit one dataset record in `$VISUAL`/`$EDITOR` (the Dataset view's `e`)."""
+    DELETE = "delete"
+    """Delete one dataset record and what hangs from it (the Dataset view's `d`)."""
 
 
-DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
+DATA_KINDS = frozenset(
+    {TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME, TaskKind.EDIT, TaskKind.DELETE}
+)
 """Tasks that write the data or start a run: one at a time (the data lock)."""
 READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN})
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
@@ -78,6 +84,9 @@ class TaskSpec:
     compare_id: str | None = None
     followed: bool = False
     """A STOP of a run another task follows: only the request is written, the follower collects."""
+    record_file: str = ""
+    """EDIT, DELETE: the data file (`questions`…) of the record."""
+    record_id: str = ""
 
     @property
     def label(self) -> str:
@@ -90,6 +99,8 @@ class TaskSpec:
             return f"overbrainer push {self.run_id}"
         if self.kind is TaskKind.EXPORT:
             return f"overbrainer export {self.run_id}"
+        if self.kind in (TaskKind.EDIT, TaskKind.DELETE):
+            return f"{self.kind.value} of data/{self.record_file}.jsonl {self.record_id}"
         if self.kind is TaskKind.STAGE and self.stage is not None:
             return f"overbrainer {self.stage.value}"
         if self.kind is TaskKind.AUTO:

@@ -19,6 +19,7 @@ from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
+from overbrainer.pipeline.editing import delete_record
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
@@ -130,12 +131,33 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
         post(TaskDone(task, f"cannot read the project: {error.strerror or error}"))
 
 
+async def _delete(task: int, spec: TaskSpec, options: CommandOptions, post: Post) -> None:
+    """Delete one dataset record (and what hangs from it); the line says what went."""
+    name, record_id = spec.record_file, spec.record_id
+    try:
+        project = open_project(options.project_dir)
+        deleted = await trio.to_thread.run_sync(delete_record, project, name, record_id)
+    except OverbrainerError as error:
+        post(TaskDone(task, error.message))
+        return
+    except OSError as error:
+        post(TaskDone(task, f"cannot delete {record_id}: {error.strerror or error}"))
+        return
+    line = deleted.line(name, record_id)
+    log.info("%s", line)
+    post(TaskReport(task, Line(line)))
+    post(TaskDone(task))
+
+
 async def run_task(
     task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
 ) -> None:
     """Run `spec`; its events and reports reach the app before its TaskDone."""
     if spec.kind in READ_KINDS:
         await _read(task, spec, options, post)
+        return
+    if spec.kind is TaskKind.DELETE:
+        await _delete(task, spec, options, post)
         return
     flow = flow_of(spec, options)
     done = TaskDone(task)
