@@ -20,7 +20,7 @@ from tests.pipeline_support import (
     write_questions,
 )
 from tests.tui_compare_support import write_compare
-from tests.tui_support import needs_tmux, open_terminal
+from tests.tui_support import Terminal, needs_tmux, open_terminal
 
 pytestmark = needs_tmux
 
@@ -183,6 +183,87 @@ async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note
         assert note in "".join(shown.splitlines())
         record = json.loads((root / "runs" / run_id / "run.json").read_text())
         assert record["state"] == "running"
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+def run_state(root: Path, run_id: str) -> str:
+    """The state run.json records for `run_id`."""
+    return str(json.loads((root / "runs" / run_id / "run.json").read_text())["state"])
+
+
+async def start_training(term: Terminal) -> str:
+    """Start a run in the Training view; its ID once its loss shows."""
+    await term.wait_for("nothing run yet")
+    await term.keys("4", "t")
+    shown = await term.wait_for(" created")
+    run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
+    await term.wait_for(" loss ", limit=60)
+    return run_id
+
+
+async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("c")
+            shown = await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
+            assert run_state(root, run_id) == "running"
+            await term.keys("y")
+            await term.wait_for(f"train: run {run_id} cancelled", limit=30)
+            await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
+            await term.wait_for("cancelled", limit=10)
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        assert (root / "runs" / run_id / "cancelled").exists()
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def test_s_on_a_followed_run_asks_for_the_snapshot_and_the_follower_collects_it(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("s")
+            await term.wait_for(
+                f"train: snapshot of run {run_id} requested: the task following the run "
+                "collects it",
+                limit=30,
+            )
+            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def test_s_on_a_run_nobody_follows_runs_the_real_stop_and_follows_it(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("c", "d")  # detach: the run keeps training, nobody follows it
+            await term.wait_for(f"interrupted: run {run_id} keeps running")
+            await term.keys("s")
+            await term.wait_for(f"train: snapshot of run {run_id} requested: its job", limit=30)
+            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        assert run_state(root, run_id) == "stopped"
     finally:
         train_helpers.kill_jobs(root)
 
