@@ -60,6 +60,8 @@ from overbrainer.ui.tui.state import (
 STAGES = tuple(Stage)
 KEPT_LINES = 200
 LOG_PAGE = 10
+DETAIL_PAGE = 10
+"""Lines PgUp/PgDn scroll the Compare view's detail pane by."""
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
 LOSSES = 120
@@ -556,6 +558,13 @@ def _start_job(state: State, spec: TaskSpec) -> Result:
 
 
 def _compare_keys(state: State, key: str) -> Result:
+    if key in ("page down", "page up"):
+        step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
+        return attrs.evolve(state, detail_offset=max(state.detail_offset + step, 0)), []
+    if key in ("[", "]"):
+        last = max(len(state.compare_items()) - 1, 0)
+        moved = state.item_index + (1 if key == "]" else -1)
+        return attrs.evolve(state, item_index=min(max(moved, 0), last), detail_offset=0), []
     if key in ("h", "left"):
         return attrs.evolve(state, compare_focus=0), []
     if key in ("l", "right"):
@@ -563,13 +572,15 @@ def _compare_keys(state: State, key: str) -> Result:
     if key in ("up", "down", "k", "j", "home", "end"):
         if state.compare_focus == 0:
             moved = _move(state.compare_index, key, len(state.snapshot.compares))
-            return attrs.evolve(state, compare_index=moved or 0, item_index=0), []
+            return attrs.evolve(state, compare_index=moved or 0, item_index=0, detail_offset=0), []
         moved = _move(state.item_index, key, len(state.compare_items()))
-        return attrs.evolve(state, item_index=moved or 0), []
+        return attrs.evolve(state, item_index=moved or 0, detail_offset=0), []
     if key == "f":
         index = (state.compare_filter + 1) % len(COMPARE_FILTERS)
         status = f"showing {COMPARE_FILTERS[index][0]}"
-        return attrs.evolve(state, compare_filter=index, item_index=0, status=status), []
+        return attrs.evolve(
+            state, compare_filter=index, item_index=0, detail_offset=0, status=status
+        ), []
     if key == "C":
         return _start_job(state, TaskSpec(TaskKind.COMPARE))
     if key == "J":

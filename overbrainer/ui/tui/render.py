@@ -29,11 +29,11 @@ _STAGE_FILE = {
 }
 _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
-    View.DATASET: "↑↓ move  e edit/d delete (in $EDITOR)",
+    View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
-    View.TRAINING: "t start a attach c cancel s stop T resume x hide-failed h push C compare",
+    View.TRAINING: "t start a attach c cancel s stop T resume E export x hide-failed h push C compare",
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
-    View.COMPARE: "k/j move h/l pane f filter C compare J rejudge c cancel",
+    View.COMPARE: "k/j h/l pane [/] question PgUp/PgDn detail f filter C J rejudge c cancel",
 }
 
 
@@ -270,9 +270,15 @@ def _compare(state: State, height: int, cols: int) -> list[Row]:
             f"{'▶' if at == item_index else ' '} {item.mark} {item.id}  {_one_line(item.question)}"
         )
         lines.append([("selected", text)] if at == item_index else [text])
-    room = height - len(lines) - 1
-    lines.append([("title", "─" * min(cols, 40))])
-    lines.extend(_detail(items[item_index], cols, max(room, 4)))
+    room = max(height - len(lines) - 1, 4)
+    detail = _detail(items[item_index], cols)
+    offset = min(state.detail_offset, max(len(detail) - room, 0))
+    rule = "─" * min(cols, 40)
+    if len(detail) > room:
+        last = min(offset + room, len(detail))
+        rule = f"{rule[:4]} lines {offset + 1}-{last} of {len(detail)} (PgUp/PgDn) {rule[:4]}"
+    lines.append([("title", rule)])
+    lines.extend(detail[offset : offset + room])
     return lines
 
 
@@ -284,17 +290,17 @@ def _wrap(label: str, text: str, width: int) -> list[str]:
     return textwrap.wrap(f"{label}: {_one_line(text)}", max(width, 10)) or [f"{label}:"]
 
 
-def _detail(item: CompareItem, cols: int, room: int) -> list[Row]:
-    """Question, child answer, parent answer, judge reason: the answers side by side when wide."""
+def _detail(item: CompareItem, cols: int) -> list[Row]:
+    """Question, child answer, parent answer, judge reason, whole (the view scrolls them): the
+    answers side by side when wide."""
     child = item.child or f"(no answer{': ' + item.error if item.error else ''})"
     reason = f"{item.verdict}{': ' + item.reason if item.reason else ''}"
-    question = _wrap("question", item.question, cols)[:2]
-    judge = _wrap("judge", reason, cols)[:2]
-    answers_room = max(room - len(question) - len(judge), 2)
+    question = _wrap("question", item.question, cols)
+    judge = _wrap("judge", reason, cols)
     if cols >= SIDE_BY_SIDE:
         half = (cols - 3) // 2
-        left = _wrap("child", child, half)[:answers_room]
-        right = _wrap("parent", item.parent, half)[:answers_room]
+        left = _wrap("child", child, half)
+        right = _wrap("parent", item.parent, half)
         both = [
             f"{a:<{half}} │ {b}"
             for a, b in zip(
@@ -304,6 +310,5 @@ def _detail(item: CompareItem, cols: int, room: int) -> list[Row]:
             )
         ]
     else:
-        each = max(answers_room // 2, 1)
-        both = _wrap("child", child, cols)[:each] + _wrap("parent", item.parent, cols)[:each]
+        both = _wrap("child", child, cols) + _wrap("parent", item.parent, cols)
     return [[line] for line in (*question, *both, *judge)]

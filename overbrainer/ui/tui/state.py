@@ -284,6 +284,8 @@ class State:
     compare_filter: int = 0
     """Index into COMPARE_FILTERS."""
     compare_focus: int = 1
+    detail_offset: int = 0
+    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn); 0 on a new question."""
     """Which Compare pane `k/j` move in: 0 the compares, 1 the questions (`h`/`l`)."""
     confirm: tuple[str, ...] = ()
     """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
