@@ -563,8 +563,8 @@ def _compare_keys(state: State, key: str) -> Result:
         return attrs.evolve(state, detail_offset=max(state.detail_offset + step, 0)), []
     if key in ("[", "]"):
         last = max(len(state.compare_items()) - 1, 0)
-        moved = state.item_index + (1 if key == "]" else -1)
-        return attrs.evolve(state, item_index=min(max(moved, 0), last), detail_offset=0), []
+        step = state.item_index + (1 if key == "]" else -1)
+        return attrs.evolve(state, item_index=min(max(step, 0), last), detail_offset=0), []
     if key in ("h", "left"):
         return attrs.evolve(state, compare_focus=0), []
     if key in ("l", "right"):
