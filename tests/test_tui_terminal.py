@@ -41,6 +41,17 @@ async def test_without_a_terminal_it_refuses_with_exit_2(tmp_path: Path) -> None
     assert not (root / ".overbrainer" / "lock").exists()  # refused before anything
 
 
+async def test_keys_typed_while_it_starts_are_kept(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui") as term:
+        await term.keys("6", "f")  # at once: the program is still starting
+        shown = await term.wait_for("no compare yet")
+        assert "showing losses" in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+
+
 async def test_a_small_terminal_is_refused(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     async with open_terminal(root, "tui", size=(70, 20)) as term:

@@ -48,6 +48,7 @@ from overbrainer.ui.tui.state import (
     View,
 )
 from overbrainer.ui.tui.tasks import TaskHandle, run_task
+from overbrainer.ui.tui.typeahead import TypeAhead
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,10 @@ class Runner:
         screen: urwid.display.raw.Screen | None = None,
         *,
         auto: bool = False,
+        typeahead: TypeAhead | None = None,
     ) -> None:
         self.auto = auto
+        self.typeahead = typeahead
         self.project = project
         self.options = options
         self.logs = logs
@@ -309,6 +312,7 @@ class Runner:
 
     async def run(self) -> int:
         """Run until the app exits (its exit code); every task started here has ended by then."""
+        early = self.typeahead.take() if self.typeahead is not None else []
         async with trio.open_nursery() as ui:
             with self.main.start():
                 ui.start_soon(self.event_loop.run_async)
@@ -321,6 +325,7 @@ class Runner:
                     state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)
+                    self.main.process_input(early)  # keys typed while the TUI started
                     await self.exit.wait()
                     tasks.cancel_scope.cancel()
                 ui.cancel_scope.cancel()
