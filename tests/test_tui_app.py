@@ -16,7 +16,9 @@ from overbrainer.events.types import (
     MarkEvent,
     Metric,
     Stage,
+    StageFinished,
     StageStarted,
+    StageStats,
 )
 from overbrainer.model.job_status import Running
 from overbrainer.model.train_metric import JobStage, StageMark, TrainMetric
@@ -26,6 +28,7 @@ from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.load import latest_answer
 from overbrainer.ui.tui.state import (
+    ROLES,
     Abandon,
     Cancel,
     ConfigChanged,
@@ -130,6 +133,40 @@ def test_events_give_counts_tokens_spend_and_rate() -> None:
     assert abs(live.cost - 0.3) < 1e-9
     assert live.rate == 1.0  # 2 answers in 2 s
     assert state.live_of(Stage.SUBTOPICS).done == 0
+
+
+def test_requests_tokens_and_spend_per_role_over_the_stages_of_each() -> None:
+    state = State()
+    state, _ = feed(
+        state,
+        TaskEvent(1, StageStarted(Stage.SUBTOPICS, 2), 10.0),
+        TaskEvent(1, ItemDone(Stage.SUBTOPICS, "t1", Usage(100, 100), 0.01), 11.0),
+        TaskEvent(1, ItemDone(Stage.SUBTOPICS, "t2"), 11.0),  # skipped: no request
+        TaskEvent(1, StageFinished(Stage.SUBTOPICS, StageStats(done=2)), 12.0),
+        TaskEvent(1, StageStarted(Stage.QUESTIONS, 2), 20.0),
+        TaskEvent(1, ItemFailed(Stage.QUESTIONS, "s1", "429", retryable=True), 21.0),
+        TaskEvent(1, ItemDone(Stage.QUESTIONS, "s1", Usage(200, 400), 0.02), 22.0),
+        TaskEvent(1, StageFinished(Stage.QUESTIONS, StageStats(done=1)), 22.0),
+        TaskEvent(1, StageStarted(Stage.ANSWERS, 5), 30.0),
+        TaskEvent(1, ItemDone(Stage.ANSWERS, "a", Usage(50, 950), 0.5), 31.0),
+        Tick(34.0),
+    )
+    generator = state.role_live(dict(ROLES)["generator"])
+    assert (generator.requests, generator.tokens_in + generator.tokens_out) == (3, 800)
+    assert abs(generator.cost - 0.03) < 1e-9
+    assert generator.request_rate == 3 / 4  # 2 s of subtopics, 2 s of questions
+    assert generator.token_rate == 800 / 4
+    parent = state.role_live(dict(ROLES)["parent"])
+    assert (parent.requests, parent.request_rate, parent.token_rate) == (1, 0.25, 250.0)
+    assert (parent.running and not generator.running) or generator.running
+    screen = "\n".join(
+        "".join(p if isinstance(p, str) else p[1] for p in line)
+        for line in render.body(state, LogBuffer(), 100, 30)
+    )
+    assert "role        requests     req/s    tok/s      spend" in screen
+    assert "  generator        3  45.0/min    200/s    $0.0300" in screen
+    assert "… parent           1  15.0/min    250/s    $0.5000" in screen
+    assert state.role_live(()).request_rate is None
 
 
 def test_q_quits_at_once_without_work() -> None:

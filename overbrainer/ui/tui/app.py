@@ -208,15 +208,18 @@ def _event(state: State, message: TaskEvent) -> State:
             attrs.evolve(
                 live,
                 done=live.done + 1,
+                requests=live.requests + (usage is not None),
                 cost=live.cost + (event.cost or 0.0),
                 tokens_in=live.tokens_in + (usage.input_tokens if usage else 0),
                 tokens_out=live.tokens_out + (usage.output_tokens if usage else 0),
                 now=now,
             ),
         )
-    if isinstance(event, ItemFailed) and not event.retryable:
+    if isinstance(event, ItemFailed):
         live = state.live_of(event.stage)
-        return _set_live(state, event.stage, attrs.evolve(live, failed=live.failed + 1, now=now))
+        failed = live.failed + (not event.retryable)
+        live = attrs.evolve(live, failed=failed, requests=live.requests + 1, now=now)
+        return _set_live(state, event.stage, live)
     if isinstance(event, StageFinished):
         live = state.live_of(event.stage)
         stats = event.stats

@@ -9,9 +9,10 @@ from overbrainer.events.types import Stage
 from overbrainer.model.sizes import format_size
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
+from overbrainer.ui.progress import rate_words
 from overbrainer.ui.tui.app import NO_COMPARE, STAGES
 from overbrainer.ui.tui.compares import latest_compare_line
-from overbrainer.ui.tui.state import COMPARE_FILTERS, CompareItem, State, View
+from overbrainer.ui.tui.state import COMPARE_FILTERS, ROLES, CompareItem, State, View
 
 Markup = str | tuple[str, str]
 Row = list[Markup]
@@ -127,6 +128,16 @@ def _pipeline(state: State, cols: int) -> list[Row]:
         lines.append([("selected", text)] if index == state.stage_index else [text])
     train, evals = state.snapshot.count("train"), state.snapshot.count("eval")
     lines.append([f"  split: {train} train, {evals} eval"])
+    lines.append([("title", f"{'role':<11}{'requests':>9}{'req/s':>10}{'tok/s':>9}{'spend':>11}")])
+    for role, stages in ROLES:
+        live = state.role_live(stages)
+        rate = live.request_rate
+        speed = "–" if rate is None else rate_words(rate)
+        text = (
+            f"{'…' if live.running else ' '} {role:<9}{live.requests:>9}{speed:>10}"
+            f"{live.token_rate:>7.0f}/s{f'${live.cost:.4f}':>11}"
+        )
+        lines.append([text])
     if state.preview:
         lines.append([""])
         lines.append([("title", "latest answer")])

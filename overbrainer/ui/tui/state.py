@@ -10,6 +10,7 @@ import attrs
 from overbrainer.events.frontend import Report
 from overbrainer.events.types import Event, Stage
 from overbrainer.model.system_sample import SystemSample
+from overbrainer.ui.progress import per_second
 
 
 class View(enum.IntEnum):
@@ -221,6 +222,8 @@ class Live:
     total: int = 0
     done: int = 0
     failed: int = 0
+    requests: int = 0
+    """Requests answered (items done by a request, failures and retries alike)."""
     cost: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -231,14 +234,34 @@ class Live:
     @property
     def rate(self) -> float:
         """Items per second since the stage started."""
-        elapsed = self.now - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        return per_second(self.done, self.started, self.now) or 0.0
+
+    @property
+    def request_rate(self) -> float | None:
+        """Requests per second since the stage started; None before the first."""
+        return per_second(self.requests, self.started, self.now)
 
     @property
     def token_rate(self) -> float:
         """Tokens (in and out) per second since the stage started."""
-        elapsed = self.now - self.started
-        return (self.tokens_in + self.tokens_out) / elapsed if elapsed > 0 else 0.0
+        return per_second(self.tokens_in + self.tokens_out, self.started, self.now) or 0.0
+
+    def plus(self, other: Live) -> Live:
+        """Two stages' counts together, over the sum of their times (a role's totals)."""
+        return Live(
+            done=self.done + other.done,
+            failed=self.failed + other.failed,
+            requests=self.requests + other.requests,
+            cost=self.cost + other.cost,
+            tokens_in=self.tokens_in + other.tokens_in,
+            tokens_out=self.tokens_out + other.tokens_out,
+            now=(self.now - self.started) + (other.now - other.started),
+            running=self.running or other.running,
+        )
+
+
+ROLES = (("generator", (Stage.SUBTOPICS, Stage.QUESTIONS)), ("parent", (Stage.ANSWERS,)))
+"""The roles whose requests the Pipeline view counts, with the stages that ask them."""
 
 
 LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
@@ -296,6 +319,13 @@ class State:
     def live_of(self, stage: Stage) -> Live:
         """The live progress of `stage`."""
         return dict(self.live).get(stage, Live())
+
+    def role_live(self, stages: tuple[Stage, ...]) -> Live:
+        """The requests, tokens and spend of a role's stages in this session, together."""
+        total = Live()
+        for stage in stages:
+            total = total.plus(self.live_of(stage))
+        return total
 
     def busy(self) -> Task | None:
         """The task holding the data lock, if any."""
