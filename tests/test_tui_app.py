@@ -34,6 +34,7 @@ from overbrainer.ui.tui.state import (
     ConfigChanged,
     Exit,
     ExportLogs,
+    Key,
     Loaded,
     OpenEditor,
     Previewed,
@@ -451,3 +452,17 @@ def test_the_latest_answer_is_read_from_the_end_of_answers_jsonl(tmp_path: Path)
     with (root / "data" / "answers.jsonl").open("a") as data:
         data.write('{"id": "torn')
     assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])
+
+
+def test_the_dataset_selection_follows_its_record_when_the_tree_is_read_again() -> None:
+    q1 = TreeRow(2, "first?", "", "questions", "q1")
+    q2 = TreeRow(2, "second?", "", "questions", "q2")
+    state = loaded(State(view=View.DATASET), Snapshot(tree=(TreeRow(0, "rust"), q1, q2)))
+    state, _ = keys(state, "down")
+    edited = TreeRow(2, "first, better?", "", "questions", "q1")
+    state, _ = feed(
+        state, Key("ctrl r"), Loaded(2, Snapshot(tree=(TreeRow(0, "rust"), q2, edited)))
+    )
+    assert state.tree_index == 2  # the edited record moved to the end of its file
+    state, _ = feed(state, Key("ctrl r"), Loaded(3, Snapshot(tree=(TreeRow(0, "rust"), q2))))
+    assert state.tree_index == 1  # deleted: the same place, within the tree

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,48 @@ async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
+
+
+async def test_the_dataset_view_edits_one_record_refuses_a_bad_edit_and_deletes_one(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 3)
+    data = root / "data" / "questions.jsonl"
+    before = data.read_text().splitlines()
+    editor = tmp_path / "editor.sh"
+    # The first edit renames the question, the second leaves the file broken.
+    editor.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{tmp_path}/edited" ]; then echo "{{broken" > "$1"; exit 0; fi\n'
+        f'touch "{tmp_path}/edited"\n'
+        'sed -i "s/Question 0 about ownership?/A better question?/" "$1"\n'
+    )
+    editor.chmod(0o755)
+    first = questions[0].id
+    async with open_terminal(root, "tui", env={"VISUAL": str(editor)}) as term:
+        await term.wait_for("nothing run yet")
+        await term.keys("2", "Down", "Down", "e")
+        await term.wait_for(f"replaced question {first} in data/questions.jsonl")
+        after = data.read_text().splitlines()
+        assert len(after) == len(before)
+        edited = [json.loads(line) for line in after if json.loads(line)["id"] == first]
+        assert [q["text"] for q in edited] == ["A better question?"]
+        await term.wait_for("A better question?")
+        await term.keys("e")
+        shown = await term.wait_for("nothing changed: the edited question is not valid: not JSON")
+        assert data.read_text().splitlines() == after
+        await term.keys("d")
+        await term.wait_for(f"delete question {first}? y deletes it, any other key does not")
+        await term.keys("y")
+        await term.wait_for(f"deleted question {first}")
+        assert data.read_text().splitlines() == [
+            line for line in after if json.loads(line)["id"] != first
+        ]
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    assert not list(Path(tempfile.gettempdir()).glob(f"overbrainer-questions-{first}-*"))
 
 
 async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note(

@@ -54,6 +54,7 @@ from overbrainer.ui.tui.state import (
     TaskReport,
     TaskSpec,
     Tick,
+    TreeRow,
     View,
 )
 
@@ -132,7 +133,7 @@ def update(state: State, message: Msg) -> Result:
             kept,
             snapshot=message.snapshot,
             run_index=min(kept.run_index, max(runs - 1, 0)),
-            tree_index=min(kept.tree_index, max(len(message.snapshot.tree) - 1, 0)),
+            tree_index=_same_row(kept.snapshot.tree, kept.tree_index, message.snapshot.tree),
             compare_index=min(kept.compare_index, max(len(message.snapshot.compares) - 1, 0)),
         ), _exit_if_done(kept)
     if isinstance(message, PushPlanned):
@@ -167,6 +168,17 @@ def update(state: State, message: Msg) -> Result:
         status = f"edited {message.path}" if message.error is None else message.error
         return _spawn(attrs.evolve(state, status=status), TaskSpec(TaskKind.LOAD))
     raise AssertionError(message)
+
+
+def _same_row(old: tuple[TreeRow, ...], index: int, new: tuple[TreeRow, ...]) -> int:
+    """The Dataset selection in a new tree: the same record where it still is (an edited one
+    moves to the end of its file), else the same place."""
+    kept = min(index, max(len(new) - 1, 0))
+    if not old or index >= len(old):
+        return kept
+    row = old[index]
+    key = (row.file, row.id or row.text)
+    return next((at for at, r in enumerate(new) if (r.file, r.id or r.text) == key), kept)
 
 
 def _spawn(state: State, spec: TaskSpec) -> Result:
