@@ -13,6 +13,7 @@ import trio
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from tests import train_helpers
+from tests.export_support import add_run
 from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
     make_project,
@@ -326,6 +327,57 @@ async def test_s_on_a_run_nobody_follows_runs_the_real_stop_and_follows_it(
         assert run_state(root, run_id) == "stopped"
     finally:
         train_helpers.kill_jobs(root)
+
+
+async def stalling_server(
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """An HTTP server that starts every reply and never finishes it: a download that hangs."""
+
+    async def serve(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 1000)
+        await trio.sleep_forever()
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        task_status.started(port)
+        await trio.serve_listeners(serve, listeners, handler_nursery=nursery)
+
+
+async def test_e_exports_the_selected_run_and_c_cancels_its_job(tmp_path: Path) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    run_dir = add_run(root, model)
+    env = train_helpers.standin_env(tmp_path / "bin")
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(stalling_server)
+        env["OVERBRAINER_LLAMA_CPP_URL"] = f"http://127.0.0.1:{port}"
+        try:
+            async with open_terminal(root, "tui", env=env) as term:
+                await term.wait_for("nothing run yet")
+                await term.keys("4", "E")
+                await term.wait_for("export: job running", limit=30)
+                await term.keys("E")
+                await term.wait_for(f"busy: overbrainer export {run_dir.name} is running")
+                parts = [p for p in run_dir.rglob("*.part")]
+                await wait_until(lambda: list(root.rglob("source.tar.gz.part")), limit=30)
+                await term.keys("c")
+                shown = await term.wait_for("was cancelled", limit=30)
+                assert "export failed" not in shown
+                await term.keys("q")
+                shown = await term.wait_for("EXIT=", limit=30)
+            assert "EXIT=0" in shown
+            exports = list((run_dir / "exports").iterdir())
+            assert len(exports) == 1
+            assert json.loads((exports[0] / "run.json").read_text())["state"] == "cancelled"
+            assert [p for p in run_dir.rglob("*.part")] == parts == []
+        finally:
+            train_helpers.kill_jobs(root)
+            nursery.cancel_scope.cancel()
 
 
 async def test_the_wizard_writes_a_project_that_passes_config_check_then_auto_runs(
