@@ -20,7 +20,7 @@ from overbrainer.events.types import (
     StageStarted,
     StageStats,
 )
-from overbrainer.model.job_status import Running
+from overbrainer.model.job_status import Exited, Running
 from overbrainer.model.train_metric import JobStage, StageMark, TrainMetric
 from overbrainer.model.usage import Usage
 from overbrainer.project.directory import open_project
@@ -294,10 +294,12 @@ def test_export_runs_once_shows_its_phase_and_lines_and_c_cancels_it() -> None:
     assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
     state, effects = keys(state, "C")
     assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
-    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
-    assert state.status == "export: job running"
     state, _ = feed(state, TaskEvent(2, MarkEvent(StageMark(JobStage.EXPORT)), 2.0))
-    assert state.status == "export: export step started"
+    assert state.status == "export: exporting GGUF"
+    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
+    assert state.status == "export: exporting GGUF"  # running says less than the phase
+    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Exited(0)), 3.0))
+    assert state.status == "export: job exited with code 0"
     state, effects = keys(state, "c")
     assert effects == [Abandon(2)]
     assert state.status == "stopping overbrainer export r1..."

@@ -18,9 +18,10 @@ from overbrainer.events.types import (
     StageStarted,
     System,
 )
-from overbrainer.model.job_status import status_name
+from overbrainer.model.job_status import Running, status_name
+from overbrainer.model.phases import Exporting, Merging
 from overbrainer.model.pod_status import pod_line
-from overbrainer.model.train_metric import StageMark
+from overbrainer.model.train_metric import JobStage, StageMark
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
     COMPARE_KINDS,
@@ -250,12 +251,19 @@ def _event(state: State, message: TaskEvent) -> State:
     return state
 
 
+_JOB_PHASES: dict[JobStage, Merging | Exporting] = {
+    JobStage.MERGE: Merging(),
+    JobStage.EXPORT: Exporting(),
+}
+
+
 def export_phase(event: Event) -> str | None:
     """What an export's job is doing, in words, from one of its events (None: no change)."""
-    if isinstance(event, JobStatusChanged):
-        return f"job {status_name(event.status)}"
+    if isinstance(event, JobStatusChanged) and not isinstance(event.status, Running):
+        return f"job {status_name(event.status)}"  # running: its phases say more
     if isinstance(event, MarkEvent) and isinstance(event.mark, StageMark):
-        return f"{event.mark.stage.value} step started"
+        phase = _JOB_PHASES.get(event.mark.stage)
+        return phase.label() if phase is not None else event.mark.stage.value
     if isinstance(event, PodStatusChanged):
         return f"pod {pod_line(event.status)}"
     return None
