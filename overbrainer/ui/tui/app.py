@@ -73,7 +73,8 @@ NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer e
 COMPARE_WRITTEN = "compare written: see the Compare view"
 CANCEL_LINES = (
     "cancel run {run}?",
-    "its job is stopped and the run is recorded cancelled (`overbrainer train cancel {run}`)",
+    "its job is stopped and the run is recorded cancelled",
+    "(what `overbrainer train cancel {run}` does)",
 )
 DISMISSED = {
     TaskKind.PUSH: "not pushed",

@@ -32,9 +32,7 @@ _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
     View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
-    View.TRAINING: (
-        "t start a attach c cancel s stop T resume E export x hide-failed h push C compare"
-    ),
+    View.TRAINING: "t start a attach c cancel s stop T resume E export h push C compare x hide",
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
     View.COMPARE: "k/j h/l pane [/] question PgUp/PgDn detail f filter C J rejudge c cancel",
 }
