@@ -275,9 +275,10 @@ async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
             shown = await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
             assert run_state(root, run_id) == "running"
             await term.keys("y")
-            await term.wait_for(f"train: run {run_id} cancelled", limit=30)
             await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
-            await term.wait_for("cancelled", limit=10)
+            await term.wait_for(f"{run_id}  cancelled", limit=10)  # the Runs list
+            await term.keys("5")  # the status line may have moved on: the Logs view keeps it
+            await term.wait_for(f"train: run {run_id} cancelled")
             await term.keys("q")
             shown = await term.wait_for("EXIT=", limit=30)
         assert "EXIT=0" in shown
@@ -295,12 +296,9 @@ async def test_s_on_a_followed_run_asks_for_the_snapshot_and_the_follower_collec
         async with open_terminal(root, "tui", env=env) as term:
             run_id = await start_training(term)
             await term.keys("s")
-            await term.wait_for(
-                f"train: snapshot of run {run_id} requested: the task following the run "
-                "collects it",
-                limit=30,
-            )
             await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("5")  # the status line has moved on: the Logs view keeps the line
+            await term.wait_for(f"train: snapshot of run {run_id} requested: the task follo")
             await term.keys("q")
             shown = await term.wait_for("EXIT=", limit=30)
         assert "EXIT=0" in shown
@@ -319,8 +317,9 @@ async def test_s_on_a_run_nobody_follows_runs_the_real_stop_and_follows_it(
             await term.keys("c", "d")  # detach: the run keeps training, nobody follows it
             await term.wait_for(f"interrupted: run {run_id} keeps running")
             await term.keys("s")
-            await term.wait_for(f"train: snapshot of run {run_id} requested: its job", limit=30)
             await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("5")
+            await term.wait_for(f"train: snapshot of run {run_id} requested: its job saves")
             await term.keys("q")
             shown = await term.wait_for("EXIT=", limit=30)
         assert "EXIT=0" in shown
