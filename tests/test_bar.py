@@ -22,10 +22,11 @@ from overbrainer.events.types import (
     StageStats,
 )
 from overbrainer.model.usage import Usage
-from overbrainer.ui.bar import BarScreen, StageTally, rate_words
+from overbrainer.ui.bar import BarScreen, StageTally
 from overbrainer.ui.display import Display, choose_display
 from overbrainer.ui.front import CliFrontend
 from overbrainer.ui.logs import init_logging, reset_logging
+from overbrainer.ui.progress import rate_words
 
 
 @pytest.fixture(autouse=True)

@@ -13,23 +13,28 @@ from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
     JobStatusChanged,
+    MarkEvent,
     Metric,
     Stage,
+    StageFinished,
     StageStarted,
+    StageStats,
 )
-from overbrainer.model.job_status import Running
-from overbrainer.model.train_metric import TrainMetric
+from overbrainer.model.job_status import Exited, Running
+from overbrainer.model.train_metric import JobStage, StageMark, TrainMetric
 from overbrainer.model.usage import Usage
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.load import latest_answer
 from overbrainer.ui.tui.state import (
+    ROLES,
     Abandon,
     Cancel,
     ConfigChanged,
     Exit,
     ExportLogs,
+    Key,
     Loaded,
     OpenEditor,
     Previewed,
@@ -131,6 +136,40 @@ def test_events_give_counts_tokens_spend_and_rate() -> None:
     assert state.live_of(Stage.SUBTOPICS).done == 0
 
 
+def test_requests_tokens_and_spend_per_role_over_the_stages_of_each() -> None:
+    state = State()
+    state, _ = feed(
+        state,
+        TaskEvent(1, StageStarted(Stage.SUBTOPICS, 2), 10.0),
+        TaskEvent(1, ItemDone(Stage.SUBTOPICS, "t1", Usage(100, 100), 0.01), 11.0),
+        TaskEvent(1, ItemDone(Stage.SUBTOPICS, "t2"), 11.0),  # skipped: no request
+        TaskEvent(1, StageFinished(Stage.SUBTOPICS, StageStats(done=2)), 12.0),
+        TaskEvent(1, StageStarted(Stage.QUESTIONS, 2), 20.0),
+        TaskEvent(1, ItemFailed(Stage.QUESTIONS, "s1", "429", retryable=True), 21.0),
+        TaskEvent(1, ItemDone(Stage.QUESTIONS, "s1", Usage(200, 400), 0.02), 22.0),
+        TaskEvent(1, StageFinished(Stage.QUESTIONS, StageStats(done=1)), 22.0),
+        TaskEvent(1, StageStarted(Stage.ANSWERS, 5), 30.0),
+        TaskEvent(1, ItemDone(Stage.ANSWERS, "a", Usage(50, 950), 0.5), 31.0),
+        Tick(34.0),
+    )
+    generator = state.role_live(dict(ROLES)["generator"])
+    assert (generator.requests, generator.tokens_in + generator.tokens_out) == (3, 800)
+    assert abs(generator.cost - 0.03) < 1e-9
+    assert generator.request_rate == 3 / 4  # 2 s of subtopics, 2 s of questions
+    assert generator.token_rate == 800 / 4
+    parent = state.role_live(dict(ROLES)["parent"])
+    assert (parent.requests, parent.request_rate, parent.token_rate) == (1, 0.25, 250.0)
+    assert (parent.running and not generator.running) or generator.running
+    screen = "\n".join(
+        "".join(p if isinstance(p, str) else p[1] for p in line)
+        for line in render.body(state, LogBuffer(), 100, 30)
+    )
+    assert "role        requests     req/s    tok/s      spend" in screen
+    assert "  generator        3  45.0/min    200/s    $0.0300" in screen
+    assert "… parent           1  15.0/min    250/s    $0.5000" in screen
+    assert state.role_live(()).request_rate is None
+
+
 def test_q_quits_at_once_without_work() -> None:
     state, effects = keys(State(), "q")
     assert effects == [Exit()]
@@ -204,18 +243,88 @@ def test_training_keys() -> None:
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=2.0, step=2, loss=1.5)), 2.0))
     assert state.losses == (2.5, 1.5)
     state, effects = keys(state, "c")
-    assert effects == [Cancel(2)]  # c while following detaches
+    assert effects == []  # c asks first: cancel the selected run, or detach from the follower
+    assert state.confirm == tuple(line.format(run="r2") for line in app.CANCEL_LINES)
+    assert state.status.startswith("cancel run r2? y cancels it, d detaches from ")
+    state, effects = keys(state, "d")
+    assert effects == [Cancel(2)]
+    assert state.confirm == ()
     state, effects = feed(state, TaskDone(2))
     state, effects = keys(state, "x", "down", "s")
     assert effects == [Spawn(5, TaskSpec(TaskKind.STOP, run_id="r2"))]
-    state, effects = keys(state, "c")
-    assert effects == [Cancel(5)]  # the stop follows the run: c detaches it
+    state, effects = keys(state, "c", "d")
+    assert effects == [Cancel(5)]  # the stop follows the run: d detaches it
     state, effects = feed(state, TaskDone(5))
     assert effects == [Spawn(6, TaskSpec(TaskKind.LOAD))]
-    state, effects = keys(state, "up", "c")
+    state, effects = keys(state, "up", "c", "n")
+    assert (effects, state.status, state.confirm) == ([], "not cancelled", ())
+    state, effects = keys(state, "c", "d")
+    assert (effects, state.status) == ([], "not cancelled")  # nothing followed: d is a no
+    state, effects = keys(state, "c", "y")
     assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
     state, effects = keys(state, "p")
     assert (effects, state.status) == ([], app.POD_HINT)
+
+
+def test_stop_of_a_run_a_task_follows_only_requests_the_snapshot() -> None:
+    runs = (RunRow("r1", "running", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "a")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.ATTACH, run_id="r1"))]
+    state, effects = keys(state, "s")
+    assert effects == [Spawn(3, TaskSpec(TaskKind.STOP, run_id="r1", followed=True))]
+
+
+def test_c_before_a_started_run_exists_detaches_without_asking() -> None:
+    state = loaded(State(view=View.TRAINING), Snapshot(training=True))
+    state, effects = keys(state, "t")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.TRAIN))]
+    state, effects = keys(state, "c")
+    assert effects == [Cancel(2)]
+    assert state.confirm == ()
+
+
+def test_export_runs_once_shows_its_phase_and_lines_and_c_cancels_it() -> None:
+    runs = (RunRow("r1", "succeeded", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "E")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.EXPORT, run_id="r1"))]
+    assert state.status == "running overbrainer export r1"
+    state, effects = keys(state, "E")
+    assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
+    state, effects = keys(state, "C")
+    assert (effects, state.status) == ([], "busy: overbrainer export r1 is running (c cancels it)")
+    state, _ = feed(state, TaskEvent(2, MarkEvent(StageMark(JobStage.EXPORT)), 2.0))
+    assert state.status == "export: exporting GGUF"
+    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Running()), 1.0))
+    assert state.status == "export: exporting GGUF"  # running says less than the phase
+    state, _ = feed(state, TaskEvent(2, JobStatusChanged(Exited(0)), 3.0))
+    assert state.status == "export: job exited with code 0"
+    state, effects = keys(state, "c")
+    assert effects == [Abandon(2)]
+    assert state.status == "stopping overbrainer export r1..."
+    state, effects = feed(state, TaskDone(2, "export x of run r1 was cancelled", interrupted=True))
+    assert state.status == "export x of run r1 was cancelled"
+    state, effects = keys(state, "E")
+    assert effects[-1] == Spawn(5, TaskSpec(TaskKind.EXPORT, run_id="r1"))
+    state, _ = feed(state, TaskReport(5, Line("export: runs/r1/exports/r1-Q4_K_M.gguf")))
+    assert state.lines[-1] == "export: runs/r1/exports/r1-Q4_K_M.gguf"
+    state, _ = feed(state, TaskDone(5, "export y of run r1 failed: boom"))
+    assert state.status == "export failed: export y of run r1 failed: boom"
+
+
+def test_export_is_refused_while_a_stage_or_a_compare_runs_and_quit_abandons_it() -> None:
+    runs = (RunRow("r1", "succeeded", "local", "2026-01"),)
+    state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
+    state, effects = keys(state, "3", "r", "4", "E")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.STAGE, stage=Stage.SUBTOPICS))]
+    assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
+    state, _ = feed(state, TaskDone(2))
+    state, effects = keys(state, "C", "E")
+    assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.COMPARE
+    assert state.status.startswith("busy: overbrainer compare --run r1 is running")
+    state, effects = feed(state, SignalMsg(signal.SIGINT))
+    assert effects == [Abandon(4)]
 
 
 def test_training_without_runs_says_none_is_selected() -> None:
@@ -241,16 +350,49 @@ def test_logs_keys_filter_scroll_and_export() -> None:
     assert state.status == app.POD_LOG_HINT
 
 
-def test_project_and_dataset_open_the_editor_unless_busy() -> None:
-    tree = (TreeRow(0, "rust"), TreeRow(2, "What is a borrow?", "", "questions", "q1"))
+def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless_busy() -> None:
+    tree = (
+        TreeRow(0, "rust"),
+        TreeRow(1, "Borrowing", "1 questions", "subtopics", "s1"),
+        TreeRow(2, "What is a borrow?", "", "questions", "q1"),
+    )
     state = loaded(State(view=View.PROJECT), Snapshot(tree=tree))
     state, effects = keys(state, "e")
     assert effects == [OpenEditor("overbrainer.toml")]
     state, effects = keys(state, "2", "e")
     assert (effects, state.status) == ([], app.TOPIC_EDIT)
-    state, effects = keys(state, "down", "e")
-    assert effects == [OpenEditor("data/questions.jsonl")]
-    state, effects = keys(state, "3", "r", "2", "d")
+    state, effects = keys(state, "down", "down", "e")
+    edit = TaskSpec(TaskKind.EDIT, record_file="questions", record_id="q1")
+    assert effects == [Spawn(2, edit)]
+    assert state.status == "editing question q1"
+    state, effects = keys(state, "d")
+    assert (effects, state.status) == (
+        [],
+        "busy: edit of data/questions.jsonl q1 is running (c cancels it)",
+    )
+    state, effects = feed(
+        state, TaskDone(2, "nothing changed: the edited question is not valid: x")
+    )
+    assert state.status == "error: nothing changed: the edited question is not valid: x"
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+    state, effects = keys(state, "d")
+    assert effects == []
+    assert state.confirm == (
+        "delete question q1?",
+        "What is a borrow?",
+        app.DELETE_LINES["questions"],
+    )
+    assert state.status == "delete question q1? y deletes it, any other key does not"
+    state, effects = keys(state, "n")
+    assert (effects, state.status, state.confirm) == ([], "not deleted", ())
+    state, effects = keys(state, "up", "d", "y")
+    delete = TaskSpec(TaskKind.DELETE, record_file="subtopics", record_id="s1")
+    assert effects == [Spawn(4, delete)]
+    state, effects = feed(state, TaskReport(4, Line("deleted subtopic s1 (and 1 question)")))
+    state, effects = feed(state, TaskDone(4))
+    assert state.status == "deleted subtopic s1 (and 1 question)"
+    assert effects == [Spawn(5, TaskSpec(TaskKind.LOAD))]
+    state, effects = keys(state, "3", "r", "2", "e")
     assert effects[1:] == []
     assert state.status.startswith("busy: ")
 
@@ -312,3 +454,17 @@ def test_the_latest_answer_is_read_from_the_end_of_answers_jsonl(tmp_path: Path)
     with (root / "data" / "answers.jsonl").open("a") as data:
         data.write('{"id": "torn')
     assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])
+
+
+def test_the_dataset_selection_follows_its_record_when_the_tree_is_read_again() -> None:
+    q1 = TreeRow(2, "first?", "", "questions", "q1")
+    q2 = TreeRow(2, "second?", "", "questions", "q2")
+    state = loaded(State(view=View.DATASET), Snapshot(tree=(TreeRow(0, "rust"), q1, q2)))
+    state, _ = keys(state, "down")
+    edited = TreeRow(2, "first, better?", "", "questions", "q1")
+    state, _ = feed(
+        state, Key("ctrl r"), Loaded(2, Snapshot(tree=(TreeRow(0, "rust"), q2, edited)))
+    )
+    assert state.tree_index == 2  # the edited record moved to the end of its file
+    state, _ = feed(state, Key("ctrl r"), Loaded(3, Snapshot(tree=(TreeRow(0, "rust"), q2))))
+    assert state.tree_index == 1  # deleted: the same place, within the tree

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import attrs
 import pytest
 
 from overbrainer.compare.verdicts import Verdict
@@ -95,6 +96,36 @@ def test_keys_move_filter_and_show_the_detail(tmp_path: Path) -> None:
     ]
     state, _ = keys(state, "f", "j")
     assert "child: (no answer: timed out)" in shown(state)
+
+
+def test_brackets_step_through_questions_and_page_keys_scroll_a_long_detail(
+    tmp_path: Path,
+) -> None:
+    rows = compares(tmp_path)
+    long = "A long parent answer. " * 200
+    items = tuple(attrs.evolve(i, parent=long) for i in rows[1].items)
+    row = attrs.evolve(rows[1], items=items)
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)))
+    state, _ = keys(state, "]", "]")
+    assert (state.item_index, state.compare_items()[2].id) == (2, "q2")
+    state, _ = keys(state, "[", "[", "[")
+    assert state.item_index == 0
+    state, _ = keys(state, *["]"] * 9)
+    assert state.item_index == 4  # the last one
+    state, _ = keys(state, "[")
+    top = shown(state)
+    assert "question: Question 3" in top
+    assert "lines 1-" in top and "(PgUp/PgDn)" in top
+    state, _ = keys(state, "page down")
+    assert state.detail_offset == app.DETAIL_PAGE
+    scrolled = shown(state)
+    assert "question: Question 3" not in scrolled
+    assert f"lines {app.DETAIL_PAGE + 1}-" in scrolled
+    state, _ = keys(state, "page up", "page up")
+    assert state.detail_offset == 0
+    assert shown(state) == top
+    state, _ = keys(state, "page down", "]")
+    assert (state.item_index, state.detail_offset) == (4, 0)  # a new question starts at its top
 
 
 def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:

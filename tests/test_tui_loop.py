@@ -25,6 +25,7 @@ from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui.loop import Runner
 from overbrainer.ui.tui.main import check_terminal
 from overbrainer.ui.tui.state import Key, View
+from overbrainer.ui.tui.typeahead import keep_typeahead, keys_of
 from tests.pipeline_support import make_project, wait_until
 from tests.tasks import live_tasks
 
@@ -99,3 +100,17 @@ def test_stdin_and_stdout_must_both_be_terminals() -> None:
         check_terminal(_Stream(False), _Stream(True))
     with pytest.raises(UsageError, match="^overbrainer tui needs a terminal: stdin is not a TTY$"):
         check_terminal(_Stream(True), _Stream(False))
+
+
+def test_typed_ahead_bytes_become_urwid_key_names() -> None:
+    assert keys_of(b"6f\t\x1b[5~q") == ["6", "f", "tab", "page up", "q"]
+    assert keys_of(b"") == []
+
+
+def test_keys_typed_before_the_screen_are_read_without_a_flush() -> None:
+    with pseudo_terminal(80, 24) as (master, reader, _):
+        os.write(master, b"4x")  # a partial line: canonical mode holds it back
+        with keep_typeahead(reader.fileno()) as typeahead:
+            assert typeahead.take() == ["4", "x"]
+            assert typeahead.take() == []
+        assert termios.tcgetattr(reader.fileno())[3] & termios.ICANON  # the settings back

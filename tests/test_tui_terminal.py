@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import trio
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from tests import train_helpers
+from tests.export_support import add_run
 from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
     make_project,
@@ -20,7 +23,7 @@ from tests.pipeline_support import (
     write_questions,
 )
 from tests.tui_compare_support import write_compare
-from tests.tui_support import needs_tmux, open_terminal
+from tests.tui_support import Terminal, needs_tmux, open_terminal
 
 pytestmark = needs_tmux
 
@@ -39,6 +42,17 @@ async def test_without_a_terminal_it_refuses_with_exit_2(tmp_path: Path) -> None
         "error: overbrainer tui needs a terminal: stdout is not a TTY"
     ]
     assert not (root / ".overbrainer" / "lock").exists()  # refused before anything
+
+
+async def test_keys_typed_while_it_starts_are_kept(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_terminal(root, "tui") as term:
+        await term.keys("6", "f")  # at once: the program is still starting
+        shown = await term.wait_for("no compare yet")
+        assert "showing losses" in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
 
 
 async def test_a_small_terminal_is_refused(tmp_path: Path) -> None:
@@ -162,6 +176,53 @@ async def test_the_editor_borrows_the_terminal_and_config_changes_are_reloaded(
     assert "EXIT=0" in shown
 
 
+async def test_the_dataset_view_edits_one_record_refuses_a_bad_edit_and_deletes_one(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 3)
+    data = root / "data" / "questions.jsonl"
+    before = data.read_text().splitlines()
+    editor = tmp_path / "editor.sh"
+    # The first edit renames the question, the second leaves the file broken.
+    editor.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{tmp_path}/edited" ]; then echo "{{broken" > "$1"; exit 0; fi\n'
+        f'touch "{tmp_path}/edited"\n'
+        'sed -i "s/Question 0 about ownership?/A better question?/" "$1"\n'
+    )
+    editor.chmod(0o755)
+    first = questions[0].id
+    async with open_terminal(root, "tui", env={"VISUAL": str(editor)}) as term:
+        await term.wait_for("nothing run yet")
+        await term.keys("2", "Down", "Down", "e")
+        await term.wait_for(f"replaced question {first} in data/questions.jsonl")
+        after = data.read_text().splitlines()
+        assert len(after) == len(before)
+        edited = [json.loads(line) for line in after if json.loads(line)["id"] == first]
+        assert [q["text"] for q in edited] == ["A better question?"]
+        await term.wait_for("A better question?")
+        await term.keys("e")
+        shown = await term.wait_for("nothing changed: the edited question is not valid: not JSON")
+        assert data.read_text().splitlines() == after
+        await term.keys("d")
+        await term.wait_for(f"delete question {first}? y deletes it, any other key does not")
+        await term.keys("y")
+        await term.wait_for(f"deleted question {first}")
+        assert data.read_text().splitlines() == [
+            line for line in after if json.loads(line)["id"] != first
+        ]
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    left = [
+        n
+        for n in os.listdir(tempfile.gettempdir())
+        if n.startswith(f"overbrainer-questions-{first}-")
+    ]
+    assert left == []  # the temp file is removed
+
+
 async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note(
     tmp_path: Path,
 ) -> None:
@@ -185,6 +246,137 @@ async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note
         assert record["state"] == "running"
     finally:
         train_helpers.kill_jobs(root)
+
+
+def run_state(root: Path, run_id: str) -> str:
+    """The state run.json records for `run_id`."""
+    return str(json.loads((root / "runs" / run_id / "run.json").read_text())["state"])
+
+
+async def start_training(term: Terminal) -> str:
+    """Start a run in the Training view; its ID once its loss shows."""
+    await term.wait_for("nothing run yet")
+    await term.keys("4", "t")
+    shown = await term.wait_for(" created")
+    run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
+    await term.wait_for(" loss ", limit=60)
+    return run_id
+
+
+async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("c")
+            shown = await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
+            assert run_state(root, run_id) == "running"
+            await term.keys("y")
+            await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
+            await term.wait_for(f"{run_id}  cancelled", limit=10)  # the Runs list
+            await term.keys("5")  # the status line may have moved on: the Logs view keeps it
+            await term.wait_for(f"train: run {run_id} cancelled")
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        assert (root / "runs" / run_id / "cancelled").exists()
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def test_s_on_a_followed_run_asks_for_the_snapshot_and_the_follower_collects_it(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("s")
+            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("5")  # the status line has moved on: the Logs view keeps the line
+            await term.wait_for(f"train: snapshot of run {run_id} requested: the task follo")
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def test_s_on_a_run_nobody_follows_runs_the_real_stop_and_follows_it(
+    tmp_path: Path,
+) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
+    try:
+        async with open_terminal(root, "tui", env=env) as term:
+            run_id = await start_training(term)
+            await term.keys("c", "d")  # detach: the run keeps training, nobody follows it
+            await term.wait_for(f"interrupted: run {run_id} keeps running")
+            await term.keys("s")
+            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+            await term.keys("5")
+            await term.wait_for(f"train: snapshot of run {run_id} requested: its job saves")
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=", limit=30)
+        assert "EXIT=0" in shown
+        assert run_state(root, run_id) == "stopped"
+    finally:
+        train_helpers.kill_jobs(root)
+
+
+async def stalling_server(
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """An HTTP server that starts every reply and never finishes it: a download that hangs."""
+
+    async def serve(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 1000)
+        await trio.sleep_forever()
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        task_status.started(port)
+        await trio.serve_listeners(serve, listeners, handler_nursery=nursery)
+
+
+async def test_e_exports_the_selected_run_and_c_cancels_its_job(tmp_path: Path) -> None:
+    root = train_helpers.make_project(tmp_path / "p")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    run_dir = add_run(root, model)
+    env = train_helpers.standin_env(tmp_path / "bin")
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(stalling_server)
+        env["OVERBRAINER_LLAMA_CPP_URL"] = f"http://127.0.0.1:{port}"
+        try:
+            async with open_terminal(root, "tui", env=env) as term:
+                await term.wait_for("nothing run yet")
+                await term.keys("4", "E")
+                await term.wait_for("export: ", limit=30)  # its job's phase
+                await term.keys("E")
+                await term.wait_for(f"busy: overbrainer export {run_dir.name} is running")
+                parts = [p for p in run_dir.rglob("*.part")]
+                await wait_until(lambda: list(root.rglob("source.tar.gz.part")), limit=30)
+                await term.keys("c")
+                shown = await term.wait_for("was cancelled", limit=30)
+                assert "export failed" not in shown
+                await term.keys("q")
+                shown = await term.wait_for("EXIT=", limit=30)
+            assert "EXIT=0" in shown
+            exports = list((run_dir / "exports").iterdir())
+            assert len(exports) == 1
+            assert json.loads((exports[0] / "run.json").read_text())["state"] == "cancelled"
+            assert [p for p in run_dir.rglob("*.part")] == parts == []
+        finally:
+            train_helpers.kill_jobs(root)
+            nursery.cancel_scope.cancel()
 
 
 async def test_the_wizard_writes_a_project_that_passes_config_check_then_auto_runs(

@@ -137,17 +137,27 @@ def held_elsewhere(project: Project) -> bool:
         return True
 
 
-async def stop_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
+async def stop_flow(
+    options: CommandOptions, front: Frontend, run_id: str, *, followed: bool = False
+) -> None:
     """`overbrainer train stop`: request a snapshot, then follow the run to its end.
 
     When another overbrainer holds the project, only the request is written: that process
-    collects the snapshot if it follows the run, `train attach` does otherwise.
+    collects the snapshot if it follows the run, `train attach` does otherwise. `followed`
+    (the TUI, which holds the lock itself) says another task of this process follows the run:
+    only the request is written, and that task collects the snapshot.
     """
     project = open_project(options.project_dir)
     runs = Runs(project.runs)
     record = runs.load(run_id)
     run_commands.check_stoppable(record)
-    if held_elsewhere(project):
+    if followed:
+        await _request_beside(options, front, runs, record)
+        front.line(
+            f"train: snapshot of run {run_id} requested: the task following the run collects it"
+        )
+        return
+    if not options.lock_held and held_elsewhere(project):
         # Read before the request: the holder may collect the snapshot and exit at once.
         holder = run_commands.lock_holder(project)
         await _request_beside(options, front, runs, record)
@@ -208,7 +218,7 @@ async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     record write with the follower's.
     """
     project = open_project(options.project_dir)
-    shared = held_elsewhere(project)
+    shared = not options.lock_held and held_elsewhere(project)
     if shared:
         log.info(
             "train: overbrainer (%s) is using this project: cancelling run %s beside it",

@@ -16,6 +16,7 @@ import trio
 
 from overbrainer.pipeline.blocking import write_in_thread
 from overbrainer.pipeline.context import StageContext
+from overbrainer.project.directory import Project
 from overbrainer.storage.force_state import ForceState, save_force_state
 from overbrainer.storage.records import Question, Subtopic, example_head
 from overbrainer.storage.replacement import Head, RecordKind, begin, settle
@@ -50,8 +51,12 @@ _HEADS: dict[str, tuple[Callable[[str], Head], bool]] = {
 
 def record_kind(ctx: StageContext, name: str) -> RecordKind:
     """The replaceable data file `data/<name>.jsonl` of the context's project."""
+    return kind_of(ctx.project, name)
+
+
+def kind_of(project: Project, name: str) -> RecordKind:
+    """The replaceable data file `data/<name>.jsonl` (subtopics, questions, answers)."""
     head, single = _HEADS[name]
-    project = ctx.project
     return RecordKind(project.data_file(name), project.force_state(name), head, single)
 
 

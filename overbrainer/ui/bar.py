@@ -24,6 +24,7 @@ from overbrainer.events.types import (
 )
 from overbrainer.model.pod_status import duration_words
 from overbrainer.ui.logs import print_above
+from overbrainer.ui.progress import per_second, rate_words
 
 REFRESH_PERIOD = 0.1
 """Seconds between two redraws of a live bar (10 Hz at most)."""
@@ -39,13 +40,6 @@ UNITS: dict[Stage, tuple[str, str | None]] = {
 
 Split has none: it publishes no item events and ends at once; its summary line says it all.
 """
-
-
-def rate_words(per_second: float) -> str:
-    """An item rate: `2.4/s`, or `3.0/min` below one a second."""
-    if per_second >= 1:
-        return f"{per_second:.1f}/s"
-    return f"{per_second * 60:.1f}/min"
 
 
 @attrs.define
@@ -103,10 +97,7 @@ class StageTally:
 
     def rate(self, now: float) -> float | None:
         """Items a second ended by requests since the stage started; None before the first."""
-        elapsed = (self.ended if self.ended is not None else now) - self.started
-        if self.worked == 0 or elapsed <= 0:
-            return None
-        return self.worked / elapsed
+        return per_second(self.worked, self.started, self.ended if self.ended is not None else now)
 
     def eta(self, now: float) -> float | None:
         """Seconds left at the current rate; None while the rate is unknown."""

@@ -60,6 +60,21 @@ def metric_line(m: TrainMetric) -> str:
     return ", ".join(parts)
 
 
+def rate_words(per_second: float) -> str:
+    """An item rate: `2.4/s`, or `3.0/min` below one a second."""
+    if per_second >= 1:
+        return f"{per_second:.1f}/s"
+    return f"{per_second * 60:.1f}/min"
+
+
+def per_second(count: float, started: float, until: float) -> float | None:
+    """`count` a second between `started` and `until`; None before the first or without time."""
+    elapsed = until - started
+    if count <= 0 or elapsed <= 0:
+        return None
+    return count / elapsed
+
+
 def size_words(size: int) -> str:
     """A byte count in decimal units with one decimal: `412.3 MB`, `1.2 GB`."""
     if size < 1000:

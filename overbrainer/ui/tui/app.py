@@ -11,15 +11,22 @@ from overbrainer.events.types import (
     ItemDone,
     ItemFailed,
     JobStatusChanged,
+    MarkEvent,
     Metric,
+    PodStatusChanged,
     Stage,
     StageFinished,
     StageStarted,
     System,
 )
+from overbrainer.model.job_status import Running, status_name
+from overbrainer.model.phases import Exporting, Merging
+from overbrainer.model.pod_status import pod_line
+from overbrainer.model.train_metric import JobStage, StageMark
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
     COMPARE_KINDS,
+    JOB_KINDS,
     LEVELS,
     READ_KINDS,
     TRAINING_KINDS,
@@ -49,12 +56,15 @@ from overbrainer.ui.tui.state import (
     TaskReport,
     TaskSpec,
     Tick,
+    TreeRow,
     View,
 )
 
 STAGES = PIPELINE_STAGES
 KEPT_LINES = 200
 LOG_PAGE = 10
+DETAIL_PAGE = 10
+"""Lines PgUp/PgDn scroll the Compare view's detail pane by."""
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
 LOSSES = 120
@@ -62,7 +72,21 @@ LOSSES = 120
 
 NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer export RUN` first)"
 COMPARE_WRITTEN = "compare written: see the Compare view"
-EXPORT_MISSING = "export is not in this version yet: it lands as `overbrainer export RUN_ID`"
+CANCEL_LINES = (
+    "cancel run {run}?",
+    "its job is stopped and the run is recorded cancelled",
+    "(what `overbrainer train cancel {run}` does)",
+)
+DISMISSED = {
+    TaskKind.PUSH: "not pushed",
+    TaskKind.CANCEL: "not cancelled",
+    TaskKind.DELETE: "not deleted",
+}
+DELETE_LINES = {
+    "subtopics": "its questions and their answers are deleted with it",
+    "questions": "its answer is deleted with it",
+    "answers": "the question stays: `overbrainer answers` asks it again",
+}
 POD_LOG_HINT = "pod logs: `overbrainer runs logs RUN_ID --pod` (not shown in the TUI yet)"
 POD_HINT = "pods: `overbrainer pod ls`, `overbrainer pod rm ID`"
 QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
@@ -112,7 +136,7 @@ def update(state: State, message: Msg) -> Result:
             kept,
             snapshot=message.snapshot,
             run_index=min(kept.run_index, max(runs - 1, 0)),
-            tree_index=min(kept.tree_index, max(len(message.snapshot.tree) - 1, 0)),
+            tree_index=_same_row(kept.snapshot.tree, kept.tree_index, message.snapshot.tree),
             compare_index=min(kept.compare_index, max(len(message.snapshot.compares) - 1, 0)),
         ), _exit_if_done(kept)
     if isinstance(message, PushPlanned):
@@ -149,6 +173,17 @@ def update(state: State, message: Msg) -> Result:
     raise AssertionError(message)
 
 
+def _same_row(old: tuple[TreeRow, ...], index: int, new: tuple[TreeRow, ...]) -> int:
+    """The Dataset selection in a new tree: the same record where it still is (an edited one
+    moves to the end of its file), else the same place."""
+    kept = min(index, max(len(new) - 1, 0))
+    if not old or index >= len(old):
+        return kept
+    row = old[index]
+    key = (row.file, row.id or row.text)
+    return next((at for at, r in enumerate(new) if (r.file, r.id or r.text) == key), kept)
+
+
 def _spawn(state: State, spec: TaskSpec) -> Result:
     task = Task(state.next_task, spec)
     new = attrs.evolve(state, tasks=(*state.tasks, task), next_task=state.next_task + 1)
@@ -173,6 +208,9 @@ def _set_live(state: State, stage: Stage, live: Live) -> State:
 def _event(state: State, message: TaskEvent) -> State:
     event: Event = message.event
     now = message.now
+    if any(t.id == message.task and t.spec.kind is TaskKind.EXPORT for t in state.tasks):
+        phase = export_phase(event)
+        return state if phase is None else attrs.evolve(state, status=f"export: {phase}")
     if isinstance(event, StageStarted):
         live = Live(total=event.total, started=now, now=now, running=True)
         return _set_live(state, event.stage, live)
@@ -185,15 +223,18 @@ def _event(state: State, message: TaskEvent) -> State:
             attrs.evolve(
                 live,
                 done=live.done + 1,
+                requests=live.requests + (usage is not None),
                 cost=live.cost + (event.cost or 0.0),
                 tokens_in=live.tokens_in + (usage.input_tokens if usage else 0),
                 tokens_out=live.tokens_out + (usage.output_tokens if usage else 0),
                 now=now,
             ),
         )
-    if isinstance(event, ItemFailed) and not event.retryable:
+    if isinstance(event, ItemFailed):
         live = state.live_of(event.stage)
-        return _set_live(state, event.stage, attrs.evolve(live, failed=live.failed + 1, now=now))
+        failed = live.failed + (not event.retryable)
+        live = attrs.evolve(live, failed=failed, requests=live.requests + 1, now=now)
+        return _set_live(state, event.stage, live)
     if isinstance(event, StageFinished):
         live = state.live_of(event.stage)
         stats = event.stats
@@ -212,6 +253,24 @@ def _event(state: State, message: TaskEvent) -> State:
     return state
 
 
+_JOB_PHASES: dict[JobStage, Merging | Exporting] = {
+    JobStage.MERGE: Merging(),
+    JobStage.EXPORT: Exporting(),
+}
+
+
+def export_phase(event: Event) -> str | None:
+    """What an export's job is doing, in words, from one of its events (None: no change)."""
+    if isinstance(event, JobStatusChanged) and not isinstance(event.status, Running):
+        return f"job {status_name(event.status)}"  # running: its phases say more
+    if isinstance(event, MarkEvent) and isinstance(event.mark, StageMark):
+        phase = _JOB_PHASES.get(event.mark.stage)
+        return phase.label() if phase is not None else event.mark.stage.value
+    if isinstance(event, PodStatusChanged):
+        return f"pod {pod_line(event.status)}"
+    return None
+
+
 def _report(state: State, message: TaskReport) -> State:
     report = message.report
     if isinstance(report, Line):
@@ -228,8 +287,10 @@ def _done(state: State, message: TaskDone) -> Result:
     task = next((t for t in state.tasks if t.id == message.task), None)
     new = _without(state, message.task)
     compare = task is not None and task.spec.kind in COMPARE_KINDS
+    export = task is not None and task.spec.kind is TaskKind.EXPORT
     if message.error is not None:
         prefix = "compare failed: " if compare else "" if message.interrupted else "error: "
+        prefix = "export failed: " if export and not message.interrupted else prefix
         new = attrs.evolve(new, status=f"{prefix}{message.error}")
     elif compare:
         new = attrs.evolve(new, status=COMPARE_WRITTEN)
@@ -253,7 +314,7 @@ def _quit(state: State, *, signal: bool) -> Result:
         if task.cancelling and not signal:
             continue
         training = task.spec.kind in TRAINING_KINDS
-        abandon = (signal and training) or task.spec.kind in COMPARE_KINDS
+        abandon = (signal and training) or task.spec.kind in JOB_KINDS
         effects.append(Abandon(task.id) if abandon else Cancel(task.id))
     tasks = tuple(attrs.evolve(t, cancelling=True) if t in work else t for t in state.tasks)
     status = "stopping the running work before quitting..."
@@ -279,11 +340,14 @@ def _key(state: State, key: str) -> Result:
     if state.quitting:
         return state, []
     if state.confirm:
-        spec = state.confirm_spec
-        state = attrs.evolve(state, confirm=(), confirm_spec=None, status="")
+        spec, detach = state.confirm_spec, state.confirm_detach
+        state = attrs.evolve(state, confirm=(), confirm_spec=None, confirm_detach=None, status="")
         if key in ("y", "Y") and spec is not None:
             return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
-        return attrs.evolve(state, status="not pushed"), []
+        following = next((t for t in state.tasks if t.id == detach), None)
+        if key == "d" and following is not None:
+            return _detach(state, following)
+        return attrs.evolve(state, status=DISMISSED.get(spec.kind, "") if spec else ""), []
     if key == "q":
         if not state.work():
             return attrs.evolve(state, quitting=True), [Exit()]
@@ -376,9 +440,12 @@ def _training_keys(state: State, key: str) -> Result:
         run_id = _selected_run(state)
         if run_id is None:
             return attrs.evolve(state, status="no run selected"), []
-        return _start_compare(state, TaskSpec(TaskKind.COMPARE, run_id=run_id))
+        return _start_job(state, TaskSpec(TaskKind.COMPARE, run_id=run_id))
     if key == "E":
-        return attrs.evolve(state, status=EXPORT_MISSING), []
+        run_id = _selected_run(state)
+        if run_id is None:
+            return attrs.evolve(state, status="no run selected"), []
+        return _start_job(state, TaskSpec(TaskKind.EXPORT, run_id=run_id))
     if key == "p":
         return attrs.evolve(state, status=POD_HINT), []
     if key == "t":
@@ -388,15 +455,18 @@ def _training_keys(state: State, key: str) -> Result:
         if refused is not None:
             return refused, []
         return _spawn(attrs.evolve(state, losses=()), TaskSpec(TaskKind.TRAIN))
-    following = next((t for t in state.tasks if t.spec.kind in TRAINING_KINDS), None)
-    if key == "c" and following is not None:
-        tasks = tuple(
-            attrs.evolve(t, cancelling=True) if t == following else t for t in state.tasks
-        )
-        status = f"detaching from {following.spec.label}: the run keeps going"
-        return attrs.evolve(state, tasks=tasks, status=status), [Cancel(following.id)]
     run_id = _selected_run(state)
-    kinds = {"a": TaskKind.ATTACH, "c": TaskKind.CANCEL, "s": TaskKind.STOP, "T": TaskKind.RESUME}
+    exporting = state.exporting()
+    if key == "c" and exporting is not None:
+        return _abandon(state, exporting)
+    following = next((t for t in state.tasks if t.spec.kind in TRAINING_KINDS), None)
+    if key == "c":
+        if run_id is None or (following is not None and not _bound(state, following)):
+            if following is None:
+                return attrs.evolve(state, status="no run selected"), []
+            return _detach(state, following)  # a start with no run yet: detach (or defer it)
+        return _ask_cancel(state, run_id, following)
+    kinds = {"a": TaskKind.ATTACH, "s": TaskKind.STOP, "T": TaskKind.RESUME}
     kind = kinds.get(key)
     if kind is None:
         return state, []
@@ -408,8 +478,46 @@ def _training_keys(state: State, key: str) -> Result:
         refused = _refuse_busy(state)
         if refused is not None:
             return refused, []
-    spec = TaskSpec(kind, run_id=run_id)
+    followed = kind is TaskKind.STOP and state.following(run_id) is not None
+    spec = TaskSpec(kind, run_id=run_id, followed=followed)
     return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
+def _bound(state: State, task: Task) -> bool:
+    """Whether `task` follows a known run (a start has none until its run is created)."""
+    return any(t == task.id for t, _ in state.task_runs)
+
+
+def _detach(state: State, task: Task) -> Result:
+    """Stop following `task`'s run: the run keeps going."""
+    tasks = tuple(attrs.evolve(t, cancelling=True) if t == task else t for t in state.tasks)
+    status = f"detaching from {task.spec.label}: the run keeps going"
+    return attrs.evolve(state, tasks=tasks, status=status), [Cancel(task.id)]
+
+
+def _abandon(state: State, task: Task) -> Result:
+    """Stop a compare or an export: its job is cancelled (a pod it started is deleted)."""
+    tasks = tuple(attrs.evolve(t, cancelling=True) if t == task else t for t in state.tasks)
+    status = f"stopping {task.spec.label}..."
+    return attrs.evolve(state, tasks=tasks, status=status), [Abandon(task.id)]
+
+
+def _ask_cancel(state: State, run_id: str, following: Task | None) -> Result:
+    """Ask before cancelling `run_id`; while a task follows a run, `d` detaches from it."""
+    lines = tuple(line.format(run=run_id) for line in CANCEL_LINES)
+    status = f"cancel run {run_id}? y cancels it"
+    if following is not None:
+        status += f", d detaches from {following.spec.label} (the run keeps going)"
+    status += (
+        ", any other key does neither" if following is not None else ", any other key does not"
+    )
+    return attrs.evolve(
+        state,
+        confirm=lines,
+        confirm_spec=TaskSpec(TaskKind.CANCEL, run_id=run_id),
+        confirm_detach=following.id if following is not None else None,
+        status=status,
+    ), []
 
 
 def _logs_keys(state: State, key: str) -> Result:
@@ -451,13 +559,20 @@ def _dataset_keys(state: State, key: str) -> Result:
         row = tree[min(state.tree_index, len(tree) - 1)]
         if not row.file:
             return attrs.evolve(state, status=TOPIC_EDIT), []
-        return state, [OpenEditor(f"data/{row.file}.jsonl")]
+        noun = row.file.removesuffix("s")
+        if key == "e":
+            spec = TaskSpec(TaskKind.EDIT, record_file=row.file, record_id=row.id)
+            return _spawn(attrs.evolve(state, status=f"editing {noun} {row.id}"), spec)
+        spec = TaskSpec(TaskKind.DELETE, record_file=row.file, record_id=row.id)
+        lines = (f"delete {noun} {row.id}?", row.text[:70], DELETE_LINES[row.file])
+        status = f"delete {noun} {row.id}? y deletes it, any other key does not"
+        return attrs.evolve(state, confirm=lines, confirm_spec=spec, status=status), []
     return state, []
 
 
-def _start_compare(state: State, spec: TaskSpec) -> Result:
-    """Spawn a compare: one at a time, refused while the data lock is taken."""
-    running = state.comparing()
+def _start_job(state: State, spec: TaskSpec) -> Result:
+    """Spawn a compare or an export: one at a time, refused while the data lock is taken."""
+    running = state.comparing() or state.exporting()
     if running is not None:
         status = f"busy: {running.spec.label} is running (c cancels it)"
         return attrs.evolve(state, status=status), []
@@ -468,6 +583,13 @@ def _start_compare(state: State, spec: TaskSpec) -> Result:
 
 
 def _compare_keys(state: State, key: str) -> Result:
+    if key in ("page down", "page up"):
+        step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
+        return attrs.evolve(state, detail_offset=max(state.detail_offset + step, 0)), []
+    if key in ("[", "]"):
+        last = max(len(state.compare_items()) - 1, 0)
+        step = state.item_index + (1 if key == "]" else -1)
+        return attrs.evolve(state, item_index=min(max(step, 0), last), detail_offset=0), []
     if key in ("h", "left"):
         return attrs.evolve(state, compare_focus=0), []
     if key in ("l", "right"):
@@ -475,27 +597,27 @@ def _compare_keys(state: State, key: str) -> Result:
     if key in ("up", "down", "k", "j", "home", "end"):
         if state.compare_focus == 0:
             moved = _move(state.compare_index, key, len(state.snapshot.compares))
-            return attrs.evolve(state, compare_index=moved or 0, item_index=0), []
+            return attrs.evolve(state, compare_index=moved or 0, item_index=0, detail_offset=0), []
         moved = _move(state.item_index, key, len(state.compare_items()))
-        return attrs.evolve(state, item_index=moved or 0), []
+        return attrs.evolve(state, item_index=moved or 0, detail_offset=0), []
     if key == "f":
         index = (state.compare_filter + 1) % len(COMPARE_FILTERS)
         status = f"showing {COMPARE_FILTERS[index][0]}"
-        return attrs.evolve(state, compare_filter=index, item_index=0, status=status), []
+        return attrs.evolve(
+            state, compare_filter=index, item_index=0, detail_offset=0, status=status
+        ), []
     if key == "C":
-        return _start_compare(state, TaskSpec(TaskKind.COMPARE))
+        return _start_job(state, TaskSpec(TaskKind.COMPARE))
     if key == "J":
         row = state.selected_compare()
         if row is None:
             return attrs.evolve(state, status=NO_COMPARE), []
-        return _start_compare(state, TaskSpec(TaskKind.REJUDGE, run_id=row.run, compare_id=row.id))
+        return _start_job(state, TaskSpec(TaskKind.REJUDGE, run_id=row.run, compare_id=row.id))
     if key == "c":
         running = state.comparing()
         if running is None:
             return attrs.evolve(state, status="no compare is running"), []
-        tasks = tuple(attrs.evolve(t, cancelling=True) if t == running else t for t in state.tasks)
-        status = f"stopping {running.spec.label}..."
-        return attrs.evolve(state, tasks=tasks, status=status), [Abandon(running.id)]
+        return _abandon(state, running)
     return state, []
 
 

@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import signal
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -14,8 +15,10 @@ import trio
 import urwid
 
 from overbrainer.config import load_settings
+from overbrainer.events.frontend import Line
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
+from overbrainer.pipeline.editing import record_text, replace_record
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.jsonl import Stamp as FileStamp
@@ -37,10 +40,15 @@ from overbrainer.ui.tui.state import (
     SignalMsg,
     Spawn,
     State,
+    TaskDone,
+    TaskKind,
+    TaskReport,
+    TaskSpec,
     Tick,
     View,
 )
 from overbrainer.ui.tui.tasks import TaskHandle, run_task
+from overbrainer.ui.tui.typeahead import TypeAhead
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +128,10 @@ class Runner:
         screen: urwid.display.raw.Screen | None = None,
         *,
         auto: bool = False,
+        typeahead: TypeAhead | None = None,
     ) -> None:
         self.auto = auto
+        self.typeahead = typeahead
         self.project = project
         self.options = options
         self.logs = logs
@@ -173,29 +183,65 @@ class Runner:
 
     async def _run(self, spawn: Spawn) -> None:
         try:
+            if spawn.spec.kind is TaskKind.EDIT:
+                await self._edit_record(spawn.task, spawn.spec)
+                return
             await run_task(
                 spawn.task, spawn.spec, self.options, self.handles[spawn.task], self.post
             )
         finally:
             self.handles.pop(spawn.task, None)
 
-    async def _edit(self, name: str) -> None:
-        """Lend the terminal to the editor: our input and SIGINT handling wait until it exits."""
-        path = self.project.root / name
+    async def _lend(self, path: Path) -> str | None:
+        """Lend the terminal to the editor on `path`: our input and SIGINT handling wait until
+        it exits; why it failed, or None."""
         command = [*editor_command(os.environ), str(path)]
         self.editing = True
         self.main.screen.stop()
-        error: str | None = None
         try:
             done = await trio.run_process(command, check=False)
             if done.returncode != 0:
-                error = f"the editor exited with status {done.returncode}"
+                return f"the editor exited with status {done.returncode}"
         except OSError as problem:
-            error = f"cannot run the editor {command[0]}: {problem.strerror}"
+            return f"cannot run the editor {command[0]}: {problem.strerror}"
         finally:
             self.main.screen.start()
             self.editing = False
-        self.post(EditorDone(name, error))
+        return None
+
+    async def _edit(self, name: str) -> None:
+        """Edit a project file in place (overbrainer.toml)."""
+        self.post(EditorDone(name, await self._lend(self.project.root / name)))
+
+    async def _edit_record(self, task: int, spec: TaskSpec) -> None:
+        """Edit one record in a temp file of its own, then store it if it is valid."""
+        name, record_id = spec.record_file, spec.record_id
+        error: str | None = None
+        line = f"{name.removesuffix('s')} {record_id} unchanged"
+        temp: Path | None = None
+        try:
+            text = await trio.to_thread.run_sync(record_text, self.project, name, record_id)
+            temp = await trio.to_thread.run_sync(_temp_file, f"{name}-{record_id}", text)
+            error = await self._lend(temp)
+            if error is None:
+                edited = await trio.to_thread.run_sync(temp.read_text, "utf-8")
+                changed = await trio.to_thread.run_sync(
+                    replace_record, self.project, name, record_id, edited
+                )
+                if changed:
+                    line = f"replaced {name.removesuffix('s')} {record_id} in data/{name}.jsonl"
+        except OverbrainerError as problem:
+            error = f"nothing changed: {problem.message}"
+        except OSError as problem:
+            error = f"nothing changed: {problem.strerror or problem}"
+        finally:
+            if temp is not None:
+                with trio.move_on_after(EDITOR_KILL_AFTER, shield=True):
+                    await trio.to_thread.run_sync(_remove_temp, temp)
+        if error is None:
+            log.info("%s", line)
+            self.post(TaskReport(task, Line(line)))
+        self.post(TaskDone(task, error))
 
     async def _export(self, level: int) -> None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -266,6 +312,7 @@ class Runner:
 
     async def run(self) -> int:
         """Run until the app exits (its exit code); every task started here has ended by then."""
+        early = self.typeahead.take() if self.typeahead is not None else []
         async with trio.open_nursery() as ui:
             with self.main.start():
                 ui.start_soon(self.event_loop.run_async)
@@ -278,10 +325,23 @@ class Runner:
                     state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)
+                    self.main.process_input(early)  # keys typed while the TUI started
                     await self.exit.wait()
                     tasks.cancel_scope.cancel()
                 ui.cancel_scope.cancel()
         return EXIT_INTERRUPTED if self.state.signalled else EXIT_OK
+
+
+def _temp_file(name: str, text: str) -> Path:
+    """A new file (mode 600) holding `text`, for the editor."""
+    fd, path = tempfile.mkstemp(prefix=f"overbrainer-{name}-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    return Path(path)
+
+
+def _remove_temp(path: Path) -> None:
+    path.unlink(missing_ok=True)
 
 
 def _config_problem(root: Path) -> str | None:

@@ -14,6 +14,7 @@ from overbrainer.ui.logs import LogBuffer, LogMode, init_logging
 from overbrainer.ui.tui.loop import Runner
 from overbrainer.ui.tui.render import MIN_COLS, MIN_ROWS
 from overbrainer.ui.tui.state import View
+from overbrainer.ui.tui.typeahead import TypeAhead, keep_typeahead
 from overbrainer.ui.tui.wizard_files import existing_files
 from overbrainer.ui.tui.wizard_loop import WizardRunner
 
@@ -42,6 +43,11 @@ async def tui_flow(options: CommandOptions, stdout: TextIO, stdin: TextIO) -> in
     nothing written).
     """
     check_terminal(stdout, stdin)
+    with keep_typeahead(stdin.fileno()) as typeahead:
+        return await _run(options, stdout, typeahead)
+
+
+async def _run(options: CommandOptions, stdout: TextIO, typeahead: TypeAhead) -> int:
     buffer = LogBuffer()
     # From here on log lines would draw over the screen: they go to the Logs view.
     init_logging(LogMode.TUI, buffer=buffer, force=True)
@@ -51,14 +57,14 @@ async def tui_flow(options: CommandOptions, stdout: TextIO, stdin: TextIO) -> in
         existing = existing_files(root)
         if existing:
             raise UsageError(f"{existing[0]} already exists: the wizard never overwrites a file")
-        started = await WizardRunner(root).run()
+        started = await WizardRunner(root, typeahead=typeahead).run()
         if started is None:
             return EXIT_INTERRUPTED
         view, auto = (View.PIPELINE, True) if started else (View.PROJECT, False)
     project = open_project(root)
     with project_lock(project):
         held = attrs.evolve(options, lock_held=True)
-        runner = Runner(project, held, buffer, view, auto=auto)
+        runner = Runner(project, held, buffer, view, auto=auto, typeahead=typeahead)
         code = await runner.run()
     for note in runner.state.notes:
         stdout.write(note + "\n")

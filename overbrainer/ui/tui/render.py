@@ -9,9 +9,10 @@ from overbrainer.events.types import Stage
 from overbrainer.model.sizes import format_size
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
+from overbrainer.ui.progress import rate_words
 from overbrainer.ui.tui.app import NO_COMPARE, STAGES
 from overbrainer.ui.tui.compares import latest_compare_line
-from overbrainer.ui.tui.state import COMPARE_FILTERS, CompareItem, State, View
+from overbrainer.ui.tui.state import COMPARE_FILTERS, ROLES, CompareItem, State, View
 
 Markup = str | tuple[str, str]
 Row = list[Markup]
@@ -29,11 +30,11 @@ _STAGE_FILE = {
 }
 _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
-    View.DATASET: "↑↓ move  e edit/d delete (in $EDITOR)",
+    View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
-    View.TRAINING: "t start a attach c cancel s stop T resume x hide-failed h push C compare",
+    View.TRAINING: "t start a attach c cancel s stop T resume E export h push C compare x hide",
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
-    View.COMPARE: "k/j move h/l pane f filter C compare J rejudge c cancel",
+    View.COMPARE: "k/j h/l pane [/] question PgUp/PgDn detail f filter C J rejudge c cancel",
 }
 
 
@@ -125,6 +126,16 @@ def _pipeline(state: State, cols: int) -> list[Row]:
         lines.append([("selected", text)] if index == state.stage_index else [text])
     train, evals = state.snapshot.count("train"), state.snapshot.count("eval")
     lines.append([f"  split: {train} train, {evals} eval"])
+    lines.append([("title", f"{'role':<11}{'requests':>9}{'req/s':>10}{'tok/s':>9}{'spend':>11}")])
+    for role, stages in ROLES:
+        live = state.role_live(stages)
+        rate = live.request_rate
+        speed = "–" if rate is None else rate_words(rate)
+        text = (
+            f"{'…' if live.running else ' '} {role:<9}{live.requests:>9}{speed:>10}"
+            f"{live.token_rate:>7.0f}/s{f'${live.cost:.4f}':>11}"
+        )
+        lines.append([text])
     if state.preview:
         lines.append([""])
         lines.append([("title", "latest answer")])
@@ -270,9 +281,15 @@ def _compare(state: State, height: int, cols: int) -> list[Row]:
             f"{'▶' if at == item_index else ' '} {item.mark} {item.id}  {_one_line(item.question)}"
         )
         lines.append([("selected", text)] if at == item_index else [text])
-    room = height - len(lines) - 1
-    lines.append([("title", "─" * min(cols, 40))])
-    lines.extend(_detail(items[item_index], cols, max(room, 4)))
+    room = max(height - len(lines) - 1, 4)
+    detail = _detail(items[item_index], cols)
+    offset = min(state.detail_offset, max(len(detail) - room, 0))
+    rule = "─" * min(cols, 40)
+    if len(detail) > room:
+        last = min(offset + room, len(detail))
+        rule = f"{rule[:4]} lines {offset + 1}-{last} of {len(detail)} (PgUp/PgDn) {rule[:4]}"
+    lines.append([("title", rule)])
+    lines.extend(detail[offset : offset + room])
     return lines
 
 
@@ -284,17 +301,17 @@ def _wrap(label: str, text: str, width: int) -> list[str]:
     return textwrap.wrap(f"{label}: {_one_line(text)}", max(width, 10)) or [f"{label}:"]
 
 
-def _detail(item: CompareItem, cols: int, room: int) -> list[Row]:
-    """Question, child answer, parent answer, judge reason: the answers side by side when wide."""
+def _detail(item: CompareItem, cols: int) -> list[Row]:
+    """Question, child answer, parent answer, judge reason, whole (the view scrolls them): the
+    answers side by side when wide."""
     child = item.child or f"(no answer{': ' + item.error if item.error else ''})"
     reason = f"{item.verdict}{': ' + item.reason if item.reason else ''}"
-    question = _wrap("question", item.question, cols)[:2]
-    judge = _wrap("judge", reason, cols)[:2]
-    answers_room = max(room - len(question) - len(judge), 2)
+    question = _wrap("question", item.question, cols)
+    judge = _wrap("judge", reason, cols)
     if cols >= SIDE_BY_SIDE:
         half = (cols - 3) // 2
-        left = _wrap("child", child, half)[:answers_room]
-        right = _wrap("parent", item.parent, half)[:answers_room]
+        left = _wrap("child", child, half)
+        right = _wrap("parent", item.parent, half)
         both = [
             f"{a:<{half}} │ {b}"
             for a, b in zip(
@@ -304,6 +321,5 @@ def _detail(item: CompareItem, cols: int, room: int) -> list[Row]:
             )
         ]
     else:
-        each = max(answers_room // 2, 1)
-        both = _wrap("child", child, cols)[:each] + _wrap("parent", item.parent, cols)[:each]
+        both = _wrap("child", child, cols) + _wrap("parent", item.parent, cols)
     return [[line] for line in (*question, *both, *judge)]

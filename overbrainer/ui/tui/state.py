@@ -10,6 +10,7 @@ import attrs
 from overbrainer.events.frontend import Report
 from overbrainer.events.types import Event, Stage
 from overbrainer.model.system_sample import SystemSample
+from overbrainer.ui.progress import per_second
 
 
 class View(enum.IntEnum):
@@ -52,9 +53,17 @@ class TaskKind(enum.Enum):
     """Plan a push without network, for its confirmation."""
     PUSH = "push"
     """`overbrainer push RUN`."""
+    EXPORT = "export"
+    """`overbrainer export RUN`."""
+    EDIT = "edit"
+    """Edit one dataset record in `$VISUAL`/`$EDITOR` (the Dataset view's `e`)."""
+    DELETE = "delete"
+    """Delete one dataset record and what hangs from it (the Dataset view's `d`)."""
 
 
-DATA_KINDS = frozenset({TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME})
+DATA_KINDS = frozenset(
+    {TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME, TaskKind.EDIT, TaskKind.DELETE}
+)
 """Tasks that write the data or start a run: one at a time (the data lock)."""
 READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN})
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
@@ -62,6 +71,8 @@ TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, Ta
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
 COMPARE_KINDS = frozenset({TaskKind.COMPARE, TaskKind.REJUDGE})
 """Compares: one at a time; cancelling or quitting abandons them."""
+JOB_KINDS = frozenset({*COMPARE_KINDS, TaskKind.EXPORT})
+"""Jobs that start, compare or export: one of them at a time."""
 
 
 @attrs.frozen
@@ -72,6 +83,11 @@ class TaskSpec:
     stage: Stage | None = None
     run_id: str | None = None
     compare_id: str | None = None
+    followed: bool = False
+    """A STOP of a run another task follows: only the request is written, the follower collects."""
+    record_file: str = ""
+    """EDIT, DELETE: the data file (`questions`…) of the record."""
+    record_id: str = ""
 
     @property
     def label(self) -> str:
@@ -82,6 +98,10 @@ class TaskSpec:
             return f"overbrainer compare --rejudge {self.compare_id}"
         if self.kind is TaskKind.PUSH:
             return f"overbrainer push {self.run_id}"
+        if self.kind is TaskKind.EXPORT:
+            return f"overbrainer export {self.run_id}"
+        if self.kind in (TaskKind.EDIT, TaskKind.DELETE):
+            return f"{self.kind.value} of data/{self.record_file}.jsonl {self.record_id}"
         if self.kind is TaskKind.STAGE and self.stage is not None:
             return f"overbrainer {self.stage.value}"
         if self.kind is TaskKind.AUTO:
@@ -202,6 +222,8 @@ class Live:
     total: int = 0
     done: int = 0
     failed: int = 0
+    requests: int = 0
+    """Requests answered (items done by a request, failures and retries alike)."""
     cost: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -212,14 +234,34 @@ class Live:
     @property
     def rate(self) -> float:
         """Items per second since the stage started."""
-        elapsed = self.now - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        return per_second(self.done, self.started, self.now) or 0.0
+
+    @property
+    def request_rate(self) -> float | None:
+        """Requests per second since the stage started; None before the first."""
+        return per_second(self.requests, self.started, self.now)
 
     @property
     def token_rate(self) -> float:
         """Tokens (in and out) per second since the stage started."""
-        elapsed = self.now - self.started
-        return (self.tokens_in + self.tokens_out) / elapsed if elapsed > 0 else 0.0
+        return per_second(self.tokens_in + self.tokens_out, self.started, self.now) or 0.0
+
+    def plus(self, other: Live) -> Live:
+        """Two stages' counts together, over the sum of their times (a role's totals)."""
+        return Live(
+            done=self.done + other.done,
+            failed=self.failed + other.failed,
+            requests=self.requests + other.requests,
+            cost=self.cost + other.cost,
+            tokens_in=self.tokens_in + other.tokens_in,
+            tokens_out=self.tokens_out + other.tokens_out,
+            now=(self.now - self.started) + (other.now - other.started),
+            running=self.running or other.running,
+        )
+
+
+ROLES = (("generator", (Stage.SUBTOPICS, Stage.QUESTIONS)), ("parent", (Stage.ANSWERS,)))
+"""The roles whose requests the Pipeline view counts, with the stages that ask them."""
 
 
 LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
@@ -265,14 +307,25 @@ class State:
     compare_filter: int = 0
     """Index into COMPARE_FILTERS."""
     compare_focus: int = 1
+    detail_offset: int = 0
+    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn); 0 on a new question."""
     """Which Compare pane `k/j` move in: 0 the compares, 1 the questions (`h`/`l`)."""
     confirm: tuple[str, ...] = ()
     """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
     confirm_spec: TaskSpec | None = None
+    confirm_detach: int | None = None
+    """The task `d` detaches from while the confirmation shows (a cancel asked while following)."""
 
     def live_of(self, stage: Stage) -> Live:
         """The live progress of `stage`."""
         return dict(self.live).get(stage, Live())
+
+    def role_live(self, stages: tuple[Stage, ...]) -> Live:
+        """The requests, tokens and spend of a role's stages in this session, together."""
+        total = Live()
+        for stage in stages:
+            total = total.plus(self.live_of(stage))
+        return total
 
     def busy(self) -> Task | None:
         """The task holding the data lock, if any."""
@@ -285,6 +338,15 @@ class State:
     def comparing(self) -> Task | None:
         """The running compare, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind in COMPARE_KINDS), None)
+
+    def exporting(self) -> Task | None:
+        """The running export, if any (one at a time)."""
+        return next((t for t in self.tasks if t.spec.kind is TaskKind.EXPORT), None)
+
+    def following(self, run_id: str) -> Task | None:
+        """The task following `run_id` (a start, resume, attach or stop), if any."""
+        ids = {task for task, run in self.task_runs if run == run_id}
+        return next((t for t in self.tasks if t.id in ids and t.spec.kind in TRAINING_KINDS), None)
 
     def selected_compare(self) -> CompareRow | None:
         """The compare the Compare view shows."""

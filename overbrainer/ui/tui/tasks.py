@@ -13,11 +13,13 @@ from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.compare import compare_flow
+from overbrainer.flows.export import export_flow
 from overbrainer.flows.pipeline import pipeline_flow
 from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
+from overbrainer.pipeline.editing import delete_record
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
@@ -70,7 +72,7 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
     if kind is TaskKind.ATTACH:
         return lambda front: attach_flow(options, front, run_id)
     if kind is TaskKind.STOP:
-        return lambda front: stop_flow(options, front, run_id)
+        return lambda front: stop_flow(options, front, run_id, followed=spec.followed)
     if kind is TaskKind.CANCEL:
         return lambda front: cancel_flow(options, front, run_id)
     if kind is TaskKind.COMPARE:
@@ -80,6 +82,8 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
         return lambda front: compare_flow(options, front, run_id=spec.run_id, rejudge=rejudge)
     if kind is TaskKind.PUSH:
         return lambda front: push_flow(options, front, run_id)
+    if kind is TaskKind.EXPORT:
+        return lambda front: export_flow(options, front, run_id)
     raise AssertionError(kind)
 
 
@@ -127,12 +131,33 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
         post(TaskDone(task, f"cannot read the project: {error.strerror or error}"))
 
 
+async def _delete(task: int, spec: TaskSpec, options: CommandOptions, post: Post) -> None:
+    """Delete one dataset record (and what hangs from it); the line says what went."""
+    name, record_id = spec.record_file, spec.record_id
+    try:
+        project = open_project(options.project_dir)
+        deleted = await trio.to_thread.run_sync(delete_record, project, name, record_id)
+    except OverbrainerError as error:
+        post(TaskDone(task, error.message))
+        return
+    except OSError as error:
+        post(TaskDone(task, f"cannot delete {record_id}: {error.strerror or error}"))
+        return
+    line = deleted.line(name, record_id)
+    log.info("%s", line)
+    post(TaskReport(task, Line(line)))
+    post(TaskDone(task))
+
+
 async def run_task(
     task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
 ) -> None:
     """Run `spec`; its events and reports reach the app before its TaskDone."""
     if spec.kind in READ_KINDS:
         await _read(task, spec, options, post)
+        return
+    if spec.kind is TaskKind.DELETE:
+        await _delete(task, spec, options, post)
         return
     flow = flow_of(spec, options)
     done = TaskDone(task)

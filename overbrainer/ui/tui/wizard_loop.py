@@ -11,6 +11,7 @@ import urwid
 
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.ui.tui.loop import text_screen
+from overbrainer.ui.tui.typeahead import TypeAhead
 from overbrainer.ui.tui.wizard import Wizard, answers, keys_hint, lines, start, wizard_key
 from overbrainer.ui.tui.wizard_files import write_project
 
@@ -18,7 +19,13 @@ from overbrainer.ui.tui.wizard_files import write_project
 class WizardRunner:
     """Runs the wizard until the user quits (None) or answers «start auto now?» (True/False)."""
 
-    def __init__(self, root: Path, screen: urwid.display.raw.Screen | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        screen: urwid.display.raw.Screen | None = None,
+        typeahead: TypeAhead | None = None,
+    ) -> None:
+        self.typeahead = typeahead
         self.root = root
         self.state: Wizard = start(root.resolve().name)
         self.done = trio.Event()
@@ -63,6 +70,7 @@ class WizardRunner:
 
     async def run(self) -> bool | None:
         """None when the user quit (nothing written unless confirmed), else «start auto now?»."""
+        early = self.typeahead.take() if self.typeahead is not None else []
         async with trio.open_nursery() as ui:
             with self.main.start():
                 ui.start_soon(self.event_loop.run_async)
@@ -70,6 +78,7 @@ class WizardRunner:
                     self.nursery = work
                     work.start_soon(self._signals)
                     self.draw()
+                    self.main.process_input(early)  # keys typed while the wizard started
                     await self.done.wait()
                     work.cancel_scope.cancel()
                 ui.cancel_scope.cancel()
