@@ -233,6 +233,39 @@ async def test_ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_resumes(
     assert len(lines) == 5
 
 
+async def test_kill_9_while_judging_keeps_the_verdicts_and_rejudge_resumes(
+    tmp_path: Path, llama_release: LlamaRelease
+) -> None:
+    root = make_compare_project(tmp_path / "p", concurrency=1)
+    env = compare_env(llama_release, tmp_path / "cache")
+
+    def stuck_on_q2(request: Recorded) -> Reply:
+        return Reply(SCRIPTED[2], delay=60.0 if question_number(request) >= 2 else 0.0)
+
+    async with open_stub(stuck_on_q2) as stub, trio.open_nursery() as nursery:
+        process = await start(nursery, root, "compare", url=stub.url, env=env)
+        await wait_until(lambda: len(_judge_requests(stub.requests)) == 3, limit=180, every=0.1)
+        os.kill(process.pid, signal.SIGKILL)
+        with trio.fail_after(10):
+            await process.wait()
+    assert process.returncode == -signal.SIGKILL
+    folder = _compare_dir(root)
+    verdicts = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
+    assert [json.loads(x)["id"] for x in verdicts] == ["q0", "q1"]
+    assert not (folder / "compare.md").exists()
+
+    # The next command finds the project unlocked and judges only what has no verdict.
+    async with open_stub(scripted_judge) as stub:
+        result = await overbrainer(
+            root, "compare", "--rejudge", folder.name, url=stub.url, env=env, limit=60
+        )
+        assert result.code == 0, result.stderr
+        assert sorted(question_number(r) for r in _judge_requests(stub.requests)) == [2, 3, 3, 4]
+    lines = next(folder.glob("verdicts-*.jsonl")).read_text().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["q0", "q1", "q2", "q3", "q4"]
+    assert (folder / "compare.md").is_file()
+
+
 async def test_both_orders_counts_a_disagreement_as_position_inconsistent(
     tmp_path: Path, llama_release: LlamaRelease
 ) -> None:
