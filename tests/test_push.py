@@ -153,8 +153,9 @@ def test_hub_refusals_have_their_messages(
     assert hub.calls("commit") == []
 
 
-def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
-    tmp_path: Path, hub: FakeHub
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl_c", "kill_9"])
+def test_a_signal_during_the_upload_commits_nothing_and_a_rerun_completes(
+    tmp_path: Path, hub: FakeHub, signum: signal.Signals
 ) -> None:
     root = tmp_path / "project"
     run_dir = make_run(root)
@@ -170,14 +171,18 @@ def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
         while len(hub.calls("upload")) < 2:  # the first file is stored, the second on its way
             assert time.monotonic() < deadline, err.read_text()
             time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 130
+        process.send_signal(signum)
+        code = process.wait(timeout=30)
     finally:
         process.kill()
         process.wait()
-    assert err.read_text().splitlines()[-1] == (
-        "push cancelled: nothing was committed, run it again to resume"
-    )
+    if signum == signal.SIGINT:
+        assert code == 130
+        assert err.read_text().splitlines()[-1] == (
+            "push cancelled: nothing was committed, run it again to resume"
+        )
+    else:
+        assert code == -signal.SIGKILL
     assert hub.calls("commit") == []
     assert not (run_dir / "hub" / "push.json").exists()
     first = hub.calls("upload")[0]["path"]
@@ -185,7 +190,7 @@ def test_ctrl_c_during_the_upload_commits_nothing_and_a_rerun_completes(
     rerun = push(root, env)
     assert rerun.returncode == 0, rerun.stderr
     assert commits(hub) == [ALL_FILES]
-    # The rerun resumed: what was stored before the Ctrl-C was not sent again.
+    # The rerun resumed: what was stored before the signal was not sent again.
     assert [entry["path"] for entry in hub.calls("upload")].count(first) == 1
 
 
