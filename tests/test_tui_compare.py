@@ -18,6 +18,7 @@ from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
+    ComparePrepared,
     CompareRow,
     Exit,
     Key,
@@ -146,24 +147,72 @@ def test_an_empty_compare_view_says_how_to_get_one() -> None:
     assert (effects, state.status) == ([], app.NO_COMPARE)
 
 
-def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_path: Path) -> None:
+LINES = (
+    "run run_b, output/gguf/run_b-Q4_K_M.gguf",
+    "4 questions of data/eval.jsonl, on target `local`",
+    "the judge is called once per question",
+    "y compares, n or Esc does not",
+)
+
+
+def test_c_plans_the_compare_then_asks_and_only_y_starts_it(tmp_path: Path) -> None:
     state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
     state, effects = keys(state, "C")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE))]
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE))]  # nothing paid yet
+    assert state.status == app.PREPARING
+    state, effects = keys(state, "C")
+    assert (effects, state.status) == ([], app.PREPARE_BUSY)  # one compare at a time
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES))
+    assert (effects, state.confirm) == ([], LINES)
+    assert state.status == "compare run run_b? y compares, n or Esc does not"
+    screen = shown(state)
+    assert "4 questions of data/eval.jsonl, on target `local`" in screen
+    assert "the judge is called once per question" in screen
+    for key in ("n", "esc"):
+        asked, _ = feed(state, ComparePrepared(1, "run_b", LINES))
+        dropped, effects = keys(asked, key)
+        assert (effects, dropped.confirm, dropped.status) == ([], (), "not compared")
+        assert dropped.tasks == ()
+    state, effects = keys(state, "y")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
+    assert state.status == "running overbrainer compare --run run_b"
+    state, effects = feed(state, TaskDone(2))
+    assert state.status == app.COMPARE_WRITTEN
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+
+
+def test_a_plan_that_fails_shows_its_error_and_starts_nothing(tmp_path: Path) -> None:
+    state, _ = keys(State(view=View.COMPARE), "C")
+    error = "no run has a GGUF: export one with `overbrainer export <run-id>`, then compare"
+    state, effects = feed(state, ComparePrepared(1, error=error))
+    assert (effects, state.confirm, state.status, state.tasks) == ([], (), error, ())
+    state, effects = keys(state, "y")  # no confirmation is up: y is no key of the view
+    assert effects == []
+
+
+def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_path: Path) -> None:
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
+    state, effects = feed(state, Key("C"), ComparePrepared(1, "run_b", LINES), Key("y"))
+    assert effects == [
+        Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE)),
+        Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b")),
+    ]
     state, effects = keys(state, "J")
     assert (effects, state.status) == (
         [],
-        "busy: overbrainer compare is running (c cancels it)",
+        "busy: overbrainer compare --run run_b is running (c cancels it)",
     )
+    state, effects = keys(state, "C")
+    assert (effects, state.status[:5]) == ([], "busy:")
     state, effects = keys(state, "c")
-    assert effects == [Abandon(1)]
-    state, effects = feed(state, TaskDone(1, "interrupted: compare stopped", interrupted=True))
+    assert effects == [Abandon(2)]
+    state, effects = feed(state, TaskDone(2, "interrupted: compare stopped", interrupted=True))
     assert state.status == "compare failed: interrupted: compare stopped"
-    assert effects == [Spawn(2, TaskSpec(TaskKind.LOAD))]  # the list is read again
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]  # the list is read again
     state, effects = keys(state, "J")
     rejudge = TaskSpec(TaskKind.REJUDGE, run_id="run_b", compare_id="compare_20261002-000000")
-    assert effects == [Spawn(3, rejudge)]
-    state, _ = feed(state, TaskDone(3))
+    assert effects == [Spawn(4, rejudge)]
+    state, _ = feed(state, TaskDone(4))
     assert state.status == app.COMPARE_WRITTEN
     state, effects = keys(state, "3", "r", "6", "C")  # a stage holds the data lock
     assert effects[1:] == []
@@ -173,13 +222,24 @@ def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_pat
 
 
 def test_quitting_abandons_a_running_compare_and_waits_for_it() -> None:
-    state, effects = keys(State(view=View.COMPARE), "C", "q", "y")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE)), Abandon(1)]
+    state, effects = feed(
+        State(view=View.COMPARE), Key("C"), ComparePrepared(1, "run_b", LINES), Key("y")
+    )
+    state, effects = keys(state, "q", "y")
+    assert effects == [Abandon(2)]
     assert state.status == "waiting for the compare to stop..."
-    state, effects = feed(state, TaskDone(1, "interrupted", interrupted=True))
+    state, effects = feed(state, TaskDone(2, "interrupted", interrupted=True))
     assert effects == [Exit()]
-    state, effects = feed(State(view=View.COMPARE), Key("C"), SignalMsg(signal.SIGTERM))
-    assert effects[1:] == [Abandon(1)]
+    state, _ = feed(State(view=View.COMPARE), Key("C"), ComparePrepared(1, "r", LINES), Key("y"))
+    state, effects = feed(state, SignalMsg(signal.SIGTERM))
+    assert effects == [Abandon(2)]
+
+
+def test_quitting_while_a_compare_is_planned_starts_nothing() -> None:
+    state, effects = keys(State(view=View.COMPARE), "C", "q")
+    assert effects[1:] == [Exit()]  # planning only reads: nothing to wait for
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES))
+    assert (effects, state.confirm) == ([Exit()], ())
 
 
 def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path: Path) -> None:
@@ -193,7 +253,9 @@ def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path
     assert "compare: 50% win or tie (compare_20261001-000000, 5 questions)" in screen
     assert "compare: 75% win or tie (compare_20261002-000000, 4 questions)" in screen
     state, effects = keys(state, "j", "C")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE, run_id="run_b"))]
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES), Key("y"))
+    assert effects == [Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
     state, effects = keys(state, "up", "C")
     assert (effects, state.status) == (
         [],

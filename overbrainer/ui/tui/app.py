@@ -32,6 +32,7 @@ from overbrainer.ui.tui.state import (
     TRAINING_KINDS,
     Abandon,
     Cancel,
+    ComparePrepared,
     ConfigChanged,
     EditorDone,
     Effect,
@@ -72,6 +73,8 @@ LOSSES = 120
 
 NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer export RUN` first)"
 COMPARE_WRITTEN = "compare written: see the Compare view"
+PREPARING = "planning the compare (and pricing its pod)..."
+PREPARE_BUSY = "busy: a compare is being planned"
 CANCEL_LINES = (
     "cancel run {run}?",
     "its job is stopped and the run is recorded cancelled",
@@ -81,6 +84,7 @@ DISMISSED = {
     TaskKind.PUSH: "not pushed",
     TaskKind.CANCEL: "not cancelled",
     TaskKind.DELETE: "not deleted",
+    TaskKind.COMPARE: "not compared",
 }
 DELETE_LINES = {
     "subtopics": "its questions and their answers are deleted with it",
@@ -145,6 +149,15 @@ def update(state: State, message: Msg) -> Result:
             return attrs.evolve(kept, status=f"push refused: {message.error}"), []
         spec = TaskSpec(TaskKind.PUSH, run_id=message.run_id)
         status = f"push run {message.run_id}? y pushes, any other key does not"
+        return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
+    if isinstance(message, ComparePrepared):
+        kept = _without(state, message.task)
+        if message.error is not None:
+            return attrs.evolve(kept, status=message.error), _exit_if_done(kept)
+        if kept.quitting:
+            return kept, _exit_if_done(kept)
+        spec = TaskSpec(TaskKind.COMPARE, run_id=message.run_id)
+        status = f"compare run {message.run_id}? y compares, n or Esc does not"
         return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
     if isinstance(message, Previewed):
         kept = _without(state, message.task)
@@ -440,7 +453,7 @@ def _training_keys(state: State, key: str) -> Result:
         run_id = _selected_run(state)
         if run_id is None:
             return attrs.evolve(state, status="no run selected"), []
-        return _start_job(state, TaskSpec(TaskKind.COMPARE, run_id=run_id))
+        return _start_job(state, TaskSpec(TaskKind.PREPARE_COMPARE, run_id=run_id))
     if key == "E":
         run_id = _selected_run(state)
         if run_id is None:
@@ -571,7 +584,10 @@ def _dataset_keys(state: State, key: str) -> Result:
 
 
 def _start_job(state: State, spec: TaskSpec) -> Result:
-    """Spawn a compare or an export: one at a time, refused while the data lock is taken."""
+    """Spawn a compare (its plan first, for the confirmation) or an export: one at a time,
+    refused while the data lock is taken."""
+    if state.preparing() is not None:
+        return attrs.evolve(state, status=PREPARE_BUSY), []
     running = state.comparing() or state.exporting()
     if running is not None:
         status = f"busy: {running.spec.label} is running (c cancels it)"
@@ -579,6 +595,8 @@ def _start_job(state: State, spec: TaskSpec) -> Result:
     refused = _refuse_busy(state)
     if refused is not None:
         return refused, []
+    if spec.kind is TaskKind.PREPARE_COMPARE:
+        return _spawn(attrs.evolve(state, status=PREPARING), spec)
     return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
 
 
@@ -607,7 +625,7 @@ def _compare_keys(state: State, key: str) -> Result:
             state, compare_filter=index, item_index=0, detail_offset=0, status=status
         ), []
     if key == "C":
-        return _start_job(state, TaskSpec(TaskKind.COMPARE))
+        return _start_job(state, TaskSpec(TaskKind.PREPARE_COMPARE))
     if key == "J":
         row = state.selected_compare()
         if row is None:

@@ -45,6 +45,8 @@ class TaskKind(enum.Enum):
     """Read the project's counts, runs and dataset for the views."""
     PREVIEW = "preview"
     """Read the latest stored answer (the Pipeline view's preview)."""
+    PREPARE_COMPARE = "prepare-compare"
+    """Plan a compare and price its pod, for its confirmation (§D PrepareCompare)."""
     COMPARE = "compare"
     """`overbrainer compare [--run RUN]` (the newest exported run without one)."""
     REJUDGE = "rejudge"
@@ -65,7 +67,9 @@ DATA_KINDS = frozenset(
     {TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME, TaskKind.EDIT, TaskKind.DELETE}
 )
 """Tasks that write the data or start a run: one at a time (the data lock)."""
-READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN})
+READ_KINDS = frozenset(
+    {TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN, TaskKind.PREPARE_COMPARE}
+)
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
 TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
@@ -339,6 +343,10 @@ class State:
         """The running compare, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind in COMPARE_KINDS), None)
 
+    def preparing(self) -> Task | None:
+        """The compare being planned for its confirmation, if any."""
+        return next((t for t in self.tasks if t.spec.kind is TaskKind.PREPARE_COMPARE), None)
+
     def exporting(self) -> Task | None:
         """The running export, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind is TaskKind.EXPORT), None)
@@ -436,6 +444,17 @@ class PushPlanned:
 
 
 @attrs.frozen
+class ComparePrepared:
+    """A PREPARE_COMPARE task planned a compare of `run_id`: the confirmation's lines, or the
+    one-line reason it would be refused."""
+
+    task: int
+    run_id: str = ""
+    lines: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -481,6 +500,7 @@ Msg = (
     | Loaded
     | Previewed
     | PushPlanned
+    | ComparePrepared
     | Tick
     | SignalMsg
     | ConfigChanged
