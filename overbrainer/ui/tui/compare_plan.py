@@ -42,9 +42,7 @@ def pod_words(price: PodPrice) -> str:
     return "a new Runpod pod, at the price picked when it starts"
 
 
-def confirm_lines(
-    plan: ComparePlan, settings: Settings, price: PodPrice | None
-) -> tuple[str, ...]:
+def confirm_lines(plan: ComparePlan, settings: Settings, price: PodPrice | None) -> tuple[str, ...]:
     """The confirmation's lines: run and GGUF, questions and target, the pod, the judge."""
     run = plan.record
     lines = [
