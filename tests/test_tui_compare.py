@@ -13,6 +13,7 @@ from overbrainer.hub.errors import PushRefused
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.compares import latest_compare_line, read_compares
 from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
@@ -24,6 +25,7 @@ from overbrainer.ui.tui.state import (
     Key,
     Loaded,
     PushPlanned,
+    Resized,
     RunRow,
     SignalMsg,
     Snapshot,
@@ -99,34 +101,79 @@ def test_keys_move_filter_and_show_the_detail(tmp_path: Path) -> None:
     assert "child: (no answer: timed out)" in shown(state)
 
 
-def test_brackets_step_through_questions_and_page_keys_scroll_a_long_detail(
-    tmp_path: Path,
-) -> None:
+def detail_top(state: State) -> str:
+    """The first detail line the Compare view shows (the line below its rule)."""
+    lines = shown(state, state.cols, state.rows).splitlines()
+    at = next(n for n, line in enumerate(lines) if "(PgUp/PgDn)" in line)
+    return lines[at + 1]
+
+
+def test_brackets_jump_between_the_parts_of_the_detail(tmp_path: Path) -> None:
     rows = compares(tmp_path)
     long = "A long parent answer. " * 200
     items = tuple(attrs.evolve(i, parent=long) for i in rows[1].items)
     row = attrs.evolve(rows[1], items=items)
-    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)))
-    state, _ = keys(state, "]", "]")
-    assert (state.item_index, state.compare_items()[2].id) == (2, "q2")
-    state, _ = keys(state, "[", "[", "[")
-    assert state.item_index == 0
-    state, _ = keys(state, *["]"] * 9)
-    assert state.item_index == 4  # the last one
-    state, _ = keys(state, "[")
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)), cols=100, rows=30)
+    assert detail_top(state).startswith("question: Question 0")
+    tops = []
+    for key in ("]", "]", "]", "]", "[", "[", "[", "["):
+        state, effects = keys(state, key)
+        assert effects == []
+        tops.append((state.item_index, state.detail_offset, detail_top(state)[:12]))
+    last = screen_layout(state).last_offset
+    assert last > 3
+    assert tops == [
+        (0, 1, "child: Child"),
+        (0, 2, "parent: A lo"),
+        (0, last, tops[2][2]),  # the judge's line is on the last page: that page is shown
+        (0, last, tops[2][2]),
+        (0, 2, "parent: A lo"),
+        (0, 1, "child: Child"),
+        (0, 0, "question: Qu"),
+        (0, 0, "question: Qu"),
+    ]
+    assert "judge: win: reason 0: win" in shown(keys(state, "]", "]", "]")[0], 100, 30)
+    state, _ = keys(state, "j")
+    assert (state.item_index, state.detail_offset) == (1, 0)  # a new question starts at its top
+
+
+def test_brackets_jump_to_the_answers_side_by_side(tmp_path: Path) -> None:
+    rows = compares(tmp_path)
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=rows), cols=120, rows=24)
+    layout = screen_layout(state)
+    assert layout.parts == (0, 1, 2)  # question, both answers on one line, judge
+    assert layout.last_offset == 0  # it all fits: nothing to scroll
+    state, _ = keys(state, "]", "]", "page down")
+    assert state.detail_offset == 0
+
+
+def test_page_keys_scroll_a_long_detail_and_stop_at_its_last_page(tmp_path: Path) -> None:
+    rows = compares(tmp_path)
+    long = "A long parent answer. " * 200
+    items = tuple(attrs.evolve(i, parent=long) for i in rows[1].items)
+    row = attrs.evolve(rows[1], items=items)
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)), cols=100, rows=30)
     top = shown(state)
-    assert "question: Question 3" in top
+    assert "question: Question 0" in top
     assert "lines 1-" in top and "(PgUp/PgDn)" in top
     state, _ = keys(state, "page down")
     assert state.detail_offset == app.DETAIL_PAGE
     scrolled = shown(state)
-    assert "question: Question 3" not in scrolled
+    assert "question: Question 0" not in scrolled
     assert f"lines {app.DETAIL_PAGE + 1}-" in scrolled
     state, _ = keys(state, "page up", "page up")
     assert state.detail_offset == 0
     assert shown(state) == top
-    state, _ = keys(state, "page down", "]")
-    assert (state.item_index, state.detail_offset) == (4, 0)  # a new question starts at its top
+    state, _ = keys(state, *["page down"] * 30)
+    last = screen_layout(state).last_offset
+    assert state.detail_offset == last  # clamped: not 300
+    bottom = shown(state)
+    assert "judge: win: reason 0: win" in bottom
+    state, _ = keys(state, "page up")  # one key scrolls back at once
+    assert state.detail_offset == last - app.DETAIL_PAGE
+    state, _ = feed(state, Resized(200, 60))  # a bigger terminal: the offset is clamped again
+    state, _ = keys(state, "page down")
+    assert state.detail_offset == screen_layout(state).last_offset < last
 
 
 def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:
@@ -142,9 +189,9 @@ def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:
 
 
 def test_an_empty_compare_view_says_how_to_get_one() -> None:
-    assert app.NO_COMPARE in shown(State(view=View.COMPARE))
+    assert NO_COMPARE in shown(State(view=View.COMPARE))
     state, effects = keys(State(view=View.COMPARE), "J")
-    assert (effects, state.status) == ([], app.NO_COMPARE)
+    assert (effects, state.status) == ([], NO_COMPARE)
 
 
 LINES = (

@@ -23,6 +23,7 @@ from overbrainer.model.job_status import Running, status_name
 from overbrainer.model.phases import Exporting, Merging
 from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
+from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
     COMPARE_KINDS,
@@ -46,6 +47,7 @@ from overbrainer.ui.tui.state import (
     OpenEditor,
     Previewed,
     PushPlanned,
+    Resized,
     SignalMsg,
     Spawn,
     State,
@@ -65,13 +67,12 @@ STAGES = PIPELINE_STAGES
 KEPT_LINES = 200
 LOG_PAGE = 10
 DETAIL_PAGE = 10
-"""Lines PgUp/PgDn scroll the Compare view's detail pane by."""
+"""Lines PgUp/PgDn scroll the Compare view's detail pane by (never past its last page)."""
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
 LOSSES = 120
 """Losses kept for the Training view's sparkline."""
 
-NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer export RUN` first)"
 COMPARE_WRITTEN = "compare written: see the Compare view"
 PREPARING = "planning the compare (and pricing its pod)..."
 PREPARE_BUSY = "busy: a compare is being planned"
@@ -118,6 +119,8 @@ def update(state: State, message: Msg) -> Result:
         return _key(state, message.key)
     if isinstance(message, Notice):
         return attrs.evolve(state, status=message.text), []
+    if isinstance(message, Resized):
+        return attrs.evolve(state, cols=message.cols, rows=message.rows), []
     if isinstance(message, TaskEvent):
         state = _event(state, message)
         loading = any(t.spec.kind is TaskKind.LOAD for t in state.tasks)
@@ -601,13 +604,15 @@ def _start_job(state: State, spec: TaskSpec) -> Result:
 
 
 def _compare_keys(state: State, key: str) -> Result:
-    if key in ("page down", "page up"):
-        step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
-        return attrs.evolve(state, detail_offset=max(state.detail_offset + step, 0)), []
-    if key in ("[", "]"):
-        last = max(len(state.compare_items()) - 1, 0)
-        step = state.item_index + (1 if key == "]" else -1)
-        return attrs.evolve(state, item_index=min(max(step, 0), last), detail_offset=0), []
+    if key in ("page down", "page up", "[", "]"):
+        layout = screen_layout(state)
+        offset = layout.clamp(state.detail_offset)
+        if key in ("page down", "page up"):
+            step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
+            offset = layout.clamp(offset + step)
+        else:
+            offset = layout.next_part(offset) if key == "]" else layout.previous_part(offset)
+        return attrs.evolve(state, detail_offset=offset), []
     if key in ("h", "left"):
         return attrs.evolve(state, compare_focus=0), []
     if key in ("l", "right"):

@@ -311,9 +311,13 @@ class State:
     compare_filter: int = 0
     """Index into COMPARE_FILTERS."""
     compare_focus: int = 1
-    detail_offset: int = 0
-    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn); 0 on a new question."""
     """Which Compare pane `k/j` move in: 0 the compares, 1 the questions (`h`/`l`)."""
+    detail_offset: int = 0
+    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn, `[`/`]`); 0 on a new
+    question, never past its last page."""
+    cols: int = 80
+    rows: int = 24
+    """The terminal's size when the last key came (the Compare detail's layout)."""
     confirm: tuple[str, ...] = ()
     """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
     confirm_spec: TaskSpec | None = None
@@ -484,6 +488,14 @@ class EditorDone:
 
 
 @attrs.frozen
+class Resized:
+    """The terminal has `cols` columns and `rows` rows (told before a key when it changed)."""
+
+    cols: int
+    rows: int
+
+
+@attrs.frozen
 class Notice:
     """A line for the status bar (a log export written, …)."""
 
@@ -505,6 +517,7 @@ Msg = (
     | SignalMsg
     | ConfigChanged
     | EditorDone
+    | Resized
 )
 
 
