@@ -12,6 +12,7 @@ import trio
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests import train_helpers
 from tests.compare_support import GGUF as COMPARE_GGUF
 from tests.compare_support import RUN_ID as COMPARE_RUN
@@ -539,3 +540,22 @@ async def test_compare_asks_before_it_starts_and_n_starts_nothing(tmp_path: Path
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
+
+
+async def test_the_training_view_shows_a_kept_pod_and_p_dismisses_it(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    run_dir = make_run(root)
+    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod123"))
+    notice = f"pod pod123 kept: overbrainer pod rm {RUN_ID}"
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("nothing run yet")
+        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
+        await term.keys("4")
+        await term.wait_for(notice)
+        await term.keys("p")
+        shown = await term.wait_for(f"pod notice of run {RUN_ID} dismissed")
+        assert notice not in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    assert (run_dir / "pod.json").exists()  # the notice only: the pod record stays

@@ -463,7 +463,7 @@ def _training_keys(state: State, key: str) -> Result:
             return attrs.evolve(state, status="no run selected"), []
         return _start_job(state, TaskSpec(TaskKind.EXPORT, run_id=run_id))
     if key == "p":
-        return attrs.evolve(state, status=POD_HINT), []
+        return _dismiss_pod(state)
     if key == "t":
         if not state.snapshot.training:
             return attrs.evolve(state, status=NO_TRAINING), []
@@ -497,6 +497,17 @@ def _training_keys(state: State, key: str) -> Result:
     followed = kind is TaskKind.STOP and state.following(run_id) is not None
     spec = TaskSpec(kind, run_id=run_id, followed=followed)
     return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
+def _dismiss_pod(state: State) -> Result:
+    """Hide the selected run's pod notice (the pod stays: `overbrainer pod rm` deletes it)."""
+    runs = state.visible_runs()
+    run = runs[min(state.run_index, len(runs) - 1)] if runs else None
+    if run is None or not state.pod_notice(run):
+        return attrs.evolve(state, status=POD_HINT), []
+    dismissed = (*state.dismissed_pods, run.id)
+    status = f"pod notice of run {run.id} dismissed: pod {run.pod} stays until `pod rm`"
+    return attrs.evolve(state, dismissed_pods=dismissed, status=status), []
 
 
 def _bound(state: State, task: Task) -> bool:

@@ -30,7 +30,9 @@ _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
     View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
-    View.TRAINING: "t start a attach c cancel s stop T resume E export h push C compare x hide",
+    View.TRAINING: (
+        "t start a attach c cancel s stop T resume E export h push C compare x hide p pod"
+    ),
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
     View.COMPARE: "k/j h/l pane [/] part PgUp/PgDn detail f filter C J rejudge c cancel",
 }
@@ -184,6 +186,9 @@ def _training(state: State, cols: int) -> list[Row]:
         compared = latest_compare_line(state.snapshot.compares, run.id)
         if compared:
             lines.append([f"    {compared}"])
+        notice = state.pod_notice(run)
+        if notice:
+            lines.append([("warn", f"    {notice}")])
     lines.append([""])
     lines.append([("title", "Loss")])
     if state.losses:

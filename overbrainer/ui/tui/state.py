@@ -137,6 +137,8 @@ class RunRow:
     target: str
     created: str
     failed: bool = False
+    pod: str = ""
+    """The pod the ended run left on Runpod (kept, or not deleted); "" when none."""
 
 
 @attrs.frozen
@@ -285,6 +287,8 @@ class State:
     run_index: int = 0
     tree_index: int = 0
     hide_failed: bool = False
+    dismissed_pods: tuple[str, ...] = ()
+    """The runs whose pod notice `p` dismissed (the pods themselves stay)."""
     log_level: int = logging.INFO
     log_offset: int = 0
     status: str = ""
@@ -370,6 +374,12 @@ class State:
         row = self.selected_compare()
         shown = COMPARE_FILTERS[self.compare_filter][1]
         return tuple(i for i in row.items if i.verdict in shown) if row else ()
+
+    def pod_notice(self, run: RunRow) -> str:
+        """The Training view's line about the pod `run` left, "" when none or dismissed."""
+        if not run.pod or run.id in self.dismissed_pods:
+            return ""
+        return f"pod {run.pod} kept: overbrainer pod rm {run.id}"
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
