@@ -310,6 +310,18 @@ def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path
     )
 
 
+def test_a_plan_arriving_while_another_question_is_up_does_not_replace_it() -> None:
+    runs = (RunRow("run_a", "running", "local", "t1"),)
+    state, _ = feed(State(view=View.TRAINING), Loaded(0, Snapshot(runs=runs)))
+    state, effects = keys(state, "C", "c")  # plan the compare, then ask to cancel the run
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE, run_id="run_a"))]
+    asked = state.confirm
+    state, effects = feed(state, ComparePrepared(1, "run_a", LINES))
+    assert (effects, state.confirm, state.status) == ([], asked, app.PREPARED_LATE)
+    state, effects = keys(state, "y")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.CANCEL, run_id="run_a"))]
+
+
 def test_training_h_confirms_the_push_then_y_pushes() -> None:
     runs = (RunRow("run_a", "succeeded", "local", "t1"),)
     state, _ = feed(State(view=View.TRAINING), Loaded(0, Snapshot(runs=runs)))

@@ -76,6 +76,7 @@ LOSSES = 120
 COMPARE_WRITTEN = "compare written: see the Compare view"
 PREPARING = "planning the compare (and pricing its pod)..."
 PREPARE_BUSY = "busy: a compare is being planned"
+PREPARED_LATE = "compare not asked: another question was open (C plans it again)"
 CANCEL_LINES = (
     "cancel run {run}?",
     "its job is stopped and the run is recorded cancelled",
@@ -159,6 +160,8 @@ def update(state: State, message: Msg) -> Result:
             return attrs.evolve(kept, status=message.error), _exit_if_done(kept)
         if kept.quitting:
             return kept, _exit_if_done(kept)
+        if kept.confirm:  # another question is up: never replace it unanswered
+            return attrs.evolve(kept, status=PREPARED_LATE), []
         spec = TaskSpec(TaskKind.COMPARE, run_id=message.run_id)
         status = f"compare run {message.run_id}? y compares, n or Esc does not"
         return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
