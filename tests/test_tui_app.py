@@ -31,6 +31,7 @@ from overbrainer.ui.tui.state import (
     ROLES,
     Abandon,
     Cancel,
+    ComparePrepared,
     ConfigChanged,
     Exit,
     ExportLogs,
@@ -321,10 +322,13 @@ def test_export_is_refused_while_a_stage_or_a_compare_runs_and_quit_abandons_it(
     assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
     state, _ = feed(state, TaskDone(2))
     state, effects = keys(state, "C", "E")
+    assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.PREPARE_COMPARE
+    assert state.status == app.PREPARE_BUSY
+    state, effects = feed(state, ComparePrepared(4, "r1", ("run r1",)), Key("y"), Key("E"))
     assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.COMPARE
     assert state.status.startswith("busy: overbrainer compare --run r1 is running")
     state, effects = feed(state, SignalMsg(signal.SIGINT))
-    assert effects == [Abandon(4)]
+    assert effects == [Abandon(5)]
 
 
 def test_training_without_runs_says_none_is_selected() -> None:

@@ -13,16 +13,19 @@ from overbrainer.hub.errors import PushRefused
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.compares import latest_compare_line, read_compares
 from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
+    ComparePrepared,
     CompareRow,
     Exit,
     Key,
     Loaded,
     PushPlanned,
+    Resized,
     RunRow,
     SignalMsg,
     Snapshot,
@@ -98,34 +101,79 @@ def test_keys_move_filter_and_show_the_detail(tmp_path: Path) -> None:
     assert "child: (no answer: timed out)" in shown(state)
 
 
-def test_brackets_step_through_questions_and_page_keys_scroll_a_long_detail(
-    tmp_path: Path,
-) -> None:
+def detail_top(state: State) -> str:
+    """The first detail line the Compare view shows (the line below its rule)."""
+    lines = shown(state, state.cols, state.rows).splitlines()
+    at = next(n for n, line in enumerate(lines) if "(PgUp/PgDn)" in line)
+    return lines[at + 1]
+
+
+def test_brackets_jump_between_the_parts_of_the_detail(tmp_path: Path) -> None:
     rows = compares(tmp_path)
     long = "A long parent answer. " * 200
     items = tuple(attrs.evolve(i, parent=long) for i in rows[1].items)
     row = attrs.evolve(rows[1], items=items)
-    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)))
-    state, _ = keys(state, "]", "]")
-    assert (state.item_index, state.compare_items()[2].id) == (2, "q2")
-    state, _ = keys(state, "[", "[", "[")
-    assert state.item_index == 0
-    state, _ = keys(state, *["]"] * 9)
-    assert state.item_index == 4  # the last one
-    state, _ = keys(state, "[")
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)), cols=100, rows=30)
+    assert detail_top(state).startswith("question: Question 0")
+    tops = []
+    for key in ("]", "]", "]", "]", "[", "[", "[", "["):
+        state, effects = keys(state, key)
+        assert effects == []
+        tops.append((state.item_index, state.detail_offset, detail_top(state)[:12]))
+    last = screen_layout(state).last_offset
+    assert last > 3
+    assert tops == [
+        (0, 1, "child: Child"),
+        (0, 2, "parent: A lo"),
+        (0, last, tops[2][2]),  # the judge's line is on the last page: that page is shown
+        (0, last, tops[2][2]),
+        (0, 2, "parent: A lo"),
+        (0, 1, "child: Child"),
+        (0, 0, "question: Qu"),
+        (0, 0, "question: Qu"),
+    ]
+    assert "judge: win: reason 0: win" in shown(keys(state, "]", "]", "]")[0], 100, 30)
+    state, _ = keys(state, "j")
+    assert (state.item_index, state.detail_offset) == (1, 0)  # a new question starts at its top
+
+
+def test_brackets_jump_to_the_answers_side_by_side(tmp_path: Path) -> None:
+    rows = compares(tmp_path)
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=rows), cols=120, rows=24)
+    layout = screen_layout(state)
+    assert layout.parts == (0, 1, 2)  # question, both answers on one line, judge
+    assert layout.last_offset == 0  # it all fits: nothing to scroll
+    state, _ = keys(state, "]", "]", "page down")
+    assert state.detail_offset == 0
+
+
+def test_page_keys_scroll_a_long_detail_and_stop_at_its_last_page(tmp_path: Path) -> None:
+    rows = compares(tmp_path)
+    long = "A long parent answer. " * 200
+    items = tuple(attrs.evolve(i, parent=long) for i in rows[1].items)
+    row = attrs.evolve(rows[1], items=items)
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=(row,)), cols=100, rows=30)
     top = shown(state)
-    assert "question: Question 3" in top
+    assert "question: Question 0" in top
     assert "lines 1-" in top and "(PgUp/PgDn)" in top
     state, _ = keys(state, "page down")
     assert state.detail_offset == app.DETAIL_PAGE
     scrolled = shown(state)
-    assert "question: Question 3" not in scrolled
+    assert "question: Question 0" not in scrolled
     assert f"lines {app.DETAIL_PAGE + 1}-" in scrolled
     state, _ = keys(state, "page up", "page up")
     assert state.detail_offset == 0
     assert shown(state) == top
-    state, _ = keys(state, "page down", "]")
-    assert (state.item_index, state.detail_offset) == (4, 0)  # a new question starts at its top
+    state, _ = keys(state, *["page down"] * 30)
+    last = screen_layout(state).last_offset
+    assert state.detail_offset == last  # clamped: not 300
+    bottom = shown(state)
+    assert "judge: win: reason 0: win" in bottom
+    state, _ = keys(state, "page up")  # one key scrolls back at once
+    assert state.detail_offset == last - app.DETAIL_PAGE
+    state, _ = feed(state, Resized(200, 60))  # a bigger terminal: the offset is clamped again
+    state, _ = keys(state, "page down")
+    assert state.detail_offset == screen_layout(state).last_offset < last
 
 
 def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:
@@ -141,29 +189,77 @@ def test_the_answers_are_side_by_side_from_120_columns(tmp_path: Path) -> None:
 
 
 def test_an_empty_compare_view_says_how_to_get_one() -> None:
-    assert app.NO_COMPARE in shown(State(view=View.COMPARE))
+    assert NO_COMPARE in shown(State(view=View.COMPARE))
     state, effects = keys(State(view=View.COMPARE), "J")
-    assert (effects, state.status) == ([], app.NO_COMPARE)
+    assert (effects, state.status) == ([], NO_COMPARE)
+
+
+LINES = (
+    "run run_b, output/gguf/run_b-Q4_K_M.gguf",
+    "4 questions of data/eval.jsonl, on target `local`",
+    "the judge is called once per question",
+    "y compares, n or Esc does not",
+)
+
+
+def test_c_plans_the_compare_then_asks_and_only_y_starts_it(tmp_path: Path) -> None:
+    state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
+    state, effects = keys(state, "C")
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE))]  # nothing paid yet
+    assert state.status == app.PREPARING
+    state, effects = keys(state, "C")
+    assert (effects, state.status) == ([], app.PREPARE_BUSY)  # one compare at a time
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES))
+    assert (effects, state.confirm) == ([], LINES)
+    assert state.status == "compare run run_b? y compares, n or Esc does not"
+    screen = shown(state)
+    assert "4 questions of data/eval.jsonl, on target `local`" in screen
+    assert "the judge is called once per question" in screen
+    for key in ("n", "esc"):
+        asked, _ = feed(state, ComparePrepared(1, "run_b", LINES))
+        dropped, effects = keys(asked, key)
+        assert (effects, dropped.confirm, dropped.status) == ([], (), "not compared")
+        assert dropped.tasks == ()
+    state, effects = keys(state, "y")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
+    assert state.status == "running overbrainer compare --run run_b"
+    state, effects = feed(state, TaskDone(2))
+    assert state.status == app.COMPARE_WRITTEN
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]
+
+
+def test_a_plan_that_fails_shows_its_error_and_starts_nothing(tmp_path: Path) -> None:
+    state, _ = keys(State(view=View.COMPARE), "C")
+    error = "no run has a GGUF: export one with `overbrainer export <run-id>`, then compare"
+    state, effects = feed(state, ComparePrepared(1, error=error))
+    assert (effects, state.confirm, state.status, state.tasks) == ([], (), error, ())
+    state, effects = keys(state, "y")  # no confirmation is up: y is no key of the view
+    assert effects == []
 
 
 def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_path: Path) -> None:
     state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
-    state, effects = keys(state, "C")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE))]
+    state, effects = feed(state, Key("C"), ComparePrepared(1, "run_b", LINES), Key("y"))
+    assert effects == [
+        Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE)),
+        Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b")),
+    ]
     state, effects = keys(state, "J")
     assert (effects, state.status) == (
         [],
-        "busy: overbrainer compare is running (c cancels it)",
+        "busy: overbrainer compare --run run_b is running (c cancels it)",
     )
+    state, effects = keys(state, "C")
+    assert (effects, state.status[:5]) == ([], "busy:")
     state, effects = keys(state, "c")
-    assert effects == [Abandon(1)]
-    state, effects = feed(state, TaskDone(1, "interrupted: compare stopped", interrupted=True))
+    assert effects == [Abandon(2)]
+    state, effects = feed(state, TaskDone(2, "interrupted: compare stopped", interrupted=True))
     assert state.status == "compare failed: interrupted: compare stopped"
-    assert effects == [Spawn(2, TaskSpec(TaskKind.LOAD))]  # the list is read again
+    assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]  # the list is read again
     state, effects = keys(state, "J")
     rejudge = TaskSpec(TaskKind.REJUDGE, run_id="run_b", compare_id="compare_20261002-000000")
-    assert effects == [Spawn(3, rejudge)]
-    state, _ = feed(state, TaskDone(3))
+    assert effects == [Spawn(4, rejudge)]
+    state, _ = feed(state, TaskDone(4))
     assert state.status == app.COMPARE_WRITTEN
     state, effects = keys(state, "3", "r", "6", "C")  # a stage holds the data lock
     assert effects[1:] == []
@@ -173,13 +269,24 @@ def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_pat
 
 
 def test_quitting_abandons_a_running_compare_and_waits_for_it() -> None:
-    state, effects = keys(State(view=View.COMPARE), "C", "q", "y")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE)), Abandon(1)]
+    state, effects = feed(
+        State(view=View.COMPARE), Key("C"), ComparePrepared(1, "run_b", LINES), Key("y")
+    )
+    state, effects = keys(state, "q", "y")
+    assert effects == [Abandon(2)]
     assert state.status == "waiting for the compare to stop..."
-    state, effects = feed(state, TaskDone(1, "interrupted", interrupted=True))
+    state, effects = feed(state, TaskDone(2, "interrupted", interrupted=True))
     assert effects == [Exit()]
-    state, effects = feed(State(view=View.COMPARE), Key("C"), SignalMsg(signal.SIGTERM))
-    assert effects[1:] == [Abandon(1)]
+    state, _ = feed(State(view=View.COMPARE), Key("C"), ComparePrepared(1, "r", LINES), Key("y"))
+    state, effects = feed(state, SignalMsg(signal.SIGTERM))
+    assert effects == [Abandon(2)]
+
+
+def test_quitting_while_a_compare_is_planned_starts_nothing() -> None:
+    state, effects = keys(State(view=View.COMPARE), "C", "q")
+    assert effects[1:] == [Exit()]  # planning only reads: nothing to wait for
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES))
+    assert (effects, state.confirm) == ([Exit()], ())
 
 
 def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path: Path) -> None:
@@ -193,12 +300,26 @@ def test_training_c_compares_the_selected_run_and_rows_show_its_compare(tmp_path
     assert "compare: 50% win or tie (compare_20261001-000000, 5 questions)" in screen
     assert "compare: 75% win or tie (compare_20261002-000000, 4 questions)" in screen
     state, effects = keys(state, "j", "C")
-    assert effects == [Spawn(1, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE, run_id="run_b"))]
+    state, effects = feed(state, ComparePrepared(1, "run_b", LINES), Key("y"))
+    assert effects == [Spawn(2, TaskSpec(TaskKind.COMPARE, run_id="run_b"))]
     state, effects = keys(state, "up", "C")
     assert (effects, state.status) == (
         [],
         "busy: overbrainer compare --run run_b is running (c cancels it)",
     )
+
+
+def test_a_plan_arriving_while_another_question_is_up_does_not_replace_it() -> None:
+    runs = (RunRow("run_a", "running", "local", "t1"),)
+    state, _ = feed(State(view=View.TRAINING), Loaded(0, Snapshot(runs=runs)))
+    state, effects = keys(state, "C", "c")  # plan the compare, then ask to cancel the run
+    assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE, run_id="run_a"))]
+    asked = state.confirm
+    state, effects = feed(state, ComparePrepared(1, "run_a", LINES))
+    assert (effects, state.confirm, state.status) == ([], asked, app.PREPARED_LATE)
+    state, effects = keys(state, "y")
+    assert effects == [Spawn(2, TaskSpec(TaskKind.CANCEL, run_id="run_a"))]
 
 
 def test_training_h_confirms_the_push_then_y_pushes() -> None:

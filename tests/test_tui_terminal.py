@@ -12,7 +12,11 @@ import trio
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests import train_helpers
+from tests.compare_support import GGUF as COMPARE_GGUF
+from tests.compare_support import RUN_ID as COMPARE_RUN
+from tests.compare_support import make_compare_project
 from tests.export_support import add_run
 from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
@@ -507,10 +511,51 @@ async def test_the_compare_view_shows_a_report_and_training_confirms_a_push(
             shown = await term.wait_for("Questions: losses, 2 of 5")
             assert "▶ ! q3  Question 3" in shown
             assert "child: (no answer: timed out)" in shown
-            await term.keys("C")  # no run has an export: the flow says so
-            await term.wait_for("compare failed: no run has a GGUF: export one with")
+            await term.keys("C")  # no run has an export: the plan says so, nothing starts
+            await term.wait_for("\nno run has a GGUF: export one with")
             await term.keys("q")
             shown = await term.wait_for("EXIT=")
         assert "EXIT=0" in shown
         assert len(hub.calls("commit")) == 1
     assert json.loads((run_dir / "hub" / "push.json").read_text())["repo"] == "alice/my-project"
+
+
+async def test_compare_asks_before_it_starts_and_n_starts_nothing(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=3)
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("Pipeline")
+        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
+        await term.keys("6", "C")
+        shown = await term.wait_for("y compares, n or Esc does not")
+        assert f"run {COMPARE_RUN}, {COMPARE_GGUF}" in shown
+        assert "3 questions of data/eval.jsonl, on target `local`" in shown
+        assert "the judge is called once per question" in shown
+        await term.keys("n")
+        await term.wait_for("not compared")
+        await term.keys("C")
+        await term.wait_for("y compares, n or Esc does not")
+        await term.keys("Escape")
+        await term.wait_for("not compared")
+        assert not (root / "runs" / COMPARE_RUN / "compares").exists()  # nothing started
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+
+
+async def test_the_training_view_shows_a_kept_pod_and_p_dismisses_it(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    run_dir = make_run(root)
+    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod123"))
+    notice = f"pod pod123 kept: overbrainer pod rm {RUN_ID}"
+    async with open_terminal(root, "tui") as term:
+        await term.wait_for("nothing run yet")
+        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
+        await term.keys("4")
+        await term.wait_for(notice)
+        await term.keys("p")
+        shown = await term.wait_for(f"pod notice of run {RUN_ID} dismissed")
+        assert notice not in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    assert (run_dir / "pod.json").exists()  # the notice only: the pod record stays

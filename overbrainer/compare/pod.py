@@ -7,6 +7,7 @@ import contextlib
 import logging
 import math
 import os
+from pathlib import Path
 
 import attrs
 import trio
@@ -23,12 +24,12 @@ from overbrainer.compare.job import (
     tools_cache,
 )
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget
+from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget, Settings
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
-from overbrainer.targets.runpod.auto import Limits, price_words
+from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.keys import host_alias
@@ -78,15 +79,33 @@ def limits_of(target: RunpodTarget, floor: int | None) -> Limits:
     )
 
 
-async def price_line(api: RunpodApi, target: RunpodTarget, floor: int | None) -> str:
-    """The price words of a new pod of the target (the catalog unread: no price)."""
+def vram_floor(target: RunpodTarget, size: int) -> int | None:
+    """The VRAM floor of the pod for a GGUF of `size` bytes: only for `gpu_types = "auto"`
+    without `min_vram_gb`."""
+    auto_floor = target.gpu_types.auto and target.min_vram_gb is None
+    return gguf_vram_floor(size) if auto_floor else None
+
+
+async def price_pod(api: RunpodApi, target: RunpodTarget, floor: int | None) -> PodPrice:
+    """The price of a new pod of the target (the catalog unread: no price)."""
     try:
         catalog = await api.gpu_types(target.gpu_count)
     except RunpodError as error:
         log.debug("pod: cannot read the GPU catalog for the price line: %s", error.message)
         catalog = None
     listed = None if target.gpu_types.auto else target.gpu_types.items
-    return price_words(catalog, limits_of(target, floor), listed)
+    return pod_price(catalog, limits_of(target, floor), listed)
+
+
+async def quote_pod(
+    settings: Settings, target: RunpodTarget, key: str, gguf: Path
+) -> tuple[PodPrice, int | None]:
+    """The price of the compare pod for `gguf` on `target` (the compare image applied) and
+    its VRAM floor: what the CLI logs before the pod starts, and the TUI asks to confirm."""
+    target = pod_target(target, settings.compare.image)
+    floor = vram_floor(target, (await trio.Path(gguf).stat()).st_size)
+    async with open_runpod(settings.runpod.url, key) as api:
+        return await price_pod(api, target, floor), floor
 
 
 def _link_model(run_dir_file: str, staged: str) -> None:
@@ -111,19 +130,20 @@ async def compare_on_pod(
     assert isinstance(found, RunpodTarget)
     target = pod_target(found, settings.compare.image)
     interrupt = session.interrupt
-    size = (await trio.Path(session.runs.dir_of(setup.run) / setup.gguf).stat()).st_size
-    auto_floor = target.gpu_types.auto and target.min_vram_gb is None
-    floor = gguf_vram_floor(size) if auto_floor else None
+    gguf = session.runs.dir_of(setup.run) / setup.gguf
     key = await api_key(session)
+    quoted = await interrupt.race(lambda: quote_pod(settings, found, key, gguf))
+    if quoted is None:
+        stopped = attrs.evolve(
+            record, state=RunState.FAILED, message="interrupted before its job started"
+        )
+        await trio.to_thread.run_sync(compares.save, stopped)
+        raise CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
+    price, floor = quoted
     async with open_runpod(settings.runpod.url, key) as api:
-        words = await interrupt.race(lambda: price_line(api, target, floor))
-        if words is None:
-            stopped = attrs.evolve(
-                record, state=RunState.FAILED, message="interrupted before its job started"
-            )
-            await trio.to_thread.run_sync(compares.save, stopped)
-            raise CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
-        log.info("compare: %d questions on a new Runpod pod %s", len(setup.questions), words)
+        log.info(
+            "compare: %d questions on a new Runpod pod %s", len(setup.questions), price.words()
+        )
         remote = f"{workdir(target)}/{setup.compare}"
         record = attrs.evolve(record, remote_dir=remote)
         await trio.to_thread.run_sync(compares.save, record)

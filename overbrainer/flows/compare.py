@@ -33,7 +33,7 @@ from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.settings import LocalTarget, RunpodTarget, SshTarget
+from overbrainer.config.settings import LocalTarget, RunpodTarget, Settings, SshTarget
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
@@ -212,13 +212,14 @@ async def judge_recorded(
     return path
 
 
-def _check_target(command: Command, run_id: str, target_name: str, keep_pod: bool) -> None:
-    target = command.settings.targets.get(target_name)
+def check_target(settings: Settings, run_id: str, target_name: str, keep_pod: bool) -> None:
+    """Refuse a compare whose target is gone, lacks its Runpod key or its SSH client."""
+    target = settings.targets.get(target_name)
     if target is None:
         raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
     if keep_pod and not isinstance(target, RunpodTarget):
         raise UsageError("--keep-pod only applies to a runpod target")
-    key = command.settings.runpod.api_key
+    key = settings.runpod.api_key
     if isinstance(target, RunpodTarget) and (key is None or not key.text.strip()):
         raise RunpodKeyError(NO_KEY)
     if isinstance(target, SshTarget):
@@ -251,7 +252,7 @@ async def compare_flow(
             plan = await trio.to_thread.run_sync(
                 plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
             )
-            _check_target(command, plan.record.id, plan.record.target, keep_pod)
+            check_target(command.settings, plan.record.id, plan.record.target, keep_pod)
         # The judge first: a cap without its price is refused before anything is written.
         judge = await command.interrupt.race(lambda: stack.enter_async_context(open_judge(command)))
         if judge is None:

@@ -122,11 +122,34 @@ def picked_line(chosen: list[GpuType]) -> str:
     return f'gpu_types = "auto" picked {", ".join(parts)}'
 
 
-def price_words(
+@attrs.frozen
+class PodPrice:
+    """What a new pod costs before it starts: `gpu` and its price per hour (the cheapest
+    in-stock type that fits), or only the cap (`gpu` None), or neither (unknown)."""
+
+    per_hour: float | None = None
+    gpu: str | None = None
+
+    def words(self) -> str:
+        """The CLI's words: `at about $0.40/h (A40, …)`, `at most …`, or the unknown price."""
+        if self.per_hour is not None and self.gpu is not None:
+            return f"at about ${self.per_hour:.2f}/h ({self.gpu}, the cheapest GPU type in stock)"
+        if self.per_hour is not None:
+            return (
+                f"at most ${self.per_hour:.2f}/h "
+                "(max_price_per_hour: the catalog shows no price in stock)"
+            )
+        return (
+            "at a price the catalog does not show "
+            "(no GPU type in stock with a price, and no max_price_per_hour)"
+        )
+
+
+def pod_price(
     catalog: list[GpuType] | None,
     limits: Limits,
     listed: tuple[str, ...] | None,
-) -> str:
+) -> PodPrice:
     """How much a new pod costs, before it starts (§A.7): the cheapest in-stock type that
     fits (among `listed` unless None, for `auto`), else `max_price_per_hour`, else unknown."""
     fitting = [
@@ -139,14 +162,16 @@ def price_words(
     ]
     if fitting:
         cheapest = min(fitting, key=price_order)
-        price = (cheapest.secure_price or 0.0) * limits.gpu_count
-        return f"at about ${price:.2f}/h ({cheapest.id}, the cheapest GPU type in stock)"
+        return PodPrice((cheapest.secure_price or 0.0) * limits.gpu_count, cheapest.id)
     if limits.max_price_per_hour is not None:
-        return (
-            f"at most ${limits.max_price_per_hour * limits.gpu_count:.2f}/h "
-            "(max_price_per_hour: the catalog shows no price in stock)"
-        )
-    return (
-        "at a price the catalog does not show "
-        "(no GPU type in stock with a price, and no max_price_per_hour)"
-    )
+        return PodPrice(limits.max_price_per_hour * limits.gpu_count)
+    return PodPrice()
+
+
+def price_words(
+    catalog: list[GpuType] | None,
+    limits: Limits,
+    listed: tuple[str, ...] | None,
+) -> str:
+    """The CLI's price words of a new pod (§A.7), from `pod_price`."""
+    return pod_price(catalog, limits, listed).words()

@@ -23,6 +23,7 @@ from overbrainer.model.job_status import Running, status_name
 from overbrainer.model.phases import Exporting, Merging
 from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
+from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
     COMPARE_KINDS,
@@ -32,6 +33,7 @@ from overbrainer.ui.tui.state import (
     TRAINING_KINDS,
     Abandon,
     Cancel,
+    ComparePrepared,
     ConfigChanged,
     EditorDone,
     Effect,
@@ -45,6 +47,7 @@ from overbrainer.ui.tui.state import (
     OpenEditor,
     Previewed,
     PushPlanned,
+    Resized,
     SignalMsg,
     Spawn,
     State,
@@ -64,14 +67,16 @@ STAGES = PIPELINE_STAGES
 KEPT_LINES = 200
 LOG_PAGE = 10
 DETAIL_PAGE = 10
-"""Lines PgUp/PgDn scroll the Compare view's detail pane by."""
+"""Lines PgUp/PgDn scroll the Compare view's detail pane by (never past its last page)."""
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
 LOSSES = 120
 """Losses kept for the Training view's sparkline."""
 
-NO_COMPARE = "no compare yet: C compares the newest exported run (`overbrainer export RUN` first)"
 COMPARE_WRITTEN = "compare written: see the Compare view"
+PREPARING = "planning the compare (and pricing its pod)..."
+PREPARE_BUSY = "busy: a compare is being planned"
+PREPARED_LATE = "compare not asked: another question was open (C plans it again)"
 CANCEL_LINES = (
     "cancel run {run}?",
     "its job is stopped and the run is recorded cancelled",
@@ -81,6 +86,7 @@ DISMISSED = {
     TaskKind.PUSH: "not pushed",
     TaskKind.CANCEL: "not cancelled",
     TaskKind.DELETE: "not deleted",
+    TaskKind.COMPARE: "not compared",
 }
 DELETE_LINES = {
     "subtopics": "its questions and their answers are deleted with it",
@@ -114,6 +120,8 @@ def update(state: State, message: Msg) -> Result:
         return _key(state, message.key)
     if isinstance(message, Notice):
         return attrs.evolve(state, status=message.text), []
+    if isinstance(message, Resized):
+        return attrs.evolve(state, cols=message.cols, rows=message.rows), []
     if isinstance(message, TaskEvent):
         state = _event(state, message)
         loading = any(t.spec.kind is TaskKind.LOAD for t in state.tasks)
@@ -145,6 +153,17 @@ def update(state: State, message: Msg) -> Result:
             return attrs.evolve(kept, status=f"push refused: {message.error}"), []
         spec = TaskSpec(TaskKind.PUSH, run_id=message.run_id)
         status = f"push run {message.run_id}? y pushes, any other key does not"
+        return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
+    if isinstance(message, ComparePrepared):
+        kept = _without(state, message.task)
+        if message.error is not None:
+            return attrs.evolve(kept, status=message.error), _exit_if_done(kept)
+        if kept.quitting:
+            return kept, _exit_if_done(kept)
+        if kept.confirm:  # another question is up: never replace it unanswered
+            return attrs.evolve(kept, status=PREPARED_LATE), []
+        spec = TaskSpec(TaskKind.COMPARE, run_id=message.run_id)
+        status = f"compare run {message.run_id}? y compares, n or Esc does not"
         return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
     if isinstance(message, Previewed):
         kept = _without(state, message.task)
@@ -440,14 +459,14 @@ def _training_keys(state: State, key: str) -> Result:
         run_id = _selected_run(state)
         if run_id is None:
             return attrs.evolve(state, status="no run selected"), []
-        return _start_job(state, TaskSpec(TaskKind.COMPARE, run_id=run_id))
+        return _start_job(state, TaskSpec(TaskKind.PREPARE_COMPARE, run_id=run_id))
     if key == "E":
         run_id = _selected_run(state)
         if run_id is None:
             return attrs.evolve(state, status="no run selected"), []
         return _start_job(state, TaskSpec(TaskKind.EXPORT, run_id=run_id))
     if key == "p":
-        return attrs.evolve(state, status=POD_HINT), []
+        return _dismiss_pod(state)
     if key == "t":
         if not state.snapshot.training:
             return attrs.evolve(state, status=NO_TRAINING), []
@@ -481,6 +500,17 @@ def _training_keys(state: State, key: str) -> Result:
     followed = kind is TaskKind.STOP and state.following(run_id) is not None
     spec = TaskSpec(kind, run_id=run_id, followed=followed)
     return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
+def _dismiss_pod(state: State) -> Result:
+    """Hide the selected run's pod notice (the pod stays: `overbrainer pod rm` deletes it)."""
+    runs = state.visible_runs()
+    run = runs[min(state.run_index, len(runs) - 1)] if runs else None
+    if run is None or not state.pod_notice(run):
+        return attrs.evolve(state, status=POD_HINT), []
+    dismissed = (*state.dismissed_pods, run.id)
+    status = f"pod notice of run {run.id} dismissed: pod {run.pod} stays until `pod rm`"
+    return attrs.evolve(state, dismissed_pods=dismissed, status=status), []
 
 
 def _bound(state: State, task: Task) -> bool:
@@ -571,7 +601,10 @@ def _dataset_keys(state: State, key: str) -> Result:
 
 
 def _start_job(state: State, spec: TaskSpec) -> Result:
-    """Spawn a compare or an export: one at a time, refused while the data lock is taken."""
+    """Spawn a compare (its plan first, for the confirmation) or an export: one at a time,
+    refused while the data lock is taken."""
+    if state.preparing() is not None:
+        return attrs.evolve(state, status=PREPARE_BUSY), []
     running = state.comparing() or state.exporting()
     if running is not None:
         status = f"busy: {running.spec.label} is running (c cancels it)"
@@ -579,17 +612,21 @@ def _start_job(state: State, spec: TaskSpec) -> Result:
     refused = _refuse_busy(state)
     if refused is not None:
         return refused, []
+    if spec.kind is TaskKind.PREPARE_COMPARE:
+        return _spawn(attrs.evolve(state, status=PREPARING), spec)
     return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
 
 
 def _compare_keys(state: State, key: str) -> Result:
-    if key in ("page down", "page up"):
-        step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
-        return attrs.evolve(state, detail_offset=max(state.detail_offset + step, 0)), []
-    if key in ("[", "]"):
-        last = max(len(state.compare_items()) - 1, 0)
-        step = state.item_index + (1 if key == "]" else -1)
-        return attrs.evolve(state, item_index=min(max(step, 0), last), detail_offset=0), []
+    if key in ("page down", "page up", "[", "]"):
+        layout = screen_layout(state)
+        offset = layout.clamp(state.detail_offset)
+        if key in ("page down", "page up"):
+            step = DETAIL_PAGE if key == "page down" else -DETAIL_PAGE
+            offset = layout.clamp(offset + step)
+        else:
+            offset = layout.next_part(offset) if key == "]" else layout.previous_part(offset)
+        return attrs.evolve(state, detail_offset=offset), []
     if key in ("h", "left"):
         return attrs.evolve(state, compare_focus=0), []
     if key in ("l", "right"):
@@ -607,7 +644,7 @@ def _compare_keys(state: State, key: str) -> Result:
             state, compare_filter=index, item_index=0, detail_offset=0, status=status
         ), []
     if key == "C":
-        return _start_job(state, TaskSpec(TaskKind.COMPARE))
+        return _start_job(state, TaskSpec(TaskKind.PREPARE_COMPARE))
     if key == "J":
         row = state.selected_compare()
         if row is None:

@@ -15,6 +15,7 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import Project
 from overbrainer.storage.history import format_history, read_history
 from overbrainer.storage.records import Example, Question, Subtopic
+from overbrainer.targets.runpod.pod_record import load_pod_record
 from overbrainer.training.run_record import RunState
 from overbrainer.training.run_store import Runs
 from overbrainer.ui.tui.compares import read_compares
@@ -104,12 +105,26 @@ def _answer_row(answer: Example) -> TreeRow:
     return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
 
 
+def kept_pod(run_dir: Path) -> str:
+    """The pod an ended run left on Runpod (kept with --keep-pod, or not deleted); "" if none."""
+    try:
+        record = load_pod_record(run_dir)
+    except OverbrainerError as error:
+        log.debug("%s", error.message)
+        return ""
+    return (record.live_pod or "") if record is not None else ""
+
+
 def _runs(project: Project) -> tuple[RunRow, ...]:
     rows = []
-    for record in Runs(project.runs).list():
+    runs = Runs(project.runs)
+    for record in runs.list():
         failed = record.state in (RunState.FAILED, RunState.CANCELLED)
+        pod = kept_pod(runs.dir_of(record.id)) if record.state.ended else ""
         rows.append(
-            RunRow(record.id, record.state.value, record.target, record.created, failed=failed)
+            RunRow(
+                record.id, record.state.value, record.target, record.created, failed=failed, pod=pod
+            )
         )
     return tuple(rows)
 

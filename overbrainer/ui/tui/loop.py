@@ -25,6 +25,7 @@ from overbrainer.storage.jsonl import Stamp as FileStamp
 from overbrainer.storage.jsonl import file_stamp
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui.compare_view import Markup
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
@@ -37,6 +38,7 @@ from overbrainer.ui.tui.state import (
     Msg,
     Notice,
     OpenEditor,
+    Resized,
     SignalMsg,
     Spawn,
     State,
@@ -151,6 +153,9 @@ class Runner:
     def on_key(self, key: str | tuple[object, ...]) -> bool:
         """urwid hands every key here: it becomes a Key message."""
         if isinstance(key, str) and not self.editing:
+            cols, rows = self.main.screen.get_cols_rows()
+            if (cols, rows) != (self.state.cols, self.state.rows):
+                self.post(Resized(cols, rows))  # the Compare detail scrolls by its layout
             self.post(Key(key))
         return True
 
@@ -265,7 +270,7 @@ class Runner:
         cols, rows = self.main.screen.get_cols_rows()
         self.header.set_text(render.header(self.state, cols))
         lines = render.body(self.state, self.logs, cols, rows)
-        markup: list[render.Markup] = []
+        markup: list[Markup] = []
         for index, line in enumerate(lines):
             if index:
                 markup.append("\n")

@@ -10,12 +10,10 @@ from overbrainer.model.sizes import format_size
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.progress import rate_words
-from overbrainer.ui.tui.app import NO_COMPARE, STAGES
+from overbrainer.ui.tui.app import STAGES
+from overbrainer.ui.tui.compare_view import CHROME, Row, compare_layout
 from overbrainer.ui.tui.compares import latest_compare_line
-from overbrainer.ui.tui.state import COMPARE_FILTERS, ROLES, CompareItem, State, View
-
-Markup = str | tuple[str, str]
-Row = list[Markup]
+from overbrainer.ui.tui.state import ROLES, State, View
 
 MIN_COLS = 80
 MIN_ROWS = 24
@@ -32,9 +30,11 @@ _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
     View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
     View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
-    View.TRAINING: "t start a attach c cancel s stop T resume E export h push C compare x hide",
+    View.TRAINING: (
+        "t start a attach c cancel s stop T resume E export h push C compare x hide p pod"
+    ),
     View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
-    View.COMPARE: "k/j h/l pane [/] question PgUp/PgDn detail f filter C J rejudge c cancel",
+    View.COMPARE: "k/j h/l pane [/] part PgUp/PgDn detail f filter C J rejudge c cancel",
 }
 
 
@@ -70,7 +70,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
     """The current view's lines, at most `rows` of them."""
     if cols < MIN_COLS or rows < MIN_ROWS:
         return [[("error", f"terminal too small: {cols}x{rows}, {MIN_COLS}x{MIN_ROWS} needed")]]
-    height = rows - 4  # header, status, keys and a divider
+    height = rows - CHROME
     view = state.view
     if view is View.PIPELINE:
         lines = _pipeline(state, cols)
@@ -186,6 +186,9 @@ def _training(state: State, cols: int) -> list[Row]:
         compared = latest_compare_line(state.snapshot.compares, run.id)
         if compared:
             lines.append([f"    {compared}"])
+        notice = state.pod_notice(run)
+        if notice:
+            lines.append([("warn", f"    {notice}")])
     lines.append([""])
     lines.append([("title", "Loss")])
     if state.losses:
@@ -239,87 +242,14 @@ def _dataset(state: State, height: int, cols: int) -> list[Row]:
     return lines
 
 
-COMPARES_SHOWN = 4
-"""Rows of the Compare view's list of compares."""
-SIDE_BY_SIDE = 120
-"""Columns from which the child and parent answers are shown side by side."""
-
-
-def _window(index: int, length: int, room: int) -> range:
-    start = max(min(index - room // 2, length - room), 0)
-    return range(start, min(start + room, length))
-
-
 def _compare(state: State, height: int, cols: int) -> list[Row]:
-    rows = state.snapshot.compares
-    if not rows:
-        return [[("title", "Compares")], [f"  {NO_COMPARE}"]]
-    index = min(state.compare_index, len(rows) - 1)
-    focus = "compares" if state.compare_focus == 0 else "questions"
-    lines: list[Row] = [[("title", f"Compares, newest first ({len(rows)}; k/j move the {focus})")]]
-    for at in _window(index, len(rows), COMPARES_SHOWN):
-        row = rows[at]
-        text = (
-            f"{'▶' if at == index else ' '} {row.run}  {row.quantize:<7} {row.percent:>4} "
-            f"win or tie  {row.questions:>4} questions  judge {row.judge}  {row.id}"
-        )
-        lines.append([("selected", text)] if at == index else [text])
-    selected = rows[index]
-    lines.extend([[f"  {line}"] for line in selected.summary])
-    items = state.compare_items()
-    name = COMPARE_FILTERS[state.compare_filter][0]
-    lines.append([("title", f"Questions: {name}, {len(items)} of {len(selected.items)}")])
-    if not items:
-        lines.append(["  none (f changes the filter)"])
-        return lines
-    item_index = min(state.item_index, len(items) - 1)
-    detail_room = max(height - len(lines) - 4, 6)
-    list_room = max(min(len(items), detail_room // 3), 2)
-    for at in _window(item_index, len(items), list_room):
-        item = items[at]
-        text = (
-            f"{'▶' if at == item_index else ' '} {item.mark} {item.id}  {_one_line(item.question)}"
-        )
-        lines.append([("selected", text)] if at == item_index else [text])
-    room = max(height - len(lines) - 1, 4)
-    detail = _detail(items[item_index], cols)
-    offset = min(state.detail_offset, max(len(detail) - room, 0))
+    layout = compare_layout(state, height, cols)
+    if not layout.detail:
+        return list(layout.lines)
+    offset = layout.clamp(state.detail_offset)
+    detail, room = layout.detail, layout.room
     rule = "─" * min(cols, 40)
     if len(detail) > room:
         last = min(offset + room, len(detail))
         rule = f"{rule[:4]} lines {offset + 1}-{last} of {len(detail)} (PgUp/PgDn) {rule[:4]}"
-    lines.append([("title", rule)])
-    lines.extend(detail[offset : offset + room])
-    return lines
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _wrap(label: str, text: str, width: int) -> list[str]:
-    return textwrap.wrap(f"{label}: {_one_line(text)}", max(width, 10)) or [f"{label}:"]
-
-
-def _detail(item: CompareItem, cols: int) -> list[Row]:
-    """Question, child answer, parent answer, judge reason, whole (the view scrolls them): the
-    answers side by side when wide."""
-    child = item.child or f"(no answer{': ' + item.error if item.error else ''})"
-    reason = f"{item.verdict}{': ' + item.reason if item.reason else ''}"
-    question = _wrap("question", item.question, cols)
-    judge = _wrap("judge", reason, cols)
-    if cols >= SIDE_BY_SIDE:
-        half = (cols - 3) // 2
-        left = _wrap("child", child, half)
-        right = _wrap("parent", item.parent, half)
-        both = [
-            f"{a:<{half}} │ {b}"
-            for a, b in zip(
-                left + [""] * (len(right) - len(left)),
-                right + [""] * (len(left) - len(right)),
-                strict=True,
-            )
-        ]
-    else:
-        both = _wrap("child", child, cols) + _wrap("parent", item.parent, cols)
-    return [[line] for line in (*question, *both, *judge)]
+    return [*layout.lines, [("title", rule)], *detail[offset : offset + room]]

@@ -45,6 +45,8 @@ class TaskKind(enum.Enum):
     """Read the project's counts, runs and dataset for the views."""
     PREVIEW = "preview"
     """Read the latest stored answer (the Pipeline view's preview)."""
+    PREPARE_COMPARE = "prepare-compare"
+    """Plan a compare and price its pod, for its confirmation (§D PrepareCompare)."""
     COMPARE = "compare"
     """`overbrainer compare [--run RUN]` (the newest exported run without one)."""
     REJUDGE = "rejudge"
@@ -65,7 +67,9 @@ DATA_KINDS = frozenset(
     {TaskKind.STAGE, TaskKind.AUTO, TaskKind.TRAIN, TaskKind.RESUME, TaskKind.EDIT, TaskKind.DELETE}
 )
 """Tasks that write the data or start a run: one at a time (the data lock)."""
-READ_KINDS = frozenset({TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN})
+READ_KINDS = frozenset(
+    {TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN, TaskKind.PREPARE_COMPARE}
+)
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
 TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
 """Tasks that follow a training run: quitting detaches them, a signal abandons them."""
@@ -133,6 +137,8 @@ class RunRow:
     target: str
     created: str
     failed: bool = False
+    pod: str = ""
+    """The pod the ended run left on Runpod (kept, or not deleted); "" when none."""
 
 
 @attrs.frozen
@@ -281,6 +287,8 @@ class State:
     run_index: int = 0
     tree_index: int = 0
     hide_failed: bool = False
+    dismissed_pods: tuple[str, ...] = ()
+    """The runs whose pod notice `p` dismissed (the pods themselves stay)."""
     log_level: int = logging.INFO
     log_offset: int = 0
     status: str = ""
@@ -307,9 +315,13 @@ class State:
     compare_filter: int = 0
     """Index into COMPARE_FILTERS."""
     compare_focus: int = 1
-    detail_offset: int = 0
-    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn); 0 on a new question."""
     """Which Compare pane `k/j` move in: 0 the compares, 1 the questions (`h`/`l`)."""
+    detail_offset: int = 0
+    """Lines of the Compare view's detail pane scrolled past (PgUp/PgDn, `[`/`]`); 0 on a new
+    question, never past its last page."""
+    cols: int = 80
+    rows: int = 24
+    """The terminal's size when the last key came (the Compare detail's layout)."""
     confirm: tuple[str, ...] = ()
     """A confirmation shown (its lines); `y` starts `confirm_spec`, another key dismisses it."""
     confirm_spec: TaskSpec | None = None
@@ -339,6 +351,10 @@ class State:
         """The running compare, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind in COMPARE_KINDS), None)
 
+    def preparing(self) -> Task | None:
+        """The compare being planned for its confirmation, if any."""
+        return next((t for t in self.tasks if t.spec.kind is TaskKind.PREPARE_COMPARE), None)
+
     def exporting(self) -> Task | None:
         """The running export, if any (one at a time)."""
         return next((t for t in self.tasks if t.spec.kind is TaskKind.EXPORT), None)
@@ -358,6 +374,12 @@ class State:
         row = self.selected_compare()
         shown = COMPARE_FILTERS[self.compare_filter][1]
         return tuple(i for i in row.items if i.verdict in shown) if row else ()
+
+    def pod_notice(self, run: RunRow) -> str:
+        """The Training view's line about the pod `run` left, "" when none or dismissed."""
+        if not run.pod or run.id in self.dismissed_pods:
+            return ""
+        return f"pod {run.pod} kept: overbrainer pod rm {run.id}"
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
@@ -436,6 +458,17 @@ class PushPlanned:
 
 
 @attrs.frozen
+class ComparePrepared:
+    """A PREPARE_COMPARE task planned a compare of `run_id`: the confirmation's lines, or the
+    one-line reason it would be refused."""
+
+    task: int
+    run_id: str = ""
+    lines: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -465,6 +498,14 @@ class EditorDone:
 
 
 @attrs.frozen
+class Resized:
+    """The terminal has `cols` columns and `rows` rows (told before a key when it changed)."""
+
+    cols: int
+    rows: int
+
+
+@attrs.frozen
 class Notice:
     """A line for the status bar (a log export written, …)."""
 
@@ -481,10 +522,12 @@ Msg = (
     | Loaded
     | Previewed
     | PushPlanned
+    | ComparePrepared
     | Tick
     | SignalMsg
     | ConfigChanged
     | EditorDone
+    | Resized
 )
 
 

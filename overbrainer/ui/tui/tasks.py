@@ -22,10 +22,12 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
 from overbrainer.pipeline.editing import delete_record
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
+from overbrainer.ui.tui.compare_plan import prepare_compare
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
 from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
     READ_KINDS,
+    ComparePrepared,
     Loaded,
     Msg,
     Previewed,
@@ -121,6 +123,13 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
                 post(PushPlanned(task, run_id, error=error.message))
                 return
             post(PushPlanned(task, run_id, lines))
+        elif spec.kind is TaskKind.PREPARE_COMPARE:
+            try:
+                prepared = await prepare_compare(project, spec.run_id)
+            except OverbrainerError as error:
+                post(ComparePrepared(task, error=error.message))
+                return
+            post(ComparePrepared(task, prepared.run_id, prepared.lines))
         elif spec.kind is TaskKind.PREVIEW:
             post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
         else:
