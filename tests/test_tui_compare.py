@@ -257,6 +257,12 @@ def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_pat
     assert state.status == "compare failed: interrupted: compare stopped"
     assert effects == [Spawn(3, TaskSpec(TaskKind.LOAD))]  # the list is read again
     state, effects = keys(state, "J")
+    assert effects == []  # the judge is paid: asked first
+    assert state.confirm[0] == "rejudge compare_20261002-000000 of run run_b?"
+    assert state.status == f"rejudge compare_20261002-000000? {app.REJUDGE_ASK}"
+    dropped, effects = keys(state, "n")
+    assert (effects, dropped.confirm, dropped.status) == ([], (), "not rejudged")
+    state, effects = keys(state, "y")
     rejudge = TaskSpec(TaskKind.REJUDGE, run_id="run_b", compare_id="compare_20261002-000000")
     assert effects == [Spawn(4, rejudge)]
     state, _ = feed(state, TaskDone(4))

@@ -87,7 +87,9 @@ DISMISSED = {
     TaskKind.CANCEL: "not cancelled",
     TaskKind.DELETE: "not deleted",
     TaskKind.COMPARE: "not compared",
+    TaskKind.REJUDGE: "not rejudged",
 }
+REJUDGE_ASK = "y rejudges, n or Esc does not"
 DELETE_LINES = {
     "subtopics": "its questions and their answers are deleted with it",
     "questions": "its answer is deleted with it",
@@ -600,16 +602,20 @@ def _dataset_keys(state: State, key: str) -> Result:
     return state, []
 
 
+def _job_refused(state: State) -> State | None:
+    """The state saying why no compare or export may start now; None when one may."""
+    if state.preparing() is not None:
+        return attrs.evolve(state, status=PREPARE_BUSY)
+    running = state.comparing() or state.exporting()
+    if running is not None:
+        return attrs.evolve(state, status=f"busy: {running.spec.label} is running (c cancels it)")
+    return _refuse_busy(state)
+
+
 def _start_job(state: State, spec: TaskSpec) -> Result:
     """Spawn a compare (its plan first, for the confirmation) or an export: one at a time,
     refused while the data lock is taken."""
-    if state.preparing() is not None:
-        return attrs.evolve(state, status=PREPARE_BUSY), []
-    running = state.comparing() or state.exporting()
-    if running is not None:
-        status = f"busy: {running.spec.label} is running (c cancels it)"
-        return attrs.evolve(state, status=status), []
-    refused = _refuse_busy(state)
+    refused = _job_refused(state)
     if refused is not None:
         return refused, []
     if spec.kind is TaskKind.PREPARE_COMPARE:
@@ -649,7 +655,19 @@ def _compare_keys(state: State, key: str) -> Result:
         row = state.selected_compare()
         if row is None:
             return attrs.evolve(state, status=NO_COMPARE), []
-        return _start_job(state, TaskSpec(TaskKind.REJUDGE, run_id=row.run, compare_id=row.id))
+        refused = _job_refused(state)
+        if refused is not None:
+            return refused, []
+        # The judge is paid: as for `C`, nothing is asked of it before `y`.
+        lines = (
+            f"rejudge {row.id} of run {row.run}?",
+            f"the judge is asked about each of its {row.questions} questions that this judge "
+            "and prompt have no verdict on yet",
+            REJUDGE_ASK,
+        )
+        spec = TaskSpec(TaskKind.REJUDGE, run_id=row.run, compare_id=row.id)
+        status = f"rejudge {row.id}? {REJUDGE_ASK}"
+        return attrs.evolve(state, confirm=lines, confirm_spec=spec, status=status), []
     if key == "c":
         running = state.comparing()
         if running is None:
