@@ -1,0 +1,167 @@
+"""`overbrainer export` on a local target with `runtime = "docker"`: the job in a container.
+
+There is no container engine here: tests/standin/container_standin.py stands in for `docker`
+and `podman`. It records each call, runs the `run` command natively with the mounts' container
+paths rewritten to their host paths (in the arguments, the working directory and the `-e`
+values: an approximation of a container, documented in the stand-in) and answers `stop`/`kill`
+by signalling the process group it started. So these tests check the command line the job runs
+and what the job sees through it, not a real engine. A fake `python3` (the job's first program
+on a full model: the fetch of the llama.cpp source) records what it sees, writes the export's
+`.part` and hangs, standing for an export in progress. The real conversion in a container is in
+test_export_gguf.py (torch).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from overbrainer.config.settings import DEFAULT_IMAGE
+from overbrainer.targets.llama_cpp import resolve_pin
+from tests.container_support import calls, install_engines, kill_containers, run_options
+from tests.export_support import add_run
+from tests.train_helpers import command, group_alive, kill_jobs, make_project, standin_env, wait_for
+
+RUN = "my_project_20261203-120000"
+TOKEN = "hf_SecretTokenValue123"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> collections.abc.Iterator[Path]:
+    root = make_project(tmp_path / "p")
+    yield root
+    kill_containers(tmp_path / "engine")
+    kill_jobs(root)
+
+
+def use_container(project: Path, engine: str) -> None:
+    """Make the project's local target run its jobs with `engine`."""
+    toml = project / "overbrainer.toml"
+    text = toml.read_text()
+    extra = f'runtime = "docker"\nengine = "{engine}"\nimage = "img:1"\n'
+    toml.write_text(text.replace('runtime = "native"           #', extra + "#", 1))
+    assert extra in toml.read_text()
+
+
+def hanging_python(bin_dir: Path) -> None:
+    """A `python3` that records its cwd and environment, writes the export's `.part`, hangs."""
+    script = bin_dir / "python3"
+    record = (
+        "import json, os, sys; json.dump({'cwd': os.getcwd(), 'env': dict(os.environ)}, "
+        "open(os.environ['STANDIN_SEEN'], 'w'))"
+    )
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{sys.executable} -c "{record}" || exit 1\n'
+        'echo partial > "output/gguf/$OVERBRAINER_EXPORT_NAME-$OVERBRAINER_EXPORT_QUANTIZE'
+        '.gguf.part" || exit 1\n'
+        "exec sleep 600\n"
+    )
+    script.chmod(0o755)
+
+
+@pytest.mark.sigint
+@pytest.mark.parametrize("engine", ["docker", "podman"])
+def test_the_export_runs_in_the_named_container_and_ctrl_c_stops_it(
+    project: Path, tmp_path: Path, engine: str
+) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    run_dir = add_run(project, model)
+    use_container(project, engine)
+    state = tmp_path / "engine"
+    seen = tmp_path / "seen.json"
+    bin_dir = tmp_path / "bin"
+    env = standin_env(bin_dir, STANDIN_SEEN=str(seen), OVERBRAINER_HF_TOKEN=TOKEN)
+    env.update(install_engines(bin_dir, state))
+    hanging_python(bin_dir)
+    err = tmp_path / "err.txt"
+    with err.open("w") as stderr:
+        process = subprocess.Popen(
+            command(project, "export", RUN, "--quantize", "Q8_0"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not list((run_dir / "exports").glob("*/output/gguf/*.part")):
+            assert process.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.05)
+        wait_for(seen.exists)
+        wait_for(lambda: seen.stat().st_size > 0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=90)
+    job = next((run_dir / "exports").iterdir())
+    name = f"overbrainer-{RUN}-{job.name}"
+    runs = (project / "runs").resolve()
+
+    # The command line: the one `run` the job made, with the mounts, the workdir and the env.
+    recorded = calls(state)
+    assert recorded[0]["engine"] == engine
+    argv = recorded[0]["argv"]
+    assert argv[:4] == ["run", "--rm", "--name", name]
+    options = run_options(argv)
+    label, cache_label = ("", "") if engine == "docker" else (":Z", ":z")
+    assert options["-v"] == [
+        f"{run_dir.resolve()}:/workspace/run{label}",
+        f"{runs}/.hf-cache:/workspace/hf-cache{cache_label}",
+        f"{runs}/.cache:/workspace/cache{cache_label}",
+    ]
+    assert options["-w"] == [f"/workspace/run/exports/{job.name}"]
+    passed = dict(item.partition("=")[::2] for item in options["-e"])
+    assert passed["OVERBRAINER_CACHE"] == "/workspace/cache"
+    assert [v for k, v in passed.items() if k == "OVERBRAINER_CACHE"] == ["/workspace/cache"]
+    assert passed["OVERBRAINER_EXPORT_NAME"] == RUN
+    assert passed["OVERBRAINER_EXPORT_QUANTIZE"] == "Q8_0"
+    assert passed["OVERBRAINER_EXPORT_MODEL"] == "../../output"
+    assert passed["OVERBRAINER_EXPORT_CONFIG"] == "../../axolotl.yaml"
+    assert passed["OVERBRAINER_METRICS"] == f"/workspace/run/exports/{job.name}/metrics.jsonl"
+    pin = resolve_pin({}).job_env()
+    assert len(pin) == 13
+    assert {k: passed[k] for k in pin} == pin
+    assert not [k for k in passed if "TOKEN" in k]
+    image, *job_command = options[""]
+    assert image == "img:1" != DEFAULT_IMAGE
+    assert job_command[:2] == ["sh", "-c"]
+    assert job_command[2].endswith("&& 'sh' 'export.sh'")
+    assert (engine == "docker") == ("--gpus" in options)
+
+    # What the job saw inside: its directory, the run's model and the cache, as mounted.
+    inside = json.loads(seen.read_text())
+    assert inside["cwd"] == str(job.resolve())
+    assert inside["env"]["OVERBRAINER_CACHE"] == f"{runs}/.cache"
+    assert (job / inside["env"]["OVERBRAINER_EXPORT_MODEL"] / "config.json").is_file()
+    assert "OVERBRAINER_HF_TOKEN" not in inside["env"]
+    assert (runs / ".cache" / "llama.cpp" / resolve_pin({}).tag).is_dir()
+
+    # Ctrl-C: the named container is stopped, nothing half-written is left.
+    assert process.returncode == 130, err.read_text()
+    assert out == ""
+    assert err.read_text().splitlines()[-1] == f"export {job.name} of run {RUN} was cancelled"
+    assert [c["argv"] for c in recorded[1:]] == [["stop", "-t", "30", name]]
+    assert all(c["engine"] == engine for c in recorded)
+    assert not list((state / "containers").iterdir())
+    record = json.loads((job / "run.json").read_text())
+    assert record["state"] == "cancelled"
+    assert record["job"]["container"] == {"engine": engine, "name": name}
+    assert not list(run_dir.rglob("*.part"))
+    assert not (job / "export-work").exists()
+    assert not (run_dir / "output" / "gguf").exists()
+    wait_for(lambda: not group_alive(record["job"]["pid"]))
+    everything = err.read_text() + "".join(
+        p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file()
+    )
+    assert TOKEN not in everything
+    assert TOKEN not in (state / "calls.jsonl").read_text()
