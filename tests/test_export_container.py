@@ -20,11 +20,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
+import attrs
 import pytest
 
-from overbrainer.config.settings import DEFAULT_IMAGE
+from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime, SshTarget
+from overbrainer.export.job import export_job
+from overbrainer.targets.executor import Executor
+from overbrainer.targets.export_script import export_env
+from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.training.run_store import RunRecord, RunState
 from tests.container_support import calls, install_engines, kill_containers, run_options
 from tests.export_support import add_run
 from tests.train_helpers import command, group_alive, kill_jobs, make_project, standin_env, wait_for
@@ -165,3 +172,85 @@ def test_the_export_runs_in_the_named_container_and_ctrl_c_stops_it(
     )
     assert TOKEN not in everything
     assert TOKEN not in (state / "calls.jsonl").read_text()
+
+
+class _Where:
+    """The three things `export_job` reads of an executor: an SSH target's paths."""
+
+    local = False
+    workdir = "/srv/ob"
+    home = "/home/u"
+
+
+def _records() -> tuple[RunRecord, RunRecord]:
+    run = RunRecord(
+        id="run1",
+        target="gpu",
+        created="2026-12-03T12:00:00Z",
+        remote_dir="/srv/ob/run1",
+        job=None,
+        state=RunState.SUCCEEDED,
+    )
+    export = attrs.evolve(
+        run,
+        id="export_20261203-130000",
+        remote_dir="/srv/ob/run1/exports/export_20261203-130000",
+        state=RunState.PREPARING,
+    )
+    return run, export
+
+
+def _env() -> dict[str, str]:
+    return export_env(
+        name="run1",
+        quantize="Q4_K_M",
+        model="../../output",
+        config="../../axolotl.yaml",
+        cache="/srv/ob/.cache",
+        environ={},
+    )
+
+
+def test_an_ssh_podman_export_is_the_training_run_line_in_the_export_directory() -> None:
+    run, export = _records()
+    target = SshTarget(runtime=Runtime.DOCKER, engine=Engine.PODMAN, image="img:1")
+    plan = export_job(target, _env(), run=run, export=export, executor=cast(Executor, _Where()))
+    name = "overbrainer-run1-export_20261203-130000"
+    assert plan.container == (JobEngine.PODMAN, name)
+    job = "/workspace/run/exports/export_20261203-130000"
+    assert plan.commands.startswith(
+        "mkdir -p -- '/srv/ob/.hf-cache' '/srv/ob/.cache' && podman run --rm --name "
+        f"'{name}' --device nvidia.com/gpu=all --security-opt=label=disable --ulimit host "
+        "--ipc=host -v '/srv/ob/run1:/workspace/run:Z' "
+        "-v '/srv/ob/.hf-cache:/workspace/hf-cache:z' -v '/srv/ob/.cache:/workspace/cache:z' "
+        f"-e OVERBRAINER_CACHE=/workspace/cache -w '{job}' -e HF_HOME=/workspace/hf-cache "
+        "-e 'AXOLOTL_DO_NOT_TRACK=1' -e 'PYTHONPATH=/workspace/run/plugin' "
+        f"-e 'OVERBRAINER_METRICS={job}/metrics.jsonl' "
+        f"-e 'OVERBRAINER_SNAPSHOT={job}/snapshot.request' -e 'OVERBRAINER_EXPORT_NAME=run1' "
+        "-e 'OVERBRAINER_EXPORT_QUANTIZE=Q4_K_M' -e 'OVERBRAINER_EXPORT_MODEL=../../output' "
+        "-e 'OVERBRAINER_EXPORT_CONFIG=../../axolotl.yaml' -e 'OVERBRAINER_LLAMA_CPP=b"
+    )
+    assert "/srv/ob/.cache'" not in plan.commands.split(" && podman ", 1)[1]
+    assert plan.commands.endswith(
+        " 'img:1' sh -c '{ printf '\\''{\"event\":\"stage\",\"name\":"
+        '"%s","time":%s}\\n\'\\\'\' export "$(date +%s)" >> '
+        "'\\''metrics.jsonl'\\'' || :; } && '\\''sh'\\'' "
+        "'\\''export.sh'\\'''"
+    )
+
+
+def test_a_native_ssh_export_runs_in_place_with_the_venv_on_path() -> None:
+    run, export = _records()
+    target = SshTarget(runtime=Runtime.NATIVE, venv="~/v")
+    plan = export_job(target, _env(), run=run, export=export, executor=cast(Executor, _Where()))
+    assert plan.container is None
+    assert "podman" not in plan.commands and "docker" not in plan.commands
+    job = "/srv/ob/run1/exports/export_20261203-130000"
+    for step in (
+        f"export OVERBRAINER_METRICS='{job}/metrics.jsonl'",
+        "export OVERBRAINER_EXPORT_MODEL='../../output'",
+        "export PATH='/home/u/v/bin'\"${PATH:+:$PATH}\"",
+        "export OVERBRAINER_CACHE='/srv/ob/.cache'",
+    ):
+        assert f" && {step} && " in plan.commands
+    assert plan.commands.endswith(" && 'sh' 'export.sh'")

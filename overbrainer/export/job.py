@@ -41,7 +41,7 @@ from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
 from overbrainer.training.lifecycle import START_BOUND, Session, job_ref
-from overbrainer.training.prepare import METRICS_ENV
+from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, SNAPSHOT_REQUEST
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 from overbrainer.training.runtime import JobPlan, expand_venv, job_root, plan_job
@@ -155,6 +155,7 @@ def export_job(
     root = job_root(target, run.remote_dir).rstrip("/")
     extra = {name: value for name, value in env.items() if name != CACHE_ENV}
     extra[METRICS_ENV] = f"{root}/{inside}/{METRICS_FILE}"
+    extra[SNAPSHOT_ENV] = f"{root}/{inside}/{SNAPSHOT_REQUEST}"
     if target.runtime is Runtime.NATIVE:
         venv = expand_venv(target.venv, home)
         if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
