@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -254,3 +255,37 @@ def test_a_native_ssh_export_runs_in_place_with_the_venv_on_path() -> None:
     ):
         assert f" && {step} && " in plan.commands
     assert plan.commands.endswith(" && 'sh' 'export.sh'")
+
+
+def test_a_missing_engine_is_warned_about_and_the_failure_names_the_log(
+    project: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    run_dir = add_run(project, model)
+    use_container(project, "podman")
+    tools = tmp_path / "tools"  # a PATH with what the job's wrapper needs and no engine
+    tools.mkdir()
+    for tool in ("sh", "mkdir", "mv", "date", "cat", "rm"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    env = standin_env(tmp_path / "bin")
+    env["PATH"] = str(tools)
+    result = subprocess.run(
+        command(project, "export", RUN), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1, result.stderr
+    job = next((run_dir / "exports").iterdir())
+    lines = result.stderr.splitlines()
+    assert any(
+        line.endswith("WARN podman is not on PATH: the job of target `local` will fail")
+        for line in lines
+    ), result.stderr
+    assert lines[-1] == (
+        f"error: export {job.name} of run {RUN} failed: its job exited with code 127; its log "
+        f"is runs/{RUN}/exports/{job.name}/job.log"
+    )
+    assert "podman" in (job / "job.log").read_text()
+    assert json.loads((job / "run.json").read_text())["state"] == "failed"

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget, Runtime
+from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
@@ -40,7 +40,7 @@ from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
-from overbrainer.training.lifecycle import START_BOUND, Session, job_ref
+from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
 from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, SNAPSHOT_REQUEST
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
@@ -249,9 +249,15 @@ def _last_message(job_dir: Path) -> str | None:
 
 
 def _failure(status: JobStatus, job_dir: Path) -> str:
+    """The export's last `export:` line; else how its job ended and where its log is (a
+    container engine's own error, say)."""
+    found = _last_message(job_dir)
+    if found is not None:
+        return found
+    log_file = "/".join(("runs", *job_dir.parts[-3:], "job.log"))
     if isinstance(status, Exited):
-        return _last_message(job_dir) or f"its job exited with code {status.code}"
-    return _last_message(job_dir) or "its job was lost"
+        return f"its job exited with code {status.code}; its log is {log_file}"
+    return f"its job was lost; its log is {log_file}"
 
 
 def _clear_work(job_dir: Path) -> None:
@@ -278,6 +284,8 @@ async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
     run_dir = runs.dir_of(run.id)
     choice = await trio.to_thread.run_sync(model_of, run, run_dir)
     target = export_target(session, run, request.keep_pod)
+    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
+        warn_missing_engine(run.target, target)
     if choice.warning is not None:
         log.warning("%s", choice.warning)
     return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))
