@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -289,3 +290,32 @@ def test_a_missing_engine_is_warned_about_and_the_failure_names_the_log(
     )
     assert "podman" in (job / "job.log").read_text()
     assert json.loads((job / "run.json").read_text())["state"] == "failed"
+
+
+def test_a_gguf_the_user_cannot_move_is_copied_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rootful container job leaves its folders owned by root: the rename out of them is
+    # refused (here simulated: the tests run as root, where permissions do not bite).
+    from overbrainer.export import deliver as delivery
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "axolotl.yaml").write_text("sequence_len: 64\n")
+    job_dir = run_dir / "exports" / "export_20261203-130000"
+    source = job_dir / "output" / "gguf" / "r-F16.gguf"
+    source.parent.mkdir(parents=True)
+    source.write_bytes(b"GGUF" + b"\0" * 60)
+    real = os.replace
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if Path(src) == source:
+            raise PermissionError(13, "Permission denied")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    delivered = delivery.deliver("r", run_dir, job_dir, "r-F16.gguf", "F16", "b1")
+    target = run_dir / "output" / "gguf" / "r-F16.gguf"
+    assert target.read_bytes() == b"GGUF" + b"\0" * 60
+    assert delivered.record.size == 64
+    assert sorted(p.name for p in target.parent.iterdir()) == ["Modelfile", "r-F16.gguf"]
