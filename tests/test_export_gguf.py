@@ -27,6 +27,12 @@ pytest.importorskip("sentencepiece")
 gguf = pytest.importorskip("gguf")
 
 from overbrainer.training.run_store import RunState, Snapshot  # noqa: E402
+from tests.container_support import (  # noqa: E402
+    calls,
+    install_engines,
+    kill_containers,
+    run_options,
+)
 from tests.export_support import SEQUENCE_LEN, add_run, make_tiny_model  # noqa: E402
 from tests.llama_support import LlamaRelease, LlamaTools  # noqa: E402
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under  # noqa: E402
@@ -420,3 +426,71 @@ def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
         assert (remote / ".cache" / "llama.cpp" / llama_release.tag / "ubuntu-x64").is_dir()
     finally:
         kill_jobs_under(remote)
+
+
+def test_a_docker_target_exports_in_its_container_and_delivers_the_gguf(
+    project: Path, tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path
+) -> None:
+    # The stand-in `docker` (tests/standin/container_standin.py) runs the job natively with the
+    # mounts' container paths rewritten to host paths: the command line is what is checked.
+    run_dir = add_run(project, tiny_model, adapter=True)
+    toml = project / "overbrainer.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'runtime = "native"           #', 'runtime = "docker"\nimage = "img:1"\n#', 1
+        )
+    )
+    state = tmp_path / "engine"
+    trace = tmp_path / "axolotl.log"
+    secret = "hf_SecretTokenValue123"
+    env = env_for(tmp_path, llama_release, STANDIN_LOG=str(trace), OVERBRAINER_HF_TOKEN=secret)
+    env.update(install_engines(tmp_path / "bin", state))
+    try:
+        result = overbrainer(project, env, "export", RUN, timeout=300)
+    finally:
+        kill_containers(state)
+    assert result.returncode == 0, result.stderr
+    job = only_export(run_dir)
+    name = f"overbrainer-{RUN}-{job.name}"
+    recorded = calls(state)
+    assert [c["engine"] for c in recorded] == ["docker"]
+    argv = recorded[0]["argv"]
+    assert argv[:4] == ["run", "--rm", "--name", name]
+    options = run_options(argv)
+    runs = (project / "runs").resolve()
+    assert options["-v"] == [
+        f"{run_dir.resolve()}:/workspace/run",
+        f"{runs}/.hf-cache:/workspace/hf-cache",
+        f"{runs}/.cache:/workspace/cache",
+    ]
+    assert options["-w"] == [f"/workspace/run/exports/{job.name}"]
+    assert options[""][0] == "img:1"
+    names = [item.partition("=")[0] for item in options["-e"]]
+    assert set(llama_release.env()) <= set(names)
+    assert {"OVERBRAINER_CACHE", "OVERBRAINER_EXPORT_MODEL", "HF_HOME"} <= set(names)
+    assert not [n for n in names if "TOKEN" in n]
+    assert secret not in (state / "calls.jsonl").read_text()
+    assert secret not in result.stdout + result.stderr + (job / "job.log").read_text()
+    # The adapter was merged inside the "container", the GGUF delivered here.
+    assert [json.loads(line) for line in trace.read_text().splitlines()] == [
+        ["merge-lora", "export-work/merge.yaml"]
+    ]
+    gguf_path = run_dir / "output" / "gguf" / f"{RUN}-Q4_K_M.gguf"
+    exported = json.loads((job / "export.json").read_text())
+    assert exported["size"] == gguf_path.stat().st_size
+    assert exported["llama_cpp"] == llama_release.tag
+    assert result.stdout.splitlines()[0].startswith(
+        f"export: GGUF in runs/{RUN}/output/gguf/{RUN}-Q4_K_M.gguf (Q4_K_M, "
+    )
+    reader = gguf.GGUFReader(str(gguf_path))
+    assert int(reader.fields["general.file_type"].parts[-1][0]) == 15  # MOSTLY_Q4_K_M
+    assert "tokenizer.chat_template" in reader.fields
+    # The tools went into the mounted cache: runs/.cache on this machine.
+    cache = runs / ".cache" / "llama.cpp" / llama_release.tag
+    assert (cache / "ubuntu-x64" / "llama-quantize").is_file()
+    assert json.loads((job / "run.json").read_text())["job"]["container"] == {
+        "engine": "docker",
+        "name": name,
+    }
+    assert left_behind(run_dir) == []
+    assert not list((state / "containers").iterdir())

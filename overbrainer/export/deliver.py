@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -107,6 +108,22 @@ def _finish(run_id: str, run_dir: Path, record_dir: Path, record: ExportRecord) 
     return Delivered(run_id, record)
 
 
+def _move(source: Path, target: Path) -> None:
+    """Rename `source` to `target`; where its folder is not ours to change (a rootful container
+    job wrote it), copy it through `<target>.part` instead and leave the source."""
+    try:
+        os.replace(source, target)
+    except PermissionError:
+        part = target.with_name(target.name + ".part")
+        try:
+            shutil.copyfile(source, part)
+            os.replace(part, target)
+        finally:
+            part.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            source.unlink()
+
+
 def deliver(
     run_id: str, run_dir: Path, job_dir: Path, name: str, quantize: str, tag: str
 ) -> Delivered:
@@ -118,7 +135,7 @@ def deliver(
     target = run_dir / GGUF_DIR / name
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        _move(source, target)
         record = _record(run_dir, target, quantize, tag)
         return _finish(run_id, run_dir, job_dir, record)
     except OSError as error:

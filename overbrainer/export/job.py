@@ -17,27 +17,34 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget, Runtime
+from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
 from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR
-from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
-from overbrainer.targets.export_script import SCRIPT_FILE, export_env, export_script, gguf_name
+from overbrainer.targets.executor import Executor, ExecutorJob
+from overbrainer.targets.export_script import (
+    CACHE_DIR,
+    CACHE_ENV,
+    SCRIPT_FILE,
+    export_env,
+    export_script,
+    gguf_name,
+)
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
-from overbrainer.training.lifecycle import START_BOUND, Session
-from overbrainer.training.prepare import METRICS_ENV
+from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
+from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, SNAPSHOT_REQUEST
 from overbrainer.training.retrieve import fetch
-from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
-from overbrainer.training.runtime import expand_venv
+from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
+from overbrainer.training.runtime import JobPlan, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.training.target_access import TrainTarget, run_target
 
@@ -66,17 +73,9 @@ class ExportRequest:
 
 
 def export_target(session: Session, record: RunRecord, keep_pod: bool) -> TrainTarget:
-    """The run's target, where the export runs (a Runpod one: on a new pod); refused where
-    this version cannot run it."""
-    target = run_target(session.settings, record.target, keep_pod=keep_pod)
-    if isinstance(target, RunpodTarget):
-        return target
-    if target.runtime is Runtime.DOCKER:
-        raise UsageError(
-            f"target `{record.target}` runs jobs in a container: the export runs natively "
-            "only in this version"
-        )
-    return target
+    """The run's target, where the export runs (a Runpod one: on a new pod; a container
+    runtime: in the target's container, as a training job)."""
+    return run_target(session.settings, record.target, keep_pod=keep_pod)
 
 
 def _link_tree(source: Path, target: Path, top_skip: tuple[str, ...]) -> None:
@@ -124,13 +123,54 @@ class Started:
 def job_commands(
     target: TrainTarget, env: dict[str, str], home: str | None, env_file: str | None = None
 ) -> str:
-    """The export job's commands: the environment (after sourcing `env_file`, a pod's job
-    environment), its stage line, then `sh export.sh`."""
+    """The export job's native commands on a pod: the environment (after sourcing `env_file`,
+    the pod's job environment), its stage line, then `sh export.sh`."""
     venv = expand_venv(target.venv, home)
     if venv is not None:
         env = {**env, "PATH": f"{venv.rstrip('/')}/bin"}
-    command = Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,))
-    return native_commands([command], env, env_file=env_file)
+    return native_commands([EXPORT_COMMAND], env, env_file=env_file)
+
+
+EXPORT_COMMAND = Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,), from_venv=False)
+"""The export job's one command (`sh` is the system's, never a venv's)."""
+
+
+def export_job(
+    target: TrainTarget,
+    env: dict[str, str],
+    *,
+    run: RunRecord,
+    export: RunRecord,
+    executor: Executor,
+    env_file: str | None = None,
+) -> JobPlan:
+    """The export job's commands: on a pod natively; on a local or SSH target through
+    `plan_job`, as a training job (a container mounts the run directory and the tool cache and
+    works in `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
+    home = None if executor.local else executor.home
+    tools = f"{executor.workdir.rstrip('/')}/{CACHE_DIR}"
+    if isinstance(target, RunpodTarget):
+        return JobPlan(job_commands(target, {**env, CACHE_ENV: tools}, home, env_file))
+    inside = f"{EXPORTS_DIR}/{export.id}"
+    root = job_root(target, run.remote_dir).rstrip("/")
+    extra = {name: value for name, value in env.items() if name != CACHE_ENV}
+    extra[METRICS_ENV] = f"{root}/{inside}/{METRICS_FILE}"
+    extra[SNAPSHOT_ENV] = f"{root}/{inside}/{SNAPSHOT_REQUEST}"
+    if target.runtime is Runtime.NATIVE:
+        venv = expand_venv(target.venv, home)
+        if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
+            extra["PATH"] = f"{venv.rstrip('/')}/bin"
+    return plan_job(
+        target,
+        run_id=f"{run.id}-{export.id}",
+        run_dir=run.remote_dir,
+        cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
+        commands=[EXPORT_COMMAND],
+        home=home,
+        extra_env=extra,
+        tools=tools,
+        workdir=inside,
+    )
 
 
 NEVER_UPLOADED = ("ssh", "pod.json", ".pod")
@@ -167,19 +207,19 @@ async def start_export(
             quantize=request.quantize,
             model=model,
             config=config,
-            cache=f"{executor.workdir.rstrip('/')}/.cache",
+            cache=f"{executor.workdir.rstrip('/')}/{CACHE_DIR}",
         )
         env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
-        home = None if executor.local else executor.home
-        commands = job_commands(target, env, home, env_file)
+        plan = export_job(target, env, run=run, export=export, executor=executor, env_file=env_file)
         if not executor.local:
             await executor.upload(job_dir, remote, NEVER_UPLOADED)
-        job = await executor.spawn(remote, commands, {})
+        job = await executor.spawn(remote, plan.commands, {})
     except (OSError, OverbrainerError) as error:
         message = error.message if isinstance(error, OverbrainerError) else str(error)
         await _end(exports, export, RunState.FAILED, message, job_dir)
         raise WorkFailed(f"export {export.id} of run {run.id} failed: {message}") from None
-    running = attrs.evolve(export, state=RunState.RUNNING, job=Job(remote, job.pid))
+    box = None if plan.container is None else Container(plan.container[0].value, plan.container[1])
+    running = attrs.evolve(export, state=RunState.RUNNING, job=Job(remote, job.pid, box))
     await trio.to_thread.run_sync(exports.save, running)
     return Started(running, job_dir, staged)
 
@@ -209,9 +249,15 @@ def _last_message(job_dir: Path) -> str | None:
 
 
 def _failure(status: JobStatus, job_dir: Path) -> str:
+    """The export's last `export:` line; else how its job ended and where its log is (a
+    container engine's own error, say)."""
+    found = _last_message(job_dir)
+    if found is not None:
+        return found
+    log_file = "/".join(("runs", *job_dir.parts[-3:], "job.log"))
     if isinstance(status, Exited):
-        return _last_message(job_dir) or f"its job exited with code {status.code}"
-    return _last_message(job_dir) or "its job was lost"
+        return f"its job exited with code {status.code}; its log is {log_file}"
+    return f"its job was lost; its log is {log_file}"
 
 
 def _clear_work(job_dir: Path) -> None:
@@ -238,6 +284,8 @@ async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
     run_dir = runs.dir_of(run.id)
     choice = await trio.to_thread.run_sync(model_of, run, run_dir)
     target = export_target(session, run, request.keep_pod)
+    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
+        warn_missing_engine(run.target, target)
     if choice.warning is not None:
         log.warning("%s", choice.warning)
     return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))
@@ -305,7 +353,7 @@ async def follow_and_deliver(
     record, job_dir = started.record, started.job_dir
     subject = f"export {record.id} of run {run.id}"
     assert record.job is not None
-    job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
+    job = ExecutorJob(executor, job_ref(record))
 
     async def end(state: RunState, message: str | None) -> None:
         """Record how the export ended; remove what was staged, here and on the target."""

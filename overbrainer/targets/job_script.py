@@ -140,8 +140,12 @@ def container_commands(
     env: Mapping[str, str],
     secrets: Sequence[str] = (),
     tools: str | None = None,
+    workdir: str = "",
 ) -> str:
-    """The container runtime: `mkdir -p` of the caches, then `<engine> run … sh -c '<chain>'`."""
+    """The container runtime: `mkdir -p` of the caches, then `<engine> run … sh -c '<chain>'`.
+
+    The job runs in `/workspace/run` (the mounted `run_dir`), or in `workdir` below it.
+    """
     made = [quote(cache)] + ([quote(tools)] if tools else [])
     words = [
         f"{engine.value} run --rm --name {quote(container_name(run_id))}",
@@ -153,7 +157,9 @@ def container_commands(
     if tools:
         words.append(f"-v {quote(f'{tools}:/workspace/cache{_CACHE_LABEL[engine]}')}")
         words.append("-e OVERBRAINER_CACHE=/workspace/cache")
-    words.append("-w /workspace/run -e HF_HOME=/workspace/hf-cache")
+    below = workdir.strip("/")
+    words.append(f"-w {quote(f'/workspace/run/{below}') if below else '/workspace/run'}")
+    words.append("-e HF_HOME=/workspace/hf-cache")
     words.extend(f"-e {quote(f'{name}={value}')}" for name, value in env.items())
     words.extend(f"-e {quote(name)}" for name in secrets)
     words.append(f"{quote(image)} sh -c {quote(chain(commands))}")

@@ -150,12 +150,18 @@ def job_ref(record: RunRecord) -> JobRef:
     return JobRef(record.job.dir, record.job.pid, box)
 
 
+def warn_missing_engine(name: str, target: LocalTarget) -> None:
+    """Say early when a container job's engine is not on PATH (it would fail with exit code
+    127)."""
+    engine = (target.engine or ConfigEngine.DOCKER).value
+    if shutil.which(engine) is None:
+        log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
+
+
 def _warn_missing_axolotl(name: str, target: LocalTarget) -> None:
     """Say early when the job cannot find its program (it would fail with exit code 127)."""
     if target.runtime is Runtime.DOCKER:
-        engine = (target.engine or ConfigEngine.DOCKER).value
-        if shutil.which(engine) is None:
-            log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
+        warn_missing_engine(name, target)
         return
     venv = expand_venv(target.venv)
     if venv is not None:

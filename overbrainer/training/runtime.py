@@ -70,11 +70,14 @@ def plan_job(
     home: str | None = None,
     extra_env: Mapping[str, str] | None = None,
     tools: str | None = None,
+    workdir: str = "",
 ) -> JobPlan:
     """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only.
 
     `extra_env` is added to the job's variables; `tools` is the target's tool cache (the
     llama.cpp of an in-job export), given as OVERBRAINER_CACHE (a container mounts it).
+    `workdir` is where a container job runs, relative to the mounted run directory (a native
+    job runs where it is spawned).
     """
     env = {**job_env(job_root(target, run_dir)), **(extra_env or {})}
     if tools is not None and (isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE):
@@ -96,5 +99,6 @@ def plan_job(
         env=env,
         secrets=secrets,
         tools=tools,
+        workdir=workdir,
     )
     return JobPlan(text, (engine, container_name(run_id)))
