@@ -12,7 +12,6 @@ from typing import Any
 import trio
 import yaml
 
-from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget, Settings
 from overbrainer.export.job import (
     ExportCancelled,
@@ -29,7 +28,7 @@ from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.keys import host_alias
-from overbrainer.targets.runpod.model_shape import ShapeUnknown, fetch_shape
+from overbrainer.targets.runpod.model_shape import ShapeUnknown
 from overbrainer.targets.runpod.vram import (
     GB,
     about,
@@ -51,6 +50,7 @@ from overbrainer.training.pod_train import (
     provision_or_fail,
     start_on_pod,
 )
+from overbrainer.training.pod_vram import hub_shape
 from overbrainer.training.run_store import RunRecord
 
 log = logging.getLogger(__name__)
@@ -97,14 +97,8 @@ async def export_sizing(
     if base_model is None:
         unknown(f"the run's {CONFIG_FILE} names no base_model")
         return None
-    token = None
-    if settings.hf_token is not None:
-        try:
-            token = await resolve_secret(settings.hf_token, "hf_token")
-        except OverbrainerError:
-            token = None
     try:
-        shape = await fetch_shape(base_model, settings.hub.url, token)
+        shape = await hub_shape(settings, base_model)
     except ShapeUnknown as error:
         unknown(str(error))
         return None

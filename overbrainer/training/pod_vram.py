@@ -9,6 +9,7 @@ from overbrainer.config.settings import RunpodTarget, Settings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.runpod.model_shape import ShapeUnknown, fetch_shape
 from overbrainer.targets.runpod.vram import (
+    ModelShape,
     estimate_line,
     floor_gb,
     need_bytes,
@@ -17,6 +18,18 @@ from overbrainer.targets.runpod.vram import (
 )
 
 log = logging.getLogger(__name__)
+
+
+async def hub_shape(settings: Settings, base_model: str) -> ModelShape:
+    """The base model's shape from the Hub, with the project's token when it resolves;
+    ShapeUnknown when the Hub cannot tell it."""
+    token = None
+    if settings.hf_token is not None:
+        try:
+            token = await resolve_secret(settings.hf_token, "hf_token")
+        except OverbrainerError:
+            token = None  # the job's start names the problem; the estimate goes without
+    return await fetch_shape(base_model, settings.hub.url, token)
 
 
 async def vram_floor(settings: Settings, target: RunpodTarget) -> int | None:
@@ -29,14 +42,8 @@ async def vram_floor(settings: Settings, target: RunpodTarget) -> int | None:
     if recipe is None:
         log.warning("%s", no_estimate_line("the run shards the model with deepspeed or fsdp"))
         return None
-    token = None
-    if settings.hf_token is not None:
-        try:
-            token = await resolve_secret(settings.hf_token, "hf_token")
-        except OverbrainerError:
-            token = None  # the job's start names the problem; the estimate goes without
     try:
-        shape = await fetch_shape(training.base_model, settings.hub.url, token)
+        shape = await hub_shape(settings, training.base_model)
     except ShapeUnknown as error:
         log.warning("%s", no_estimate_line(str(error)))
         return None
