@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -267,69 +269,57 @@ async def start_training(term: Terminal) -> str:
     return run_id
 
 
-async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
-    tmp_path: Path,
-) -> None:
+@contextlib.asynccontextmanager
+async def training_in_tui(tmp_path: Path) -> AsyncIterator[tuple[Path, Terminal, str]]:
+    """The TUI on a project whose run it started and follows; on exit `q` must end it with 0."""
     root = train_helpers.make_project(tmp_path / "p")
     env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
     try:
         async with open_terminal(root, "tui", env=env) as term:
-            run_id = await start_training(term)
-            await term.keys("c")
-            shown = await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
-            assert run_state(root, run_id) == "running"
-            await term.keys("y")
-            await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
-            await term.wait_for(f"{run_id}  cancelled", limit=10)  # the Runs list
-            await term.keys("5")  # the status line may have moved on: the Logs view keeps it
-            await term.wait_for(f"train: run {run_id} cancelled")
+            yield root, term, await start_training(term)
             await term.keys("q")
             shown = await term.wait_for("EXIT=", limit=30)
         assert "EXIT=0" in shown
-        assert (root / "runs" / run_id / "cancelled").exists()
     finally:
         train_helpers.kill_jobs(root)
+
+
+async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
+    tmp_path: Path,
+) -> None:
+    async with training_in_tui(tmp_path) as (root, term, run_id):
+        await term.keys("c")
+        await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
+        assert run_state(root, run_id) == "running"
+        await term.keys("y")
+        await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
+        await term.wait_for(f"{run_id}  cancelled", limit=10)  # the Runs list
+        await term.keys("5")  # the status line may have moved on: the Logs view keeps it
+        await term.wait_for(f"train: run {run_id} cancelled")
+    assert (root / "runs" / run_id / "cancelled").exists()
 
 
 async def test_s_on_a_followed_run_asks_for_the_snapshot_and_the_follower_collects_it(
     tmp_path: Path,
 ) -> None:
-    root = train_helpers.make_project(tmp_path / "p")
-    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
-    try:
-        async with open_terminal(root, "tui", env=env) as term:
-            run_id = await start_training(term)
-            await term.keys("s")
-            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
-            await term.keys("5")  # the status line has moved on: the Logs view keeps the line
-            await term.wait_for(f"train: snapshot of run {run_id} requested: the task follo")
-            await term.keys("q")
-            shown = await term.wait_for("EXIT=", limit=30)
-        assert "EXIT=0" in shown
-    finally:
-        train_helpers.kill_jobs(root)
+    async with training_in_tui(tmp_path) as (root, term, run_id):
+        await term.keys("s")
+        await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+        await term.keys("5")  # the status line has moved on: the Logs view keeps the line
+        await term.wait_for(f"train: snapshot of run {run_id} requested: the task follo")
 
 
 async def test_s_on_a_run_nobody_follows_runs_the_real_stop_and_follows_it(
     tmp_path: Path,
 ) -> None:
-    root = train_helpers.make_project(tmp_path / "p")
-    env = train_helpers.standin_env(tmp_path / "bin", STANDIN_STEPS="2000", STANDIN_PACE="0.05")
-    try:
-        async with open_terminal(root, "tui", env=env) as term:
-            run_id = await start_training(term)
-            await term.keys("c", "d")  # detach: the run keeps training, nobody follows it
-            await term.wait_for(f"interrupted: run {run_id} keeps running")
-            await term.keys("s")
-            await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
-            await term.keys("5")
-            await term.wait_for(f"train: snapshot of run {run_id} requested: its job saves")
-            await term.keys("q")
-            shown = await term.wait_for("EXIT=", limit=30)
-        assert "EXIT=0" in shown
-        assert run_state(root, run_id) == "stopped"
-    finally:
-        train_helpers.kill_jobs(root)
+    async with training_in_tui(tmp_path) as (root, term, run_id):
+        await term.keys("c", "d")  # detach: the run keeps training, nobody follows it
+        await term.wait_for(f"interrupted: run {run_id} keeps running")
+        await term.keys("s")
+        await wait_until(lambda: run_state(root, run_id) == "stopped", limit=60)
+        await term.keys("5")
+        await term.wait_for(f"train: snapshot of run {run_id} requested: its job saves")
+    assert run_state(root, run_id) == "stopped"
 
 
 async def stalling_server(
