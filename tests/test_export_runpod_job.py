@@ -51,16 +51,17 @@ async def pods(tmp_path: Path) -> AsyncIterator[tuple[RunpodFake, Path]]:
     assert fake.violations == []
 
 
-async def test_a_failing_export_job_on_a_pod_still_deletes_the_pod(
-    tmp_path: Path, llama_release: LlamaRelease, pods: tuple[RunpodFake, Path]
-) -> None:
-    fake, pods_root = pods
+def _pod_export(
+    tmp_path: Path, llama_release: LlamaRelease, fake: RunpodFake, pods_root: Path, python: str
+) -> tuple[Path, Path, dict[str, str]]:
+    """A project whose run trained on the Runpod target, the job's `python3` running `python`
+    (shell); the project, the run's directory and the export's environment."""
     project = make_project(tmp_path / "p")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
-    python = venv / "bin" / "python3"  # a python3 without torch: the conversion cannot run
-    python.write_text('#!/bin/sh\nexec /usr/bin/python3 -I "$@"\n')
-    python.chmod(0o755)
+    script = venv / "bin" / "python3"
+    script.write_text(f"#!/bin/sh\n{python}\n")
+    script.chmod(0o755)
     config_file = project / "overbrainer.toml"
     config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
     model = tmp_path / "model"
@@ -74,6 +75,17 @@ async def test_a_failing_export_job_on_a_pod_still_deletes_the_pod(
         "OVERBRAINER_RUNPOD__BASE_URL": fake.url,
         "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
     }
+    return project, run_dir, env
+
+
+async def test_a_failing_export_job_on_a_pod_still_deletes_the_pod(
+    tmp_path: Path, llama_release: LlamaRelease, pods: tuple[RunpodFake, Path]
+) -> None:
+    fake, pods_root = pods
+    # A python3 without torch: the conversion cannot run.
+    project, run_dir, env = _pod_export(
+        tmp_path, llama_release, fake, pods_root, 'exec /usr/bin/python3 -I "$@"'
+    )
     with trio.fail_after(180):
         done = await trio.run_process(
             command(project, "export", RUN, "--quantize", "F16"),
@@ -110,25 +122,8 @@ async def test_ctrl_c_during_the_export_job_cancels_it_and_deletes_the_pod(
     tmp_path: Path, llama_release: LlamaRelease, pods: tuple[RunpodFake, Path]
 ) -> None:
     fake, pods_root = pods
-    project = make_project(tmp_path / "p")
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    python = venv / "bin" / "python3"  # the job's module check hangs here
-    python.write_text("#!/bin/sh\nsleep 600\n")
-    python.chmod(0o755)
-    config_file = project / "overbrainer.toml"
-    config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
-    run_dir = add_run(project, model, target="gpu_cloud", remote_dir=f"/workspace/{RUN}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-    env |= llama_release.env() | {
-        "OVERBRAINER_TEST_POLL_S": "0.05",
-        "OVERBRAINER_RUNPOD__API_KEY": KEY,
-        "OVERBRAINER_RUNPOD__BASE_URL": fake.url,
-        "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
-    }
+    # The job's module check hangs on this python3.
+    project, run_dir, env = _pod_export(tmp_path, llama_release, fake, pods_root, "sleep 600")
     err = tmp_path / "stderr.txt"
 
     def running() -> bool:
