@@ -27,7 +27,7 @@ from overbrainer.ui.tui.state import (
     View,
 )
 from tests.hub_support import RUN_ID, make_run
-from tests.tui_app_support import feed, keys
+from tests.tui_app_support import add_job, feed, keys
 
 NOTICE = "pod pod123 kept: overbrainer pod rm run_b"
 
@@ -76,27 +76,16 @@ def test_p_dismisses_the_selected_runs_pod_notice_for_the_session() -> None:
     assert (effects, state.status) == ([], app.POD_HINT)
 
 
-def _job(run_dir: Path, folder: str, job_id: str, state: str, pod: PodState | None) -> None:
-    """A compare or export of the run, `state`, with a pod record in `pod` state."""
-    job_dir = run_dir / folder / job_id
-    job_dir.mkdir(parents=True)
-    record = json.loads((run_dir / "run.json").read_text())
-    record.update(id=job_id, state=state, remote_dir=str(job_dir))
-    (job_dir / "run.json").write_text(json.dumps(record))
-    if pod is not None:
-        save_pod_record(job_dir, PodRecord(job_id, pod, pod_id=f"pod_{job_id[:3]}{state[:3]}"))
-
-
 def test_the_pods_of_ended_compares_and_exports_are_listed_with_their_pod_rm(
     tmp_path: Path,
 ) -> None:
     run_dir = make_run(tmp_path / "p")
     project = open_project(tmp_path / "p")
-    _job(run_dir, "compares", "compare_20261203-130000", "succeeded", PodState.KEPT)
-    _job(run_dir, "compares", "compare_20261203-140000", "running", PodState.RUNNING)
-    _job(run_dir, "exports", "export_20261203-130000", "failed", PodState.AWAITING_RETRIEVAL)
-    _job(run_dir, "exports", "export_20261203-140000", "succeeded", PodState.DELETED)
-    _job(run_dir, "exports", "export_20261203-150000", "succeeded", None)
+    add_job(run_dir, "compares", "compare_20261203-130000", "succeeded", PodState.KEPT)
+    add_job(run_dir, "compares", "compare_20261203-140000", "running", PodState.RUNNING)
+    add_job(run_dir, "exports", "export_20261203-130000", "failed", PodState.AWAITING_RETRIEVAL)
+    add_job(run_dir, "exports", "export_20261203-140000", "succeeded", PodState.DELETED)
+    add_job(run_dir, "exports", "export_20261203-150000", "succeeded", None)
     (run_dir / "exports" / "export_20261203-160000").mkdir()
     (run_dir / "exports" / "export_20261203-160000" / "run.json").write_text("{torn")
     run = load_snapshot(project).runs[0]
@@ -160,9 +149,7 @@ def test_s_reads_the_newest_runs_pod_log_unless_one_was_selected() -> None:
     assert picked.tasks[-1].spec == TaskSpec(TaskKind.POD_LOG, run_id="run_b")
     first, _ = keys(attrs.evolve(logs_state(), view=View.TRAINING), "j", "k", "5", "s")
     assert first.tasks[-1].spec.run_id == "run_a"
-    assert TaskSpec(TaskKind.POD_LOG, run_id="run_b").label == (
-        "overbrainer runs logs run_b --pod"
-    )
+    assert TaskSpec(TaskKind.POD_LOG, run_id="run_b").label == ("overbrainer runs logs run_b --pod")
 
 
 def test_the_pod_log_shows_scrolls_and_s_or_esc_goes_back() -> None:
