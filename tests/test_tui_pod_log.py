@@ -11,6 +11,7 @@ import trio
 from overbrainer.flows import pod_logs
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
+from overbrainer.ui.tui import pod_log
 from overbrainer.ui.tui.pod_log import read_pod_log
 from overbrainer.ui.tui.state import Msg, Notice, PodLogLines, TaskDone, TaskKind, TaskSpec
 from tests.hub_support import RUN_ID, make_run
@@ -129,3 +130,14 @@ async def test_detach_stops_the_catch_up(tmp_path: Path, monkeypatch: pytest.Mon
             await read_pod_log(1, SPEC, CommandOptions(project_dir=tmp_path / "p"), detach, post)
     assert [type(m) for m in posted] == [PodLogLines, TaskDone]
     assert posted[-1] == TaskDone(1)
+
+
+async def test_a_read_past_its_limit_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pod_log, "LIMIT", 0.0)
+    keep_logs(make_run(tmp_path / "p"))
+    assert await read(tmp_path / "p") == [
+        Notice(f"pod log of run {RUN_ID}: stopped reading after 0 s"),
+        TaskDone(1),
+    ]

@@ -93,7 +93,7 @@ async def read_pod_log(
     it. A failure is the task's one-line error, never fatal to the app."""
     run_id = spec.run_id or ""
     error: str | None = None
-    with trio.move_on_after(LIMIT):
+    with trio.move_on_after(LIMIT) as limit:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_cancel_on, detach, nursery.cancel_scope)
             try:
@@ -106,4 +106,6 @@ async def read_pod_log(
                 log.exception("the pod log of run %s", run_id)
                 error = f"cannot catch up with the pod log of run {run_id}: {problem!r}"
             nursery.cancel_scope.cancel()
+    if limit.cancelled_caught:
+        post(Notice(f"pod log of run {run_id}: stopped reading after {LIMIT:.0f} s"))
     post(TaskDone(task, error))
