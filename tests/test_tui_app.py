@@ -350,8 +350,8 @@ def test_logs_keys_filter_scroll_and_export() -> None:
     assert state.log_offset == 11
     state, _ = keys(state, "down", "end")
     assert state.log_offset == 0
-    state, _ = keys(state, "s")
-    assert state.status == app.POD_LOG_HINT
+    state, effects = keys(state, "s")  # no run: no pod log to read
+    assert (effects, state.status) == ([], app.NO_RUN_LOG)
 
 
 def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless_busy() -> None:

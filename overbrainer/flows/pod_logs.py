@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import trio
 
 from overbrainer.config.load import load_settings
@@ -46,6 +48,75 @@ def _of_source(line: str, source: str | None) -> bool:
     return source is None or (len(parts) > 1 and parts[1] == source)
 
 
+def no_pod_log(run_id: str) -> str:
+    """The line said for a run with no pod log kept and no live pod."""
+    return f"runs: no pod log kept for run {run_id}"
+
+
+@attrs.frozen
+class KeptPodLog:
+    """What `runs logs RUN --pod` prints before Runpod's stream: the kept logs, masked, under
+    their `== name ==` headers; and the pod whose stream follows them (None: none does)."""
+
+    lines: tuple[str, ...]
+    live: str | None = None
+    cursor: str | None = None
+    """Runpod's ID of the last line kept (the stream goes on after it); None: tail instead."""
+
+
+def read_kept_pod_log(run_dir: Path, source: str | None = None) -> KeptPodLog:
+    """The kept pod logs of the run in `run_dir` (blocking; PodRecordError when pod.json is
+    unreadable). No lines and no live pod: nothing was kept (`no_pod_log`)."""
+    pod = load_pod_record(run_dir)
+    live = pod.live_pod if pod is not None else None
+    out: list[str] = []
+    for name in () if source == "system" else POD_SCRIPT_LOGS:
+        lines = _kept(run_dir / name)
+        if lines is not None:
+            out += [f"== {name} ==", *lines]
+    kept = _kept(run_dir / KEPT_LOG)
+    if kept is None and live is None:
+        return KeptPodLog(tuple(out))
+    out.append("== pod ==")
+    out += [line for line in kept or [] if _of_source(line, source)]
+    cursor = read_cursor(run_dir) if kept is not None and live is not None else None
+    return KeptPodLog(tuple(out), live, cursor)
+
+
+async def catch_up(
+    url: str,
+    key: str,
+    kept: KeptPodLog,
+    emit: Callable[[str], None],
+    *,
+    source: str | None = None,
+    follow: bool = False,
+) -> str | None:
+    """Hand `emit` Runpod's lines of `kept.live` after the kept ones, for CATCH_UP seconds
+    (`follow`: until cancelled); the line saying the pod is gone, or None."""
+    live = kept.live
+    assert live is not None
+    cursor = kept.cursor
+    async with open_runpod(url, key) as api:
+        while True:
+            with trio.move_on_after(CATCH_UP if not follow else float("inf")):
+                try:
+                    async for line in stream_pod_logs(
+                        api.http,
+                        live,
+                        source=source,
+                        tail=MAX_TAIL if cursor is None else None,
+                        cursor=cursor,
+                    ):
+                        emit(line.kept())
+                        cursor = line.cursor
+                except PodLogsGone:
+                    return GONE.format(pod=live)
+            if not follow:
+                return None
+            await trio.sleep(pod_poll())
+
+
 async def runs_pod_logs(
     options: CommandOptions, front: Frontend, run_id: str, *, source: str | None, follow: bool
 ) -> int:
@@ -55,62 +126,27 @@ async def runs_pod_logs(
     runs = Runs(project.runs)
     runs.load(run_id)
     run_dir = runs.dir_of(run_id)
-    pod = load_pod_record(run_dir)
-    live = pod.live_pod if pod is not None else None
-    printed = False
-    for name in () if source == "system" else POD_SCRIPT_LOGS:
-        lines = _kept(run_dir / name)
-        if lines is None:
-            continue
-        front.line(f"== {name} ==")
-        for line in lines:
-            front.line(line)
-        printed = True
-    kept = _kept(run_dir / KEPT_LOG)
-    if kept is None and live is None:
-        if not printed:
-            front.line(f"runs: no pod log kept for run {run_id}")
+    kept = await trio.to_thread.run_sync(read_kept_pod_log, run_dir, source)
+    if not kept.lines:
+        front.line(no_pod_log(run_id))
         return EXIT_OK
-    front.line("== pod ==")
-    for line in kept or []:
-        if _of_source(line, source):
-            front.line(line)
-    if live is None:
+    for line in kept.lines:
+        front.line(line)
+    if kept.live is None:
         return EXIT_OK
     settings = load_settings(project.root)
     secret = settings.runpod.api_key
     if secret is None or not secret.text.strip():
         raise RunpodKeyError(NO_KEY)
-    cursor = read_cursor(run_dir) if kept is not None else None
-
-    async def stream(key: str) -> str | None:
-        nonlocal cursor
-        async with open_runpod(settings.runpod.url, key) as api:
-            while True:
-                with trio.move_on_after(CATCH_UP if not follow else float("inf")):
-                    try:
-                        async for line in stream_pod_logs(
-                            api.http,
-                            live,
-                            source=source,
-                            tail=MAX_TAIL if cursor is None else None,
-                            cursor=cursor,
-                        ):
-                            front.line(line.kept())
-                            cursor = line.cursor
-                    except PodLogsGone:
-                        return (
-                            f"runs: pod {live} no longer exists, so Runpod has no more of its logs"
-                        )
-                if not follow:
-                    return None
-                await trio.sleep(pod_poll())
-
     async with front.interrupt() as interrupt:
         key = await interrupt.race(lambda: resolve_secret(secret, "runpod.api_key"))
         if key is None:
             return EXIT_INTERRUPTED
-        ended = await interrupt.race(lambda: stream(key))
+        ended = await interrupt.race(
+            lambda: catch_up(
+                settings.runpod.url, key, kept, front.line, source=source, follow=follow
+            )
+        )
         if ended is None and interrupt.caught:
             return EXIT_INTERRUPTED
     if ended:

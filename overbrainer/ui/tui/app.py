@@ -45,6 +45,7 @@ from overbrainer.ui.tui.state import (
     Msg,
     Notice,
     OpenEditor,
+    PodLogLines,
     Previewed,
     PushPlanned,
     Resized,
@@ -95,7 +96,10 @@ DELETE_LINES = {
     "questions": "its answer is deleted with it",
     "answers": "the question stays: `overbrainer answers` asks it again",
 }
-POD_LOG_HINT = "pod logs: `overbrainer runs logs RUN_ID --pod` (not shown in the TUI yet)"
+POD_LOG_LINES = 20_000
+"""Lines of a pod log the Logs view keeps (the newest)."""
+NO_RUN_LOG = "no run yet: a pod log is a training run's (`s` shows it once there is one)"
+APP_LOG = "the app's own log"
 POD_HINT = "pods: `overbrainer pod ls`, `overbrainer pod rm ID`"
 QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
 NO_TRAINING = "no [training] section in overbrainer.toml: add one to train (see docs/training.md)"
@@ -167,6 +171,8 @@ def update(state: State, message: Msg) -> Result:
         spec = TaskSpec(TaskKind.COMPARE, run_id=message.run_id)
         status = f"compare run {message.run_id}? y compares, n or Esc does not"
         return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
+    if isinstance(message, PodLogLines):
+        return _pod_log_lines(state, message), []
     if isinstance(message, Previewed):
         kept = _without(state, message.task)
         return attrs.evolve(kept, preview=message.text or kept.preview), _exit_if_done(kept)
@@ -447,7 +453,7 @@ def _selected_run(state: State) -> str | None:
 def _training_keys(state: State, key: str) -> Result:
     moved = _move(state.run_index, key, len(state.visible_runs()))
     if moved is not None:
-        return attrs.evolve(state, run_index=moved), []
+        return attrs.evolve(state, run_index=moved, run_picked=True), []
     if key == "x":
         return attrs.evolve(state, hide_failed=not state.hide_failed, run_index=0), []
     if key == "h":
@@ -505,13 +511,18 @@ def _training_keys(state: State, key: str) -> Result:
 
 
 def _dismiss_pod(state: State) -> Result:
-    """Hide the selected run's pod notice (the pod stays: `overbrainer pod rm` deletes it)."""
+    """Hide the selected run's pod notices, its compares' and exports' too (the pods stay:
+    `overbrainer pod rm` deletes them)."""
     runs = state.visible_runs()
     run = runs[min(state.run_index, len(runs) - 1)] if runs else None
-    if run is None or not state.pod_notice(run):
+    if run is None or not state.pod_notices(run):
         return attrs.evolve(state, status=POD_HINT), []
-    dismissed = (*state.dismissed_pods, run.id)
-    status = f"pod notice of run {run.id} dismissed: pod {run.pod} stays until `pod rm`"
+    shown = [(holder, pod) for holder, pod in run.kept_pods() if holder not in state.dismissed_pods]
+    dismissed = (*state.dismissed_pods, *(holder for holder, _ in shown))
+    pods = ", ".join(pod for _, pod in shown)
+    one = len(shown) == 1
+    noun, pod_noun, verb = ("notice", "pod", "stays") if one else ("notices", "pods", "stay")
+    status = f"pod {noun} of run {run.id} dismissed: {pod_noun} {pods} {verb} until `pod rm`"
     return attrs.evolve(state, dismissed_pods=dismissed, status=status), []
 
 
@@ -552,6 +563,49 @@ def _ask_cancel(state: State, run_id: str, following: Task | None) -> Result:
     ), []
 
 
+def _pod_log_run(state: State) -> str | None:
+    """The run whose pod log `s` shows: the one selected in the Training view, else the newest
+    with a `.pod/` folder, else the selected one (its `no pod log` line)."""
+    with_log = [run for run in state.snapshot.runs if run.pod_log]  # listed oldest first
+    if with_log and not state.run_picked:
+        return with_log[-1].id
+    return _selected_run(state)
+
+
+def _toggle_pod_log(state: State) -> Result:
+    """Show the pod log of `_pod_log_run` (a task reads it), or go back to the app's log."""
+    reading = state.reading_pod_log()
+    if state.pod_log is not None or reading is not None:
+        effects: list[Effect] = []
+        if reading is not None and not reading.cancelling:
+            effects.append(Cancel(reading.id))
+        tasks = tuple(attrs.evolve(t, cancelling=True) if t == reading else t for t in state.tasks)
+        back = attrs.evolve(
+            state, tasks=tasks, pod_log=None, pod_log_run="", log_offset=0, status=APP_LOG
+        )
+        return back, effects
+    run_id = _pod_log_run(state)
+    if run_id is None:
+        return attrs.evolve(state, status=NO_RUN_LOG), []
+    spec = TaskSpec(TaskKind.POD_LOG, run_id=run_id)
+    return _spawn(attrs.evolve(state, status=f"reading the pod log of run {run_id}..."), spec)
+
+
+def _pod_log_lines(state: State, message: PodLogLines) -> State:
+    task = next((t for t in state.tasks if t.id == message.task), None)
+    if task is None or task.cancelling:  # `s` went back before these came
+        return state
+    if message.first:
+        status = f"pod log of run {message.run_id}: s or Esc goes back to {APP_LOG}"
+        lines = message.lines[-POD_LOG_LINES:]
+        return attrs.evolve(
+            state, pod_log=lines, pod_log_run=message.run_id, log_offset=0, status=status
+        )
+    if state.pod_log is None:
+        return state
+    return attrs.evolve(state, pod_log=(*state.pod_log, *message.lines)[-POD_LOG_LINES:])
+
+
 def _logs_keys(state: State, key: str) -> Result:
     if key == "f":
         index = LEVELS.index(state.log_level) if state.log_level in LEVELS else 1
@@ -559,11 +613,14 @@ def _logs_keys(state: State, key: str) -> Result:
         return attrs.evolve(state, log_level=level, log_offset=0), []
     if key == "x":
         return state, [ExportLogs(state.log_level)]
-    if key == "s":
-        return attrs.evolve(state, status=POD_LOG_HINT), []
+    if key == "s" or (key == "esc" and state.pod_log is not None):
+        return _toggle_pod_log(state)
     steps = {"up": 1, "k": 1, "down": -1, "j": -1, "page up": LOG_PAGE, "page down": -LOG_PAGE}
     if key in steps:
-        return attrs.evolve(state, log_offset=max(state.log_offset + steps[key], 0)), []
+        offset = max(state.log_offset + steps[key], 0)
+        if state.pod_log is not None:  # the app's log clamps its own window
+            offset = min(offset, max(len(state.pod_log) - 1, 0))
+        return attrs.evolve(state, log_offset=offset), []
     if key in ("end", "G"):
         return attrs.evolve(state, log_offset=0), []
     return state, []

@@ -12,6 +12,7 @@ from typing import TypeVar
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.job_kind import JobKind
 from overbrainer.project.directory import Project
 from overbrainer.storage.history import format_history, read_history
 from overbrainer.storage.records import Example, Question, Subtopic
@@ -23,6 +24,8 @@ from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
 
 log = logging.getLogger(__name__)
 
+POD_DIR = ".pod"
+"""The folder of a run's kept pod logs (`runs logs RUN --pod` reads it)."""
 DATA_FILES = ("subtopics", "questions", "answers", "train", "eval")
 TREE_ROWS = 5000
 """The Dataset tree stops here: a bigger dataset is read in its files."""
@@ -115,15 +118,36 @@ def kept_pod(run_dir: Path) -> str:
     return (record.live_pod or "") if record is not None else ""
 
 
+def kept_job_pods(run_dir: Path) -> tuple[tuple[str, str], ...]:
+    """The pods the run's ended compares and exports left on Runpod (kept, or not deleted), as
+    (compare or export ID, pod ID)."""
+    found: list[tuple[str, str]] = []
+    for kind in JobKind:
+        jobs = Runs(run_dir / kind.dir_name())
+        for record in jobs.list():
+            pod = kept_pod(jobs.dir_of(record.id)) if record.state.ended else ""
+            if pod:
+                found.append((record.id, pod))
+    return tuple(found)
+
+
 def _runs(project: Project) -> tuple[RunRow, ...]:
     rows = []
     runs = Runs(project.runs)
     for record in runs.list():
         failed = record.state in (RunState.FAILED, RunState.CANCELLED)
-        pod = kept_pod(runs.dir_of(record.id)) if record.state.ended else ""
+        run_dir = runs.dir_of(record.id)
+        pod = kept_pod(run_dir) if record.state.ended else ""
         rows.append(
             RunRow(
-                record.id, record.state.value, record.target, record.created, failed=failed, pod=pod
+                record.id,
+                record.state.value,
+                record.target,
+                record.created,
+                failed=failed,
+                pod=pod,
+                job_pods=kept_job_pods(run_dir),
+                pod_log=(run_dir / POD_DIR).is_dir(),
             )
         )
     return tuple(rows)

@@ -33,7 +33,7 @@ _KEYS = {
     View.TRAINING: (
         "t start a attach c cancel s stop T resume E export h push C compare x hide p pod"
     ),
-    View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log",
+    View.LOGS: "f level  x export  ↑↓ PgUp/PgDn scroll  End newest  s pod log/back",
     View.COMPARE: "k/j h/l pane [/] part PgUp/PgDn detail f filter C J rejudge c cancel",
 }
 
@@ -146,7 +146,19 @@ def _pipeline(state: State, cols: int) -> list[Row]:
     return lines
 
 
+def _pod_log(state: State, lines: tuple[str, ...], height: int) -> list[Row]:
+    count = max(height - 1, 1)
+    end = len(lines) - min(state.log_offset, max(len(lines) - 1, 0))
+    shown = lines[max(end - count, 0) : end]
+    title = f"Pod log of run {state.pod_log_run}: {len(lines)} lines (s or Esc: the app's log)"
+    rows: list[Row] = [[("title", title)]]
+    rows.extend([line] for line in shown)
+    return rows
+
+
 def _logs(state: State, logs: LogBuffer, height: int) -> list[Row]:
+    if state.pod_log is not None:
+        return _pod_log(state, state.pod_log, height)
     count = max(height - 1, 1)
     window = logs.window(state.log_level, count, state.log_offset)
     title = f"Logs: {level_name(state.log_level)} and above, {window.matching} lines"
@@ -186,9 +198,7 @@ def _training(state: State, cols: int) -> list[Row]:
         compared = latest_compare_line(state.snapshot.compares, run.id)
         if compared:
             lines.append([f"    {compared}"])
-        notice = state.pod_notice(run)
-        if notice:
-            lines.append([("warn", f"    {notice}")])
+        lines.extend([("warn", f"    {notice}")] for notice in state.pod_notices(run))
     lines.append([""])
     lines.append([("title", "Loss")])
     if state.losses:

@@ -45,6 +45,8 @@ class TaskKind(enum.Enum):
     """Read the project's counts, runs and dataset for the views."""
     PREVIEW = "preview"
     """Read the latest stored answer (the Pipeline view's preview)."""
+    POD_LOG = "pod-log"
+    """Read what `overbrainer runs logs RUN --pod` prints (the Logs view's `s`)."""
     PREPARE_COMPARE = "prepare-compare"
     """Plan a compare and price its pod, for its confirmation (§D PrepareCompare)."""
     COMPARE = "compare"
@@ -68,7 +70,13 @@ DATA_KINDS = frozenset(
 )
 """Tasks that write the data or start a run: one at a time (the data lock)."""
 READ_KINDS = frozenset(
-    {TaskKind.LOAD, TaskKind.PREVIEW, TaskKind.PUSH_PLAN, TaskKind.PREPARE_COMPARE}
+    {
+        TaskKind.LOAD,
+        TaskKind.PREVIEW,
+        TaskKind.PUSH_PLAN,
+        TaskKind.PREPARE_COMPARE,
+        TaskKind.POD_LOG,
+    }
 )
 """Tasks that only read the project: they end on their own, a quit does not wait for them."""
 TRAINING_KINDS = frozenset({TaskKind.TRAIN, TaskKind.RESUME, TaskKind.ATTACH, TaskKind.STOP})
@@ -114,6 +122,8 @@ class TaskSpec:
             return "overbrainer train"
         if self.kind is TaskKind.RESUME:
             return f"overbrainer train --resume-from {self.run_id}"
+        if self.kind is TaskKind.POD_LOG:
+            return f"overbrainer runs logs {self.run_id} --pod"
         if self.kind in READ_KINDS:
             return str(self.kind.value)
         return f"overbrainer train {self.kind.value} {self.run_id}"
@@ -139,6 +149,15 @@ class RunRow:
     failed: bool = False
     pod: str = ""
     """The pod the ended run left on Runpod (kept, or not deleted); "" when none."""
+    job_pods: tuple[tuple[str, str], ...] = ()
+    """The pods its ended compares and exports left on Runpod: (compare or export ID, pod)."""
+    pod_log: bool = False
+    """Whether the run has a `.pod/` folder of kept pod logs."""
+
+    def kept_pods(self) -> tuple[tuple[str, str], ...]:
+        """Every pod it left, as (the ID `pod rm` takes, pod ID): its own, then its jobs'."""
+        own = ((self.id, self.pod),) if self.pod else ()
+        return (*own, *self.job_pods)
 
 
 @attrs.frozen
@@ -288,7 +307,13 @@ class State:
     tree_index: int = 0
     hide_failed: bool = False
     dismissed_pods: tuple[str, ...] = ()
-    """The runs whose pod notice `p` dismissed (the pods themselves stay)."""
+    """The runs, compares and exports whose pod notice `p` dismissed (the pods stay)."""
+    run_picked: bool = False
+    """A run was selected in the Training view (a move there): the Logs view's `s` shows its
+    pod log; before, the newest run's with one."""
+    pod_log: tuple[str, ...] | None = None
+    """The pod log the Logs view shows instead of the app's own (None: the app's)."""
+    pod_log_run: str = ""
     log_level: int = logging.INFO
     log_offset: int = 0
     status: str = ""
@@ -375,11 +400,18 @@ class State:
         shown = COMPARE_FILTERS[self.compare_filter][1]
         return tuple(i for i in row.items if i.verdict in shown) if row else ()
 
-    def pod_notice(self, run: RunRow) -> str:
-        """The Training view's line about the pod `run` left, "" when none or dismissed."""
-        if not run.pod or run.id in self.dismissed_pods:
-            return ""
-        return f"pod {run.pod} kept: overbrainer pod rm {run.id}"
+    def pod_notices(self, run: RunRow) -> tuple[str, ...]:
+        """The Training view's lines about the pods `run` and its compares and exports left,
+        but those dismissed."""
+        return tuple(
+            f"pod {pod} kept: overbrainer pod rm {holder}"
+            for holder, pod in run.kept_pods()
+            if holder not in self.dismissed_pods
+        )
+
+    def reading_pod_log(self) -> Task | None:
+        """The task reading a pod log for the Logs view, if any."""
+        return next((t for t in self.tasks if t.spec.kind is TaskKind.POD_LOG), None)
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
@@ -469,6 +501,17 @@ class ComparePrepared:
 
 
 @attrs.frozen
+class PodLogLines:
+    """A POD_LOG task read lines of `run_id`'s pod log: `first` ones replace what is shown,
+    later ones (Runpod's stream) follow them."""
+
+    task: int
+    run_id: str
+    lines: tuple[str, ...]
+    first: bool = False
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -523,6 +566,7 @@ Msg = (
     | Previewed
     | PushPlanned
     | ComparePrepared
+    | PodLogLines
     | Tick
     | SignalMsg
     | ConfigChanged

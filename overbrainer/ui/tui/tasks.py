@@ -24,6 +24,7 @@ from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.compare_plan import prepare_compare
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
+from overbrainer.ui.tui.pod_log import read_pod_log
 from overbrainer.ui.tui.push_plan import plan_lines
 from overbrainer.ui.tui.state import (
     READ_KINDS,
@@ -162,6 +163,9 @@ async def run_task(
     task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
 ) -> None:
     """Run `spec`; its events and reports reach the app before its TaskDone."""
+    if spec.kind is TaskKind.POD_LOG:
+        await read_pod_log(task, spec, options, handle.detach, post)
+        return
     if spec.kind in READ_KINDS:
         await _read(task, spec, options, post)
         return
