@@ -37,10 +37,9 @@ from overbrainer.targets.ssh import SshExecutor, open_ssh
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.pod_provision import PodRun, new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
-    END_BOUND,
     api_key,
     clean_up,
-    end_pod,
+    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
@@ -97,15 +96,13 @@ async def price_pod(api: RunpodApi, target: RunpodTarget, floor: int | None) -> 
     return pod_price(catalog, limits_of(target, floor), listed)
 
 
-async def quote_pod(
-    settings: Settings, target: RunpodTarget, key: str, gguf: Path
-) -> tuple[PodPrice, int | None]:
-    """The price of the compare pod for `gguf` on `target` (the compare image applied) and
-    its VRAM floor: what the CLI logs before the pod starts, and the TUI asks to confirm."""
+async def quote_pod(settings: Settings, target: RunpodTarget, key: str, gguf: Path) -> PodPrice:
+    """The price of the compare pod for `gguf` on `target` (the compare image applied), as
+    the TUI asks to confirm it before a compare."""
     target = pod_target(target, settings.compare.image)
     floor = vram_floor(target, (await trio.Path(gguf).stat()).st_size)
     async with open_runpod(settings.runpod.url, key) as api:
-        return await price_pod(api, target, floor), floor
+        return await price_pod(api, target, floor)
 
 
 def _link_model(run_dir_file: str, staged: str) -> None:
@@ -132,15 +129,15 @@ async def compare_on_pod(
     interrupt = session.interrupt
     gguf = session.runs.dir_of(setup.run) / setup.gguf
     key = await api_key(session)
-    quoted = await interrupt.race(lambda: quote_pod(settings, found, key, gguf))
-    if quoted is None:
-        stopped = attrs.evolve(
-            record, state=RunState.FAILED, message="interrupted before its job started"
-        )
-        await trio.to_thread.run_sync(compares.save, stopped)
-        raise CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
-    price, floor = quoted
+    floor = vram_floor(target, (await trio.Path(gguf).stat()).st_size)
     async with open_runpod(settings.runpod.url, key) as api:
+        price = await interrupt.race(lambda: price_pod(api, target, floor))
+        if price is None:
+            stopped = attrs.evolve(
+                record, state=RunState.FAILED, message="interrupted before its job started"
+            )
+            await trio.to_thread.run_sync(compares.save, stopped)
+            raise CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
         log.info(
             "compare: %d questions on a new Runpod pod %s", len(setup.questions), price.words()
         )
@@ -221,10 +218,8 @@ async def _follow_and_end(
         if left:
             log.warning("a pod of compare %s may be left: check `overbrainer pod ls`", run.run_id)
         raise await trio.to_thread.run_sync(cancelled, runs, setup, started)
-    problem: str | None = None
-    with trio.move_on_after(END_BOUND, shield=True):
-        # The job's files are here already (or it has none): nothing on the pod to wait for.
-        problem = await end_pod(run, executor, retrieved=True)
+    # The job's files are here already (or it has none): nothing on the pod to wait for.
+    problem = await end_pod_bounded(run, executor, retrieved=True)
     if problem is not None:
         log.warning("compare %s ended, but not its pod: %s", setup.compare, problem)
     await trio.to_thread.run_sync(conclude, runs, setup, started, status)

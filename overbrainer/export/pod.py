@@ -42,10 +42,9 @@ from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.pod_provision import new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
-    END_BOUND,
     api_key,
     clean_up,
-    end_pod,
+    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
@@ -181,11 +180,11 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
                     await clean_up(pod, DeleteReason.CANCELLED)
                 raise
             except (OverbrainerError, OSError):
-                with trio.move_on_after(END_BOUND, shield=True):
-                    await end_pod(pod, executor, retrieved=True)
-                raise
-            with trio.move_on_after(END_BOUND, shield=True):
-                problem = await end_pod(pod, executor, retrieved=True)
+                problem = await end_pod_bounded(pod, executor, retrieved=True)
                 if problem is not None:
-                    log.warning("export %s ended, but not its pod: %s", export.id, problem)
+                    log.warning("export %s failed, and its pod did not end: %s", export.id, problem)
+                raise
+            problem = await end_pod_bounded(pod, executor, retrieved=True)
+            if problem is not None:
+                log.warning("export %s ended, but not its pod: %s", export.id, problem)
     return lines

@@ -319,9 +319,7 @@ async def follow_and_end(
     if followed is None:
         raise _detached(run)
     outcome = followed
-    problem: str | None = None
-    with trio.move_on_after(END_BOUND, shield=True):
-        problem = await end_pod(run, executor, retrieved=outcome.retrieved)
+    problem = await end_pod_bounded(run, executor, retrieved=outcome.retrieved)
     if problem is not None:
         raise WorkFailed(f"run {run.run_id} ended, but not its pod: {problem}")
     return outcome
@@ -593,6 +591,18 @@ async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
 def _write_log(path: Path, text: str) -> None:
     path.parent.mkdir(mode=0o700, exist_ok=True)
     write_atomic(path, text)
+
+
+POD_NOT_ENDED = "the pod did not end in time"
+
+
+async def end_pod_bounded(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
+    """`end_pod`, shielded and bounded by END_BOUND: the problem, or None; a bound that
+    passes is a problem too (the pod may be left)."""
+    problem: str | None = POD_NOT_ENDED
+    with trio.move_on_after(END_BOUND, shield=True):
+        problem = await end_pod(run, executor, retrieved=retrieved)
+    return problem
 
 
 async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:

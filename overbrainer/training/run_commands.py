@@ -32,9 +32,8 @@ from overbrainer.training.lifecycle import (
 )
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_train import (
-    END_BOUND,
     attach_pod,
-    end_pod,
+    end_pod_bounded,
     follow_and_end,
     live_pod_record,
     reach_pod,
@@ -255,9 +254,7 @@ async def _cancel_on_pod(session: Session, record: RunRecord, target: RunpodTarg
         ended, retrieved = await _cancel_on(session, executor, record)
         if retrieved is None:
             return ended  # the job had ended already, or a follower ends the pod
-        problem: str | None = "the pod did not end in time"
-        with trio.move_on_after(END_BOUND, shield=True):
-            problem = await end_pod(run, executor, retrieved=retrieved)
+        problem = await end_pod_bounded(run, executor, retrieved=retrieved)
         if problem is not None:
             return RunEnding(
                 ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")

@@ -71,5 +71,5 @@ async def prepare_compare(project: Project, run_id: str | None) -> PreparedCompa
     if isinstance(target, RunpodTarget) and secret is not None:
         key = await resolve_secret(secret, "runpod.api_key")
         gguf = runs.dir_of(run.id) / plan.export.file
-        price, _ = await quote_pod(settings, target, key, gguf)
+        price = await quote_pod(settings, target, key, gguf)
     return PreparedCompare(run.id, confirm_lines(plan, settings, price))
