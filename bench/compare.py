@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from overbrainer.compare.answers import ChildAnswer  # noqa: E402
 from overbrainer.compare.judge import Judge, judge_all  # noqa: E402
+from overbrainer.compare.judge_cost import JudgeSpend  # noqa: E402
 from overbrainer.compare.questions import ChatMessage, EvalQuestion  # noqa: E402
 from overbrainer.compare.setup import CompareSetup  # noqa: E402
 from overbrainer.config.settings import Role  # noqa: E402
@@ -100,7 +101,7 @@ async def judging(folder: Path, url: str) -> None:
             start, cpu = time.perf_counter(), _cpu()
             verdicts = await judge_all(
                 judge, setup, answers, folder / "verdicts.jsonl",
-                concurrency=CONCURRENCY, both_orders=False, bus=bus,
+                concurrency=CONCURRENCY, both_orders=False, bus=bus, spend=JudgeSpend(),
             )  # fmt: skip
             wall, used = time.perf_counter() - start, _cpu() - cpu
     assert verdicts is not None and len(verdicts) == QUESTIONS

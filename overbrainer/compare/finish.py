@@ -104,15 +104,14 @@ async def judge_and_report(
     *,
     concurrency: int,
     bus: EventBus,
+    spend: JudgeSpend,
     admitting: Callable[[], bool] = lambda: True,
-    spend: JudgeSpend | None = None,
 ) -> Path | None:
     """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path.
 
     None, and no report, when `admitting()` turned false before every question was judged.
     Every judge request goes through `spend`; the report carries what it counted.
     """
-    spend = JudgeSpend() if spend is None else spend
     setup = await trio.to_thread.run_sync(load_setup, folder)
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
     path = verdicts_path(folder, judge, settings.judge_both_orders)

@@ -127,13 +127,12 @@ async def judge_one(
     index: int,
     answer: ChildAnswer | None,
     both_orders: bool,
-    spend: JudgeSpend | None = None,
+    spend: JudgeSpend,
 ) -> VerdictLine:
     """The verdict on one question: `error` without a usable answer, no judge call then.
 
     CapRefused when the spend cap refuses one of its requests (`spend`: the command's).
     """
-    spend = JudgeSpend() if spend is None else spend
     question = setup.questions[index]
     first = child_first(question.id, setup.seed)
     if answer is None or answer.is_error:
@@ -164,8 +163,8 @@ async def judge_all(
     concurrency: int,
     both_orders: bool,
     bus: EventBus,
+    spend: JudgeSpend,
     admitting: Callable[[], bool] = lambda: True,
-    spend: JudgeSpend | None = None,
 ) -> list[VerdictLine] | None:
     """Judge every question without a verdict in `verdicts_path`, `concurrency` at a time.
 
@@ -176,7 +175,6 @@ async def judge_all(
     the cap refuses one, no question starts and SpendCapReached ends the judging, the verdicts
     so far kept.
     """
-    spend = JudgeSpend() if spend is None else spend
     compare_id = setup.compare
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
     ids = {q.id for q in setup.questions}
