@@ -22,6 +22,7 @@ from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
 from overbrainer.targets.job_script import Command, native_commands
 from overbrainer.targets.llama_cpp import LlamaCppPin
+from overbrainer.targets.runpod.pod_record import POD_LOCAL
 from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
@@ -171,7 +172,7 @@ async def start_compare_job(
         raise await failed_to_start(runs, setup, error) from None
 
 
-NEVER_UPLOADED = ("run.json", "ssh", "pod.json", ".pod")
+NEVER_UPLOADED = ("run.json", *POD_LOCAL)
 """What the upload of a compare directory leaves out (keys and the pod record stay here)."""
 
 

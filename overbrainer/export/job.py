@@ -38,6 +38,7 @@ from overbrainer.targets.export_script import (
 )
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.runpod.pod_record import POD_LOCAL
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
 from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
@@ -173,7 +174,7 @@ def export_job(
     )
 
 
-NEVER_UPLOADED = ("ssh", "pod.json", ".pod")
+NEVER_UPLOADED = POD_LOCAL
 """What the upload of an export directory leaves out (keys and the pod record stay here)."""
 
 

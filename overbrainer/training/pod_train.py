@@ -33,6 +33,7 @@ from overbrainer.targets.runpod.pod_logs import (
     stream_pod_logs,
 )
 from overbrainer.targets.runpod.pod_record import (
+    POD_DIR,
     AttemptResult,
     DeletedBy,
     PodRecord,
@@ -575,7 +576,7 @@ POD_LOG_BYTES = 4 * 1024 * 1024
 
 async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
     """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
-    local = run.runs.dir_of(run.run_id) / ".pod"
+    local = run.runs.dir_of(run.run_id) / POD_DIR
     for name in POD_LOGS:
         try:
             data = await executor.read_from(f"{run.remote_dir}/.pod/{name}", 0, POD_LOG_BYTES)

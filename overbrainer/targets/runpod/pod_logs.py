@@ -13,12 +13,13 @@ from overbrainer.model import redact
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.http import Reply, RunpodHttp, runpod_shaped
+from overbrainer.targets.runpod.pod_record import POD_DIR
 from overbrainer.targets.runpod.sanitize import sanitize
 
 MAX_TAIL = 5000
 """Lines of history Runpod backfills at most."""
-KEPT_LOG = ".pod/pod.log"
-KEPT_CURSOR = ".pod/pod.log.cursor"
+KEPT_LOG = f"{POD_DIR}/pod.log"
+KEPT_CURSOR = f"{POD_DIR}/pod.log.cursor"
 KEPT_CAP = 20 * 1024 * 1024
 """Bytes of `.pod/pod.log` kept at most; later lines are dropped."""
 SOURCES = ("container", "system")
@@ -123,7 +124,7 @@ def keep_lines(run_dir: Path, lines: list[PodLogLine]) -> None:
     """Append lines to `.pod/pod.log` (up to its cap), then record the cursor (blocking)."""
     if not lines:
         return
-    folder = run_dir / ".pod"
+    folder = run_dir / POD_DIR
     folder.mkdir(mode=0o700, exist_ok=True)
     path = run_dir / KEPT_LOG
     size = path.stat().st_size if path.exists() else 0

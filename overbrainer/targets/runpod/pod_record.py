@@ -19,6 +19,10 @@ from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.json_doc import NotJson, load_document
 
 POD_FILE = "pod.json"
+POD_DIR = ".pod"
+"""A pod's own folder in its job's directory: the bootstrap and watchdog logs, Runpod's log."""
+POD_LOCAL = ("ssh", POD_FILE, POD_DIR)
+"""What a job directory on a pod never receives: its keys, its pod record, its pod logs."""
 VERSION = 1
 
 

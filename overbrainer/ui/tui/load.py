@@ -16,7 +16,7 @@ from overbrainer.model.job_kind import JobKind
 from overbrainer.project.directory import Project
 from overbrainer.storage.history import format_history, read_history
 from overbrainer.storage.records import Example, Question, Subtopic
-from overbrainer.targets.runpod.pod_record import load_pod_record
+from overbrainer.targets.runpod.pod_record import POD_DIR, load_pod_record
 from overbrainer.training.run_record import RunState
 from overbrainer.training.run_store import Runs
 from overbrainer.ui.tui.compares import read_compares
@@ -24,8 +24,6 @@ from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
 
 log = logging.getLogger(__name__)
 
-POD_DIR = ".pod"
-"""The folder of a run's kept pod logs (`runs logs RUN --pod` reads it)."""
 DATA_FILES = ("subtopics", "questions", "answers", "train", "eval")
 TREE_ROWS = 5000
 """The Dataset tree stops here: a bigger dataset is read in its files."""
