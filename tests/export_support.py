@@ -8,10 +8,13 @@ pre-tokenizer check). It carries a chat template, which the GGUF must keep.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState, Snapshot
+from tests.runpod_fake import KEY
+from tests.train_helpers import make_project
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}\n"
@@ -74,10 +77,14 @@ def make_tiny_model(folder: Path) -> Path:
     return folder
 
 
+RUN_ID = "my_project_20261203-120000"
+"""The run `add_run` makes by default."""
+
+
 def add_run(
     project: Path,
     model: Path,
-    run_id: str = "my_project_20261203-120000",
+    run_id: str = RUN_ID,
     *,
     adapter: bool = False,
     state: RunState = RunState.SUCCEEDED,
@@ -118,3 +125,32 @@ def add_run(
     )
     runs.save(record)
     return run_dir
+
+
+def pod_env(runpod_url: str, pods_root: Path) -> dict[str, str]:
+    """The variables of an export on the Runpod fake's booting pods (no OVERBRAINER_* of ours)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    return env | {
+        "OVERBRAINER_TEST_POLL_S": "0.05",
+        "OVERBRAINER_RUNPOD__API_KEY": KEY,
+        "OVERBRAINER_RUNPOD__BASE_URL": runpod_url,
+        "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
+    }
+
+
+def pod_export_project(
+    tmp_path: Path, target: str, model: Path, python: str, env: dict[str, str]
+) -> tuple[Path, Path, dict[str, str]]:
+    """A project with the Runpod target `target` (a template taking `{venv}`) and a run of
+    `model` trained on it, the job's `python3` a shell line `python`; the project, the run's
+    directory and `env`."""
+    project = make_project(tmp_path / "p")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "python3"
+    script.write_text(f"#!/bin/sh\n{python}\n")
+    script.chmod(0o755)
+    config_file = project / "overbrainer.toml"
+    config_file.write_text(config_file.read_text() + target.format(venv=venv))
+    run_dir = add_run(project, model, target="gpu_cloud", remote_dir=f"/workspace/{RUN_ID}")
+    return project, run_dir, env

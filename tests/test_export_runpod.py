@@ -8,7 +8,6 @@ Needs torch (the conversion): run with `pytest -m gguf` (CI's torch step).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -19,7 +18,7 @@ import trio
 
 from overbrainer.net.http_server import Request, Response, serve_http
 from tests.pod_host import open_pod_host
-from tests.runpod_fake import KEY, RunpodFake, gpu, open_fake
+from tests.runpod_fake import RunpodFake, gpu, open_fake
 from tests.sshd_support import SSHD
 
 pytestmark = [
@@ -35,11 +34,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 gguf = pytest.importorskip("gguf")
 
-from tests.export_support import add_run, make_tiny_model  # noqa: E402
+from tests.export_support import RUN_ID, make_tiny_model, pod_env, pod_export_project  # noqa: E402
 from tests.llama_support import LlamaRelease  # noqa: E402
-from tests.train_helpers import command, make_project  # noqa: E402
+from tests.train_helpers import command  # noqa: E402
 
-RUN = "my_project_20261203-120000"
+RUN = RUN_ID
 TARGET = """
 [targets.gpu_cloud]
 kind = "runpod"
@@ -93,26 +92,14 @@ async def test_an_export_on_a_new_pod_converts_there_and_delivers_here(
     pods: tuple[RunpodFake, Path, str],
 ) -> None:
     fake, pods_root, hub_url = pods
-    project = make_project(tmp_path / "p")
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
     # The job gets no environment of ours over SSH: its python3 is the venv's.
-    python = venv / "bin" / "python3"
-    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    python.chmod(0o755)
-    config_file = project / "overbrainer.toml"
-    config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
-    run_dir = add_run(project, tiny_model, target="gpu_cloud", remote_dir=f"/workspace/{RUN}")
+    env = llama_release.env() | pod_env(fake.url, pods_root)
+    env["OVERBRAINER_HUB__BASE_URL"] = hub_url
+    project, run_dir, env = pod_export_project(
+        tmp_path, TARGET, tiny_model, f'exec {sys.executable} "$@"', env
+    )
     config = run_dir / "axolotl.yaml"
     config.write_text(config.read_text().replace(f"base_model: {tiny_model}", "base_model: a/b"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-    env |= llama_release.env() | {
-        "OVERBRAINER_TEST_POLL_S": "0.05",
-        "OVERBRAINER_RUNPOD__API_KEY": KEY,
-        "OVERBRAINER_RUNPOD__BASE_URL": fake.url,
-        "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
-        "OVERBRAINER_HUB__BASE_URL": hub_url,
-    }
     with trio.fail_after(280):
         done = await trio.run_process(
             command(project, "export", RUN, "--quantize", "Q8_0"),

@@ -5,7 +5,6 @@ and the pod is deleted all the same, with the job's own message."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -16,12 +15,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.export_support import add_run
+from tests.export_support import RUN_ID, pod_env, pod_export_project
 from tests.llama_support import LlamaRelease
 from tests.pod_host import open_pod_host
-from tests.runpod_fake import KEY, RunpodFake, open_fake
+from tests.runpod_fake import RunpodFake, open_fake
 from tests.sshd_support import SSHD
-from tests.train_helpers import command, make_project
+from tests.train_helpers import command
 
 pytestmark = pytest.mark.skipif(
     not SSHD.exists()
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs the OpenSSH server and client, curl (the pod's watchdog) and /usr/bin/python3",
 )
 
-RUN = "my_project_20261203-120000"
+RUN = RUN_ID
 TARGET = """
 [targets.gpu_cloud]
 kind = "runpod"
@@ -54,28 +53,13 @@ async def pods(tmp_path: Path) -> AsyncIterator[tuple[RunpodFake, Path]]:
 def _pod_export(
     tmp_path: Path, llama_release: LlamaRelease, fake: RunpodFake, pods_root: Path, python: str
 ) -> tuple[Path, Path, dict[str, str]]:
-    """A project whose run trained on the Runpod target, the job's `python3` running `python`
-    (shell); the project, the run's directory and the export's environment."""
-    project = make_project(tmp_path / "p")
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    script = venv / "bin" / "python3"
-    script.write_text(f"#!/bin/sh\n{python}\n")
-    script.chmod(0o755)
-    config_file = project / "overbrainer.toml"
-    config_file.write_text(config_file.read_text() + TARGET.format(venv=venv))
+    """A run trained on the Runpod target with a bare model, the job's `python3` running
+    `python` (shell)."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    run_dir = add_run(project, model, target="gpu_cloud", remote_dir=f"/workspace/{RUN}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-    env |= llama_release.env() | {
-        "OVERBRAINER_TEST_POLL_S": "0.05",
-        "OVERBRAINER_RUNPOD__API_KEY": KEY,
-        "OVERBRAINER_RUNPOD__BASE_URL": fake.url,
-        "OVERBRAINER_TEST_POD_ROOT": str(pods_root),
-    }
-    return project, run_dir, env
+    env = llama_release.env() | pod_env(fake.url, pods_root)
+    return pod_export_project(tmp_path, TARGET, model, python, env)
 
 
 async def test_a_failing_export_job_on_a_pod_still_deletes_the_pod(
