@@ -3,6 +3,8 @@ fake stream."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from overbrainer.ui.tui import pod_log
 from overbrainer.ui.tui.pod_log import read_pod_log
 from overbrainer.ui.tui.state import Msg, Notice, PodLogLines, TaskDone, TaskKind, TaskSpec
 from tests.hub_support import RUN_ID, make_run
-from tests.runpod_fake import KEY, open_fake, pod_json
+from tests.runpod_fake import KEY, RunpodFake, open_fake, pod_json
 
 SPEC = TaskSpec(TaskKind.POD_LOG, run_id=RUN_ID)
 KEPT = "2026-06-01T12:00:00.000001Z container starting the container"
@@ -27,6 +29,23 @@ def keep_logs(run_dir: Path) -> None:
     (run_dir / ".pod" / "bootstrap.log").write_text("bootstrap: unpacking\nbootstrap: ready\n")
     (run_dir / ".pod" / "pod.log").write_text(KEPT + "\n")
     (run_dir / ".pod" / "pod.log.cursor").write_text("2026-06-01T12:00:00.000001Z\n")
+
+
+def kept_pod_run(root: Path) -> None:
+    """A run whose pod pod0001 was kept, with its kept logs."""
+    run_dir = make_run(root)
+    keep_logs(run_dir)
+    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod0001"))
+
+
+@contextlib.asynccontextmanager
+async def live_pod(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RunpodFake]:
+    """The Runpod fake, set as the project's Runpod, running pod0001."""
+    async with open_fake() as fake:
+        monkeypatch.setenv("OVERBRAINER_RUNPOD__API_KEY", KEY)
+        monkeypatch.setenv("OVERBRAINER_RUNPOD__BASE_URL", fake.url)
+        fake.pods["pod0001"] = pod_json("pod0001", "overbrainer", "NVIDIA A40", {}, "RUNNING")
+        yield fake
 
 
 async def read(root: Path, detach: trio.Event | None = None) -> list[Msg]:
@@ -62,9 +81,7 @@ async def test_kept_lines_only_without_a_runpod_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OVERBRAINER_RUNPOD__API_KEY", raising=False)
-    run_dir = make_run(tmp_path / "p")
-    keep_logs(run_dir)
-    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod0001"))
+    kept_pod_run(tmp_path / "p")
     lines = (
         "== .pod/bootstrap.log ==",
         "bootstrap: unpacking",
@@ -83,13 +100,8 @@ async def test_a_live_pods_stream_follows_the_kept_lines_then_stops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pod_logs, "CATCH_UP", 1.0)
-    run_dir = make_run(tmp_path / "p")
-    keep_logs(run_dir)
-    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod0001"))
-    async with open_fake() as fake:
-        monkeypatch.setenv("OVERBRAINER_RUNPOD__API_KEY", KEY)
-        monkeypatch.setenv("OVERBRAINER_RUNPOD__BASE_URL", fake.url)
-        fake.pods["pod0001"] = pod_json("pod0001", "overbrainer", "NVIDIA A40", {}, "RUNNING")
+    kept_pod_run(tmp_path / "p")
+    async with live_pod(monkeypatch) as fake:
         fake.log("pod0001", "container", "starting the container")
         fake.log("pod0001", "container", "step 3 done \x1b[31mred\x1b[0m")
         posted = await read(tmp_path / "p")
@@ -112,13 +124,8 @@ async def test_a_live_pods_stream_follows_the_kept_lines_then_stops(
 
 
 async def test_detach_stops_the_catch_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run_dir = make_run(tmp_path / "p")
-    keep_logs(run_dir)
-    save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod0001"))
-    async with open_fake() as fake:
-        monkeypatch.setenv("OVERBRAINER_RUNPOD__API_KEY", KEY)
-        monkeypatch.setenv("OVERBRAINER_RUNPOD__BASE_URL", fake.url)
-        fake.pods["pod0001"] = pod_json("pod0001", "overbrainer", "NVIDIA A40", {}, "RUNNING")
+    kept_pod_run(tmp_path / "p")
+    async with live_pod(monkeypatch):
         detach = trio.Event()
         posted: list[Msg] = []
 
