@@ -37,6 +37,7 @@ NATIVE = (
     r"""export AXOLOTL_DO_NOT_TRACK='1' && export PYTHONPATH='/r/run1/plugin'"""
     r""""${PYTHONPATH:+:$PYTHONPATH}" && export OVERBRAINER_METRICS='/r/run1/metrics.jsonl' """
     r"""&& export OVERBRAINER_SNAPSHOT='/r/run1/snapshot.request' && """
+    r"""export PATH='/v/bin'"${PATH:+:$PATH}" && """
     + STAGE
     + r"""train "$(date +%s)" >> 'metrics.jsonl' || :; } && '/v/bin/axolotl' 'train' """
     r"""'axolotl.yaml' && { [ -f 'snapshot.json' ] || { """

@@ -444,3 +444,22 @@ def test_train_serves_metrics_while_it_follows_the_job(
         assert step is not None and float(step.group(1)) >= 1, text
         assert process.wait(timeout=30) == 0
     assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()
+
+
+def test_a_venv_target_puts_the_venv_first_on_path_for_axolotls_own_launchers(
+    project: Path, tmp_path: Path
+) -> None:
+    # Axolotl's `axolotl train` launches `accelerate` by name: a venv that is not on PATH
+    # fails with FileNotFoundError. This venv's axolotl does the same.
+    env = standin_env(tmp_path / "standin")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (tmp_path / "standin" / "axolotl").rename(venv_bin / "launched")
+    (venv_bin / "axolotl").write_text('#!/bin/sh\nexec launched "$@"\n')
+    (venv_bin / "axolotl").chmod(0o755)
+    env["OVERBRAINER_TARGETS__LOCAL__VENV"] = str(tmp_path / "venv")
+    result = overbrainer(project, env, "train")
+    assert result.returncode == 0, result.stderr
+    run_id = only_run(project)
+    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 20/20")
+    assert "launched: not found" not in (project / "runs" / run_id / "job.log").read_text()

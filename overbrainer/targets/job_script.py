@@ -99,10 +99,16 @@ def native_commands(
     venv: str | None = None,
     env_file: str | None = None,
 ) -> str:
-    """The native runtime: `[. 'envfile' &&] export K='V' … && <chain>`."""
+    """The native runtime: `[. 'envfile' &&] export K='V' … && <chain>`.
+
+    With a venv, its `bin/` goes first on PATH: Axolotl launches `accelerate` and other
+    entry points of its own environment by name.
+    """
     steps = []
     if env_file:
         steps.append(f". {quote(env_file)}")
+    if venv and "PATH" not in env:
+        env = {**env, "PATH": f"{venv.rstrip('/')}/bin"}
     if env:
         steps.append(exports(env))
     steps.append(chain(commands, venv))
