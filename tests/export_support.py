@@ -1,8 +1,6 @@
-"""A tiny random Llama-shaped model with a SentencePiece tokenizer, and a run that holds it.
+"""A run that holds a tiny model (tests/tiny_model.py), and the projects of the export tests.
 
-The model stands in for a run's `output/`: `transformers` writes it (seconds on the CPU) and a
-SentencePiece tokenizer is trained on the fly (a random BPE tokenizer fails the converter's
-pre-tokenizer check). It carries a chat template, which the GGUF must keep.
+The model stands in for a run's `output/`. It carries a chat template, which the GGUF must keep.
 """
 
 from __future__ import annotations
@@ -14,68 +12,8 @@ from pathlib import Path
 
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState, Snapshot
 from tests.runpod_fake import KEY
+from tests.tiny_model import SEQUENCE_LEN
 from tests.train_helpers import make_project
-
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}\n"
-    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-CORPUS = [
-    "the quick brown fox jumps over the lazy dog",
-    "a small model learns from a large one",
-    "questions and answers make a data set",
-    "rust errors explained with examples and fixes",
-    "export the child model to gguf for ollama",
-] * 40
-SEQUENCE_LEN = 512
-
-
-def make_tiny_model(folder: Path) -> Path:
-    """Write a tiny random Llama model, its SentencePiece tokenizer and chat template."""
-    import sentencepiece as spm
-    import torch
-    import transformers
-
-    folder.mkdir(parents=True, exist_ok=True)
-    corpus = folder / "corpus.txt"
-    corpus.write_text("\n".join(CORPUS) + "\n")
-    spm.SentencePieceTrainer.train(
-        input=str(corpus),
-        model_prefix=str(folder / "sp"),
-        vocab_size=320,
-        model_type="bpe",
-        byte_fallback=True,  # llama.cpp's SPM tokenizer needs the byte pieces (<0x0A> and all)
-        character_coverage=1.0,
-        bos_id=1,
-        eos_id=2,
-        unk_id=0,
-        pad_id=-1,
-        minloglevel=2,
-    )
-    corpus.unlink()
-    tokenizer = transformers.LlamaTokenizer(vocab_file=str(folder / "sp.model"), legacy=True)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    (folder / "sp.vocab").unlink()
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=spm.SentencePieceProcessor(model_file=str(folder / "sp.model")).vocab_size(),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=SEQUENCE_LEN,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    model = transformers.LlamaForCausalLM(config)
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    # The converter reads the SentencePiece model itself (newer transformers save only
-    # tokenizer.json, whose BPE pre-tokenizer the converter does not know).
-    (folder / "sp.model").replace(folder / "tokenizer.model")
-    return folder
-
 
 RUN_ID = "my_project_20261203-120000"
 """The run `add_run` makes by default."""

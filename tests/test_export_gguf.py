@@ -33,9 +33,10 @@ from tests.container_support import (  # noqa: E402
     kill_containers,
     run_options,
 )
-from tests.export_support import SEQUENCE_LEN, add_run, make_tiny_model  # noqa: E402
+from tests.export_support import add_run  # noqa: E402
 from tests.llama_support import LlamaRelease, LlamaTools  # noqa: E402
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under  # noqa: E402
+from tests.tiny_model import SEQUENCE_LEN, make_tiny_model  # noqa: E402
 from tests.train_helpers import (  # noqa: E402
     command,
     group_alive,

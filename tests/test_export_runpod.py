@@ -34,8 +34,9 @@ pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 gguf = pytest.importorskip("gguf")
 
-from tests.export_support import RUN_ID, make_tiny_model, pod_env, pod_export_project  # noqa: E402
+from tests.export_support import RUN_ID, pod_env, pod_export_project  # noqa: E402
 from tests.llama_support import LlamaRelease  # noqa: E402
+from tests.tiny_model import make_tiny_model  # noqa: E402
 from tests.train_helpers import command  # noqa: E402
 
 RUN = RUN_ID
