@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}\n"
@@ -33,6 +34,40 @@ CORPUS = [
     "think step by step before you answer the user",
 ] * 40
 SEQUENCE_LEN = 512
+
+
+def _fast_tokenizer(processor: Any) -> Any:
+    """The SentencePiece BPE model as a `tokenizers` one that encodes every text the same.
+
+    Built from the pieces by hand: transformers' own conversion needs a protobuf runtime that
+    matches sentencepiece's generated code, which Axolotl's pins do not give.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {processor.id_to_piece(i): i for i in range(processor.get_piece_size())}
+    ranked = []
+    for piece, rank in vocab.items():
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in vocab and right in vocab:
+                ranked.append((rank, vocab[left], vocab[right], left, right))
+    merges = [(left, right) for *_, left, right in sorted(ranked)]
+    bpe = models.BPE(
+        vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True, byte_fallback=True
+    )
+    tokenizer = Tokenizer(bpe)
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement="▁", prepend_scheme="first", split=False
+    )
+    tokenizer.decoder = decoders.Sequence(
+        [
+            decoders.Replace("▁", " "),
+            decoders.ByteFallback(),
+            decoders.Fuse(),
+            decoders.Strip(" ", 1, 0),
+        ]
+    )
+    return tokenizer
 
 
 def make_tiny_model(folder: Path, chat_template: str = CHAT_TEMPLATE) -> Path:
@@ -58,12 +93,18 @@ def make_tiny_model(folder: Path, chat_template: str = CHAT_TEMPLATE) -> Path:
         minloglevel=2,
     )
     corpus.unlink()
-    tokenizer = transformers.LlamaTokenizer(vocab_file=str(folder / "sp.model"), legacy=True)
-    tokenizer.chat_template = chat_template
     (folder / "sp.vocab").unlink()
+    processor = spm.SentencePieceProcessor(model_file=str(folder / "sp.model"))
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=_fast_tokenizer(processor),
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+    )
+    tokenizer.chat_template = chat_template
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
-        vocab_size=spm.SentencePieceProcessor(model_file=str(folder / "sp.model")).vocab_size(),
+        vocab_size=processor.vocab_size(),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -76,8 +117,8 @@ def make_tiny_model(folder: Path, chat_template: str = CHAT_TEMPLATE) -> Path:
     model = transformers.LlamaForCausalLM(config)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
-    # The converter reads the SentencePiece model itself (newer transformers save only
-    # tokenizer.json, whose BPE pre-tokenizer the converter does not know).
+    # llama.cpp's converter reads the SentencePiece model itself (tokenizer.json's BPE
+    # pre-tokenizer is not one it knows).
     (folder / "sp.model").replace(folder / "tokenizer.model")
     return folder
 
