@@ -283,7 +283,7 @@ def test_an_in_job_export_is_delivered_once(tmp_path: Path) -> None:
     assert deliver_in_job(RUN, run_dir, "b1") is None  # the same file at the same size
 
 
-def test_an_in_job_export_runs_sh_after_the_merge_not_from_the_venv() -> None:
+def test_an_in_job_export_runs_sh_after_the_merge_and_its_failure_is_its_own() -> None:
     from overbrainer.config.settings import Adapter, Training
     from overbrainer.targets.job_script import chain
     from overbrainer.training.prepare import job_commands
@@ -293,8 +293,76 @@ def test_an_in_job_export_runs_sh_after_the_merge_not_from_the_venv() -> None:
     assert [c.stage.value for c in commands] == ["train", "merge", "export"]
     text = chain(commands, "/venv")
     assert text.endswith(
-        "&& '/venv/bin/axolotl' 'merge-lora' 'axolotl.yaml' && "
+        "&& '/venv/bin/axolotl' 'merge-lora' 'axolotl.yaml' && { "
         '{ printf \'{"event":"stage","name":"%s","time":%s}\\n\' export "$(date +%s)" >> '
-        "'metrics.jsonl' || :; } && 'sh' 'export.sh'; }; }"
+        "'metrics.jsonl' || :; } && 'sh' 'export.sh' || { echo \"$?\" > 'export.failed' || :; }; "
+        "}; }; }"
     )
     assert [c.stage.value for c in job_commands(training)] == ["train", "merge"]
+
+
+def test_the_export_step_of_a_job_records_its_failure_and_the_job_ends_with_the_training(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from overbrainer.config.settings import Adapter, Training
+    from overbrainer.targets.job_script import chain
+    from overbrainer.training.prepare import job_commands
+
+    training = Training(target="local", base_model="m", adapter=Adapter.LORA)
+    (tmp_path / "export.sh").write_text("echo 'export: no converter' >&2; exit 3\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "axolotl").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "axolotl").chmod(0o755)
+    text = chain(job_commands(training, export=True), str(tmp_path))
+    done = subprocess.run(["sh", "-c", text], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "export.failed").read_text() == "3\n"
+    assert "export: no converter" in done.stderr
+
+
+AFTER_TRAINING = """
+[export]
+after_training = true
+quantize = "F16"
+"""
+
+
+def test_a_failed_export_after_training_leaves_the_run_succeeded_and_export_retries_it(
+    project: Path, fake_model: Path, tmp_path: Path
+) -> None:
+    config = project / "overbrainer.toml"
+    text = config.read_text().replace(
+        'base_model = "Qwen/Qwen3-4B"', f'base_model = "{fake_model}"'
+    )
+    config.write_text(text.replace("# merge = false ", "merge = true ") + AFTER_TRAINING)
+    # The merged model is there; the export cannot fetch llama.cpp's converter (nothing listens).
+    env = standin_env(tmp_path / "bin", STANDIN_STEPS="4")
+    env["OVERBRAINER_LLAMA_CPP_URL"] = "http://127.0.0.1:9"
+    result = overbrainer(project, env, "train", timeout=120)
+    assert result.returncode == 0, result.stderr
+    (run_id,) = [p.name for p in (project / "runs").iterdir() if not p.name.startswith(".")]
+    run_dir = project / "runs" / run_id
+    assert json.loads((run_dir / "run.json").read_text())["state"] == "succeeded"
+    assert (run_dir / "export.failed").read_text().strip() == "1"
+    fetch = "cannot fetch http://127.0.0.1:9/archive/refs/tags/"
+    warning = next(line for line in result.stderr.splitlines() if "export after training" in line)
+    assert f" WARN export after training failed: {fetch}" in warning
+    assert warning.endswith(
+        f"(see runs/{run_id}/job.log); retry with `overbrainer export {run_id}`"
+    )
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"train: run {run_id} succeeded; ")
+    assert lines[-2] == f"train: merged model in runs/{run_id}/output/merged"
+    assert lines[-1] == f"export: failed after training; retry with `overbrainer export {run_id}`"
+    # Following the run again says it again; `export` is not refused for the run's state.
+    again = overbrainer(project, env, "train", "attach", run_id, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == lines[-1]
+    retry = overbrainer(project, env, "export", run_id, timeout=60)
+    assert retry.returncode == 1, retry.stderr
+    assert "INFO export: export_" in retry.stderr
+    assert retry.stderr.splitlines()[-1].startswith("error: export export_")
+    assert f"of run {run_id} failed: {fetch}" in retry.stderr.splitlines()[-1]

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.train_helpers import axolotl_on_path
+
 VAULT = r"""
 import http.server, json, sys
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -24,6 +28,12 @@ server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 """
+
+
+@pytest.fixture(autouse=True)
+def axolotl(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Axolotl on PATH: the projects `init` writes train on this machine."""
+    axolotl_on_path(monkeypatch, tmp_path_factory.mktemp("axolotl-bin"))
 
 
 def overbrainer(
@@ -85,8 +95,17 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
         .read_text()
         .replace("OPENROUTER__API_KEY=\n", "OPENROUTER__API_KEY=sk-or-SECRET\n")
     )
+    without = overbrainer("config", "check", cwd=demo, env={"PATH": "/usr/bin:/bin"})
+    assert without.returncode == 2
+    assert without.stderr == (
+        "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
+        "Axolotl's virtual environment)\n"
+    )
+    assert "targets.local = local, native, no axolotl on PATH" in without.stdout.splitlines()
     filled = overbrainer("config", "check", cwd=demo)
     assert filled.returncode == 0, filled.stderr
+    axolotl = Path(os.environ["PATH"].split(os.pathsep)[0]) / "axolotl"
+    assert f"targets.local = local, native, axolotl at {axolotl}" in filled.stdout.splitlines()
     assert "SECRET" not in filled.stdout + filled.stderr
 
     lines = filled.stdout.splitlines()

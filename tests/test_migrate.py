@@ -19,6 +19,7 @@ from overbrainer.project.directory import PREDATES_HINT, Project, project_lock
 from overbrainer.project.migrate import IgnoreState, plan_migration
 from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, read_history
 from overbrainer.storage.records import Example, Exclusion, Message, Meta
+from tests.train_helpers import axolotl_on_path
 
 CONFIG = """\
 # my project
@@ -165,7 +166,10 @@ def test_a_dry_run_waits_for_no_one_but_takes_the_lock(tmp_path: Path) -> None:
     assert done.stderr == f"error: another overbrainer (pid {os.getpid()}) is using this project\n"
 
 
-def test_hub_model_id_moves_to_the_hub_table_keeping_the_rest(tmp_path: Path) -> None:
+def test_hub_model_id_moves_to_the_hub_table_keeping_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    axolotl_on_path(monkeypatch, tmp_path / "bin")
     root = current_project(tmp_path, extra='hub_model_id = "me/mentor"  # deprecated\n')
     done = overbrainer(root, "migrate")
     assert (done.returncode, done.stdout.splitlines()) == (

@@ -99,6 +99,11 @@ def test_without_a_token_training_warns_and_the_push_only_warns(
         f"is needed to push; run it again with: overbrainer push {run_id}"
     ) in result.stderr
     assert hub.log() == []
+    # The push's failure is its own: the run stays what its training was.
+    assert json.loads((project / "runs" / run_id / "run.json").read_text())["state"] == (
+        "succeeded"
+    )
+    assert result.stdout.splitlines()[0].startswith(f"train: run {run_id} succeeded; ")
     # The card of a real (stand-in) run: the table comes from its axolotl.yaml, data, metrics.
     dry = overbrainer(project, env_for(tmp_path, hub, None), "push", run_id, "--dry-run")
     assert dry.returncode == 0, dry.stderr

@@ -108,7 +108,7 @@ async def test_no_train_stops_run_after_split_even_with_training(tmp_path: Path)
     assert not (root / "runs").exists()
 
 
-async def test_run_warns_before_its_stages_when_training_cannot_start(tmp_path: Path) -> None:
+async def test_run_refuses_before_its_stages_when_training_cannot_start(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     with (root / "overbrainer.toml").open("a") as config:
         config.write(TRAINING)
@@ -117,10 +117,16 @@ async def test_run_warns_before_its_stages_when_training_cannot_start(tmp_path: 
     path = f"{empty_bin}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"
     async with open_stub() as stub:
         result = await overbrainer(root, "run", url=stub.url, env={"PATH": path})
-    assert result.code == 1
-    warning = "axolotl is not on PATH: the job of target `local` will fail"
-    assert result.stderr.index(warning) < result.stderr.index("subtopics: 2 to process")
-    assert result.out_lines[3] == "split: 7 train, 1 eval, 0 excluded, 0 orphaned"
+        assert stub.completions == []  # nothing spent
+    assert result.code == 2
+    assert result.out_lines == []
+    assert result.stderr.splitlines()[-1] == (
+        "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
+        "Axolotl's virtual environment); `overbrainer run --no-train` makes the dataset without "
+        "training"
+    )
+    assert "subtopics:" not in result.stderr
+    assert not (root / "runs").exists() or list((root / "runs").glob("*/run.json")) == []
 
 
 async def test_run_reloads_a_changed_config_between_stages(tmp_path: Path) -> None:

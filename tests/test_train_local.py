@@ -377,19 +377,50 @@ def test_attach_adopts_a_job_started_but_not_recorded(
     assert record(project, run_id)["job"]["pid"] == saved["job"]["pid"]
 
 
-def test_a_missing_axolotl_is_warned_about_and_fails_the_run(project: Path, tmp_path: Path) -> None:
+def test_a_missing_axolotl_refuses_the_training_and_creates_no_run(
+    project: Path, tmp_path: Path
+) -> None:
     env = standin_env(tmp_path / "bin")
     env["PATH"] = "/usr/bin:/bin"
     result = overbrainer(project, env, "train")
-    run_id = only_run(project)
-    assert result.returncode == 1
-    assert (
-        " WARN axolotl is not on PATH: the job of target `local` will fail; install Axolotl "
-        "or set targets.local.venv" in result.stderr
-    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
     assert result.stderr.splitlines()[-1] == (
-        f"error: the job exited with code 127 (see runs/{run_id}/job.log)"
+        "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
+        "Axolotl's virtual environment)"
     )
+    assert [line for line in result.stderr.splitlines() if "error" in line.lower()] == [
+        result.stderr.splitlines()[-1]
+    ]
+    assert run_ids(project) == []
+
+
+def test_a_venv_without_axolotl_refuses_the_training_and_creates_no_run(
+    project: Path, tmp_path: Path
+) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "axolotl").write_text("#!/bin/sh\n")  # not executable
+    with open(project / "overbrainer.toml", "a") as config:
+        config.write(f'venv = "{venv}"\n')
+    result = overbrainer(project, standin_env(tmp_path / "bin"), "train")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: target `local` cannot train: no axolotl in {venv}/bin (targets.local.venv)"
+    )
+    assert run_ids(project) == []
+
+
+def test_the_axolotl_of_the_venv_trains(project: Path, tmp_path: Path) -> None:
+    env = standin_env(tmp_path / "bin")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (tmp_path / "bin" / "axolotl").rename(venv / "bin" / "axolotl")
+    with open(project / "overbrainer.toml", "a") as config:
+        config.write(f'venv = "{venv}"\n')
+    result = overbrainer(project, env, "train", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert record(project, only_run(project))["state"] == "succeeded"
 
 
 def test_kill_9_of_the_follower_leaves_the_job_training(

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from overbrainer.project.init import init_project
 from overbrainer.targets import local as local_job
 
@@ -59,6 +61,16 @@ def standin_env(bin_dir: Path, **knobs: str) -> dict[str, str]:
     env["STANDIN_EVAL_EVERY"] = "5"
     env.update(knobs)
     return env
+
+
+def axolotl_on_path(monkeypatch: pytest.MonkeyPatch, bin_dir: Path) -> None:
+    """This process's PATH (which the commands it starts inherit) with a do-nothing `axolotl`
+    first: `config check` of a project whose training target is this machine passes."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "axolotl"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 def command(project: Path, *args: str) -> list[str]:

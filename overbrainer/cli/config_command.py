@@ -14,8 +14,8 @@ from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.preflight import PreflightError
 from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
 from overbrainer.config.secrets import resolve_secret
+from overbrainer.flows.config_check import local_trainers, preflight, trainer_problems
 from overbrainer.flows.config_check import online as online_roles
-from overbrainer.flows.config_check import preflight
 from overbrainer.project.directory import open_project
 
 
@@ -35,17 +35,19 @@ def check(resolve: bool, online: bool) -> None:
     """Load and validate the configuration; print one fact per line (no lock is taken).
 
     It fails (exit 2) on what a run would surely fail on: an unset base URL, a missing key,
-    a vault: reference without VAULT_ADDR or token; with --online, on a role that cannot work.
+    a vault: reference without VAULT_ADDR or token, a local training target without Axolotl;
+    with --online, on a role that cannot work.
     """
 
     async def flow() -> None:
         project = open_project(project_dir())
         settings = load_settings(project.root)
-        for line in report_lines(settings, os.environ.get(SSH_CLIENT_ENV)):
+        trainers = await local_trainers(settings, project.runs)
+        for line in report_lines(settings, os.environ.get(SSH_CLIENT_ENV), trainers):
             click.echo(line)
         for warning in deprecation_warnings(settings):
             click.echo(f"warning: {warning}", err=True)
-        await preflight(settings, os.environ)
+        await preflight(settings, os.environ, trainer_problems(settings, trainers))
         if resolve:
             for key, secret in secrets_of(settings):
                 await resolve_secret(secret, key, os.environ)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
@@ -80,9 +82,18 @@ def _number(value: float) -> str:
     return text.removesuffix(".0")
 
 
-def _runtime(target: LocalTarget | SshTarget) -> str:
+NOT_CHECKED = "not checked"
+"""The `axolotl` of a target that `config check` did not look for (SSH: it does not connect)."""
+
+
+def _runtime(target: LocalTarget | SshTarget, axolotl: str | None = NOT_CHECKED) -> str:
     if target.runtime is Runtime.DOCKER:
         return f"{(target.engine or Engine.DOCKER).value} {target.image or DEFAULT_IMAGE}"
+    if axolotl is None:
+        where = f"in venv {target.venv}" if target.venv else "on PATH"
+        return f"native, no axolotl {where}"
+    if axolotl != NOT_CHECKED:
+        return f"native, axolotl at {axolotl}"
     return f"native, venv {target.venv or '(axolotl on PATH)'}"
 
 
@@ -107,13 +118,14 @@ def _runpod(target: RunpodTarget) -> str:
     )
 
 
-def target_summary(target: Target) -> str:
-    """A target on one line with its defaults applied, as the reference prints it."""
+def target_summary(target: Target, axolotl: str | None = NOT_CHECKED) -> str:
+    """A target on one line with its defaults applied, as the reference prints it; a native
+    target's `axolotl` path when it was looked for (None: not found)."""
     if isinstance(target, LocalTarget):
-        return f"local, {_runtime(target)}"
+        return f"local, {_runtime(target, axolotl)}"
     if isinstance(target, SshTarget):
         host = target.host or "(host unset)"
-        return f"ssh {host} in {target.workdir or DEFAULT_WORKDIR}, {_runtime(target)}"
+        return f"ssh {host} in {target.workdir or DEFAULT_WORKDIR}, {_runtime(target, axolotl)}"
     return _runpod(target)
 
 
@@ -145,8 +157,15 @@ def deprecation_warnings(settings: Settings) -> list[str]:
     return []
 
 
-def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[str]:
-    """The resolved configuration by section, as `config check` prints it."""
+def report_lines(
+    settings: Settings,
+    ssh_client_env: str | None = None,
+    axolotl: Mapping[str, str | None] | None = None,
+) -> list[str]:
+    """The resolved configuration by section, as `config check` prints it.
+
+    `axolotl`: the path of each checked target's `axolotl` (None: not found)."""
+    found = axolotl or {}
     env = settings.from_env
 
     def mark(line: str, *keys: str) -> str:
@@ -198,7 +217,8 @@ def report_lines(settings: Settings, ssh_client_env: str | None = None) -> list[
             )
         )
     for name, target in settings.targets.items():
-        lines.append(mark(f"targets.{name} = {target_summary(target)}", f"targets.{name}"))
+        summary = target_summary(target, found.get(name, NOT_CHECKED))
+        lines.append(mark(f"targets.{name} = {summary}", f"targets.{name}"))
         if not isinstance(target, LocalTarget):
             client = ssh_client_line(target, ssh_client_env)
             key = f"targets.{name}.ssh_client"

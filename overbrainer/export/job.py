@@ -21,7 +21,7 @@ from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
-from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR
+from overbrainer.export.record import EXPORT_FILE, EXPORTS_DIR, latest_export
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
@@ -31,6 +31,7 @@ from overbrainer.targets.executor import Executor, ExecutorJob
 from overbrainer.targets.export_script import (
     CACHE_DIR,
     CACHE_ENV,
+    FAILED_FILE,
     SCRIPT_FILE,
     export_env,
     export_script,
@@ -433,12 +434,17 @@ async def after_training(session: Session, record: RunRecord) -> list[str]:
     """The lines of an in-job export, delivered once after the run came back (§B.5).
 
     Only with `[export] after_training` and a succeeded run; a problem is a warning, never a
-    failure of the run.
+    failure of the run. An export step that failed (its `export.failed`) is reported as the
+    export's: a warning with its last message and a result line, until an export succeeds.
     """
     settings = session.settings.export
     if not settings.after_training or record.state is not RunState.SUCCEEDED:
         return []
     run_dir = session.runs.dir_of(record.id)
+    failed = await trio.to_thread.run_sync(in_job_failure, record.id, run_dir)
+    if failed is not None:
+        log.warning("%s", failed)
+        return [f"export: failed after training; retry with `overbrainer export {record.id}`"]
     try:
         delivered = await trio.to_thread.run_sync(
             deliver_in_job, record.id, run_dir, resolve_pin().tag
@@ -458,3 +464,21 @@ async def after_training(session: Session, record: RunRecord) -> list[str]:
             )
         return []
     return await delivery_lines(run_dir, delivered, settings.ollama_name)
+
+
+def in_job_failure(run_id: str, run_dir: Path) -> str | None:
+    """The warning of a training job's export that failed, None when it did not (or when an
+    `overbrainer export` of the run has delivered a GGUF since). Blocking."""
+    try:
+        code = (run_dir / FAILED_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        code = f"unknown ({error.strerror})"
+    if latest_export(run_dir) is not None:
+        return None
+    why = _last_message(run_dir) or f"export.sh exited with code {code or 'unknown'}"
+    return (
+        f"export after training failed: {why} (see runs/{run_id}/job.log); "
+        f"retry with `overbrainer export {run_id}`"
+    )

@@ -2,19 +2,59 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import trio
 
 from overbrainer.config.preflight import PreflightError, config_problems
-from overbrainer.config.settings import Settings
+from overbrainer.config.settings import LocalTarget, Settings
 from overbrainer.devtools.embedded import stub_transports
 from overbrainer.llm.online import RoleCheck, check_online
+from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.training.runtime import expand_venv
+from overbrainer.training.trainer_check import (
+    CannotTrain,
+    cannot_train,
+    checks_axolotl,
+    find_axolotl,
+)
 
 
-async def preflight(settings: Settings, environ: Mapping[str, str]) -> None:
-    """Raise `PreflightError` on what would surely fail (no network: see config.preflight)."""
+async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None]:
+    """The `axolotl` of each native local target, as its job would find it (None: none).
+
+    SSH targets are not connected to here: `train` and `run` check them when they connect."""
+    found: dict[str, str | None] = {}
+    executor = LocalExecutor(runs)
+    for name, target in settings.targets.items():
+        if isinstance(target, LocalTarget) and checks_axolotl(target):
+            try:
+                found[name] = await find_axolotl(name, target, executor)
+            except CannotTrain:
+                found[name] = None
+    return found
+
+
+def trainer_problems(settings: Settings, found: Mapping[str, str | None]) -> list[str]:
+    """The training target's, when it was checked and has no `axolotl`: `train` and `run`
+    would refuse."""
+    if settings.training is None:
+        return []
+    name = settings.training.target
+    target = settings.targets.get(name)
+    if name not in found or found[name] is not None or not isinstance(target, LocalTarget):
+        return []
+    return [cannot_train(name, expand_venv(target.venv))]
+
+
+async def preflight(
+    settings: Settings, environ: Mapping[str, str], more: Sequence[str] = ()
+) -> None:
+    """Raise `PreflightError` on what would surely fail (no network: see config.preflight);
+    `more`: the problems found beside it (a training target without Axolotl)."""
     problems = await trio.to_thread.run_sync(config_problems, settings, environ)
+    problems = [*problems, *more]
     if problems:
         raise PreflightError.of(problems)
 

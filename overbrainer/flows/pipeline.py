@@ -49,8 +49,8 @@ from overbrainer.project.templates import Template
 from overbrainer.storage.records import Subtopic
 from overbrainer.storage.replacement import read_current
 from overbrainer.training.lifecycle import (
+    refuse_if_training_cannot_start,
     warn_if_a_run_still_trains,
-    warn_if_training_cannot_start,
 )
 
 log = logging.getLogger(__name__)
@@ -292,7 +292,7 @@ async def pipeline_flow(
         project, config, interrupt = command.project, command.config, command.interrupt
         topics = select_topics(config.settings, topic_names)
         if whole_run and train:
-            warn_if_training_cannot_start(config.settings)
+            await refuse_if_training_cannot_start(config.settings, project, interrupt)
             await warn_if_a_run_still_trains(config.settings, project)
         planned = list(stages)
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(

@@ -15,6 +15,7 @@ from overbrainer.training import run_commands
 from overbrainer.training.lifecycle import (
     RunEnding,
     Session,
+    check_can_train,
     detached,
     ending,
     follow_to_end,
@@ -74,6 +75,7 @@ async def train_run(
         )
     else:
         async with session.open_target(plan.name, plan.target, not_started) as executor:
+            await check_can_train(plan.name, plan.target, executor)
             record = await start_run(session, plan, executor)
             outcome = await follow_to_end(session, executor, record)
     report(sink, ending(session.runs, outcome))

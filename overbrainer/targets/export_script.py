@@ -8,6 +8,8 @@ from importlib import resources
 from overbrainer.targets.llama_cpp import helpers_script, resolve_pin
 
 SCRIPT_FILE = "export.sh"
+FAILED_FILE = "export.failed"
+"""The exit status of a training job's export that failed (the job itself still succeeds)."""
 NAME_ENV = "OVERBRAINER_EXPORT_NAME"
 QUANTIZE_ENV = "OVERBRAINER_EXPORT_QUANTIZE"
 MODEL_ENV = "OVERBRAINER_EXPORT_MODEL"

@@ -56,6 +56,9 @@ class Command:
     args: tuple[str, ...] = ()
     from_venv: bool = True
     """False for a system program (`sh`) that a venv does not hold."""
+    failure_file: str | None = None
+    """Where the program's exit status goes when it fails, instead of failing the chain: a step
+    whose failure is its own, not the job's (the export after training)."""
 
     def text(self, venv: str | None = None) -> str:
         """The stage line then the program, from `venv/bin` when a venv is given."""
@@ -63,7 +66,10 @@ class Command:
         if venv and self.from_venv:
             program = f"{venv.rstrip('/')}/bin/{self.program}"
         words = " ".join([quote(program), *(quote(arg) for arg in self.args)])
-        return f"{stage_line(self.stage)} && {words}"
+        step = f"{stage_line(self.stage)} && {words}"
+        if self.failure_file is None:
+            return step
+        return f'{{ {step} || {{ echo "$?" > {quote(self.failure_file)} || :; }}; }}'
 
 
 def chain(commands: Sequence[Command], venv: str | None = None) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -15,7 +14,14 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime, Settings, Training
+from overbrainer.config.settings import (
+    LocalTarget,
+    RunpodTarget,
+    Runtime,
+    Settings,
+    SshTarget,
+    Training,
+)
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
@@ -65,6 +71,7 @@ from overbrainer.training.target_access import (
     run_target,
     sampler_for,
 )
+from overbrainer.training.trainer_check import CannotTrain, checks_axolotl, find_axolotl
 
 log = logging.getLogger(__name__)
 
@@ -158,34 +165,48 @@ def warn_missing_engine(name: str, target: LocalTarget) -> None:
         log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
 
 
-def _warn_missing_axolotl(name: str, target: LocalTarget) -> None:
-    """Say early when the job cannot find its program (it would fail with exit code 127)."""
-    if target.runtime is Runtime.DOCKER:
-        warn_missing_engine(name, target)
-        return
-    venv = expand_venv(target.venv)
-    if venv is not None:
-        if not os.access(Path(venv) / "bin" / "axolotl", os.X_OK):
-            log.warning(
-                "%s/bin/axolotl is not an executable: the job of target `%s` will fail", venv, name
-            )
-    elif shutil.which("axolotl") is None:
-        log.warning(
-            "axolotl is not on PATH: the job of target `%s` will fail; install Axolotl or set "
-            "targets.%s.venv",
-            name,
-            name,
-        )
+async def check_can_train(name: str, target: TrainTarget, executor: Executor) -> None:
+    """Refuse (CannotTrain, exit 2) a native target without `axolotl`, before a run exists."""
+    if checks_axolotl(target):
+        assert isinstance(target, LocalTarget | SshTarget)
+        path = await find_axolotl(name, target, executor)
+        log.debug("target `%s` trains with %s", name, path)
 
 
-def warn_if_training_cannot_start(settings: Settings) -> None:
-    """Before `run`'s stages: say at once when the training after split would fail to start."""
+async def refuse_if_training_cannot_start(
+    settings: Settings, project: Project, interrupt: Interrupt
+) -> None:
+    """Before `run`'s stages: refuse at once (exit 2) when its training would find no Axolotl.
+
+    A remote target that cannot be reached now is only warned about: training checks again.
+    """
     if settings.training is None:
         return
     name = settings.training.target
     target = settings.targets.get(name)
-    if isinstance(target, LocalTarget):
-        _warn_missing_axolotl(name, target)
+    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
+        warn_missing_engine(name, target)
+    if not checks_axolotl(target):
+        return
+    checked = run_target(settings, name)
+    assert isinstance(checked, LocalTarget | SshTarget)
+
+    def interrupted() -> Detached:
+        return Detached("interrupted before the first stage")
+
+    try:
+        async with open_executor(
+            name, checked, Runs(project.runs).root, interrupt, interrupted
+        ) as executor:
+            await check_can_train(name, checked, executor)
+    except CannotTrain as error:
+        raise CannotTrain(
+            f"{error.message}; `overbrainer run --no-train` makes the dataset without training"
+        ) from None
+    except (OSError, WorkFailed) as error:
+        log.warning(
+            "cannot check target `%s` before the stages: %s; training checks it again", name, error
+        )
 
 
 async def warn_if_a_run_still_trains(settings: Settings, project: Project) -> None:
@@ -246,8 +267,8 @@ async def plan_start(
         if resume_from
         else None
     )
-    if isinstance(target, LocalTarget):
-        _warn_missing_axolotl(name, target)
+    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
+        warn_missing_engine(name, target)
     settings = session.settings
     for warning in prepare.start_warnings(
         training, hf_token=settings.hf_token is not None, push_after=settings.hub.after_training

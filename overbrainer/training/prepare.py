@@ -25,7 +25,7 @@ from overbrainer.config.settings import Adapter, Training
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.export_script import SCRIPT_FILE
+from overbrainer.targets.export_script import FAILED_FILE, SCRIPT_FILE
 from overbrainer.targets.job_script import Command
 from overbrainer.training.axolotl_config import (
     CONFIG_FILE,
@@ -193,12 +193,19 @@ def job_env(root: str) -> dict[str, str]:
 
 def job_commands(training: Training, *, export: bool = False) -> list[Command]:
     """`axolotl train axolotl.yaml`, then `axolotl merge-lora axolotl.yaml` with `merge`, then
-    `sh export.sh` with `[export] after_training` (skipped, like the merge, after a snapshot)."""
+    `sh export.sh` with `[export] after_training` (skipped, like the merge, after a snapshot).
+
+    The export's failure is its own: its exit status goes to `export.failed` and the job still
+    ends with the training's (and merge's) status, so the run stays what its training was."""
     commands = [Command(JobStage.TRAIN, "axolotl", ("train", CONFIG_FILE))]
     if training.merge and training.adapter is not Adapter.FULL:
         commands.append(Command(JobStage.MERGE, "axolotl", ("merge-lora", CONFIG_FILE)))
     if export:
-        commands.append(Command(JobStage.EXPORT, "sh", (SCRIPT_FILE,), from_venv=False))
+        commands.append(
+            Command(
+                JobStage.EXPORT, "sh", (SCRIPT_FILE,), from_venv=False, failure_file=FAILED_FILE
+            )
+        )
     return commands
 
 

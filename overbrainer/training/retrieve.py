@@ -7,11 +7,13 @@ from pathlib import Path
 import trio
 
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.export_script import FAILED_FILE
 from overbrainer.targets.manifest import local_manifest, verify
 from overbrainer.training.axolotl_config import METRICS_FILE, OUTPUT_DIR
 
-RESULTS = (OUTPUT_DIR, METRICS_FILE, "job.log", "snapshot.json")
-"""What the first pass brings back (the proof with it, so it can be read here)."""
+RESULTS = (OUTPUT_DIR, METRICS_FILE, "job.log", "snapshot.json", FAILED_FILE)
+"""What the first pass brings back (the proof with it, so it can be read here, and the mark of
+an export after training that failed)."""
 CHECKPOINTS = ("checkpoint-*",)
 
 
