@@ -290,11 +290,11 @@ def test_an_in_job_export_runs_sh_after_the_merge_not_from_the_venv() -> None:
 
     training = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
     commands = job_commands(training, export=True)
-    assert [c.stage.value for c in commands] == ["train", "merge", "export"]
+    assert [c.stage.value for c in commands] == ["train", "train", "merge", "export"]
     text = chain(commands, "/venv")
     assert text.endswith(
         "&& '/venv/bin/axolotl' 'merge-lora' 'axolotl.yaml' && "
         '{ printf \'{"event":"stage","name":"%s","time":%s}\\n\' export "$(date +%s)" >> '
         "'metrics.jsonl' || :; } && 'sh' 'export.sh'; }; }"
     )
-    assert [c.stage.value for c in job_commands(training)] == ["train", "merge"]
+    assert [c.stage.value for c in job_commands(training)] == ["train", "train", "merge"]
