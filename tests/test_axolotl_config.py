@@ -96,6 +96,21 @@ def test_key_facts_of_the_configs() -> None:
     assert resumed["output_dir"] == "/workspace/run/output"
 
 
+@pytest.mark.parametrize("packing", [True, False])
+def test_attention_is_sdpa_on_every_target_and_extra_may_choose_another(packing: bool) -> None:
+    """sdpa packs correctly in Axolotl 0.19.0 (torch varlen on CUDA, a block-diagonal mask on a
+    CPU) and needs no flash-attn, which its images lack (docs/training.md, "Attention and sample
+    packing"); bf16 stays Axolotl's `auto`, which a CPU resolves to no bf16."""
+    config = build_config(attrs.evolve(QWEN, sample_packing=packing), ROOT, True)
+    assert (config["attn_implementation"], config["sample_packing"]) == ("sdpa", packing)
+    assert config["eval_sample_packing"] is False
+    assert not {"bf16", "bfloat16", "fp16", "flash_attention", "sdpa_varlen"} & set(config)
+    flash: dict[str, object] = {"attn_implementation": "flash_attention_2"}
+    chosen = build_config(attrs.evolve(QWEN, axolotl_extra=flash), ROOT, True)
+    assert chosen["attn_implementation"] == "flash_attention_2"
+    assert check_training(attrs.evolve(QWEN, axolotl_extra=flash)) == []
+
+
 def test_extra_mappings_merge_recursively_and_the_rest_replaces() -> None:
     base = attrs.evolve(QWEN, axolotl_extra={"save_total_limit": 5})
     assert build_config(base, ROOT, True)["save_total_limit"] == 5

@@ -290,7 +290,7 @@ def test_an_in_job_export_runs_sh_after_the_merge_and_its_failure_is_its_own() -
 
     training = Training(target="local", base_model="m", adapter=Adapter.LORA, merge=True)
     commands = job_commands(training, export=True)
-    assert [c.stage.value for c in commands] == ["train", "merge", "export"]
+    assert [c.stage.value for c in commands] == ["train", "train", "merge", "export"]
     text = chain(commands, "/venv")
     assert text.endswith(
         "&& '/venv/bin/axolotl' 'merge-lora' 'axolotl.yaml' && { "
@@ -298,7 +298,7 @@ def test_an_in_job_export_runs_sh_after_the_merge_and_its_failure_is_its_own() -
         "'metrics.jsonl' || :; } && 'sh' 'export.sh' || { echo \"$?\" > 'export.failed' || :; }; "
         "}; }; }"
     )
-    assert [c.stage.value for c in job_commands(training)] == ["train", "merge"]
+    assert [c.stage.value for c in job_commands(training)] == ["train", "train", "merge"]
 
 
 def test_the_export_step_of_a_job_records_its_failure_and_the_job_ends_with_the_training(

@@ -369,7 +369,7 @@ def test_after_training_the_job_exports_and_the_train_flow_delivers_once(
         for line in (run_dir / "metrics.jsonl").read_text().splitlines()
         if '"event":"stage"' in line
     ]
-    assert stages == ["train", "merge", "export"]
+    assert stages == ["train", "train", "merge", "export"]  # preprocess and train are `train`
     # Following the run again delivers nothing a second time.
     again = overbrainer(project, env, "train", "attach", run_id, timeout=60)
     assert again.returncode == 0, again.stderr

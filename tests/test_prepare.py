@@ -142,11 +142,16 @@ def test_job_env_and_commands() -> None:
         "OVERBRAINER_METRICS": "/workspace/run/metrics.jsonl",
         "OVERBRAINER_SNAPSHOT": "/workspace/run/snapshot.request",
     }
-    assert [c.args for c in job_commands(QWEN)] == [("train", "axolotl.yaml")]
+    # `preprocess` fills prepared/ first, so `train` does not tokenize (Axolotl warns against it).
+    assert [(c.stage.value, c.args) for c in job_commands(QWEN)] == [
+        ("train", ("preprocess", "axolotl.yaml")),
+        ("train", ("train", "axolotl.yaml")),
+    ]
     merged = attrs.evolve(QWEN, merge=True)
-    assert [c.args for c in job_commands(merged)] == [
-        ("train", "axolotl.yaml"),
-        ("merge-lora", "axolotl.yaml"),
+    assert [(c.stage.value, c.args) for c in job_commands(merged)] == [
+        ("train", ("preprocess", "axolotl.yaml")),
+        ("train", ("train", "axolotl.yaml")),
+        ("merge", ("merge-lora", "axolotl.yaml")),
     ]
 
 

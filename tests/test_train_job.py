@@ -6,6 +6,7 @@ import collections.abc
 import logging
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,9 @@ NATIVE = (
     r"""&& export OVERBRAINER_SNAPSHOT='/r/run1/snapshot.request' && """
     r"""export PATH='/v/bin'"${PATH:+:$PATH}" && """
     + STAGE
+    + r"""train "$(date +%s)" >> 'metrics.jsonl' || :; } && '/v/bin/axolotl' 'preprocess' """
+    r"""'axolotl.yaml' && """
+    + STAGE
     + r"""train "$(date +%s)" >> 'metrics.jsonl' || :; } && '/v/bin/axolotl' 'train' """
     r"""'axolotl.yaml' && { [ -f 'snapshot.json' ] || { """
     + STAGE
@@ -46,9 +50,13 @@ NATIVE = (
     r"""'axolotl.yaml'; }; }"""
 )
 Q = "'\\''"
-CHAIN = (
+CHAIN_STAGE = (
     f"""{{ printf {Q}{{"event":"stage","name":"%s","time":%s}}\\n{Q} train "$(date +%s)" >> """
-    f"""{Q}metrics.jsonl{Q} || :; }} && {Q}axolotl{Q} {Q}train{Q} {Q}axolotl.yaml{Q}"""
+    f"""{Q}metrics.jsonl{Q} || :; }} && """
+)
+CHAIN = (
+    f"""{CHAIN_STAGE}{Q}axolotl{Q} {Q}preprocess{Q} {Q}axolotl.yaml{Q} && """
+    f"""{CHAIN_STAGE}{Q}axolotl{Q} {Q}train{Q} {Q}axolotl.yaml{Q}"""
 )
 DOCKER = (
     "mkdir -p -- '/r/.hf-cache' && docker run --rm --name 'overbrainer-run1' --gpus all "
@@ -93,6 +101,39 @@ def test_docker_and_podman_run_lines() -> None:
         "-v '/r/run1:/workspace/run:Z' -v '/r/c:/workspace/hf-cache:z' -w /workspace/run "
     )
     assert " -e 'HF_TOKEN' " not in text
+
+
+FAKE_AXOLOTL = """#!/bin/sh
+echo "$1" >> calls
+[ "$1" = preprocess ] && exit "${PREPROCESS_EXIT:-0}"
+[ "$1" = train ] && [ -n "$SNAPSHOT" ] && echo '{}' > snapshot.json
+exit 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "calls", "code"),
+    [
+        ({}, ["preprocess", "train", "merge-lora"], 0),
+        ({"SNAPSHOT": "1"}, ["preprocess", "train"], 0),  # stopped: no merge after a snapshot
+        ({"PREPROCESS_EXIT": "3"}, ["preprocess"], 3),  # a failed preprocess trains nothing
+    ],
+)
+def test_the_chain_preprocesses_trains_then_merges_unless_a_snapshot_was_saved(
+    tmp_path: Path, env: dict[str, str], calls: list[str], code: int
+) -> None:
+    from overbrainer.targets.job_script import chain
+
+    program = tmp_path / "venv" / "bin" / "axolotl"
+    program.parent.mkdir(parents=True)
+    program.write_text(FAKE_AXOLOTL)
+    program.chmod(0o755)
+    text = chain(job_commands(MERGING), str(tmp_path / "venv"))
+    done = subprocess.run(["sh", "-c", text], cwd=tmp_path, env={**os.environ, **env}, check=False)
+    assert done.returncode == code
+    assert (tmp_path / "calls").read_text().split() == calls
+    stages = (tmp_path / "metrics.jsonl").read_text().count('"name":"train"')
+    assert stages == min(len(calls), 2)  # a stage line before each command of the train stage
 
 
 @pytest.fixture(autouse=True)

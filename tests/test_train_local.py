@@ -87,6 +87,11 @@ def test_a_run_that_succeeds_is_recorded_and_summarized(
     stages = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert stages[0]["event"] == "stage" and stages[0]["name"] == "train"
     assert stages[-1] == {"event": "end", "time": stages[-1]["time"], "step": 20}
+    # `axolotl preprocess` ran first, so training found its dataset prepared and did not warn.
+    assert (run_dir / "prepared" / "standin" / "dataset_info.json").is_file()
+    log = (run_dir / "job.log").read_text()
+    assert "standin: preprocessed into" in log
+    assert "axolotl preprocess" not in log
 
 
 def test_merge_runs_merge_lora_and_reports_the_merged_model(
@@ -115,7 +120,11 @@ def test_merge_runs_merge_lora_and_reports_the_merged_model(
     assert "hf_tok" not in (run_dir / "run.json").read_text() + (run_dir / "job.log").read_text()
     assert result.stdout.splitlines()[-1] == f"train: merged model in runs/{run_id}/output/merged"
     calls = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert calls == [["train", "axolotl.yaml"], ["merge-lora", "axolotl.yaml"]]
+    assert calls == [
+        ["preprocess", "axolotl.yaml"],
+        ["train", "axolotl.yaml"],
+        ["merge-lora", "axolotl.yaml"],
+    ]
     assert "INFO train: merging adapter" in result.stderr
 
 

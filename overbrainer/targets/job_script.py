@@ -73,11 +73,15 @@ class Command:
 
 
 def chain(commands: Sequence[Command], venv: str | None = None) -> str:
-    """Commands joined by `&&`; those after the first are skipped once a snapshot proof exists."""
+    """Commands joined by `&&`; those after the first stage's are skipped once a snapshot proof
+    exists (the first stage may hold several commands: `axolotl preprocess`, `axolotl train`)."""
     if not commands:
         raise JobScriptError("a job needs at least one command")
-    first = commands[0].text(venv)
-    rest = [command.text(venv) for command in commands[1:]]
+    lead = 1
+    while lead < len(commands) and commands[lead].stage is commands[0].stage:
+        lead += 1
+    first = " && ".join(command.text(venv) for command in commands[:lead])
+    rest = [command.text(venv) for command in commands[lead:]]
     if not rest:
         return first
     return f"{first} && {{ [ -f 'snapshot.json' ] || {{ {' && '.join(rest)}; }}; }}"

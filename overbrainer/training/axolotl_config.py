@@ -119,6 +119,10 @@ def build_config(
         "sequence_len": training.sequence_len,
         "sample_packing": training.sample_packing,
         "eval_sample_packing": False,
+        # sdpa on every target: Axolotl 0.19.0 packs it with torch's own varlen flash kernel on
+        # CUDA and a block-diagonal mask elsewhere (CPU, fp32); the flash-attn package is not in
+        # its images. Its "sdpa with bf16 ... 0.0 loss" warning predates that (docs/training.md,
+        # "Attention and sample packing").
         "attn_implementation": "sdpa",
         "num_epochs": training.epochs,
         "micro_batch_size": training.micro_batch_size,

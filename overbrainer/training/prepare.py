@@ -5,7 +5,8 @@
 - `prepare_run(run_dir, training, root, train_file, eval_file, resume=None)`: copies the split
   files (a resumed run copies the stopped run's), the metrics plugin, the checkpoint
   (hard-linked, copied across file systems) and writes `axolotl.yaml`; returns `Prepared`.
-- `job_env(root)`: the job's non-secret variables; `job_commands(training)`: what it runs.
+- `job_env(root)`: the job's non-secret variables; `job_commands(training)`: what it runs
+  (`axolotl preprocess`, `axolotl train`, then a merge or an export when asked).
 - `start_warnings(training, hf_token)`: the warnings a run start logs (chat template, hub token).
 """
 
@@ -192,12 +193,19 @@ def job_env(root: str) -> dict[str, str]:
 
 
 def job_commands(training: Training, *, export: bool = False) -> list[Command]:
-    """`axolotl train axolotl.yaml`, then `axolotl merge-lora axolotl.yaml` with `merge`, then
-    `sh export.sh` with `[export] after_training` (skipped, like the merge, after a snapshot).
+    """`axolotl preprocess` then `axolotl train` (both the `train` stage), then `axolotl
+    merge-lora` with `merge`, then `sh export.sh` with `[export] after_training` (skipped, like
+    the merge, after a snapshot).
 
-    The export's failure is its own: its exit status goes to `export.failed` and the job still
-    ends with the training's (and merge's) status, so the run stays what its training was."""
-    commands = [Command(JobStage.TRAIN, "axolotl", ("train", CONFIG_FILE))]
+    Preprocessing first fills `prepared/`, so `train` loads the tokenized dataset from disk
+    instead of tokenizing it itself (which Axolotl warns against: VRAM instability). The
+    export's failure is its own: its exit status goes to `export.failed` and the job still ends
+    with the training's (and merge's) status, so the run stays what its training was.
+    """
+    commands = [
+        Command(JobStage.TRAIN, "axolotl", ("preprocess", CONFIG_FILE)),
+        Command(JobStage.TRAIN, "axolotl", ("train", CONFIG_FILE)),
+    ]
     if training.merge and training.adapter is not Adapter.FULL:
         commands.append(Command(JobStage.MERGE, "axolotl", ("merge-lora", CONFIG_FILE)))
     if export:

@@ -9,7 +9,9 @@ STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_IGN
 (1 = drop the plugin's snapshot callback), STANDIN_STALL (1 = hang after training, ignoring
 TERM), STANDIN_LOG (a file where each call appends its argv), STANDIN_ENV_FILE (a file that
 gets the job's environment as JSON), STANDIN_KEEP_MERGE (1 = copy the
-merge-lora config beside STANDIN_LOG as merge.yaml). `merge-lora` copies a real `base_model`
+merge-lora config beside STANDIN_LOG as merge.yaml), STANDIN_PREPROCESS_EXIT (exit code of
+`preprocess`, 0). `preprocess` fills `dataset_prepared_path` as Axolotl does, and `train` prints
+Axolotl's warning when it finds that folder empty. `merge-lora` copies a real `base_model`
 (one with config.json) as the merged model.
 """
 
@@ -105,8 +107,32 @@ def evaluate(callbacks: list[Any], state: State, args: Args, control: Control, s
     call(callbacks, "on_log", args, state, control, logs=logs)
 
 
+UNPREPARED = (
+    "Processing datasets during training can lead to VRAM instability. Please "
+    "pre-process your dataset using `axolotl preprocess path/to/config.yml`."
+)
+"""Axolotl 0.19.0's warning when `train` finds no prepared dataset (utils/data/sft.py)."""
+
+
+def prepared_dir(config: dict[str, Any]) -> Path:
+    return Path(str(config.get("dataset_prepared_path") or "last_run_prepared"))
+
+
+def preprocess(config_path: Path) -> int:
+    """Tokenize into `dataset_prepared_path/<hash>/` as Axolotl does (here: a placeholder)."""
+    config = yaml.safe_load(config_path.read_text())
+    target = prepared_dir(config) / "standin"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "dataset_info.json").write_text(json.dumps({"datasets": config.get("datasets")}))
+    print(f"standin: preprocessed into {target}", flush=True)
+    return env_int("STANDIN_PREPROCESS_EXIT", 0)
+
+
 def train(config_path: Path) -> int:
     config = yaml.safe_load(config_path.read_text())
+    prepared = prepared_dir(config)
+    if not prepared.is_dir() or not any(prepared.iterdir()):
+        print(f"standin: WARNING {UNPREPARED}", flush=True)
     output = Path(config["output_dir"])
     output.mkdir(parents=True, exist_ok=True)
     callbacks = load_callbacks(config)
@@ -178,6 +204,8 @@ def main(argv: list[str]) -> int:
     if env_file:
         Path(env_file).write_text(json.dumps(dict(os.environ)))
     match argv:
+        case ["preprocess", config]:
+            return preprocess(Path(config))
         case ["train", config]:
             return train(Path(config))
         case ["merge-lora", config]:
