@@ -63,6 +63,7 @@ EVENTS: list[ev.Event] = [
     ev.Push("r1", 10, 20),
     ev.Judged("c1", 3, 4),
     ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
+    ev.PodSpend("p1", 2.99, 0.4186),
     *(ev.MarkEvent(mark) for mark in MARKS),
     *(ev.JobStatusChanged(status) for status in JOB_STATUSES),
     *(ev.PodStatusChanged(status) for status in POD_STATUSES),
@@ -116,6 +117,10 @@ def test_round_trip(event: ev.Event) -> None:
         (
             ev.PodStatusChanged(pod.PodDeleting("p1", pod.DeleteReason.NOT_READY)),
             '{"event":"pod_status","status":{"deleting":{"pod_id":"p1","reason":"not_ready"}}}',
+        ),
+        (
+            ev.PodSpend("p1", 2.99, 0.4186),
+            '{"event":"pod_spend","pod_id":"p1","cost_per_hour":2.99,"spent":0.4186}',
         ),
         (
             ev.RunWatched("r1", JobKind.EXPORT),

@@ -38,6 +38,7 @@ EVENT_TAGS: dict[type[Any], str] = {
     ev.Push: "push",
     ev.Judged: "judged",
     ev.ConcurrencyChanged: "concurrency",
+    ev.PodSpend: "pod_spend",
 }
 """The `"event"` tag of each event class."""
 

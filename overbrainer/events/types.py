@@ -193,6 +193,19 @@ class ConcurrencyChanged:
     reason: str
 
 
+@attrs.frozen
+class PodSpend:
+    """The run's Runpod pod costs `cost_per_hour` USD and has cost about `spent` USD so far.
+
+    Published while a job on the pod is followed, at once and then every few seconds, so a
+    front end shows the spend without reading the pod record or doing the pod's arithmetic.
+    """
+
+    pod_id: str
+    cost_per_hour: float
+    spent: float
+
+
 Event = (
     StageStarted
     | ItemDone
@@ -208,6 +221,7 @@ Event = (
     | Push
     | Judged
     | ConcurrencyChanged
+    | PodSpend
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -225,8 +239,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     Push,
     Judged,
     ConcurrencyChanged,
+    PodSpend,
 )
-"""Every event class, in the reference's declaration order."""
+"""Every event class, in the reference's declaration order (ours beyond it last)."""
 
 
 class ItemResult(enum.Enum):

@@ -1,4 +1,5 @@
-"""The cost cap of a run's pod (`max_cost_usd`, §7.6-§7.7): its times, arming, the guard."""
+"""What a run's pod costs: its spend as events while followed, and its cost cap
+(`max_cost_usd`, §7.6-§7.7): the cap's times, arming, the guard."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import time
 import attrs
 import trio
 
+from overbrainer.events.bus import EventBus
+from overbrainer.events.types import PodSpend
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.pod_record import PodRecord, spend
@@ -18,6 +21,8 @@ log = logging.getLogger(__name__)
 SNAPSHOT_LEAD = 900.0
 """The job is asked for a snapshot at least this many seconds before the cap."""
 SHORT_CAP = 1800.0
+SPEND_EVERY = 10.0
+"""Seconds between two `PodSpend` events of a followed pod (a cent at $3.60/h)."""
 
 
 @attrs.frozen
@@ -39,6 +44,19 @@ def cost_cap(pod: PodRecord) -> CostCap | None:
     delete_at = created + cap / rate * 3600
     snapshot_at = min(created + 0.95 * (delete_at - created), delete_at - SNAPSHOT_LEAD)
     return CostCap(rate, cap, created, snapshot_at, delete_at)
+
+
+async def publish_spend(bus: EventBus, pod: PodRecord, every: float = SPEND_EVERY) -> None:
+    """Publish the pod's rate and spend so far at once, then every `every` s (forever).
+
+    A pod whose rate, creation time or ID is not known yet publishes nothing.
+    """
+    rate, created, pod_id = pod.cost_per_hour, pod.created_unix, pod.live_pod
+    if not rate or created is None or pod_id is None:
+        return
+    while True:
+        bus.publish(PodSpend(pod_id, rate, spend(rate, time.time() - created)))
+        await trio.sleep(every)
 
 
 async def arm_cost_cap(pod: PodRecord, remote_dir: str, executor: Executor) -> None:

@@ -52,7 +52,7 @@ from overbrainer.training.lifecycle import (
     watch,
 )
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost
+from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
 from overbrainer.training.pod_disk import DiskPolicy, follow_disk
 from overbrainer.training.pod_lease import (
     DEADLINE_MESSAGE,
@@ -334,8 +334,9 @@ async def follow_on_pod(
     watch_job: Callable[[], Awaitable[T]],
 ) -> T | None:
     """`watch_job` raced against Ctrl-C (None), beside what guards the pod meanwhile: its log,
-    its disk, the lease and deadline, the cost cap. A limit that passes deletes the pod and
-    fails the record; a job that cannot be reached while the pod is gone fails it too."""
+    its disk, the lease and deadline, the cost cap, its spend told as events. A limit that
+    passes deletes the pod and fails the record; a job that cannot be reached while the pod is
+    gone fails it too."""
     capped = trio.Event()
     deadline_passed = trio.Event()
     limits = cost_cap(run.pod)
@@ -349,6 +350,7 @@ async def follow_on_pod(
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(capture_pod_log, run)
+            nursery.start_soon(publish_spend, run.bus, run.pod)
             nursery.start_soon(
                 follow_disk,
                 executor,

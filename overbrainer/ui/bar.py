@@ -1,4 +1,5 @@
-"""The live progress bar of a running stage on a terminal, drawn with rich, refreshed by Trio."""
+"""The live progress bar on a terminal (a running stage's, a followed training job's), drawn
+with rich, refreshed by Trio."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ from collections.abc import Callable
 
 import attrs
 import trio
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.live import Live
-from rich.progress_bar import ProgressBar
-from rich.table import Table
 from rich.text import Text
 
 from overbrainer.events.types import (
@@ -18,18 +17,19 @@ from overbrainer.events.types import (
     Event,
     ItemDone,
     ItemFailed,
+    RunWatched,
     Stage,
     StageFinished,
     StageStarted,
 )
 from overbrainer.model.pod_status import duration_words
+from overbrainer.ui.bar_frame import two_lines
 from overbrainer.ui.logs import print_above
 from overbrainer.ui.progress import per_second, rate_words
+from overbrainer.ui.train_bar import TrainTally
 
 REFRESH_PERIOD = 0.1
 """Seconds between two redraws of a live bar (10 Hz at most)."""
-
-BAR_WIDTH = 30
 
 UNITS: dict[Stage, tuple[str, str | None]] = {
     Stage.SUBTOPICS: ("topics", "subtopics"),
@@ -139,17 +139,16 @@ class StageTally:
 
     def renderable(self, now: float) -> RenderableType:
         """Two lines: the bar with counts, rate and ETA; then tokens, spend, failures, retries."""
-        grid = Table.grid(padding=(0, 1))
-        grid.add_row(
-            Text(f"{self.stage:<9}", style="bold"),
-            ProgressBar(total=max(self.total, 1), completed=self.finished, width=BAR_WIDTH),
-            Text(f"{self.count_words()}  {self.time_words(now)}"),
-        )
-        return Group(grid, Text(f"  {self.spend_words()}", style="dim"))
+        words = f"{self.count_words()}  {self.time_words(now)}"
+        return two_lines(str(self.stage), self.total, self.finished, words, self.spend_words())
+
+
+Tally = StageTally | TrainTally
 
 
 class BarScreen:
-    """The running stage's live bar: an observer of the bus, redrawn by `run` at most at 10 Hz.
+    """The live bar of the running stage or followed training job: an observer of the bus,
+    redrawn by `run` at most at 10 Hz.
 
     rich's own refresh thread stays off (`auto_refresh=False`): `run` is a Trio task.
     """
@@ -157,24 +156,32 @@ class BarScreen:
     def __init__(self, console: Console, clock: Callable[[], float] = trio.current_time) -> None:
         self.console = console
         self.clock = clock
-        self.tally: StageTally | None = None
+        self.tally: Tally | None = None
         self.live: Live | None = None
         self._over = trio.Event()
 
     def event(self, bus: int, event: Event) -> None:
         """Count one event (called synchronously by the bus, so the tally is never behind)."""
+        tally = self.tally
         match event:
             case StageStarted(stage=stage, total=total):
                 self.freeze()
                 if stage in UNITS:
                     self.tally = StageTally(stage, total, self.clock())
-            case ConcurrencyChanged(new=new) if self.tally is not None:
-                self.tally.concurrency = new
-            case StageFinished(stage=stage) if self.tally is not None:
-                if self.tally.stage is stage:
-                    self.tally.ended = self.clock()
-            case _ if self.tally is not None:
-                self.tally.apply(event)
+            case RunWatched(job=job):
+                # Only training has a bar: an export's or compare's job keeps its lines.
+                self.freeze()
+                if job is None:
+                    self.tally = TrainTally(self.clock())
+            case _ if isinstance(tally, TrainTally):
+                tally.apply(event, self.clock())
+            case ConcurrencyChanged(new=new) if tally is not None:
+                tally.concurrency = new
+            case StageFinished(stage=stage) if tally is not None:
+                if tally.stage is stage:
+                    tally.ended = self.clock()
+            case _ if tally is not None:
+                tally.apply(event)
             case _:
                 pass
 
@@ -187,7 +194,7 @@ class BarScreen:
         tally = self.tally
         if tally is None:
             return
-        if tally.ended is not None:
+        if isinstance(tally, StageTally) and tally.ended is not None:
             self.freeze()
             return
         if self.live is None:
@@ -203,11 +210,13 @@ class BarScreen:
         self.live.update(tally.renderable(self.clock()), refresh=True)
 
     def freeze(self) -> None:
-        """Leave the stage's last frame on screen and hand the terminal back (cursor shown)."""
+        """Leave the bar's last frame on screen and hand the terminal back (cursor shown)."""
         tally, live = self.tally, self.live
         self.tally = self.live = None
         if tally is None:
             return
+        if isinstance(tally, TrainTally):
+            tally.last = True
         frame = tally.renderable(self.clock())
         if live is None:
             self.console.print(frame)

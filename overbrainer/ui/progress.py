@@ -24,6 +24,7 @@ from overbrainer.events.types import (
     StageFinished,
     StageStarted,
 )
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import is_finished, status_name
 from overbrainer.model.phases import Evaluating, Phase, Phases, Training
 from overbrainer.model.pod_status import pod_line
@@ -60,11 +61,12 @@ def metric_line(m: TrainMetric) -> str:
     return ", ".join(parts)
 
 
-def rate_words(per_second: float) -> str:
-    """An item rate: `2.4/s`, or `3.0/min` below one a second."""
+def rate_words(per_second: float, unit: str = "") -> str:
+    """A rate: `2.4/s`, or `3.0/min` below one a second; `2.4 it/s` with `unit` "it"."""
+    unit = f" {unit}" if unit else ""
     if per_second >= 1:
-        return f"{per_second:.1f}/s"
-    return f"{per_second * 60:.1f}/min"
+        return f"{per_second:.1f}{unit}/s"
+    return f"{per_second * 60:.1f}{unit}/min"
 
 
 def per_second(count: float, started: float, until: float) -> float | None:
@@ -102,7 +104,10 @@ class Progress:
     subject: str = "train"
     judged_tenth: int = 1
     item_lines: bool = True
-    """Whether stage start, tenth and end lines are logged (off while a live bar shows them)."""
+    """Whether stage start, tenth and end lines, and a training job's metric and phase lines,
+    are logged (off while a live bar shows them)."""
+    job: JobKind | None = None
+    """The followed job's kind (None: training, the only one with a live bar)."""
 
     def advance(self) -> int | None:
         """Count one finished item; the count when it crosses the next tenth."""
@@ -169,7 +174,7 @@ class Progress:
                     log.info("%s: finished", stage)
                 log.debug("%s: %r", stage, stats)
             case Metric(metric=m):
-                if self.show_metric(m, at):
+                if self._job_lines() and self.show_metric(m, at):
                     log.info("%s: %s", self.subject, metric_line(m))
                 self.phases.metric(m)
                 self._tell_phase()
@@ -181,6 +186,7 @@ class Progress:
                 self.exited = is_finished(status)
                 self._tell_phase()
             case RunWatched(job=job):
+                self.job = job
                 self.subject = "train" if job is None else job.noun()
                 self.phases = Phases()
                 self.exited = False
@@ -204,9 +210,13 @@ class Progress:
         if count is not None and self.item_lines:
             log.info("%s: %d/%d", stage, count, self.total)
 
+    def _job_lines(self) -> bool:
+        """Whether the followed job's metric and phase lines are logged."""
+        return self.item_lines or self.job is not None
+
     def _tell_phase(self) -> None:
         phase = self.phase_change()
-        if phase is not None:
+        if phase is not None and self._job_lines():
             log.info("%s: %s", self.subject, phase.label())
 
 
