@@ -23,6 +23,7 @@ from tests.train_helpers import (
     only_run,
     overbrainer,
     record,
+    standin_gpu,
     wait_for,
 )
 
@@ -59,6 +60,7 @@ def ssh_project(
         f'exec {sys.executable} {STANDIN} "$@"\n'
     )
     script.chmod(0o755)
+    standin_gpu(venv / "bin")
     with open(project / "overbrainer.toml", "a") as file:
         file.write(TARGET.format(venv=venv, workdir=remote))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}

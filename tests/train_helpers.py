@@ -48,12 +48,20 @@ def make_project(root: Path, *, eval_lines: int = 1) -> Path:
     return root
 
 
+def standin_gpu(bin_dir: Path) -> None:
+    """An `nvidia-smi` in `bin_dir` that lists one GPU: the stand-in trains as on a GPU box."""
+    script = bin_dir / "nvidia-smi"
+    script.write_text("#!/bin/sh\necho 'GPU 0: Stand-in GPU (UUID: GPU-0)'\n")
+    script.chmod(0o755)
+
+
 def standin_env(bin_dir: Path, **knobs: str) -> dict[str, str]:
-    """This environment without OVERBRAINER_* and with the stand-in first on PATH."""
+    """This environment without OVERBRAINER_* and with the stand-in (and a GPU) first on PATH."""
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "axolotl"
     script.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} "$@"\n')
     script.chmod(0o755)
+    standin_gpu(bin_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["OVERBRAINER_TEST_POLL_S"] = "0.05"

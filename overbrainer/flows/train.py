@@ -75,7 +75,7 @@ async def train_run(
         )
     else:
         async with session.open_target(plan.name, plan.target, not_started) as executor:
-            await check_can_train(plan.name, plan.target, executor)
+            await check_can_train(plan.name, plan.target, plan.training, executor)
             record = await start_run(session, plan, executor)
             outcome = await follow_to_end(session, executor, record)
     report(sink, ending(session.runs, outcome))

@@ -71,7 +71,12 @@ from overbrainer.training.target_access import (
     run_target,
     sampler_for,
 )
-from overbrainer.training.trainer_check import CannotTrain, checks_axolotl, find_axolotl
+from overbrainer.training.trainer_check import (
+    CannotTrain,
+    check_device,
+    checks_axolotl,
+    find_axolotl,
+)
 
 log = logging.getLogger(__name__)
 
@@ -165,12 +170,16 @@ def warn_missing_engine(name: str, target: LocalTarget) -> None:
         log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
 
 
-async def check_can_train(name: str, target: TrainTarget, executor: Executor) -> None:
-    """Refuse (CannotTrain, exit 2) a native target without `axolotl`, before a run exists."""
+async def check_can_train(
+    name: str, target: TrainTarget, training: Training, executor: Executor
+) -> None:
+    """Refuse (CannotTrain, exit 2) a native target without `axolotl`, or without a GPU and
+    the CPU settings, before a run exists."""
     if checks_axolotl(target):
         assert isinstance(target, LocalTarget | SshTarget)
         path = await find_axolotl(name, target, executor)
         log.debug("target `%s` trains with %s", name, path)
+        await check_device(name, target, training, executor)
 
 
 async def refuse_if_training_cannot_start(
@@ -198,7 +207,7 @@ async def refuse_if_training_cannot_start(
         async with open_executor(
             name, checked, Runs(project.runs).root, interrupt, interrupted
         ) as executor:
-            await check_can_train(name, checked, executor)
+            await check_can_train(name, checked, settings.training, executor)
     except CannotTrain as error:
         raise CannotTrain(
             f"{error.message}; `overbrainer run --no-train` makes the dataset without training"

@@ -4,15 +4,31 @@ A native job runs `<venv>/bin/axolotl` when the target has a `venv`, else the `a
 PATH its `sh` gets; the check asks the same `sh` through the target's executor (this machine, or
 over SSH with the job's non-interactive PATH). A container job's image and a pod's image hold
 Axolotl themselves: those targets are not checked.
+
+A native target with no GPU (neither `nvidia-smi -L` nor ROCm's `/dev/kfd` finds one, on the
+job's PATH) trains on its CPU only when `[training.axolotl_extra]` turns off what needs CUDA:
+Axolotl's Triton LoRA kernels (on by default for lora and qlora) and bf16/fp16. Without them the
+job would fail minutes later inside Axolotl, so the check refuses at once and names the keys;
+it never writes them itself, so `axolotl.yaml` says what runs, wherever the command is typed.
 """
 
 from __future__ import annotations
 
-from overbrainer.config.settings import LocalTarget, Runtime, SshTarget, Target
+import logging
+
+from overbrainer.config.settings import Adapter, LocalTarget, Runtime, SshTarget, Target, Training
 from overbrainer.model.errors import UsageError
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.job_script import quote
 from overbrainer.training.runtime import expand_venv
+
+log = logging.getLogger(__name__)
+
+KERNEL_KEYS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel")
+"""Axolotl's Triton LoRA kernels: CUDA only, switched on by Axolotl for lora and qlora."""
+PRECISION_KEYS = ("bf16", "fp16")
+"""Mixed precision, which Axolotl's `auto` resolves to fp16 on a CPU."""
+CPU_DOC = 'docs/training.md, "Training on a CPU"'
 
 
 class CannotTrain(UsageError):
@@ -48,3 +64,35 @@ async def find_axolotl(name: str, target: LocalTarget | SshTarget, executor: Exe
     if not found:
         raise CannotTrain(cannot_train(name, venv))
     return found.splitlines()[-1]
+
+
+def cpu_settings_missing(training: Training) -> list[str]:
+    """The `axolotl_extra` keys a CPU run needs set to false and that are not."""
+    keys = (
+        [*PRECISION_KEYS] if training.adapter is Adapter.FULL else [*KERNEL_KEYS, *PRECISION_KEYS]
+    )
+    return [key for key in keys if training.axolotl_extra.get(key) is not False]
+
+
+def gpu_script(venv: str | None) -> str:
+    """The `sh` script that prints `gpu` when the job's PATH finds an NVIDIA GPU, or ROCm's."""
+    path = "" if venv is None else f'PATH={quote(venv.rstrip("/") + "/bin")}:"$PATH" '
+    return (
+        f"if {path}nvidia-smi -L 2>/dev/null | grep -q '^GPU' || [ -e /dev/kfd ]; then echo gpu; fi"
+    )
+
+
+async def check_device(
+    name: str, target: LocalTarget | SshTarget, training: Training, executor: Executor
+) -> None:
+    """Refuse a target without a GPU unless `training` turns off what needs CUDA (CannotTrain)."""
+    venv = expand_venv(target.venv, None if executor.local else executor.home)
+    if (await executor.probe(gpu_script(venv))).strip():
+        return
+    missing = cpu_settings_missing(training)
+    if missing:
+        keys = ", ".join(f"training.axolotl_extra.{key}" for key in missing)
+        raise CannotTrain(
+            f"target `{name}` has no GPU: to train on its CPU set {keys} = false ({CPU_DOC})"
+        )
+    log.info("target `%s` has no GPU: training on its CPU", name)
