@@ -1,7 +1,9 @@
-"""Developer sessions: tests, lint, typecheck, bench, trainer."""
+"""Developer sessions: tests, lint, typecheck, bench, trainer, gguf, hub_lowest, hub_newest."""
 
 from __future__ import annotations
 
+import configparser
+import re
 from pathlib import Path
 
 import nox
@@ -55,3 +57,37 @@ def gguf(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.install("torch==2.13.0", "transformers", "accelerate", "sentencepiece", "gguf")
     session.run("pytest", "-m", "gguf", *session.posargs)
+
+
+def hub_requirement() -> str:
+    """The `huggingface_hub` line of setup.cfg's install_requires (its range, one source)."""
+    parser = configparser.ConfigParser()
+    parser.read("setup.cfg")
+    for line in parser["options"]["install_requires"].split("\n"):
+        if line.strip().startswith("huggingface_hub"):
+            return line.strip()
+    raise RuntimeError("setup.cfg requires no huggingface_hub")
+
+
+def hub_tests(session: nox.Session, *requirement: str) -> None:
+    """The tests that push through the real library (`-m hub`), on the release installed."""
+    session.install("-e", ".[test]")
+    session.install(*requirement)
+    version = "import huggingface_hub as h; print('huggingface_hub', h.__version__)"
+    session.run("python", "-c", version)
+    session.run("pytest", "-m", "hub", *session.posargs)
+
+
+@nox.session
+def hub_lowest(session: nox.Session) -> None:
+    """The Hub tests on the lowest huggingface_hub setup.cfg allows (1.x: httpx underneath)."""
+    floor = re.search(r">=\s*([^,\s]+)", hub_requirement())
+    if floor is None:
+        raise RuntimeError("setup.cfg gives huggingface_hub no lower bound")
+    hub_tests(session, f"huggingface_hub=={floor.group(1)}")
+
+
+@nox.session
+def hub_newest(session: nox.Session) -> None:
+    """The Hub tests on the newest huggingface_hub setup.cfg allows (2.x: httpx2 underneath)."""
+    hub_tests(session, "--upgrade", hub_requirement())

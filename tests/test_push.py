@@ -18,6 +18,8 @@ from overbrainer.hub.selection import repo_path, select_files
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
 
+pytestmark = pytest.mark.hub
+
 ALL_FILES = [
     "Modelfile",
     "README.md",
@@ -479,3 +481,19 @@ def test_a_model_with_nothing_else_to_push_is_refused(tmp_path: Path, hub: FakeH
     result = push(root, hub_env(tmp_path, hub.url), "--dry-run")
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (f"error: run {RUN_ID} has nothing to push in output/")
+
+
+def test_the_client_speaks_the_http_package_of_the_installed_library() -> None:
+    import huggingface_hub
+
+    from overbrainer.hub.client import _client, http_package
+
+    major = int(huggingface_hub.__version__.split(".")[0])
+    assert http_package().__name__ == ("httpx2" if major >= 2 else "httpx")
+    client = _client()
+    try:
+        assert isinstance(client, http_package().Client)
+        assert client.timeout.connect == 10.0
+        assert client.timeout.read is None
+    finally:
+        client.close()

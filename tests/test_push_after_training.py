@@ -20,6 +20,8 @@ from tests.train_helpers import (
     start,
 )
 
+pytestmark = pytest.mark.hub
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> collections.abc.Iterator[Path]:

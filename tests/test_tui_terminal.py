@@ -464,6 +464,7 @@ async def test_a_project_that_cannot_be_read_is_shown_not_fatal(tmp_path: Path) 
     assert "EXIT=0" in shown
 
 
+@pytest.mark.hub
 async def test_the_compare_view_shows_a_report_and_training_confirms_a_push(
     tmp_path: Path,
 ) -> None:

@@ -261,11 +261,20 @@ class Handler(BaseHTTPRequestHandler):
                 changed[value["path"]] = {"oid": value["oid"], "data": None}
         oid = secrets.token_hex(20)
         with HUB.lock:
-            repo["files"].update(changed)
+            # What the commit changed, as the Hub's diff shows it: a file sent again with the
+            # content it has is no change (huggingface_hub before 1.17 sends unchanged files
+            # along with a changed one; 1.17 leaves them out).
+            files = repo["files"]
+            differ = [
+                path
+                for path, new in changed.items()
+                if files.get(path, {}).get("oid") != new["oid"]
+            ]
+            files.update(changed)
             repo["sha"] = oid
             HUB.log[-1]["commit"] = {
                 "summary": header["value"]["summary"],
-                "files": sorted(changed),
+                "files": sorted(differ),
             }
         url = f"{HUB.base}/{groups['repo']}/commit/{oid}"
         self._send(200, {"commitUrl": url, "commitOid": oid})

@@ -13,10 +13,10 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import httpx2
 
 from overbrainer import __version__
 from overbrainer.hub.errors import HubFailed
@@ -55,14 +55,26 @@ def prepare_library() -> None:
 CONNECT_TIMEOUT_S = 10.0
 
 
-def _client() -> httpx2.Client:
+def http_package() -> ModuleType:
+    """The HTTP package the installed library is built on: `httpx2` from huggingface_hub 2.0,
+    `httpx` in 1.x. Its client and its errors are the ones the library hands back."""
+    from huggingface_hub.utils import _http
+
+    package = getattr(_http, "httpx2", None) or getattr(_http, "httpx", None)
+    if not isinstance(package, ModuleType):
+        raise RuntimeError("huggingface_hub is built on neither httpx2 nor httpx")
+    return package
+
+
+def _client() -> Any:
     """The library's HTTP client: a 10 s connect timeout, no total one (uploads take long)."""
     from huggingface_hub.utils._http import hf_request_event_hook
 
-    return httpx2.Client(
+    http = http_package()
+    return http.Client(
         event_hooks={"request": [hf_request_event_hook]},
         follow_redirects=True,
-        timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT_S),
+        timeout=http.Timeout(None, connect=CONNECT_TIMEOUT_S),
     )
 
 
@@ -149,11 +161,12 @@ class HubClient:
         """Run `work`, turning the library's errors into HubFailed."""
         from huggingface_hub.errors import HfHubHTTPError
 
+        http_error = http_package().HTTPError
         try:
             return work()
         except HubFailed:
             raise
-        except (HfHubHTTPError, httpx2.HTTPError, OSError, ValueError, RuntimeError) as error:
+        except (HfHubHTTPError, http_error, OSError, ValueError, RuntimeError) as error:
             raise hub_error(error, namespace, self.token) from None
 
     def whoami(self) -> str:
