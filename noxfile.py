@@ -16,7 +16,7 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """The test suite (the real-Trainer test runs in its own session)."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not trainer", *session.posargs)
+    session.run("pytest", "-m", "not trainer and not axolotl", *session.posargs)
 
 
 @nox.session
@@ -91,3 +91,11 @@ def hub_lowest(session: nox.Session) -> None:
 def hub_newest(session: nox.Session) -> None:
     """The Hub tests on the newest huggingface_hub setup.cfg allows (2.x: httpx2 underneath)."""
     hub_tests(session, "--upgrade", hub_requirement())
+
+
+@nox.session
+def axolotl(session: nox.Session) -> None:
+    """The real Axolotl (CPU, its own cached venv) through `overbrainer train`, then export,
+    compare and push of the trained child with the real llama.cpp tools."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "axolotl", *session.posargs)

@@ -6,6 +6,7 @@ import collections.abc
 
 import pytest
 
+from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
 

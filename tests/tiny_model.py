@@ -19,7 +19,8 @@ CHAT_TEMPLATE = (
 )
 REASONING_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>"
-    "{% if message.get('reasoning_content') %}<think>{{ message['reasoning_content'] }}</think>"
+    "{% if message['reasoning_content'] is defined and message['reasoning_content'] %}"
+    "<think>{{ message['reasoning_content'] }}</think>"
     "{% endif %}{{ message['content'] }}{{ eos_token }}\n"
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
