@@ -222,3 +222,66 @@ def test_an_ssh_target_trains_a_full_fine_tune_with_axolotls_venv_on_the_remote_
     output = project / "runs" / run_id / "output"
     assert (output / "config.json").is_file() and list(output.glob("*.safetensors"))
     assert_listed_and_logged(project, env, run_id, "box")
+
+
+def test_overbrainer_installs_into_axolotls_environment_without_changing_it(
+    tmp_path: Path, axolotl_venv: Path
+) -> None:
+    repo = Path(__file__).resolve().parent.parent
+    # What `pip install overbrainer` into Axolotl's venv would do: only add packages.
+    report = tmp_path / "report.json"
+    pip = str(axolotl_venv / "bin" / "pip")
+    dry = subprocess.run(
+        [pip, "install", "--quiet", "--dry-run", "--report", str(report), str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert dry.returncode == 0, dry.stderr[-4000:]
+    installed = subprocess.run(
+        [pip, "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    versions = {p["name"].lower(): p["version"] for p in json.loads(installed.stdout)}
+    planned = json.loads(report.read_text())["install"]
+    changed = [
+        f"{item['metadata']['name']} {versions[name]} -> {item['metadata']['version']}"
+        for item in planned
+        if (name := item["metadata"]["name"].lower()) in versions
+    ]
+    assert changed == []
+    # And really installed: a venv that sees Axolotl's packages (a .pth file), so the install
+    # lands beside them without touching the cache; Axolotl and transformers still import.
+    overlay = tmp_path / "overlay"
+    subprocess.run([sys.executable, "-m", "venv", str(overlay)], check=True)
+    site = next((overlay / "lib").glob("python3*/site-packages"))
+    axolotl_site = next((axolotl_venv / "lib").glob("python3*/site-packages"))
+    (site / "axolotl_env.pth").write_text(f"{axolotl_site}\n")
+    done = subprocess.run(
+        [str(overlay / "bin" / "python"), "-m", "pip", "install", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "uninstall" not in done.stdout.lower()
+    imported = subprocess.run(
+        [str(overlay / "bin" / "python"), "-c", IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert imported.returncode == 0, imported.stderr[-4000:]
+    assert imported.stdout.split() == ["ok", versions["huggingface-hub"]]
+    version = subprocess.run(
+        [str(overlay / "bin" / "overbrainer"), "--version"], capture_output=True, text=True
+    )
+    assert version.returncode == 0 and version.stdout.startswith("overbrainer")
+
+
+IMPORTS = (
+    "import transformers, axolotl, peft, huggingface_hub, overbrainer.hub.client; "
+    "print('ok', huggingface_hub.__version__)"
+)

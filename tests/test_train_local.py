@@ -503,3 +503,28 @@ def test_a_venv_target_puts_the_venv_first_on_path_for_axolotls_own_launchers(
     run_id = only_run(project)
     assert result.stdout.startswith(f"train: run {run_id} succeeded; step 20/20")
     assert "launched: not found" not in (project / "runs" / run_id / "job.log").read_text()
+
+
+def test_a_target_without_a_gpu_is_refused_until_the_cpu_settings_are_set(
+    project: Path, tmp_path: Path
+) -> None:
+    env = standin_env(tmp_path / "bin")
+    (tmp_path / "bin" / "nvidia-smi").unlink()  # this machine: no GPU
+    result = overbrainer(project, env, "train")
+    assert result.returncode == 2
+    keys = ", ".join(
+        f"training.axolotl_extra.{key}"
+        for key in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "bf16", "fp16")
+    )
+    assert result.stderr.splitlines()[-1] == (
+        f"error: target `local` has no GPU: to train on its CPU set {keys} = false "
+        '(docs/training.md, "Training on a CPU")'
+    )
+    assert run_ids(project) == []
+    for key in ("LORA_MLP_KERNEL", "LORA_QKV_KERNEL", "LORA_O_KERNEL", "BF16", "FP16"):
+        env[f"OVERBRAINER_TRAINING__AXOLOTL_EXTRA__{key}"] = "false"
+    result = overbrainer(project, env, "train")
+    assert result.returncode == 0, result.stderr
+    assert " INFO target `local` has no GPU: training on its CPU" in result.stderr
+    config = (project / "runs" / only_run(project) / "axolotl.yaml").read_text()
+    assert "lora_mlp_kernel: false" in config and "fp16: false" in config
