@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -307,3 +308,20 @@ def test_extra_values_from_the_environment_are_typed_in_yaml(tmp_path: Path) -> 
     assert loaded["special_tokens"] == {"pad_token": "<pad>"}
     assert loaded["num_epochs"] == 1
     assert 'seed: "007"\n' in text and "bf16: true\n" in text
+
+
+def test_a_local_base_models_own_template_decides_the_reasoning_warning(tmp_path: Path) -> None:
+    renders = tmp_path / "renders"
+    renders.mkdir()
+    (renders / "chat_template.jinja").write_text("{{ m['reasoning_content'] }}{{ m.content }}")
+    drops = tmp_path / "drops"
+    drops.mkdir()
+    (drops / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ m.content }}"}))
+    assert (
+        template_warning(Training(target="t", base_model=str(renders), adapter=Adapter.LORA))
+        is None
+    )
+    assert template_warning(Training(target="t", base_model=str(drops), adapter=Adapter.LORA)) == (
+        f"the chat template of {drops} does not reference reasoning_content, leaving the "
+        "parent's reasoning out of training"
+    )

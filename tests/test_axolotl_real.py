@@ -144,7 +144,7 @@ def test_a_venv_target_trains_stops_resumes_merges_then_exports_compares_and_pus
     assert len(ggufs) == 1 and ggufs[0].read_bytes()[:4] == b"GGUF"
 
     # Compared with the parent by the embedded stand-in judge, the child served by llama-server.
-    compared = overbrainer(project, env, "compare", run_id)
+    compared = overbrainer(project, env, "compare", "--run", run_id)
     assert compared.returncode == 0, compared.stderr[-6000:]
     (report,) = (project / "runs" / run_id / "compares").glob("*/compare.json")
     verdicts = json.loads(report.read_text())

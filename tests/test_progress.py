@@ -20,7 +20,15 @@ def test_metric_throttle() -> None:
     p = Progress()
     seq = [(0, None), (5, None), (6, 1.0), (15, None), (17, None)]
     shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
-    assert shown == [True, False, True, False, True]
+    assert shown == [True, False, True, True, False]
+
+
+def test_an_evaluation_does_not_hide_the_next_training_line() -> None:
+    # Axolotl evaluates at step 0: the first loss right after it still shows.
+    p = Progress()
+    seq = [(0, 5.8), (1, None), (2, None), (3, 5.7), (11, None)]
+    shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
+    assert shown == [True, True, False, True, True]
 
 
 def test_formats() -> None:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -226,8 +227,22 @@ def write_config(path: Path, config: Mapping[str, Any]) -> None:
     write_atomic(path, render(config))
 
 
+def _local_template(base_model: str) -> str | None:
+    """The chat template of a base model that is a folder on this machine, else None."""
+    folder = Path(base_model).expanduser()
+    try:
+        if (folder / "chat_template.jinja").is_file():
+            return (folder / "chat_template.jinja").read_text(encoding="utf-8", errors="replace")
+        loaded = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    template = loaded.get("chat_template") if isinstance(loaded, dict) else None
+    return template if isinstance(template, str) else None
+
+
 def template_warning(training: Training) -> str | None:
-    """A warning when the chat template in use may drop `reasoning_content` (a name heuristic)."""
+    """A warning when the chat template in use may drop `reasoning_content`: read from a base
+    model that is a folder here, else a name heuristic."""
     extra = training.axolotl_extra
     jinja = extra.get("chat_template_jinja")
     if isinstance(jinja, str):
@@ -245,6 +260,14 @@ def template_warning(training: Training) -> str | None:
         return (
             f"chat_template `{template}` may drop reasoning_content, leaving the parent's "
             f"reasoning out of training ({known})"
+        )
+    local = _local_template(training.base_model)
+    if local is not None:
+        if "reasoning_content" in local:
+            return None
+        return (
+            f"the chat template of {training.base_model} does not reference "
+            "reasoning_content, leaving the parent's reasoning out of training"
         )
     if REASONING_MODEL in training.base_model.lower():
         return None

@@ -120,12 +120,13 @@ class Progress:
         return self.finished
 
     def show_metric(self, m: TrainMetric, now: float) -> bool:
-        """Whether a metric line shows: evaluations always, others once per 10 s."""
-        if (
-            m.eval_loss is None
-            and self.last_metric is not None
-            and now - self.last_metric < METRIC_INTERVAL
-        ):
+        """Whether a metric line shows: evaluations always, others once per 10 s.
+
+        Only training lines start the 10 s: an evaluation (Axolotl evaluates at step 0 too)
+        must not hide the first loss of a short run."""
+        if m.eval_loss is not None:
+            return True
+        if self.last_metric is not None and now - self.last_metric < METRIC_INTERVAL:
             return False
         self.last_metric = now
         return True
