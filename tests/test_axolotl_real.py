@@ -27,7 +27,10 @@ CPU_LINE = "INFO target `{}` has no GPU: training on its CPU"
 
 
 def run_ids(project: Path) -> list[str]:
-    return sorted(p.name for p in (project / "runs").iterdir() if not p.name.startswith("."))
+    runs = project / "runs"
+    if not runs.is_dir():
+        return []
+    return sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
 
 
 def record(project: Path, run_id: str) -> dict[str, object]:
@@ -244,12 +247,12 @@ def test_overbrainer_installs_into_axolotls_environment_without_changing_it(
         text=True,
         check=True,
     )
-    versions = {p["name"].lower(): p["version"] for p in json.loads(installed.stdout)}
+    versions = {canonical(p["name"]): p["version"] for p in json.loads(installed.stdout)}
     planned = json.loads(report.read_text())["install"]
     changed = [
         f"{item['metadata']['name']} {versions[name]} -> {item['metadata']['version']}"
         for item in planned
-        if (name := item["metadata"]["name"].lower()) in versions
+        if (name := canonical(item["metadata"]["name"])) in versions
     ]
     assert changed == []
     # And really installed: a venv that sees Axolotl's packages (a .pth file), so the install
@@ -279,6 +282,11 @@ def test_overbrainer_installs_into_axolotls_environment_without_changing_it(
         [str(overlay / "bin" / "overbrainer"), "--version"], capture_output=True, text=True
     )
     assert version.returncode == 0 and version.stdout.startswith("overbrainer")
+
+
+def canonical(name: str) -> str:
+    """A distribution name as pip compares them."""
+    return name.lower().replace("_", "-").replace(".", "-")
 
 
 IMPORTS = (
