@@ -8,20 +8,10 @@ import trio
 import trio.testing
 
 from overbrainer.events.bus import open_event_bus
-from overbrainer.events.types import Event, PodSpend
+from overbrainer.events.types import PodSpend
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState
 from overbrainer.training.pod_cost import SPEND_EVERY, publish_spend
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def event(self, bus: int, event: Event) -> None:
-        self.events.append(event)
-
-    def closed(self, bus: int) -> None:
-        pass
+from tests.generator_harness import Recorder
 
 
 def pod(
@@ -39,7 +29,7 @@ def pod(
 async def test_spend_is_published_at_once_then_every_few_seconds(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    seen = Seen()
+    seen = Recorder()
     with trio.fail_after(3 * SPEND_EVERY):
         async with open_event_bus(observer=seen) as bus:
             with trio.move_on_after(2.5 * SPEND_EVERY):
@@ -52,7 +42,7 @@ async def test_spend_is_published_at_once_then_every_few_seconds(
 
 
 async def test_a_pod_without_rate_creation_or_live_id_publishes_nothing() -> None:
-    seen = Seen()
+    seen = Recorder()
     with trio.fail_after(5):
         async with open_event_bus(observer=seen) as bus:
             await publish_spend(bus, pod(cost_per_hour=None))
