@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from overbrainer.targets.llama_cpp import helpers_script
-from tests.export_support import add_run, make_tiny_model
+from tests.export_support import add_run
 from tests.llama_support import (
     TEST_TAG,
     LlamaTools,
@@ -30,6 +30,7 @@ from tests.llama_support import (
     pack_release,
     sha256_of,
 )
+from tests.tiny_model import make_tiny_model
 from tests.train_helpers import command, make_project
 
 ROUNDS = 3
