@@ -25,6 +25,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.real_parts import missing
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO_ROOT / ".ci" / "llama-cpp-tools.sh"
 TEST_TAG = "b0test"
@@ -72,10 +74,10 @@ class LlamaRelease:
 def build_tools() -> LlamaTools:
     """Build (or find cached) the llama.cpp tools; skips the test where no compiler exists."""
     if platform.system() != "Linux" or platform.machine() != "x86_64":
-        pytest.skip("the llama.cpp test release is built for Linux x86_64 only")
+        missing("the llama.cpp test release is built for Linux x86_64 only")
     for tool in ("cmake", "c++"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed: the llama.cpp tools cannot be built")
+            missing(f"{tool} is not installed: the llama.cpp tools cannot be built")
     done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"building the llama.cpp tools failed:\n{done.stderr[-4000:]}")

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import attrs
-import pytest
+
+from tests.real_parts import missing
 
 SSHD = Path("/usr/sbin/sshd")
 ALIAS = "ob-test"
@@ -88,7 +89,7 @@ class Sshd:
 def make_sshd(root: Path) -> Sshd:
     """Keys, sshd_config, known_hosts and client config under `root`; sshd not started."""
     if not SSHD.exists() or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
-        pytest.skip("no OpenSSH server here: install openssh-server (/usr/sbin/sshd)")
+        missing("no OpenSSH server here: install openssh-server (/usr/sbin/sshd)")
     root.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # root's sshd needs its privsep dir

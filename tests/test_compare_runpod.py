@@ -30,12 +30,13 @@ from tests.compare_support import (
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
 from tests.pod_host import open_pod_host
+from tests.real_parts import needs
 from tests.runpod_fake import KEY, RunpodFake, gpu, open_fake
 from tests.sshd_support import SSHD
 
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     not SSHD.exists() or shutil.which("ssh") is None or shutil.which("curl") is None,
-    reason="needs the OpenSSH server and client and curl (the pod's watchdog)",
+    "needs the OpenSSH server and client and curl (the pod's watchdog)",
 )
 
 TARGET = """

@@ -18,14 +18,15 @@ import trio
 
 from overbrainer.net.http_server import Request, Response, serve_http
 from tests.pod_host import open_pod_host
+from tests.real_parts import needs
 from tests.runpod_fake import RunpodFake, gpu, open_fake
 from tests.sshd_support import SSHD
 
 pytestmark = [
     pytest.mark.gguf,
-    pytest.mark.skipif(
+    needs(
         not SSHD.exists() or shutil.which("ssh") is None or shutil.which("curl") is None,
-        reason="needs the OpenSSH server and client and curl (the pod's watchdog)",
+        "needs the OpenSSH server and client and curl (the pod's watchdog)",
     ),
 ]
 

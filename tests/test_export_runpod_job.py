@@ -18,16 +18,17 @@ import trio
 from tests.export_support import RUN_ID, pod_env, pod_export_project
 from tests.llama_support import LlamaRelease
 from tests.pod_host import open_pod_host
+from tests.real_parts import needs
 from tests.runpod_fake import RunpodFake, open_fake
 from tests.sshd_support import SSHD
 from tests.train_helpers import command
 
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     not SSHD.exists()
     or shutil.which("ssh") is None
     or shutil.which("curl") is None
     or not Path("/usr/bin/python3").exists(),
-    reason="needs the OpenSSH server and client, curl (the pod's watchdog) and /usr/bin/python3",
+    "needs the OpenSSH server and client, curl (the pod's watchdog) and /usr/bin/python3",
 )
 
 RUN = RUN_ID

@@ -20,9 +20,10 @@ import trio
 from overbrainer.targets.runpod.keys import make_keys
 from overbrainer.targets.runpod.scripts import bootstrap_script, script_text
 from overbrainer.targets.runpod.types import RUN_MARKER
+from tests.real_parts import needs
 from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, pod_json
 
-pytestmark = pytest.mark.skipif(shutil.which("dash") is None, reason="dash is not installed")
+pytestmark = needs(shutil.which("dash") is None, "dash is not installed")
 
 POD = "pod0001"
 RUN = "p_20261001-120000"

@@ -22,13 +22,14 @@ import trio
 from overbrainer.net.http_server import Request, Response, serve_http
 from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.pod_host import open_pod_host
+from tests.real_parts import needs
 from tests.runpod_fake import KEY, Fault, RunpodFake, gpu, open_fake, pod_json
 from tests.sshd_support import SSHD
 from tests.train_helpers import STANDIN, command, make_project, only_run, record
 
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     not SSHD.exists() or shutil.which("ssh") is None or shutil.which("curl") is None,
-    reason="needs the OpenSSH server and client and curl (the pod's watchdog)",
+    "needs the OpenSSH server and client and curl (the pod's watchdog)",
 )
 
 A40 = "NVIDIA A40"

@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import pytest
 import trio
 
 from tests.pipeline_support import command, command_env
+from tests.real_parts import needs
 
-needs_tmux = pytest.mark.skipif(
-    shutil.which("tmux") is None,
-    reason="tmux is not installed here (.ci/run installs it with apt-get)",
+needs_tmux = needs(
+    shutil.which("tmux") is None, "tmux is not installed here (.ci/run installs it with apt-get)"
 )
 
 
