@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.train_helpers import overbrainer
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VENV_SCRIPT = REPO_ROOT / ".ci" / "axolotl-venv.sh"
 TINY_MODEL = REPO_ROOT / "tests" / "tiny_model.py"
@@ -33,24 +35,16 @@ fp16 = false
 kernel keys."""
 
 
+JOB_TIMEOUT = 600
+"""Seconds one command of a real-Axolotl test may take (a training job is one to three minutes
+on two cores)."""
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without OVERBRAINER_* and HF_* variables, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "HF_"))}
     env.update(OVERBRAINER_NO_UPDATE_CHECK="1", OVERBRAINER_TEST_POLL_S="0.2", **extra)
     return env
-
-
-def overbrainer(
-    project: Path, env: dict[str, str], *args: str, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Run `overbrainer -C project ARGS` to its end."""
-    return subprocess.run(
-        [sys.executable, "-m", "overbrainer", "-C", str(project), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +83,7 @@ def demo_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=60,
     )
     assert init.returncode == 0, init.stderr
-    made = overbrainer(parent / "demo", env, "run", "--no-train", timeout=120)
+    made = overbrainer(parent / "demo", env, "run", "--no-train", timeout=JOB_TIMEOUT)
     assert made.returncode == 0, made.stderr
     assert "split: 8 train, 1 eval" in made.stdout
     return parent / "demo"

@@ -11,39 +11,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.axolotl_support import clean_env, overbrainer, training_project
+from tests.axolotl_support import JOB_TIMEOUT, clean_env, training_project
 from tests.hub_support import TOKEN, fake_hub
 from tests.llama_support import LlamaRelease
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
+from tests.train_helpers import overbrainer, record, run_ids, start, steps_logged, wait_for
 
 pytestmark = pytest.mark.axolotl
 
 CPU_LINE = "INFO target `{}` has no GPU: training on its CPU"
-
-
-def run_ids(project: Path) -> list[str]:
-    runs = project / "runs"
-    if not runs.is_dir():
-        return []
-    return sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
-
-
-def record(project: Path, run_id: str) -> dict[str, object]:
-    loaded: dict[str, object] = json.loads((project / "runs" / run_id / "run.json").read_text())
-    return loaded
-
-
-def metric_steps(metrics: Path) -> list[int]:
-    """The training steps logged so far."""
-    if not metrics.exists():
-        return []
-    lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    return [int(r["step"]) for r in lines if r.get("event") == "log" and "loss" in r]
 
 
 def assert_trained(result: subprocess.CompletedProcess[str], project: Path, target: str) -> str:
@@ -95,22 +75,15 @@ def test_a_venv_target_trains_stops_resumes_merges_then_exports_compares_and_pus
 
     # Train, and stop it once it has logged a step: a snapshot a new run resumes from.
     err = tmp_path / "train.err"
-    with open(err, "w") as stderr:
-        train = subprocess.Popen(
-            [sys.executable, "-m", "overbrainer", "-C", str(project), "train"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
+    train = start(project, env, err, "train")
     try:
-        deadline = time.monotonic() + 300
-        while not run_ids(project) or not metric_steps(
-            project / "runs" / run_ids(project)[0] / "metrics.jsonl"
-        ):
+
+        def stepped() -> bool:
+            ids = run_ids(project)
             assert train.poll() is None, err.read_text()[-6000:]
-            assert time.monotonic() < deadline, err.read_text()[-6000:]
-            time.sleep(0.2)
+            return len(ids) == 1 and steps_logged(project, ids[0]) >= 1
+
+        wait_for(stepped, timeout=300)
         (stopped,) = run_ids(project)
         stop = overbrainer(project, env, "train", "stop", stopped, timeout=300)
         assert stop.returncode == 0, stop.stderr[-4000:]
@@ -127,7 +100,7 @@ def test_a_venv_target_trains_stops_resumes_merges_then_exports_compares_and_pus
     assert (checkpoint / "optimizer.pt").is_file() and (checkpoint / "trainer_state.json").exists()
     assert f"train: run {stopped} stopped" in out
 
-    resumed = overbrainer(project, env, "train", "--resume-from", stopped)
+    resumed = overbrainer(project, env, "train", "--resume-from", stopped, timeout=JOB_TIMEOUT)
     assert resumed.returncode == 0, resumed.stderr[-6000:]
     (run_id,) = [r for r in run_ids(project) if r != stopped]
     assert record(project, run_id)["resumed_from"] == stopped
@@ -141,13 +114,15 @@ def test_a_venv_target_trains_stops_resumes_merges_then_exports_compares_and_pus
     assert_listed_and_logged(project, env, run_id, "local")
 
     # The trained child, exported with the real llama.cpp tools.
-    exported = overbrainer(project, env, "export", run_id, "--quantize", "Q8_0")
+    exported = overbrainer(
+        project, env, "export", run_id, "--quantize", "Q8_0", timeout=JOB_TIMEOUT
+    )
     assert exported.returncode == 0, exported.stderr[-6000:]
     ggufs = list((project / "runs" / run_id / "output" / "gguf").glob("*.gguf"))
     assert len(ggufs) == 1 and ggufs[0].read_bytes()[:4] == b"GGUF"
 
     # Compared with the parent by the embedded stand-in judge, the child served by llama-server.
-    compared = overbrainer(project, env, "compare", "--run", run_id)
+    compared = overbrainer(project, env, "compare", "--run", run_id, timeout=JOB_TIMEOUT)
     assert compared.returncode == 0, compared.stderr[-6000:]
     (report,) = (project / "runs" / run_id / "compares").glob("*/compare.json")
     verdicts = json.loads(report.read_text())
@@ -162,7 +137,7 @@ def test_a_venv_target_trains_stops_resumes_merges_then_exports_compares_and_pus
             "HF_HUB_DISABLE_XET": "1",
             "HOME": str(tmp_path / "home"),
         }
-        pushed = overbrainer(project, push_env, "push", run_id)
+        pushed = overbrainer(project, push_env, "push", run_id, timeout=JOB_TIMEOUT)
         assert pushed.returncode == 0, pushed.stderr[-6000:]
         commits = hub_server.calls("commit")
     assert len(commits) == 1
@@ -190,7 +165,7 @@ def test_a_native_target_finds_axolotl_on_path_and_trains_a_qlora_adapter(
     env["PATH"] = f"{axolotl_venv / 'bin'}:{env['PATH']}"
     check = overbrainer(project, env, "config", "check", timeout=60)
     assert f"native, axolotl at {axolotl_venv / 'bin' / 'axolotl'}" in check.stdout + check.stderr
-    result = overbrainer(project, env, "train")
+    result = overbrainer(project, env, "train", timeout=JOB_TIMEOUT)
     run_id = assert_trained(result, project, "local")
     assert result.stdout.splitlines()[-1] == f"train: adapter in runs/{run_id}/output"
     assert (project / "runs" / run_id / "output" / "adapter_config.json").is_file()
@@ -217,7 +192,7 @@ def test_an_ssh_target_trains_a_full_fine_tune_with_axolotls_venv_on_the_remote_
         OVERBRAINER_TARGETS__BOX__HOST=ALIAS, OVERBRAINER_SSH_CONFIG=str(sshd.client_config)
     )
     try:
-        result = overbrainer(project, env, "train")
+        result = overbrainer(project, env, "train", timeout=JOB_TIMEOUT)
     finally:
         kill_jobs_under(remote)
     run_id = assert_trained(result, project, "box")

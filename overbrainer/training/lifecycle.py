@@ -71,12 +71,7 @@ from overbrainer.training.target_access import (
     run_target,
     sampler_for,
 )
-from overbrainer.training.trainer_check import (
-    CannotTrain,
-    check_device,
-    checks_axolotl,
-    find_axolotl,
-)
+from overbrainer.training.trainer_check import CannotTrain, check_trainer, checks_axolotl
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +172,8 @@ async def check_can_train(
     the CPU settings, before a run exists."""
     if checks_axolotl(target):
         assert isinstance(target, LocalTarget | SshTarget)
-        path = await find_axolotl(name, target, executor)
+        path = await check_trainer(name, target, training, executor)
         log.debug("target `%s` trains with %s", name, path)
-        await check_device(name, target, training, executor)
 
 
 async def refuse_if_training_cannot_start(

@@ -57,13 +57,30 @@ def cannot_train(name: str, venv: str | None) -> str:
     return f"target `{name}` cannot train: {why}"
 
 
+GPU_MARK = "gpu"
+"""The line `gpu_script` prints when the target has a GPU (an `axolotl` path never is it)."""
+
+
+async def _look(
+    name: str, target: LocalTarget | SshTarget, executor: Executor, gpu: bool
+) -> tuple[str, bool]:
+    """One probe of the target: its job's `axolotl` (CannotTrain without one) and, when
+    `gpu`, whether it has a GPU."""
+    venv = expand_venv(target.venv, None if executor.local else executor.home)
+    script = axolotl_script(venv)
+    if gpu:
+        script = f"{script}; {gpu_script(venv)}"
+    lines = (await executor.probe(script)).split("\n")
+    paths = [line.strip() for line in lines if line.strip() and line.strip() != GPU_MARK]
+    if not paths:
+        raise CannotTrain(cannot_train(name, venv))
+    return paths[-1], GPU_MARK in (line.strip() for line in lines)
+
+
 async def find_axolotl(name: str, target: LocalTarget | SshTarget, executor: Executor) -> str:
     """The path of the `axolotl` the target's job would run; CannotTrain when there is none."""
-    venv = expand_venv(target.venv, None if executor.local else executor.home)
-    found = (await executor.probe(axolotl_script(venv))).strip()
-    if not found:
-        raise CannotTrain(cannot_train(name, venv))
-    return found.splitlines()[-1]
+    path, _ = await _look(name, target, executor, gpu=False)
+    return path
 
 
 def cpu_settings_missing(training: Training) -> list[str]:
@@ -78,17 +95,19 @@ def gpu_script(venv: str | None) -> str:
     """The `sh` script that prints `gpu` when the job's PATH finds an NVIDIA GPU, or ROCm's."""
     path = "" if venv is None else f'PATH={quote(venv.rstrip("/") + "/bin")}:"$PATH" '
     return (
-        f"if {path}nvidia-smi -L 2>/dev/null | grep -q '^GPU' || [ -e /dev/kfd ]; then echo gpu; fi"
+        f"if {path}nvidia-smi -L 2>/dev/null | grep -q '^GPU' || [ -e /dev/kfd ]; "
+        f"then echo {GPU_MARK}; fi"
     )
 
 
-async def check_device(
+async def check_trainer(
     name: str, target: LocalTarget | SshTarget, training: Training, executor: Executor
-) -> None:
-    """Refuse a target without a GPU unless `training` turns off what needs CUDA (CannotTrain)."""
-    venv = expand_venv(target.venv, None if executor.local else executor.home)
-    if (await executor.probe(gpu_script(venv))).strip():
-        return
+) -> str:
+    """The target's `axolotl`, looked up with its GPU in one probe; CannotTrain without
+    `axolotl`, or without a GPU unless `training` turns off what needs CUDA."""
+    path, gpu = await _look(name, target, executor, gpu=True)
+    if gpu:
+        return path
     missing = cpu_settings_missing(training)
     if missing:
         keys = ", ".join(f"training.axolotl_extra.{key}" for key in missing)
@@ -96,3 +115,4 @@ async def check_device(
             f"target `{name}` has no GPU: to train on its CPU set {keys} = false ({CPU_DOC})"
         )
     log.info("target `%s` has no GPU: training on its CPU", name)
+    return path
