@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -273,9 +274,15 @@ async def plan_start(
     if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
         warn_missing_engine(name, target)
     settings = session.settings
-    for warning in prepare.start_warnings(
-        training, hf_token=settings.hf_token is not None, push_after=settings.hub.after_training
-    ):
+    warnings = await trio.to_thread.run_sync(
+        functools.partial(
+            prepare.start_warnings,
+            training,
+            hf_token=settings.hf_token is not None,
+            push_after=settings.hub.after_training,
+        )
+    )  # reads a local base model's chat template
+    for warning in warnings:
         log.warning("%s", warning)
     data = session.project.data if resume is None else resume.run_dir / "data"
     if not _has_examples(data / "train.jsonl"):
