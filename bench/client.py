@@ -22,7 +22,7 @@ import attrs
 import httpx2
 import trio
 
-from overbrainer.llm.client import open_client
+from overbrainer.llm.client import ProviderConnection, open_client
 from overbrainer.llm.types import CompletionRequest, Protocol
 
 REQUESTS = 2000
@@ -91,7 +91,8 @@ async def measure(name: str, requests: int, one: Callable[[int], Awaitable[None]
 
 async def ours(url: str, requests: int) -> Figures:
     """Requests through `ProtocolClient.complete` (bodies, retries policy, parsing)."""
-    async with open_client(Protocol.OPENAI, url, "bench-model", "sk-bench") as client:
+    connection = ProviderConnection(Protocol.OPENAI, url, "sk-bench")
+    async with open_client(connection, "bench-model") as client:
         await client.complete(CompletionRequest("warm up"))
 
         async def one(index: int) -> None:

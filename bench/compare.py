@@ -37,7 +37,7 @@ from overbrainer.compare.questions import ChatMessage, EvalQuestion  # noqa: E40
 from overbrainer.compare.setup import CompareSetup  # noqa: E402
 from overbrainer.config.settings import Role  # noqa: E402
 from overbrainer.events.bus import open_event_bus  # noqa: E402
-from overbrainer.llm.client import open_client  # noqa: E402
+from overbrainer.llm.client import ProviderConnection, open_client  # noqa: E402
 from overbrainer.llm.types import Protocol  # noqa: E402
 from overbrainer.project.templates import default_text, parse_template  # noqa: E402
 
@@ -95,7 +95,8 @@ async def judging(folder: Path, url: str) -> None:
         ChildAnswer(q.id, "Child answer " * 20, "stop", 10, 50, 1.0, 0.1, 50.0) for q in questions
     ]
     template = parse_template("judge.txt", default_text("judge.txt"))
-    async with open_client(Protocol.OPENAI, url, "judge-model", max_connections=64) as client:
+    connection = ProviderConnection(Protocol.OPENAI, url, max_connections=64)
+    async with open_client(connection, "judge-model") as client:
         judge = Judge("stub", Role("stub", "judge-model"), client, template, "", False)
         async with open_event_bus() as bus:
             start, cpu = time.perf_counter(), _cpu()

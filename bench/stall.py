@@ -29,7 +29,7 @@ from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
-from overbrainer.llm.client import ProtocolClient, open_provider
+from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
 from overbrainer.llm.connect import RoleClient
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline import answers, split_stage
@@ -92,7 +92,7 @@ async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
     async with (
         open_stub() as stub,
         open_event_bus() as bus,
-        open_provider(Protocol.OPENAI, stub.url) as http,
+        open_provider(ProviderConnection(Protocol.OPENAI, stub.url)) as http,
     ):
         client = ProtocolClient(http, Protocol.OPENAI, PARENT.model)
         yield StageContext(

@@ -15,7 +15,7 @@ from overbrainer.devtools.stub_provider import StubProvider, open_stub
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Event, ItemDone, ItemFailed, Stage, StageStats
-from overbrainer.llm.client import ProtocolClient, open_provider
+from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
 from overbrainer.llm.connect import RoleClient
 from overbrainer.llm.retry import RetryPolicy
 from overbrainer.llm.types import Protocol
@@ -116,7 +116,7 @@ class Harness:
 
         async with (
             open_event_bus(observer=self.recorder) as bus,
-            open_provider(Protocol.OPENAI, self.stub.url) as http,
+            open_provider(ProviderConnection(Protocol.OPENAI, self.stub.url)) as http,
         ):
             # No HTTP retries: each test scripts every attempt ask_list makes.
             client = ProtocolClient(http, Protocol.OPENAI, "gen-model", retry=RetryPolicy(0))

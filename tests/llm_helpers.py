@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import trio
 
 from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider
-from overbrainer.llm.client import ProtocolClient, open_client
+from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.types import Json, Protocol
 from overbrainer.net.http_server import Request, Response
 
@@ -28,14 +28,8 @@ async def client_on(
     request_timeout: float = 600.0,
 ) -> AsyncIterator[ProtocolClient]:
     """A `ProtocolClient` for `model` on the stub's base URL."""
-    async with open_client(
-        protocol,
-        stub.url,
-        model,
-        key,
-        max_retries=max_retries,
-        request_timeout=request_timeout,
-    ) as client:
+    connection = ProviderConnection(protocol, stub.url, key, request_timeout=request_timeout)
+    async with open_client(connection, model, max_retries) as client:
         yield client
 
 

@@ -11,7 +11,7 @@ import trio.testing
 from overbrainer.config.settings import Protocol
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.llm.breaker import Breaker
-from overbrainer.llm.client import open_client
+from overbrainer.llm.client import ProviderConnection, open_client
 from overbrainer.llm.errors import ProviderUnreachable, TransportError
 from overbrainer.llm.http import address_of
 from overbrainer.llm.types import CompletionRequest
@@ -29,9 +29,8 @@ def free_port() -> int:
 async def test_three_refused_connections_open_the_breaker_and_then_nothing_is_tried() -> None:
     port = free_port()
     with trio.fail_after(10):
-        async with open_client(
-            Protocol.OPENAI, f"http://127.0.0.1:{port}/v1", "m", max_retries=5
-        ) as client:
+        connection = ProviderConnection(Protocol.OPENAI, f"http://127.0.0.1:{port}/v1")
+        async with open_client(connection, "m", max_retries=5) as client:
             client.http.breaker.provider = "openrouter"
             with pytest.raises(ProviderUnreachable) as caught:
                 await client.complete(REQUEST)  # 1 attempt, then 2 retries (backoff 1 s, 2 s)
@@ -49,9 +48,8 @@ async def test_three_refused_connections_open_the_breaker_and_then_nothing_is_tr
 
 async def test_an_unknown_host_is_named_with_its_default_port() -> None:
     with trio.fail_after(20):
-        async with open_client(
-            Protocol.OPENAI, "https://no-such-host.invalid/v1", "m", max_retries=0
-        ) as client:
+        connection = ProviderConnection(Protocol.OPENAI, "https://no-such-host.invalid/v1")
+        async with open_client(connection, "m", max_retries=0) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
     assert caught.value.message == (
@@ -87,9 +85,11 @@ async def test_a_reply_between_failures_resets_the_count(
 
 
 async def test_any_reply_counts_as_reaching_the_provider() -> None:
-    async with open_stub() as stub, open_client(Protocol.OPENAI, stub.url, "m") as client:
-        await client.complete(REQUEST)
-        assert client.http.breaker.tripped is None
+    async with open_stub() as stub:
+        connection = ProviderConnection(Protocol.OPENAI, stub.url)
+        async with open_client(connection, "m") as client:
+            await client.complete(REQUEST)
+            assert client.http.breaker.tripped is None
 
 
 def test_addresses_never_hold_userinfo() -> None:

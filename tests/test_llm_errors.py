@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
-from overbrainer.llm.client import ProtocolClient, open_client
+from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError, TransportError
 from overbrainer.llm.retry import RetryPolicy, retry_message
 from overbrainer.llm.types import CompletionRequest, Protocol
@@ -90,7 +90,7 @@ async def test_backoff_doubles_with_jitter_then_gives_up(
     expected = [min(2.0**k, 60.0) * (0.5 + 0.5 * jitters.random()) for k in range(5)]
     start = trio.current_time()
     with trio.fail_after(600):
-        async with open_client(Protocol.OPENAI, stub.url, "m", KEY) as base:
+        async with open_client(ProviderConnection(Protocol.OPENAI, stub.url, KEY), "m") as base:
             client = ProtocolClient(
                 base.http, Protocol.OPENAI, "m", retry=RetryPolicy(5), rng=random.Random(11)
             )
@@ -260,9 +260,8 @@ async def test_refused_connection_is_a_transport_error() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with trio.fail_after(10):
-        async with open_client(
-            Protocol.OPENAI, f"http://127.0.0.1:{port}/v1", "m", KEY, max_retries=0
-        ) as client:
+        connection = ProviderConnection(Protocol.OPENAI, f"http://127.0.0.1:{port}/v1", KEY)
+        async with open_client(connection, "m", max_retries=0) as client:
             with pytest.raises(TransportError) as caught:
                 await client.complete(REQUEST)
     assert caught.value.message == (

@@ -7,11 +7,10 @@ asked for at `STUB_PRICE` (fake prices, so that a demo shows a cost).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import httpx2
 
-from overbrainer.config.settings import Protocol, Settings
 from overbrainer.devtools.stub_provider import Json, StubProvider
 from overbrainer.net.http_server import Request
 
@@ -53,14 +52,3 @@ def stub_transport(models: Iterable[str]) -> StubTransport:
     stub = StubProvider()
     stub.models = stub_listing(models)
     return StubTransport(stub)
-
-
-def stub_transports(settings: Settings) -> Callable[[str], StubTransport]:
-    """For each `stub` provider's name, a stand-in listing the models its roles use."""
-
-    def transport(provider: str) -> StubTransport:
-        if settings.providers[provider].protocol is not Protocol.STUB:
-            raise ValueError(f"provider {provider!r} is not a stub provider")
-        return stub_transport(r.model for _, r in settings.roles.all() if r.provider == provider)
-
-    return transport

@@ -34,7 +34,6 @@ from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.settings import LocalTarget, RunpodTarget, Settings, SshTarget
-from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
@@ -79,9 +78,7 @@ async def open_judge(command: Command) -> AsyncIterator[Judge]:
     name = "judge" if settings.roles.judge is not None else "parent"
     source = template_source(command.project.prompts, JUDGE_TEMPLATE)
     template = parse_template(JUDGE_TEMPLATE, source)
-    async with connect_roles(
-        settings, [name], command.config.env, PriceBook(), stub_transports(settings)
-    ) as roles:
+    async with connect_roles(settings, [name], command.config.env, PriceBook()) as roles:
         role = roles[name]
         yield Judge(
             role.provider, role.role, role.client, template, source, name == "parent", role.price

@@ -9,7 +9,6 @@ import trio
 
 from overbrainer.config.preflight import PreflightError, config_problems
 from overbrainer.config.settings import LocalTarget, Settings
-from overbrainer.devtools.embedded import stub_transports
 from overbrainer.llm.online import RoleCheck, check_online
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.training.runtime import expand_venv
@@ -61,4 +60,4 @@ async def preflight(
 
 async def online(settings: Settings, environ: Mapping[str, str]) -> list[RoleCheck]:
     """Each role's verdict from its provider's model list (the stub providers in-process)."""
-    return await check_online(settings, stub_transports(settings), environ)
+    return await check_online(settings, environ)

@@ -9,7 +9,6 @@ import trio
 
 from overbrainer.config.settings import Settings
 from overbrainer.config.validate import batch_discount
-from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import CommandOptions, open_command
@@ -35,9 +34,7 @@ async def _prices(
     found: dict[str, Price | None] = {}
     try:
         with trio.move_on_after(PRICE_LOOKUP_SECS):
-            async with connect_roles(
-                settings, names, env, PriceBook(), stub_transports(settings)
-            ) as roles:
+            async with connect_roles(settings, names, env, PriceBook()) as roles:
                 found = {name: role.price for name, role in roles.items()}
     except OverbrainerError as error:
         log.warning("prices not looked up (%s): using the configured ones", error.message)

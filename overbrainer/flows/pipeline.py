@@ -12,7 +12,6 @@ import trio
 from overbrainer.config.preflight import check_roles
 from overbrainer.config.settings import Topic
 from overbrainer.config.validate import batch_discount, batch_problem
-from overbrainer.devtools.embedded import stub_transports
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
@@ -160,7 +159,6 @@ class _Pipeline:
                     names,
                     self.config.env,
                     self.prices,
-                    stub_transports(self.config.settings),
                     self._concurrency_changed,
                 )
             )

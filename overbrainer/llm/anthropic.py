@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import httpx2
+
+from overbrainer.config.settings import Settings
+from overbrainer.llm.errors import Unsupported
+from overbrainer.llm.http import HttpClient, Observe
 from overbrainer.llm.openai import read_usage, reports_usage
 from overbrainer.llm.types import (
     Completion,
@@ -85,3 +90,32 @@ def parse_message(answer: Json) -> Completion:
     usage = read_usage(counts, "input_tokens", "output_tokens")
     reported = reports_usage(counts, "input_tokens", "output_tokens")
     return Completion("".join(texts), reasoning, usage, finish, reported)
+
+
+class AnthropicWire:
+    """The Anthropic Messages protocol as a `WireProtocol`: no embeddings, no raw reasoning."""
+
+    embedded = False
+    embeddings = False
+    raw_reasoning = False
+
+    def headers(self, api_key: str | None) -> tuple[dict[str, str], dict[str, str]]:
+        """The API version, and the key as `x-api-key`."""
+        return plain_headers(), auth_headers(api_key)
+
+    def transport(self, settings: Settings, provider: str) -> httpx2.AsyncBaseTransport | None:
+        """None: requests go over the network."""
+        return None
+
+    async def complete(
+        self, http: HttpClient, model: str, request: CompletionRequest, observe: Observe | None
+    ) -> Completion:
+        """`POST {base}/messages`, read back."""
+        return parse_message(await http.post(MESSAGES_PATH, messages_body(model, request), observe))
+
+    async def embed(self, http: HttpClient, model: str, inputs: list[str]) -> list[list[float]]:
+        """Always `Unsupported`: the Messages API has no embeddings."""
+        raise Unsupported("embeddings")
+
+
+WIRE = AnthropicWire()

@@ -7,10 +7,10 @@ import random
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol as TypingProtocol
 
+import attrs
 import httpx2
 import trio
 
-from overbrainer.llm import anthropic, openai
 from overbrainer.llm.adaptive import AdaptiveLimiter, Ticket
 from overbrainer.llm.errors import StatusError, Unsupported
 from overbrainer.llm.http import (
@@ -20,6 +20,7 @@ from overbrainer.llm.http import (
     Observe,
     open_http,
 )
+from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import (
     DEFAULT_MAX_RETRIES,
     Gate,
@@ -49,40 +50,41 @@ class LlmClient(TypingProtocol):
         ...
 
 
-@contextlib.asynccontextmanager
-async def open_provider(
-    protocol: Protocol,
-    base_url: str,
-    api_key: str | None = None,
-    *,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    connect_timeout: float = CONNECT_TIMEOUT,
-    headers: Mapping[str, str] | None = None,
-    max_connections: int | None = None,
-    provider: str = "",
-    transport: httpx2.AsyncBaseTransport | None = None,
-) -> AsyncIterator[HttpClient]:
-    """One pooled connection to `provider`, with its protocol's headers and key.
+@attrs.frozen
+class ProviderConnection:
+    """How to reach one provider: its protocol, base URL and key, timeouts and pool size.
 
-    `stub` speaks OpenAI's wire format; `transport` (required for it) replaces the network.
+    `transport`, when set, replaces the network (an embedded protocol needs one); `provider`
+    names the provider in unreachable-provider errors.
     """
-    if protocol is Protocol.STUB and transport is None:
-        raise ValueError("a stub provider needs its transport")
-    if protocol is Protocol.ANTHROPIC:
-        plain = {**anthropic.plain_headers(), **(headers or {})}
-        secret = anthropic.auth_headers(api_key)
-    else:
-        plain = dict(headers or {})
-        secret = openai.auth_headers(api_key)
+
+    protocol: Protocol
+    base_url: str
+    api_key: str | None = attrs.field(default=None, repr=False)
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    connect_timeout: float = CONNECT_TIMEOUT
+    headers: Mapping[str, str] | None = None
+    max_connections: int | None = None
+    provider: str = ""
+    transport: httpx2.AsyncBaseTransport | None = None
+
+
+@contextlib.asynccontextmanager
+async def open_provider(connection: ProviderConnection) -> AsyncIterator[HttpClient]:
+    """One pooled connection to a provider, with its protocol's headers and key."""
+    wire = wire_of(connection.protocol)
+    if wire.embedded and connection.transport is None:
+        raise ValueError(f"a {connection.protocol.value} provider needs its transport")
+    plain, secret = wire.headers(connection.api_key)
     async with open_http(
-        base_url,
-        headers=plain,
+        connection.base_url,
+        headers={**plain, **(connection.headers or {})},
         secret_headers=secret,
-        request_timeout=request_timeout,
-        connect_timeout=connect_timeout,
-        max_connections=max_connections,
-        provider=provider,
-        transport=transport,
+        request_timeout=connection.request_timeout,
+        connect_timeout=connection.connect_timeout,
+        max_connections=connection.max_connections,
+        provider=connection.provider,
+        transport=connection.transport,
     ) as http:
         yield http
 
@@ -102,6 +104,7 @@ class ProtocolClient:
     ) -> None:
         self.http = http
         self.protocol = protocol
+        self.wire = wire_of(protocol)
         self.model = model
         self.retry = retry or RetryPolicy()
         self.limiter = limiter
@@ -150,30 +153,19 @@ class ProtocolClient:
         self, request: CompletionRequest, observe: Observe | None = None
     ) -> Completion:
         """One attempt at `request`, without retries; `observe` sees the reply's rate limits."""
-        if self.protocol is Protocol.ANTHROPIC:
-            answer = await self.http.post(
-                anthropic.MESSAGES_PATH, anthropic.messages_body(self.model, request), observe
-            )
-            return anthropic.parse_message(answer)
-        answer = await self.http.post(
-            openai.CHAT_PATH, openai.chat_body(self.model, request), observe
-        )
-        return openai.parse_chat(answer)
+        return await self.wire.complete(self.http, self.model, request, observe)
 
     async def embed(
         self, inputs: list[str], on_retry: OnRetry | None = None, gate: Gate | None = None
     ) -> list[list[float]]:
         """One vector per input in input order; `[]` for no inputs, without a request."""
-        if self.protocol is Protocol.ANTHROPIC:
+        if not self.wire.embeddings:
             raise Unsupported("embeddings")
         if not inputs:
             return []
 
         async def once() -> list[list[float]]:
-            answer = await self.http.post(
-                openai.EMBEDDINGS_PATH, openai.embeddings_body(self.model, inputs)
-            )
-            return openai.parse_embeddings(answer, len(inputs))
+            return await self.wire.embed(self.http, self.model, inputs)
 
         return await with_retry(self.retry, once, on_retry, rng=self._rng, gate=gate)
 
@@ -207,25 +199,9 @@ async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:
 
 @contextlib.asynccontextmanager
 async def open_client(
-    protocol: Protocol,
-    base_url: str,
-    model: str,
-    api_key: str | None = None,
-    *,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    connect_timeout: float = CONNECT_TIMEOUT,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    headers: Mapping[str, str] | None = None,
-    max_connections: int | None = None,
+    connection: ProviderConnection, model: str, max_retries: int = DEFAULT_MAX_RETRIES
 ) -> AsyncIterator[ProtocolClient]:
     """A provider connection and one client for `model` on it, closed on exit."""
-    async with open_provider(
-        protocol,
-        base_url,
-        api_key,
-        request_timeout=request_timeout,
-        connect_timeout=connect_timeout,
-        headers=headers,
-        max_connections=max_connections,
-    ) as http:
-        yield ProtocolClient(http, protocol, model, retry=RetryPolicy(max_retries=max_retries))
+    async with open_provider(connection) as http:
+        retry = RetryPolicy(max_retries=max_retries)
+        yield ProtocolClient(http, connection.protocol, model, retry=retry)

@@ -7,27 +7,23 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import attrs
-import httpx2
 import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
-from overbrainer.config.settings import Protocol, Provider, Role, Settings
+from overbrainer.config.settings import Provider, Role, Settings
 from overbrainer.llm.adaptive import AdaptiveLimiter
-from overbrainer.llm.client import ProtocolClient, open_provider
+from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
 from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
+from overbrainer.llm.wire import EMBEDDED_BASE_URL
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 from overbrainer.model.usage import Price
 
 EMBEDDER = "embedder"
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge")
-STUB_BASE_URL = "http://stub.invalid/v1"
-"""The base URL of a `stub` provider's requests: `.invalid` never resolves, nothing dials it."""
-
-StubTransports = Callable[[str], httpx2.AsyncBaseTransport]
-"""The in-process transport of a `stub` provider, by provider name (handed down by a flow)."""
 
 
 class SetupError(OverbrainerError):
@@ -60,7 +56,7 @@ def _provider(settings: Settings, role: Role) -> Provider:
     provider = settings.providers.get(name)
     if provider is None:
         raise SetupError(f"unknown provider `{name}`")
-    if provider.base_url is None and provider.protocol is not Protocol.STUB:
+    if provider.base_url is None and not wire_of(provider.protocol).embedded:
         raise SetupError(
             f"providers.{name}.base_url is not set "
             f"(set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
@@ -114,20 +110,18 @@ async def _open(
     name: str,
     provider: Provider,
     env: Mapping[str, str],
-    stub_transports: StubTransports | None,
 ) -> HttpClient:
     """Resolve the provider's key (only now, lazily) and open its connection."""
-    if provider.protocol is Protocol.STUB:
-        if stub_transports is None:
-            raise SetupError(f"provider `{name}` is the embedded stand-in, not available here")
-        return await stack.enter_async_context(
-            open_provider(
-                provider.protocol,
-                STUB_BASE_URL,
-                request_timeout=float(settings.pipeline.request_timeout_secs),
-                transport=stub_transports(name),
-            )
+    request_timeout = float(settings.pipeline.request_timeout_secs)
+    wire = wire_of(provider.protocol)
+    if wire.embedded:
+        embedded = ProviderConnection(
+            provider.protocol,
+            EMBEDDED_BASE_URL,
+            request_timeout=request_timeout,
+            transport=wire.transport(settings, name),
         )
+        return await stack.enter_async_context(open_provider(embedded))
     api_key = None
     if provider.api_key is not None:
         try:
@@ -136,16 +130,15 @@ async def _open(
             raise SetupError(error.message) from None
     assert provider.base_url is not None
     try:
-        return await stack.enter_async_context(
-            open_provider(
-                provider.protocol,
-                provider.base_url,
-                api_key,
-                request_timeout=float(settings.pipeline.request_timeout_secs),
-                connect_timeout=CONNECT_TIMEOUT,
-                provider=name,
-            )
+        connection = ProviderConnection(
+            provider.protocol,
+            provider.base_url,
+            api_key,
+            request_timeout=request_timeout,
+            connect_timeout=CONNECT_TIMEOUT,
+            provider=name,
         )
+        return await stack.enter_async_context(open_provider(connection))
     except LlmError as error:
         raise SetupError(f"cannot build the client for provider `{name}`: {error}") from None
 
@@ -156,15 +149,14 @@ async def connect_roles(
     names: Sequence[str],
     env: Mapping[str, str] | None = None,
     prices: PriceBook | None = None,
-    stub_transports: StubTransports | None = None,
     on_concurrency: ConcurrencyObserver | None = None,
 ) -> AsyncIterator[dict[str, RoleClient]]:
     """Connect each named, configured role; providers' connections close on exit.
 
     An unset optional role (embedder, judge) is left out. Each provider gets one pooled
     connection shared by its roles; its key is resolved here, not before. Every role but the
-    embedder has its price looked up in `prices` (one listing per provider). A `stub`
-    provider's connection runs over `stub_transports(name)` instead of the network.
+    embedder has its price looked up in `prices` (one listing per provider). An embedded
+    protocol's (`stub`) connection runs over its in-process transport, not the network.
     With `[pipeline] adaptive`, roles on the same provider and model share one adaptive
     limiter, whose changes go to `on_concurrency`.
     """
@@ -182,7 +174,7 @@ async def connect_roles(
                 provider = _provider(settings, role)
                 if role.provider not in connections:
                     connections[role.provider] = await _open(
-                        stack, settings, role.provider, provider, environ, stub_transports
+                        stack, settings, role.provider, provider, environ
                     )
             except OverbrainerError as error:
                 raise _wrap(name, error) from None

@@ -14,12 +14,14 @@ import attrs
 import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
-from overbrainer.config.settings import Protocol, Provider, Role, Settings
-from overbrainer.llm.client import MODELS_PATH, open_provider
-from overbrainer.llm.connect import EMBEDDER, STUB_BASE_URL, StubTransports
+from overbrainer.config.settings import Provider, Role, Settings
+from overbrainer.llm.client import MODELS_PATH, ProviderConnection, open_provider
+from overbrainer.llm.connect import EMBEDDER
 from overbrainer.llm.errors import LlmError, StatusError, TransportError
 from overbrainer.llm.pricing import find_price, role_price
+from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.types import Json
+from overbrainer.llm.wire import EMBEDDED_BASE_URL
 from overbrainer.model.usage import Price
 
 ONLINE_TIMEOUT = 10.0
@@ -101,30 +103,31 @@ def judge_role(name: str, role: Role, listing: Listing, spend_cap: bool) -> Role
 async def _list_models(
     name: str,
     provider: Provider,
+    settings: Settings,
     env: Mapping[str, str],
-    stub_transports: StubTransports,
 ) -> Listing:
+    wire = wire_of(provider.protocol)
     api_key: str | None = None
-    if provider.api_key is not None and provider.protocol is not Protocol.STUB:
+    if provider.api_key is not None and not wire.embedded:
         try:
             api_key = await resolve_secret(provider.api_key, f"providers.{name}.api_key", env)
         except SecretError as error:
             return Listing(cause=error.message)
-    stub = provider.protocol is Protocol.STUB
-    base_url = STUB_BASE_URL if stub else provider.base_url
+    base_url = EMBEDDED_BASE_URL if wire.embedded else provider.base_url
     if base_url is None:
         return Listing(cause=f"providers.{name}.base_url is not set")
     keyed = bool(api_key)
     with trio.move_on_after(ONLINE_TIMEOUT):
         try:
-            async with open_provider(
+            connection = ProviderConnection(
                 provider.protocol,
                 base_url,
                 api_key or None,
                 request_timeout=ONLINE_TIMEOUT,
                 connect_timeout=CONNECT_TIMEOUT,
-                transport=stub_transports(name) if stub else None,
-            ) as http:
+                transport=wire.transport(settings, name),
+            )
+            async with open_provider(connection) as http:
                 return Listing(await http.get(MODELS_PATH), keyed=keyed)
         except StatusError as error:
             return Listing(status=error.status, keyed=keyed)
@@ -135,11 +138,7 @@ async def _list_models(
     return Listing(cause=f"unreachable (no answer within {ONLINE_TIMEOUT:g}s)")
 
 
-async def check_online(
-    settings: Settings,
-    stub_transports: StubTransports,
-    env: Mapping[str, str] | None = None,
-) -> list[RoleCheck]:
+async def check_online(settings: Settings, env: Mapping[str, str] | None = None) -> list[RoleCheck]:
     """Each configured role's verdict, in role order; every provider is asked once, at once."""
     environ = os.environ if env is None else env
     roles = settings.roles.all()
@@ -147,7 +146,7 @@ async def check_online(
 
     async def ask(name: str) -> None:
         provider = settings.providers[name]
-        listings[name] = await _list_models(name, provider, environ, stub_transports)
+        listings[name] = await _list_models(name, provider, settings, environ)
 
     async with trio.open_nursery() as nursery:
         for provider_name in dict.fromkeys(role.provider for _, role in roles):

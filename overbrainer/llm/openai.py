@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import httpx2
+
+from overbrainer.config.settings import Settings
 from overbrainer.llm.errors import InvalidResponse
+from overbrainer.llm.http import HttpClient, Observe
 from overbrainer.llm.types import (
     Completion,
     CompletionRequest,
@@ -196,3 +200,33 @@ def parse_embeddings(answer: Json, count: int) -> list[list[float]]:
     if len(indexed) != count:
         raise InvalidResponse(f"{len(indexed)} embeddings for {count} inputs")
     return [vector for _, vector in indexed]
+
+
+class OpenAiWire:
+    """The OpenAI chat-completions protocol as a `WireProtocol`."""
+
+    embedded = False
+    embeddings = True
+    raw_reasoning = True
+
+    def headers(self, api_key: str | None) -> tuple[dict[str, str], dict[str, str]]:
+        """No plain headers; the key as a bearer token."""
+        return {}, auth_headers(api_key)
+
+    def transport(self, settings: Settings, provider: str) -> httpx2.AsyncBaseTransport | None:
+        """None: requests go over the network."""
+        return None
+
+    async def complete(
+        self, http: HttpClient, model: str, request: CompletionRequest, observe: Observe | None
+    ) -> Completion:
+        """`POST {base}/chat/completions`, read back."""
+        return parse_chat(await http.post(CHAT_PATH, chat_body(model, request), observe))
+
+    async def embed(self, http: HttpClient, model: str, inputs: list[str]) -> list[list[float]]:
+        """`POST {base}/embeddings`, read back in input order."""
+        answer = await http.post(EMBEDDINGS_PATH, embeddings_body(model, inputs))
+        return parse_embeddings(answer, len(inputs))
+
+
+WIRE = OpenAiWire()

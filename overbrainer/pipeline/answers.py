@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from overbrainer.config.settings import Protocol, Role, Topic
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.types import Completion
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline.blocking import appending, read_in_thread
@@ -27,10 +28,10 @@ from overbrainer.storage.replacement import read_current
 
 log = logging.getLogger(__name__)
 
-ANTHROPIC_HIDES = (
-    "the anthropic protocol never returns raw reasoning: "
-    "every answer will be excluded from training"
+PROTOCOL_HIDES = (
+    "the {} protocol never returns raw reasoning: every answer will be excluded from training"
 )
+ANTHROPIC_HIDES = PROTOCOL_HIDES.format("anthropic")
 MODEL_HIDES = (
     "this model hides or summarizes its reasoning, so none of it is treated as raw: "
     "every answer will be excluded from training"
@@ -40,8 +41,8 @@ _O_SERIES = re.compile(r"o\d")
 
 def hiding_warning(protocol: Protocol, model: str) -> str | None:
     """Why this parent never returns raw reasoning (§9.3), or None when it may."""
-    if protocol is Protocol.ANTHROPIC:
-        return ANTHROPIC_HIDES
+    if not wire_of(protocol).raw_reasoning:
+        return PROTOCOL_HIDES.format(protocol.value)
     lowered = model.lower()
     name = lowered.rsplit("/", 1)[-1]
     if name.startswith("gpt-oss"):
