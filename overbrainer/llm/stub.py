@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import httpx2
+
 from overbrainer.config.settings import Settings
-from overbrainer.devtools.embedded import StubTransport, stub_transport
 from overbrainer.llm.openai import OpenAiWire
 
 
@@ -12,8 +13,12 @@ class StubWire(OpenAiWire):
 
     embedded = True
 
-    def transport(self, settings: Settings, provider: str) -> StubTransport:
+    def transport(self, settings: Settings, provider: str) -> httpx2.AsyncBaseTransport:
         """A fresh stand-in for `provider`, listing the models its roles use."""
+        # Imported on use: the stand-in's server (~40 ms to import) stays off every command
+        # whose providers are all real ones.
+        from overbrainer.devtools.embedded import stub_transport
+
         return stub_transport(r.model for _, r in settings.roles.all() if r.provider == provider)
 
 
