@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from overbrainer.compare.answers import ChildAnswer  # noqa: E402
-from overbrainer.compare.judge import Judge, judge_all  # noqa: E402
+from overbrainer.compare.judge import Judge, Judging, judge_all  # noqa: E402
 from overbrainer.compare.judge_cost import JudgeSpend  # noqa: E402
 from overbrainer.compare.questions import ChatMessage, EvalQuestion  # noqa: E402
 from overbrainer.compare.setup import CompareSetup  # noqa: E402
@@ -100,10 +100,8 @@ async def judging(folder: Path, url: str) -> None:
         judge = Judge("stub", Role("stub", "judge-model"), client, template, "", False)
         async with open_event_bus() as bus:
             start, cpu = time.perf_counter(), _cpu()
-            verdicts = await judge_all(
-                judge, setup, answers, folder / "verdicts.jsonl",
-                concurrency=CONCURRENCY, both_orders=False, bus=bus, spend=JudgeSpend(),
-            )  # fmt: skip
+            judging = Judging(judge, JudgeSpend(), bus, CONCURRENCY, both_orders=False)
+            verdicts = await judge_all(judging, setup, answers, folder / "verdicts.jsonl")
             wall, used = time.perf_counter() - start, _cpu() - cpu
     assert verdicts is not None and len(verdicts) == QUESTIONS
     ideal = QUESTIONS / CONCURRENCY * DELAY

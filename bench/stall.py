@@ -34,6 +34,7 @@ from overbrainer.llm.connect import RoleClient
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline import answers, split_stage
 from overbrainer.pipeline.engine import Body, StageContext, StageRun, load_templates, run_stage
+from overbrainer.pipeline.spend import SpendCap
 from overbrainer.project.directory import Project
 from overbrainer.storage.ids import question_id, subtopic_id
 from overbrainer.storage.records import Example, Exclusion, Message, Meta, Question, Subtopic
@@ -101,6 +102,7 @@ async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
             topics=topics,
             bus=bus,
             interrupt=Interrupt(),
+            spend=SpendCap(),
             templates=load_templates(project),
             roles={"parent": RoleClient("parent", PARENT, "stub", client, None)},
         )

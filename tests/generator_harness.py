@@ -21,6 +21,7 @@ from overbrainer.llm.retry import RetryPolicy
 from overbrainer.llm.types import Protocol
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import Body, StageContext, load_templates, run_stage
+from overbrainer.pipeline.spend import SpendCap
 from overbrainer.project.directory import Project
 from overbrainer.storage.records import Question, Subtopic
 
@@ -133,6 +134,7 @@ class Harness:
                 topics=topics,
                 bus=bus,
                 interrupt=Interrupt(),
+                spend=SpendCap(),
                 force=force,
                 topic_filter=only or None,
                 templates=load_templates(self.project),

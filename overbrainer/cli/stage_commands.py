@@ -13,7 +13,7 @@ from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
 from overbrainer.events.types import PIPELINE_STAGES, Stage
-from overbrainer.flows.pipeline import pipeline_flow
+from overbrainer.flows.pipeline import PipelineRequest, pipeline_flow
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -37,27 +37,9 @@ def _force_option(command: F) -> F:
     )(command)
 
 
-def _stage_command(
-    stage: Stage,
-    topics: tuple[str, ...],
-    force: bool,
-    max_cost: float | None,
-    batch: bool = False,
-    cancel: bool = False,
-) -> None:
+def _pipeline_command(request: PipelineRequest) -> None:
     options = command_options()
-    run_flow(
-        lambda: pipeline_flow(
-            options,
-            cli_frontend(),
-            [stage],
-            topics,
-            force=force,
-            max_cost=max_cost,
-            batch=batch,
-            cancel=cancel,
-        )
-    )
+    run_flow(lambda: pipeline_flow(options, cli_frontend(), request))
 
 
 @cli.command()
@@ -66,7 +48,7 @@ def _stage_command(
 @max_cost_option
 def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each topic's missing subtopics."""
-    _stage_command(Stage.SUBTOPICS, topics, force, max_cost)
+    _pipeline_command(PipelineRequest((Stage.SUBTOPICS,), topics, force, max_cost))
 
 
 @cli.command()
@@ -75,7 +57,7 @@ def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @max_cost_option
 def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
-    _stage_command(Stage.QUESTIONS, topics, force, max_cost)
+    _pipeline_command(PipelineRequest((Stage.QUESTIONS,), topics, force, max_cost))
 
 
 @cli.command()
@@ -101,7 +83,8 @@ def answers(
         raise click.UsageError("--cancel needs --batch")
     if batch and force:
         raise click.UsageError("--force cannot be combined with --batch")
-    _stage_command(Stage.ANSWERS, topics, force, max_cost, batch, cancel)
+    request = PipelineRequest((Stage.ANSWERS,), topics, force, max_cost, batch=batch, cancel=cancel)
+    _pipeline_command(request)
 
 
 @cli.command()
@@ -114,9 +97,8 @@ def answers(
 )
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
-    options = command_options()
     only = () if topic is None else (topic,)
-    run_flow(lambda: pipeline_flow(options, cli_frontend(), [Stage.SPLIT], only))
+    _pipeline_command(PipelineRequest((Stage.SPLIT,), only))
 
 
 @cli.command(name="run")
@@ -128,14 +110,5 @@ def split(topic: str | None) -> None:
 )
 def run_command(max_cost: float | None, no_train: bool) -> None:
     """Run every stage (subtopics, questions, answers, split), then train with [training]."""
-    options = command_options()
-    run_flow(
-        lambda: pipeline_flow(
-            options,
-            cli_frontend(),
-            list(PIPELINE_STAGES),
-            max_cost=max_cost,
-            whole_run=True,
-            train=not no_train,
-        )
-    )
+    run = PipelineRequest(PIPELINE_STAGES, max_cost=max_cost, whole_run=True, train=not no_train)
+    _pipeline_command(run)

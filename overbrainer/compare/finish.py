@@ -11,7 +11,7 @@ import trio
 from overbrainer.compare.answers import ChildAnswer, LoadFigures, parse_answers
 from overbrainer.compare.hardware import Hardware
 from overbrainer.compare.job import ANSWERS_FILE
-from overbrainer.compare.judge import Judge, judge_all
+from overbrainer.compare.judge import Judge, Judging, judge_all
 from overbrainer.compare.judge_cost import JudgeSpend
 from overbrainer.compare.report import Report, report_json, report_markdown
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
@@ -115,17 +115,8 @@ async def judge_and_report(
     setup = await trio.to_thread.run_sync(load_setup, folder)
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
     path = verdicts_path(folder, judge, settings.judge_both_orders)
-    verdicts = await judge_all(
-        judge,
-        setup,
-        answers,
-        path,
-        concurrency=concurrency,
-        both_orders=settings.judge_both_orders,
-        bus=bus,
-        admitting=admitting,
-        spend=spend,
-    )
+    judging = Judging(judge, spend, bus, concurrency, settings.judge_both_orders, admitting)
+    verdicts = await judge_all(judging, setup, answers, path)
     if verdicts is None:
         return None
     hardware = await trio.to_thread.run_sync(load_hardware, folder)

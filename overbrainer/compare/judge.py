@@ -154,17 +154,25 @@ async def judge_one(
     return VerdictLine(question.id, verdict, reason, first)
 
 
+@attrs.frozen
+class Judging:
+    """How `judge_all` judges: which judge, through which spend, on which bus, how many at once."""
+
+    judge: Judge
+    spend: JudgeSpend
+    bus: EventBus
+    concurrency: int
+    both_orders: bool
+    """Each question asked in both orders, the verdict kept when they agree."""
+    admitting: Callable[[], bool] = lambda: True
+    """False once no further question may start (the ones in flight finish)."""
+
+
 async def judge_all(
-    judge: Judge,
+    judging: Judging,
     setup: CompareSetup,
     answers: Sequence[ChildAnswer],
     verdicts_path: Path,
-    *,
-    concurrency: int,
-    both_orders: bool,
-    bus: EventBus,
-    spend: JudgeSpend,
-    admitting: Callable[[], bool] = lambda: True,
 ) -> list[VerdictLine] | None:
     """Judge every question without a verdict in `verdicts_path`, `concurrency` at a time.
 
@@ -175,6 +183,7 @@ async def judge_all(
     the cap refuses one, no question starts and SpendCapReached ends the judging, the verdicts
     so far kept.
     """
+    judge, spend, bus = judging.judge, judging.spend, judging.bus
     compare_id = setup.compare
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
     ids = {q.id for q in setup.questions}
@@ -190,12 +199,12 @@ async def judge_all(
         async def worker() -> None:
             # Workers take questions in setup order, so a resume is predictable.
             for index in pending:
-                if not admitting() or spend.cap.reached:
+                if not judging.admitting() or spend.cap.reached:
                     return
                 question_id = setup.questions[index].id
                 answer = by_id.get(question_id)
                 try:
-                    line = await judge_one(judge, setup, index, answer, both_orders, spend)
+                    line = await judge_one(judge, setup, index, answer, judging.both_orders, spend)
                 except CapRefused:
                     return
                 except JudgeFailed:
@@ -208,7 +217,7 @@ async def judge_all(
 
         try:
             async with trio.open_nursery() as nursery:
-                for _ in range(max(1, min(concurrency, len(todo)))):
+                for _ in range(max(1, min(judging.concurrency, len(todo)))):
                     nursery.start_soon(worker)
         except BaseExceptionGroup as group:
             error = meaningful_error(group)

@@ -112,6 +112,26 @@ def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
     return any(name not in have for name in names)
 
 
+@attrs.frozen
+class PipelineRequest:
+    """What a stage command or `run` asks of `pipeline_flow`: its stages, topics and flags."""
+
+    stages: tuple[Stage, ...]
+    topic_names: tuple[str, ...] = ()
+    """The topics named on the command line; none means every topic."""
+    force: bool = False
+    max_cost: float | None = None
+    """`--max-cost`, over `[pipeline] max_cost_usd`."""
+    whole_run: bool = False
+    """`overbrainer run`: stages in order, the config reloaded between them, then training."""
+    train: bool = True
+    """False (`run --no-train`) stops `run` after split even with `[training]`."""
+    batch: bool = False
+    """`answers --batch`: the answers go through the parent's batch API."""
+    cancel: bool = False
+    """`answers --batch --cancel`: the recorded batches are cancelled."""
+
+
 @attrs.define
 class _Pipeline:
     """One command's stages, sharing its bus, interrupt, spend cap and price listings."""
@@ -121,21 +141,15 @@ class _Pipeline:
     front: Frontend
     bus: EventBus
     interrupt: Interrupt
-    topic_names: tuple[str, ...]
-    force: bool
-    whole_run: bool
+    request: PipelineRequest
     spend: SpendCap
-    batch: bool = False
-    """`answers --batch`: the answers go through the parent's batch API."""
-    cancel: bool = False
-    """`answers --batch --cancel`: the recorded batches are cancelled."""
     prices: PriceBook = attrs.Factory(PriceBook)
 
     def _batching(self, stage: Stage) -> bool:
         """Whether `stage` runs through the batch API (`--batch`, `[roles.parent] batch`)."""
         if stage is not Stage.ANSWERS:
             return False
-        if not (self.batch or self.config.settings.roles.parent.batch):
+        if not (self.request.batch or self.config.settings.roles.parent.batch):
             return False
         problem = batch_problem(self.config.settings)
         if problem is not None:
@@ -234,7 +248,7 @@ class _Pipeline:
             roles = await self._connect(connection, names)
             upfront = await self._warn_below_estimate(stages, templates, topics, roles)
             for index, stage in enumerate(stages):
-                if index > 0 and self.whole_run:
+                if index > 0 and self.request.whole_run:
                     if self.interrupt.caught:
                         raise StageInterrupted()
                     if self.config.reload_if_changed():
@@ -251,71 +265,44 @@ class _Pipeline:
                     topics=topics,
                     bus=self.bus,
                     interrupt=self.interrupt,
-                    force=self.force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
-                    topic_filter=self.topic_names or None,
+                    force=self.request.force and not (stage is Stage.SUBTOPICS and len(stages) > 1),
+                    topic_filter=self.request.topic_names or None,
                     templates=templates,
                     roles=roles,
                     spend=self.spend,
                 )
-                if self.whole_run and stage in PAID_STAGES:
+                if self.request.whole_run and stage in PAID_STAGES:
                     # Before the first stage nothing has changed on disk since `upfront`.
                     known = upfront.get(stage) if index == 0 else None
                     await self._estimate_line(stage, templates, topics, roles, known)
-                body = _body(stage, self._batching(stage), self.cancel)
+                body = _body(stage, self._batching(stage), self.request.cancel)
                 outcome = await run_stage(ctx, stage, body)
                 self.front.line(outcome.line)
                 outcome.check()
 
 
-async def pipeline_flow(
-    options: CommandOptions,
-    front: Frontend,
-    stages: Sequence[Stage],
-    topic_names: Sequence[str] = (),
-    *,
-    force: bool = False,
-    max_cost: float | None = None,
-    whole_run: bool = False,
-    train: bool = True,
-    batch: bool = False,
-    cancel: bool = False,
-) -> None:
-    """Run `stages` in order under the project's lock; `whole_run` is `overbrainer run`.
-
-    `train` False (`run --no-train`) stops `run` after split even with `[training]`.
-    `batch` (`answers --batch`): answers through the parent's batch API; `cancel` cancels the
-    recorded batches instead of submitting new ones.
-    """
+async def pipeline_flow(options: CommandOptions, front: Frontend, request: PipelineRequest) -> None:
+    """Run the request's stages in order under the project's lock (`run`: then training)."""
+    whole_run = request.whole_run
     async with open_command(options, front) as command:
         project, config, interrupt = command.project, command.config, command.interrupt
-        topics = select_topics(config.settings, topic_names)
-        if whole_run and train:
+        topics = select_topics(config.settings, request.topic_names)
+        if whole_run and request.train:
             await refuse_if_training_cannot_start(config.settings, project, interrupt)
             await warn_if_a_run_still_trains(config.settings, project)
-        planned = list(stages)
+        planned = list(request.stages)
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
             project, frozenset(t.name for t in topics)
         ):
             planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
+        max_cost = request.max_cost
         cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
-        pipeline = _Pipeline(
-            project,
-            config,
-            front,
-            command.bus,
-            interrupt,
-            tuple(topic_names),
-            force,
-            whole_run,
-            SpendCap(cap),
-            batch,
-            cancel,
-        )
+        pipeline = _Pipeline(project, config, front, command.bus, interrupt, request, SpendCap(cap))
         await pipeline.run(planned, topics)
         if whole_run:
             if interrupt.caught:
                 raise StageInterrupted()
-            if not train:
+            if not request.train:
                 log.info("--no-train: run stops after split")
                 return
             config.reload_if_changed()

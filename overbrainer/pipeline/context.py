@@ -95,11 +95,12 @@ class StageContext:
     topics: tuple[Topic, ...]
     bus: EventBus
     interrupt: Interrupt
+    spend: SpendCap
+    """The command's spend cap, shared by every stage of `run`; `SpendCap()` has no limit."""
     force: bool = False
     topic_filter: tuple[str, ...] | None = None
     templates: Mapping[str, Template] = attrs.field(factory=dict)
     roles: Mapping[str, StageRole] = attrs.field(factory=dict)
-    spend: SpendCap = attrs.field(factory=SpendCap)
 
     @property
     def selected_topic_names(self) -> frozenset[str]:

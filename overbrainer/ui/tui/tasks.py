@@ -14,7 +14,7 @@ from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.compare import compare_flow
 from overbrainer.flows.export import export_flow
-from overbrainer.flows.pipeline import pipeline_flow
+from overbrainer.flows.pipeline import PipelineRequest, pipeline_flow
 from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
@@ -64,10 +64,11 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
     """The CLI flow `spec` runs (the project lock is the app's: `options.lock_held`)."""
     kind, run_id = spec.kind, spec.run_id or ""
     if kind is TaskKind.STAGE:
-        stages = [spec.stage or Stage.SUBTOPICS]
-        return lambda front: pipeline_flow(options, front, stages)
+        stage = PipelineRequest((spec.stage or Stage.SUBTOPICS,))
+        return lambda front: pipeline_flow(options, front, stage)
     if kind is TaskKind.AUTO:
-        return lambda front: pipeline_flow(options, front, list(PIPELINE_STAGES), whole_run=True)
+        run = PipelineRequest(PIPELINE_STAGES, whole_run=True)
+        return lambda front: pipeline_flow(options, front, run)
     if kind is TaskKind.TRAIN:
         return lambda front: train_flow(options, front)
     if kind is TaskKind.RESUME:
