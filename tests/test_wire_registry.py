@@ -64,3 +64,9 @@ async def test_a_stub_role_connects_in_process_without_a_base_url_or_key() -> No
     price = generator.price
     assert price is not None
     assert (price.input_per_million, price.output_per_million) == pytest.approx((0.1, 0.4))
+
+
+def test_a_connections_repr_never_shows_its_key() -> None:
+    key = "sk-or-v1-SECRET-0123456789abcdef"
+    shown = repr(ProviderConnection(Protocol.OPENAI, "https://openrouter.ai/api/v1", key))
+    assert key not in shown and "openrouter.ai" in shown
