@@ -147,11 +147,12 @@ async def status(job: LocalJob) -> JobStatus:
 
 
 async def _wait_gone(pid: int, seconds: float) -> bool:
+    # Each check scans /proc (every process's stat file): off the Trio thread.
     with trio.move_on_after(seconds):
-        while group_alive(pid):  # noqa: ASYNC110 - a process group has no event to wait on
+        while await trio.to_thread.run_sync(group_alive, pid):  # noqa: ASYNC110 - no event to wait on
             await trio.sleep(REAP_EVERY_S)
         return True
-    return not group_alive(pid)
+    return not await trio.to_thread.run_sync(group_alive, pid)
 
 
 async def cancel(
