@@ -60,11 +60,7 @@ class Harness:
     client: object = None
 
     async def run(self, body: Body) -> StageStats:
-        try:
-            return await self._run(body)
-        except BaseExceptionGroup as group:  # the bus's nursery wraps what the stage raised
-            [inner] = group.exceptions
-            raise inner from None
+        return await self._run(body)
 
     async def _run(self, body: Body) -> StageStats:
         settings = Settings(

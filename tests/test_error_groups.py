@@ -8,7 +8,8 @@ from typing import TypeVar
 import pytest
 import trio
 
-from overbrainer.model.error_groups import error_leaves, meaningful_error
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.error_groups import error_leaves, meaningful_error, unwrapped
 from overbrainer.model.errors import OverbrainerError, UsageError
 
 LOGGER = "overbrainer.model.error_groups"
@@ -122,3 +123,97 @@ def test_keyboard_interrupt_wins_and_what_it_hides_is_logged(
         assert meaningful_error(group) is interrupt
     assert [r.exc_info[1] if r.exc_info else None for r in caplog.records] == [bug]
     assert "interrupted" in caplog.records[0].getMessage()
+
+
+# unwrapped(): a lone error out of a nursery as itself
+
+
+async def _fail(error: BaseException) -> None:
+    await trio.lowlevel.checkpoint()
+    raise error
+
+
+async def test_a_lone_error_of_a_nursery_comes_out_unwrapped() -> None:
+    error = UsageError("alone")
+    with pytest.raises(UsageError) as caught:
+        async with unwrapped(), trio.open_nursery() as nursery:
+            nursery.start_soon(_fail, error)
+            await trio.sleep_forever()
+    assert caught.value is error
+    # The group stays its cause, so the nursery's traceback is not lost.
+    assert isinstance(error.__cause__, BaseExceptionGroup)
+    assert error_leaves(error.__cause__) == [error]
+
+
+async def test_a_nested_lone_error_comes_out_unwrapped() -> None:
+    error = ValueError("deep")
+    with pytest.raises(ValueError) as caught:
+        async with unwrapped(), trio.open_nursery() as outer:
+
+            async def inner() -> None:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_fail, error)
+
+            outer.start_soon(inner)
+    assert caught.value is error
+
+
+async def test_an_error_of_the_block_itself_comes_out_unwrapped() -> None:
+    async def helper() -> None:
+        async with unwrapped(), trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            raise UsageError("in the body")
+
+    # What a caller of such a helper writes: a plain `except` fires.
+    try:
+        await helper()
+    except UsageError as error:
+        assert error.message == "in the body"
+    else:  # pragma: no cover
+        raise AssertionError("not raised")
+
+
+async def _fail_at_once(error: BaseException) -> None:
+    raise error  # no checkpoint first: a sibling's failure cannot cancel this one
+
+
+async def test_two_errors_stay_a_group() -> None:
+    first, second = ValueError("one"), KeyError("two")
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with unwrapped(), trio.open_nursery() as nursery:
+            nursery.start_soon(_fail_at_once, first)
+            nursery.start_soon(_fail_at_once, second)
+    assert sorted(map(repr, error_leaves(caught.value))) == sorted([repr(first), repr(second)])
+
+
+def test_cancelled_beside_a_lone_error_is_ignored() -> None:
+    error = UsageError("ours")
+    group = BaseExceptionGroup("tasks", [a_cancelled(), ExceptionGroup("inner", [error])])
+    with pytest.raises(UsageError) as caught, unwrapped():
+        raise group
+    assert caught.value is error
+    assert error.__cause__ is group
+
+
+def test_cancelled_alone_stays_a_group() -> None:
+    group = BaseExceptionGroup("tasks", [a_cancelled(), a_cancelled()])
+    with pytest.raises(BaseExceptionGroup) as caught, unwrapped():
+        raise group
+    assert caught.value is group
+
+
+def test_a_plain_error_and_no_error_pass_as_they_are() -> None:
+    error = ValueError("plain")
+    with pytest.raises(ValueError) as caught, unwrapped():
+        raise error
+    assert caught.value is error and error.__cause__ is None
+    with unwrapped():
+        pass
+
+
+async def test_an_error_of_a_raced_flow_comes_out_as_itself() -> None:
+    async def flow() -> None:
+        raise UsageError("the flow failed")
+
+    with pytest.raises(UsageError):
+        await Interrupt().race(flow)

@@ -237,8 +237,8 @@ async def test_cancelled_guards_and_flags_leave_no_task_running() -> None:
     class Boom(Exception):
         pass
 
-    with pytest.raises(BaseExceptionGroup) as caught:
+    # The lone error comes out as itself, not in a group (an `except Boom` around works).
+    with pytest.raises(Boom):
         async with front.open_bus(), front.interrupt():
             raise Boom
-    assert caught.group_contains(Boom)
     assert live_tasks() == before

@@ -184,12 +184,18 @@ async def test_cancel_kills_a_group_that_ignores_term(tmp_path: Path) -> None:
     assert not group_alive(job.pid)
 
 
+# The cancel checks the group in a thread (a /proc scan, ~5 ms): the clock must not jump to the
+# grace's end while one runs, only once every task has waited this long in real time.
+THREAD_HOP = 0.05
+
+
 async def test_the_production_cancel_kills_10_s_after_term(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     job = await start_job(tmp_path, "trap '' TERM; : > ready; sleep 60")
     # Wait in real time: on the autojump clock a trio.sleep loop would not let the shell start.
     await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    autojump_clock.autojump_threshold = THREAD_HOP
     before = trio.current_time()
     await local_job.LocalRunJob(job).cancel()
     waited = trio.current_time() - before
@@ -203,6 +209,7 @@ async def test_a_group_that_honours_term_is_not_kept_waiting(
 ) -> None:
     job = await start_job(tmp_path, ": > ready; sleep 60")
     await trio.to_thread.run_sync(lambda: wait_for(lambda: (tmp_path / "ready").exists()))
+    autojump_clock.autojump_threshold = THREAD_HOP
     before = trio.current_time()
     await local_job.LocalRunJob(job).cancel()
     assert trio.current_time() - before < 10.0  # gone after TERM: no KILL, no full grace

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import sys
@@ -23,9 +22,6 @@ log = logging.getLogger(__name__)
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
     code = EXIT_OK
-    # Everything imported so far lives as long as the process: moving it out of the cycle
-    # collector's reach spares every full collection a scan of tens of thousands of objects.
-    gc.freeze()
     if threading.current_thread() is threading.main_thread():
         # Trio guards its own state against KeyboardInterrupt only under the default handler
         # (the entry kept a quiet «exit 130» one while the command line was read).
@@ -47,9 +43,6 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
         if found is None:
             raise
         code = EXIT_INTERRUPTED if isinstance(found, KeyboardInterrupt) else _report(found)
-    finally:
-        # For a caller that goes on after the command (a test running it in-process).
-        gc.unfreeze()
     sys.stdout.flush()
     sys.exit(code)
 

@@ -27,7 +27,7 @@ import attrs
 import trio
 import xxhash
 
-from overbrainer.model.error_groups import error_leaves
+from overbrainer.model.error_groups import error_leaves, unwrapped
 from overbrainer.net.http_server import Request, Response, serve_http
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
@@ -455,7 +455,7 @@ async def open_stub(
 ) -> AsyncIterator[StubProvider]:
     """A stub serving on 127.0.0.1 (a free port) for the duration of the block."""
     stub = StubProvider(responder, delay=delay)
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         await nursery.start(stub.serve)
         try:
             yield stub

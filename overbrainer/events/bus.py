@@ -14,6 +14,7 @@ import trio
 import trio.lowlevel
 
 from overbrainer.events.types import Event
+from overbrainer.model.error_groups import unwrapped
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +238,7 @@ async def open_event_bus(
     """Open a bus whose fan-out task lives in a nursery; leaving it drains and closes the bus."""
     bus = EventBus(_claim_bus_id(), capacity, observer)
     try:
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
             nursery.start_soon(bus._fan_out)
             try:
                 yield bus

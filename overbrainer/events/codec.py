@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
 import cattrs
+import trio
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
@@ -18,10 +20,14 @@ from overbrainer.events.types import Event
 from overbrainer.model import job_status as js
 from overbrainer.model import pod_status as pod
 from overbrainer.model import train_metric as mt
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.redact import redact
 from overbrainer.model.system_sample import Cpu
 
 log = logging.getLogger(__name__)
+
+FINAL_WRITE_BOUND = 10.0
+"""Seconds the last queued lines get to reach the events file when its writer stops."""
 
 EVENT_TAGS: dict[type[Any], str] = {
     ev.StageStarted: "stage_started",
@@ -226,23 +232,72 @@ def event_from_json(text: str) -> Event:
 
 
 class JsonlObserver:
-    """An Observer writing each event as one JSON line, flushed at once; never raises on write.
+    """An Observer writing each event as one JSON line, flushed; never raises on write.
 
-    Known secrets are masked in the line (they can reach an event through provider text).
+    Inside `writing()` the lines are written by a task, in a thread, each batch of what was
+    queued meanwhile in one go (publish stays synchronous and never waits for the disk);
+    outside it (no Trio loop, or a caller that wants each line at once) a line is written as
+    its event comes. Known secrets are masked in the line (they can reach an event through
+    provider text).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: IO[str] | None = path.open("a", encoding="utf-8")
         self._failed = False
+        self._queued: list[str] = []
+        self._wakeup: trio.Event | None = None
 
     def event(self, bus: int, event: Event) -> None:
         """Append the event as a line (errors are logged once, then lines are dropped)."""
         if self._file is None or self._failed:
             return
+        line = redact(event_to_json(event)) + "\n"
+        if self._wakeup is None:
+            self._write([line])
+            return
+        self._queued.append(line)
+        self._wakeup.set()
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """Write the lines in a thread while inside; what is queued at the end is written."""
+        self._wakeup = trio.Event()  # from here, event() queues its line
         try:
-            self._file.write(redact(event_to_json(event)) + "\n")
-            self._file.flush()
+            async with unwrapped(), trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_queued)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._wakeup = None
+            # The last lines (the bus's drain) are written even when the block was cancelled.
+            with trio.move_on_after(FINAL_WRITE_BOUND, shield=True):
+                await trio.to_thread.run_sync(self._write, self._take(), abandon_on_cancel=True)
+
+    async def _write_queued(self) -> None:
+        while True:
+            wakeup = self._wakeup = trio.Event()
+            if not self._queued:
+                await wakeup.wait()
+            # Left queued until written: a cancel before the thread starts loses nothing, and
+            # once it has started (not abandoned on cancel) the batch is written whole.
+            lines = self._queued[:]
+            await trio.to_thread.run_sync(self._write, lines)
+            del self._queued[: len(lines)]
+
+    def _take(self) -> list[str]:
+        lines, self._queued = self._queued, []
+        return lines
+
+    def _write(self, lines: list[str]) -> None:
+        file = self._file
+        if not lines or file is None or self._failed:
+            return
+        try:
+            file.write("".join(lines))
+            file.flush()
         except Exception as exc:
             # publish must never raise: a broken events file only loses its lines.
             self._failed = True

@@ -8,6 +8,8 @@ from typing import TypeVar
 import attrs
 import trio
 
+from overbrainer.model.error_groups import unwrapped
+
 T = TypeVar("T")
 
 
@@ -60,14 +62,17 @@ class Interrupt:
         return result
 
     async def race(self, flow: Callable[[], Awaitable[T]]) -> T | None:
-        """`flow`'s result, or None when the interruption comes first (or came already)."""
+        """`flow`'s result, or None when the interruption comes first (or came already).
+
+        An error of `flow` comes out as itself, not inside an exception group.
+        """
         if self._off:
             return await flow()
         if self.caught:
             return None
         finished = False
         result: T | None = None
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
 
             async def cancel_on_interrupt() -> None:
                 await self._caught.wait()

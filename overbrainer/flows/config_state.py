@@ -25,8 +25,11 @@ class ConfigState:
         # The shell's environment, before `.env` added to it: a reload starts from it again.
         self.shell_env = dict(os.environ)
         self.stamp = self._stamp()
-        self.env = os.environ
-        self.settings: Settings = load_settings(project.root, self.env)
+        # `.env` is read into the process once, here, for what reads the process environment
+        # (a local job's, the secret look-ups of training); a reload changes only `env`.
+        self.settings: Settings = load_settings(project.root, os.environ)
+        self.env: dict[str, str] = dict(os.environ)
+        """The environment the settings were loaded from: the shell's, then `.env`."""
 
     def _stamp(self) -> Stamp:
         return file_stamp(self.project.config), file_stamp(self.project.env_file)
@@ -43,9 +46,6 @@ class ConfigState:
             raise UsageError(
                 f"the configuration changed and cannot be used; the run stops: {error.message}"
             ) from None
-        for key in set(os.environ) - set(env):
-            del os.environ[key]
-        os.environ.update(env)
-        self.stamp, self.settings = stamp, settings
+        self.stamp, self.settings, self.env = stamp, settings, env
         log.info("config reloaded")
         return True

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from overbrainer.config.settings import Settings
-from overbrainer.events.bus import EventBus, Observer, Observers
+from overbrainer.events.bus import EventBus, Observers
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.config_state import ConfigState
@@ -17,6 +18,9 @@ from overbrainer.metrics.endpoint import open_metrics
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import Project, open_project, project_lock
+
+if TYPE_CHECKING:
+    from overbrainer.events.codec import JsonlObserver
 
 
 @attrs.frozen
@@ -47,7 +51,7 @@ class Command:
 
 
 @contextlib.contextmanager
-def open_events_file(path: Path | None) -> Iterator[Observer | None]:
+def open_events_file(path: Path | None) -> Iterator[JsonlObserver | None]:
     """An observer writing every event to `path` as JSON lines; None without a path.
 
     A missing parent directory is refused, never created: it is most often a typo.
@@ -71,6 +75,16 @@ def open_events_file(path: Path | None) -> Iterator[Observer | None]:
 
 
 @contextlib.asynccontextmanager
+async def _written(events: JsonlObserver | None) -> AsyncIterator[None]:
+    """The events file's lines written by a task, off the Trio thread, while inside."""
+    if events is None:
+        yield
+        return
+    async with events.writing():
+        yield
+
+
+@contextlib.asynccontextmanager
 async def open_command(
     options: CommandOptions, front: Frontend, *, shared: bool = False
 ) -> AsyncIterator[Command]:
@@ -88,7 +102,7 @@ async def open_command(
     held = shared or options.lock_held
     lock = contextlib.nullcontext() if held else project_lock(project)
     with open_events_file(options.events) as events, lock:
-        async with front.interrupt() as interrupt:
+        async with _written(events), front.interrupt() as interrupt:
             config = ConfigState(project)
             async with (
                 open_metrics(config.settings, project, enabled=not shared) as serving,

@@ -30,6 +30,7 @@ from overbrainer.llm.retry import (
     with_retry,
 )
 from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
+from overbrainer.model.error_groups import unwrapped
 
 MODELS_PATH = "models?detailed=true"
 
@@ -181,7 +182,7 @@ async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:
     if gate.closed:
         raise RetryHalted()
     ticket: Ticket | None = None
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
 
         async def watch_gate() -> None:
             await gate.wait_closed()

@@ -19,6 +19,7 @@ from overbrainer.llm.pricing import PriceBook
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 from overbrainer.model.usage import Price
 
@@ -190,7 +191,7 @@ async def connect_roles(
             async def look_up(name: str, role: Role, client: ProtocolClient) -> None:
                 found[name] = await prices.price_for(role.provider, client, role)
 
-            async with trio.open_nursery() as nursery:
+            async with unwrapped(), trio.open_nursery() as nursery:
                 for name, (role, client) in clients.items():
                     if name != EMBEDDER:
                         nursery.start_soon(look_up, name, role, client)

@@ -22,6 +22,7 @@ from overbrainer.llm.pricing import find_price, role_price
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.types import Json
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.usage import Price
 
 ONLINE_TIMEOUT = 10.0
@@ -148,7 +149,7 @@ async def check_online(settings: Settings, env: Mapping[str, str] | None = None)
         provider = settings.providers[name]
         listings[name] = await _list_models(name, provider, settings, environ)
 
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         for provider_name in dict.fromkeys(role.provider for _, role in roles):
             nursery.start_soon(ask, provider_name)
     spend_cap = settings.pipeline.max_cost_usd is not None

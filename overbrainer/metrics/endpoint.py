@@ -13,7 +13,7 @@ import attrs
 import trio
 
 from overbrainer.config.settings import Settings
-from overbrainer.model.error_groups import error_leaves
+from overbrainer.model.error_groups import error_leaves, unwrapped
 from overbrainer.net.http_server import Handler, Request, Response, serve_http
 from overbrainer.project.directory import Project
 
@@ -144,7 +144,7 @@ async def open_metrics(
         from overbrainer.metrics.observer import MetricsObserver
 
         observer = await trio.to_thread.run_sync(MetricsObserver.for_project, project)
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         serve = functools.partial(
             _serve_until_it_fails,
             metrics_handler(observer),

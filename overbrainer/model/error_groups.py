@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from types import TracebackType
+from typing import Literal
 
 import trio
 
@@ -17,6 +19,54 @@ def error_leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in error_leaves(inner)]
     return [error]
+
+
+def lone_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one error a (possibly nested) group holds beside `trio.Cancelled`s, else None."""
+    leaves = [leaf for leaf in error_leaves(group) if not isinstance(leaf, trio.Cancelled)]
+    return leaves[0] if len(leaves) == 1 else None
+
+
+class Unwrapped:
+    """Lets a lone error out of the block's exception group as itself (see `unwrapped`)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        if isinstance(error, BaseExceptionGroup):
+            lone = lone_error(error)
+            if lone is not None:
+                # The group stays the cause: its traceback (where the nursery was) is kept.
+                raise lone from error
+        return False
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        return self.__exit__(kind, error, traceback)
+
+
+def unwrapped() -> Unwrapped:
+    """A block (`with` or `async with`) whose lone error comes out unwrapped, as trio-websocket
+    does: a nursery wraps even one error in an exception group, and an `except` around a
+    helper that opens one would never fire. A group of several errors (beside the
+    `trio.Cancelled`s) goes out whole: `except*` or `meaningful_error` handle those.
+
+    `async with unwrapped(), trio.open_nursery() as nursery:` is the usual form.
+    """
+    return Unwrapped()
 
 
 def meaningful_error(

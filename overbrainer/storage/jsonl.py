@@ -59,8 +59,9 @@ def _split_lines(data: bytes) -> list[str | None]:
 
 @contextlib.contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cycle collector: parsing builds many small acyclic objects, and its repeated
-    scans of them would otherwise cost more than the parsing."""
+    """Pause the cycle collector for the block, then restore its previous state: parsing
+    builds many small acyclic objects, and its repeated scans of them would otherwise cost more
+    than the parsing (`bench/gc_switches.py`: a bulk read of 100,000 answers 1.2× faster)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,8 +26,28 @@ REAP_EVERY_S = 0.15
 """How often status and cancel reap exited children, so a zombie leader never looks alive."""
 DROPPED_ENV_PREFIXES = ("OVERBRAINER_", "VAULT_")
 
-# Jobs this process started, kept so their exits are reaped (and Popen never warns).
-_children: dict[int, subprocess.Popen[bytes]] = {}
+
+class Children:
+    """The jobs one executor started, kept so their exits are reaped (a zombie leader never
+    looks alive, and Popen never warns). Owned by the executor, never by the module; used from
+    worker threads, hence the lock. A job still running when its owner goes is left to the
+    standard library's own reaping of running Popen children."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[int, subprocess.Popen[bytes]] = {}
+
+    def add(self, process: subprocess.Popen[bytes]) -> None:
+        """Keep a started job until its exit is reaped."""
+        with self._lock:
+            self._started[process.pid] = process
+
+    def reap(self) -> None:
+        """Collect the exit of every kept job that has ended."""
+        with self._lock:
+            for pid, process in list(self._started.items()):
+                if process.poll() is not None:
+                    del self._started[pid]
 
 
 @attrs.frozen
@@ -46,7 +68,9 @@ def job_environment(
     return env
 
 
-def _start(run_dir: Path, commands: str, env: dict[str, str]) -> LocalJob:
+def _start(
+    run_dir: Path, commands: str, env: dict[str, str], children: Children | None
+) -> LocalJob:
     for name in JOB_FILES:
         (run_dir / name).unlink(missing_ok=True)
     with open(run_dir / "job.log", "wb") as output, open(os.devnull, "rb") as stdin:
@@ -59,36 +83,36 @@ def _start(run_dir: Path, commands: str, env: dict[str, str]) -> LocalJob:
             env=env,
             start_new_session=True,
         )
-    _children[process.pid] = process
+    if children is not None:
+        children.add(process)
     if process.pid <= 1:
         raise JobError(f"refusing job PID {process.pid}")
     return LocalJob(run_dir, process.pid)
 
 
 async def start_job(
-    run_dir: Path, commands: str, secrets: Mapping[str, str] | None = None
+    run_dir: Path,
+    commands: str,
+    secrets: Mapping[str, str] | None = None,
+    children: Children | None = None,
 ) -> LocalJob:
-    """Start `commands` in the §4.2 wrapper with `sh`, detached in its own process group."""
+    """Start `commands` in the §4.2 wrapper with `sh`, detached in its own process group;
+    `children` (its executor's) keeps it for reaping."""
     env = job_environment(secrets or {})
     try:
-        return await trio.to_thread.run_sync(_start, run_dir, commands, env)
+        return await trio.to_thread.run_sync(_start, run_dir, commands, env, children)
     except OSError as error:
         raise JobError(f"cannot start the job in {run_dir}: {error.strerror or error}") from None
 
 
-def _reap() -> None:
-    for pid, process in list(_children.items()):
-        if process.poll() is not None:
-            del _children[pid]
-
-
-def group_alive(pid: int) -> bool:
-    """Whether any process of group `pid` is alive (after reaping our own exited children).
+def group_alive(pid: int, children: Children | None = None) -> bool:
+    """Whether any process of group `pid` is alive (after reaping `children` that exited).
 
     Zombies do not count: where PID 1 does not reap orphans (some containers), a killed job
     leaves zombie members that `kill -0` still finds.
     """
-    _reap()
+    if children is not None:
+        children.reap()
     try:
         os.killpg(pid, 0)
     except (ProcessLookupError, PermissionError):
@@ -118,13 +142,13 @@ def _group_states(pgid: int) -> list[str] | None:
     return states or None
 
 
-def job_status(job: LocalJob) -> JobStatus:
+def job_status(job: LocalJob, children: Children | None = None) -> JobStatus:
     """The job's status from its group and marker files, as §4.3's script decides."""
     if job.pid <= 1:
         raise JobError(f"refusing job PID {job.pid}")
     if not job.dir.is_dir():
         return Lost()
-    alive = group_alive(job.pid)
+    alive = group_alive(job.pid, children)
     if (job.dir / "cancelled").exists():
         return Cancelled()
     if (job.dir / "cancelling").exists():
@@ -141,21 +165,26 @@ def job_status(job: LocalJob) -> JobStatus:
         return Lost()
 
 
-async def status(job: LocalJob) -> JobStatus:
+async def status(job: LocalJob, children: Children | None = None) -> JobStatus:
     """The job's status (blocking file checks run off the Trio thread)."""
-    return await trio.to_thread.run_sync(job_status, job)
+    return await trio.to_thread.run_sync(job_status, job, children)
 
 
-async def _wait_gone(pid: int, seconds: float) -> bool:
+async def _wait_gone(pid: int, seconds: float, children: Children | None) -> bool:
+    # Each check scans /proc (every process's stat file): off the Trio thread.
+    alive = functools.partial(trio.to_thread.run_sync, group_alive, pid, children)
     with trio.move_on_after(seconds):
-        while group_alive(pid):  # noqa: ASYNC110 - a process group has no event to wait on
+        while await alive():  # noqa: ASYNC110 - a process group has no event to wait on
             await trio.sleep(REAP_EVERY_S)
         return True
-    return not group_alive(pid)
+    return not await alive()
 
 
 async def cancel(
-    job: LocalJob, container: tuple[Engine, str] | None = None, grace: float = CANCEL_GRACE_S
+    job: LocalJob,
+    container: tuple[Engine, str] | None = None,
+    grace: float = CANCEL_GRACE_S,
+    children: Children | None = None,
 ) -> None:
     """Stop the job's group: TERM, KILL after `grace` (10) s, then mark it `cancelled` (§4.4)."""
     if job.pid <= 1:
@@ -175,9 +204,9 @@ async def cancel(
                 capture_stderr=True,
             )
     _signal(job.pid, signal.SIGTERM)
-    if not await _wait_gone(job.pid, grace):
+    if not await _wait_gone(job.pid, grace, children):
         _signal(job.pid, signal.SIGKILL)
-        if not await _wait_gone(job.pid, grace):
+        if not await _wait_gone(job.pid, grace, children):
             raise JobError(
                 f"process group {job.pid} is still present after SIGKILL (its leader may be "
                 "waiting for its parent process to reap it); the job stays marked cancelling, "
@@ -239,6 +268,7 @@ class LocalRunJob:
 
     job: LocalJob
     container: tuple[Engine, str] | None = None
+    children: Children | None = None
 
     async def read_from(self, name: str, offset: int, limit: int) -> bytes:
         """Bytes of run file `name` from `offset`; empty when it does not exist."""
@@ -246,7 +276,7 @@ class LocalRunJob:
 
     async def status(self) -> JobStatus:
         """The job's status now."""
-        return await status(self.job)
+        return await status(self.job, self.children)
 
     async def exists(self, name: str) -> bool:
         """Whether run file `name` exists."""
@@ -254,4 +284,4 @@ class LocalRunJob:
 
     async def cancel(self) -> None:
         """TERM the group, KILL it after 10 s, mark it cancelled."""
-        await cancel(self.job, self.container)
+        await cancel(self.job, self.container, children=self.children)

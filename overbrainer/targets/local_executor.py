@@ -24,6 +24,8 @@ class LocalExecutor:
     """This machine: R is L, so uploads and downloads have nothing to move."""
 
     root: Path
+    children: local.Children = attrs.field(factory=local.Children, eq=False, repr=False)
+    """The jobs this executor started, reaped as their status is read."""
 
     @property
     def workdir(self) -> str:
@@ -49,7 +51,7 @@ class LocalExecutor:
 
     async def spawn(self, directory: str, commands: str, secrets: Mapping[str, str]) -> JobRef:
         """`sh -c <wrapped>` detached in its own process group, secrets in its environment."""
-        job = await local.start_job(Path(directory), commands, secrets)
+        job = await local.start_job(Path(directory), commands, secrets, self.children)
         return JobRef(directory, job.pid)
 
     async def read_from(self, path: str, offset: int, limit: int = READ_LIMIT) -> bytes:
@@ -62,11 +64,12 @@ class LocalExecutor:
 
     async def status(self, job: JobRef) -> JobStatus:
         """The job's status from its group and marker files."""
-        return await local.status(local.LocalJob(Path(job.dir), job.pid))
+        return await local.status(local.LocalJob(Path(job.dir), job.pid), self.children)
 
     async def cancel(self, job: JobRef) -> None:
         """TERM, KILL after 10 s, then `cancelled`."""
-        await local.cancel(local.LocalJob(Path(job.dir), job.pid), job.container)
+        local_job = local.LocalJob(Path(job.dir), job.pid)
+        await local.cancel(local_job, job.container, children=self.children)
 
     async def manifest(
         self, remote: str, entries: Sequence[str], exclude: Sequence[str] = ()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import trio
 
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.job_status import JobStatus
 from overbrainer.targets import remote_scripts as scripts
 from overbrainer.targets.executor import (
@@ -391,7 +392,7 @@ async def open_ssh(
         raise TargetUnreachable("ssh is not on PATH: install the OpenSSH client")
     control_dir = Path(tempfile.mkdtemp(prefix="ob-ssh-"))
     try:
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
             executor = SshExecutor(
                 nursery, name, host, workdir, ssh_config=ssh_config, control_dir=control_dir
             )

@@ -16,6 +16,7 @@ from rich.console import Console
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen
@@ -57,7 +58,7 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
             log.warning("cannot catch Ctrl-C: %s", error)
             yield False
             return
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, receiver, on_signal)
             try:
                 yield True
@@ -81,7 +82,11 @@ class CliFrontend:
         (start, tenths, end) are not logged.
         """
         if self.display is not Display.BAR:
-            async with trio.open_nursery() as nursery, open_event_bus(CAPACITY, observer) as bus:
+            async with (
+                unwrapped(),
+                trio.open_nursery() as nursery,
+                open_event_bus(CAPACITY, observer) as bus,
+            ):
                 nursery.start_soon(render, bus.subscribe())
                 yield bus
             return
@@ -89,6 +94,7 @@ class CliFrontend:
         self._screen = screen
         try:
             async with (
+                unwrapped(),
                 trio.open_nursery() as nursery,
                 open_event_bus(CAPACITY, Observers(observer, screen)) as bus,
             ):
@@ -163,7 +169,7 @@ class TuiFrontend:
         `observer` is not added: the app opened the shared bus with its own observers.
         """
         stop = trio.Event()
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
             nursery.start_soon(render_until, self.bus.subscribe(), stop)
             try:
                 yield self.bus
@@ -177,7 +183,7 @@ class TuiFrontend:
     async def interrupt(self) -> AsyncIterator[Interrupt]:
         """The interrupt is the detach event."""
         interrupt = Interrupt()
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
 
             async def watch_detach() -> None:
                 await self.detach.wait()
