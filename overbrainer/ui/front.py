@@ -8,19 +8,22 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 import click
 import trio
-from rich.console import Console
 
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.redact import redact
-from overbrainer.ui.bar import BarScreen
+from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
 from overbrainer.ui.progress import render, render_until
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ class CliFrontend:
                 nursery.start_soon(render, bus.subscribe())
                 yield bus
             return
-        screen = BarScreen(self.console or Console(stderr=True, highlight=False))
+        screen = BarScreen(self.console or stderr_console())
         self._screen = screen
         try:
             async with (
