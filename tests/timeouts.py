@@ -42,6 +42,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     bound_trio_tests(items)
 
 
+@pytest.hookimpl(optionalhook=True)  # a venv without pytest-timeout still runs the suite
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
     """Note the item's pytest-timeout limit for `bounded_run`; the timer stays pytest-timeout's."""
     item.stash[LIMIT] = float(settings.timeout)
