@@ -40,6 +40,7 @@ from overbrainer.events.bus import open_event_bus  # noqa: E402
 from overbrainer.llm.client import ProviderConnection, open_client  # noqa: E402
 from overbrainer.llm.types import Protocol  # noqa: E402
 from overbrainer.project.templates import default_text, parse_template  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 QUESTIONS = 400
 CONCURRENCY = 8
@@ -57,12 +58,6 @@ async def main():
         print(url, flush=True)
 trio.run(main)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait(port: int) -> None:
@@ -130,7 +125,7 @@ def client_overhead(folder: Path) -> None:
 
     model = folder / "tiny.gguf"
     write_tiny_llama(model)
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", "1"],
         stdout=subprocess.DEVNULL,
@@ -169,7 +164,7 @@ def client_overhead(folder: Path) -> None:
 
 
 def main() -> None:
-    port = _free_port()
+    port = free_port()
     stub = subprocess.Popen(
         [sys.executable, "-c", STUB % DELAY, str(port)], stdout=subprocess.PIPE, text=True
     )

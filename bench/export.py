@@ -24,12 +24,12 @@ from tests.export_support import add_run
 from tests.llama_support import (
     TEST_TAG,
     LlamaTools,
-    _free_port,
     _wait_listening,
     build_tools,
     pack_release,
     sha256_of,
 )
+from tests.ports import free_port
 from tests.tiny_model import make_tiny_model
 from tests.train_helpers import command, make_project
 
@@ -91,7 +91,7 @@ def _fetch_both(env: dict[str, str], folder: Path) -> None:
 def main() -> None:
     tools = build_tools()
     pack_release(tools, tools.root / "release")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         cwd=tools.root / "release",

@@ -21,6 +21,7 @@ from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 from tests.gguf_support import write_tiny_llama
 from tests.llama_support import LlamaRelease, sha256_of
+from tests.ports import free_port
 
 RUN_ID = "demo_20261007-092758"
 GGUF = "output/gguf/tiny-Q8_0.gguf"
@@ -214,9 +215,7 @@ def standin_release(directory: Path, mode: str = "die") -> Iterator[dict[str, st
     script.chmod(0o755)
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(script, arcname=f"llama-{STANDIN_TAG}/llama-server")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         cwd=directory,

@@ -25,6 +25,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.ports import free_port
 from tests.real_parts import missing
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -112,12 +113,6 @@ def pack_release(tools: LlamaTools, directory: Path, tag: str = TEST_TAG) -> Non
     os.replace(binary_tar.with_suffix(".part"), binary_tar)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -142,7 +137,7 @@ def llama_release(llama_tools: LlamaTools) -> Iterator[LlamaRelease]:
     """The tools packed as a release and served on 127.0.0.1 by a real HTTP server."""
     directory = llama_tools.root / "release"
     pack_release(llama_tools, directory)
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         cwd=directory,

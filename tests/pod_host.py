@@ -25,7 +25,8 @@ from typing import Any
 import attrs
 import trio
 
-from tests.sshd_support import SSHD, free_port
+from tests.ports import free_port
+from tests.sshd_support import SSHD
 
 _SECRET_REF = re.compile(r"\{\{ RUNPOD_SECRET_([A-Za-z0-9_.-]+) \}\}")
 

@@ -14,18 +14,11 @@ from pathlib import Path
 
 import attrs
 
+from tests.ports import free_port
 from tests.real_parts import missing
 
 SSHD = Path("/usr/sbin/sshd")
 ALIAS = "ob-test"
-
-
-def free_port() -> int:
-    """A port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _keygen(path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
@@ -18,6 +17,7 @@ from tests.pipeline_support import (
     read_examples,
     write_questions,
 )
+from tests.ports import free_port
 
 
 def thoughtful(request: Recorded) -> Reply:
@@ -181,9 +181,7 @@ async def test_a_provider_that_refuses_connections_stops_the_stage_at_once(
 ) -> None:
     root = make_project(tmp_path / "p")
     write_questions(root, 2)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     result = await overbrainer(root, "answers", url=f"http://127.0.0.1:{port}/v1", limit=20)
     assert result.code == 1, result.stderr
     assert result.out_lines == [

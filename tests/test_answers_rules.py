@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx2
@@ -31,6 +30,7 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.ports import free_port
 
 
 @pytest.mark.parametrize(
@@ -194,13 +194,6 @@ async def test_a_hiding_parent_is_warned_about(tmp_path: Path) -> None:
         Exclusion.NO_RAW_REASONING,
         ReasoningKind.SUMMARY,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def test_the_metrics_endpoint_counts_the_stage_while_it_runs(tmp_path: Path) -> None:

@@ -15,15 +15,9 @@ from overbrainer.llm.client import ProviderConnection, open_client
 from overbrainer.llm.errors import ProviderUnreachable, TransportError
 from overbrainer.llm.http import address_of
 from overbrainer.llm.types import CompletionRequest
+from tests.ports import free_port
 
 REQUEST = CompletionRequest("q")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 async def test_three_refused_connections_open_the_breaker_and_then_nothing_is_tried() -> None:

@@ -21,8 +21,9 @@ import pytest
 
 from overbrainer.devtools.stub_provider import open_stub
 from tests.compare_support import RUN_ID, make_compare_project, scripted_judge
-from tests.llama_support import LlamaTools, _free_port, _wait_listening, sha256_of
+from tests.llama_support import LlamaTools, _wait_listening, sha256_of
 from tests.pipeline_support import overbrainer
+from tests.ports import free_port
 
 TAG = "b0gpu"
 CUDA_ASSET = "ubuntu-cuda-13.4-x64"
@@ -86,7 +87,7 @@ def gpu_release(
     cudart = assets / f"{CUDART}.tar.gz"
     with tarfile.open(cudart, "w:gz") as tar:
         tar.add(library, arcname=f"llama-{TAG}/libcudart.so.13")
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         cwd=directory,

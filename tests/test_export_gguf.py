@@ -35,6 +35,7 @@ from tests.container_support import (  # noqa: E402
 )
 from tests.export_support import add_run  # noqa: E402
 from tests.llama_support import LlamaRelease, LlamaTools  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under  # noqa: E402
 from tests.tiny_model import SEQUENCE_LEN, make_tiny_model  # noqa: E402
 from tests.train_helpers import (  # noqa: E402
@@ -162,12 +163,9 @@ def test_q4_k_m_export_of_a_full_model_converts_quantizes_and_delivers(
 
 def _generate(tools: LlamaTools, model: Path) -> None:
     """Load the GGUF in the built llama-server and ask it for a few tokens."""
-    import socket
     import urllib.request
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         [
             str(tools.bin / "llama-server"),

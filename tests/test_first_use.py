@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import trio
 from overbrainer.devtools.embedded import stub_listing, stub_transport
 from overbrainer.devtools.stub_provider import open_stub
 from tests.pipeline_support import PRICES, make_project, overbrainer
+from tests.ports import free_port
 
 KEY = "sk-test-SECRET-4242"
 
@@ -145,13 +145,6 @@ async def test_a_loopback_provider_needs_no_key(tmp_path: Path) -> None:
         result = await overbrainer(root, "config", "check", url=stub.url)
     assert result.code == 0, result.stderr
     assert stub.requests == []
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (bound, then closed)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def online(root: Path, url: str, key: str = KEY) -> tuple[int, list[str], str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import random
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +16,7 @@ from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError, Trans
 from overbrainer.llm.retry import RetryPolicy, retry_message
 from overbrainer.llm.types import CompletionRequest, Protocol
 from tests.llm_helpers import KEY, client_on
+from tests.ports import free_port
 
 REQUEST = CompletionRequest("q")
 
@@ -256,9 +256,7 @@ async def test_an_answer_without_usage_counts_no_tokens(stub: StubProvider) -> N
 
 
 async def test_refused_connection_is_a_transport_error() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with trio.fail_after(10):
         connection = ProviderConnection(Protocol.OPENAI, f"http://127.0.0.1:{port}/v1", KEY)
         async with open_client(connection, "m", max_retries=0) as client:

@@ -99,20 +99,29 @@ async def test_a_full_volume_grows_else_the_job_is_asked_for_a_snapshot(
     (run_dir / ".pod").mkdir(parents=True)
     executor = LocalExecutor(tmp_path)
     volume = {"id": "vol1", "name": "v", "size": 10, "dataCenter": "EU-RO-1", "type": "STANDARD"}
+    volume_gb, request = run_dir / ".pod" / "volume_gb", run_dir / "snapshot.request"
+
+    def acted() -> bool:
+        """The volume grown and seen grown; else the snapshot asked for."""
+        seen = volume_gb.read_text() if volume_gb.exists() else None
+        return seen == "60" if grows else seen == "10" and request.exists()
+
     with trio.fail_after(30):
         async with open_fake() as fake:
             fake.volumes.append(volume)
             async with open_runpod(fake.url, KEY) as api, trio.open_nursery() as nursery:
                 policy = DiskPolicy(every=0.05, warn=1, act=1, checkpoint_every=0.05)
                 nursery.start_soon(follow_disk, executor, str(run_dir), policy, api, "vol1", max_gb)
-                await trio.sleep(1.0)  # 20 samples: enough to act, grow, and see it grown
+                # The follower's files are written atomically, with no event to wait on: poll.
+                while not acted():  # noqa: ASYNC110
+                    await trio.sleep(0.02)
                 nursery.cancel_scope.cancel()
         assert fake.violations == []
     if grows:
         assert volume["size"] == 60
-        assert (run_dir / ".pod" / "volume_gb").read_text() == "60"
-        assert not (run_dir / "snapshot.request").exists()
+        assert volume_gb.read_text() == "60"
+        assert not request.exists()
     else:
         assert volume["size"] == 10
-        assert (run_dir / ".pod" / "volume_gb").read_text() == "10"
-        assert (run_dir / "snapshot.request").read_text() == "disk"
+        assert volume_gb.read_text() == "10"
+        assert request.read_text() == "disk"

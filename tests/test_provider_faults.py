@@ -4,7 +4,6 @@ or killed provider, the same 400 for every item, a 401 midway, no retries at all
 from __future__ import annotations
 
 import signal
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,16 +23,10 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.ports import free_port
 
 INTERRUPTED = "interrupted: the stage resumes on its next run"
 MANY_RETRIES = {"OVERBRAINER_PIPELINE__MAX_RETRIES": "10"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def answering(delay: float = 0.0) -> Callable[[Recorded], Reply]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from overbrainer.hub.errors import PushRefused
 from overbrainer.hub.selection import repo_path, select_files
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
+from tests.ports import free_port
 
 pytestmark = pytest.mark.hub
 
@@ -350,9 +350,7 @@ def test_training_time_is_pinned() -> None:
 def test_an_unreachable_hub_is_a_clear_failure(tmp_path: Path) -> None:
     root = tmp_path / "project"
     make_run(root)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     result = push(root, hub_env(tmp_path, f"http://127.0.0.1:{port}"))
     assert result.returncode == 1
     last = result.stderr.splitlines()[-1]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
+from tests.ports import free_port
 from tests.train_helpers import (
     group_alive,
     kill_jobs,
@@ -468,12 +469,9 @@ def test_stop_cancels_a_job_that_never_saves_its_snapshot(
 def test_train_serves_metrics_while_it_follows_the_job(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    import socket
     import urllib.request
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = standin_env(bin_dir, STANDIN_STEPS="200", STANDIN_PACE="0.02")
     env["OVERBRAINER_METRICS__LISTEN"] = f"127.0.0.1:{port}"
     with training(project, env, tmp_path / "err.txt", steps=5) as process:

@@ -22,6 +22,7 @@ import trio
 from overbrainer.net.http_server import Request, Response, serve_http
 from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.pod_host import open_pod_host
+from tests.ports import free_port
 from tests.real_parts import needs
 from tests.runpod_fake import KEY, Fault, RunpodFake, gpu, open_fake, pod_json
 from tests.sshd_support import SSHD
@@ -720,9 +721,7 @@ async def test_auto_without_an_estimate_and_a_failed_reread_keeps_the_order(
 ) -> None:
     # The Hub cannot be reached (a closed port): no VRAM floor, a warning. The catalog's
     # second read is refused: the first pick's order goes on, with a warning.
-    with trio.socket.socket() as probe:
-        await probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    closed = free_port()
     setup.env["OVERBRAINER_HUB__BASE_URL"] = f"http://127.0.0.1:{closed}"
     config = setup.project / "overbrainer.toml"
     config.write_text(

@@ -477,7 +477,6 @@ async def test_the_compare_view_shows_a_report_and_training_confirms_a_push(
         env = hub_env(tmp_path, hub.url)
         async with open_terminal(root, "tui", env=env) as term:
             await term.wait_for("nothing run yet")
-            await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
             await term.keys("4")
             shown = await term.wait_for(
                 "compare: 50% win or tie (compare_20261203-130000, 5 questions)"
@@ -518,7 +517,6 @@ async def test_compare_asks_before_it_starts_and_n_starts_nothing(tmp_path: Path
     root = make_compare_project(tmp_path / "p", questions=3)
     async with open_terminal(root, "tui") as term:
         await term.wait_for("Pipeline")
-        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
         await term.keys("6", "C")
         shown = await term.wait_for("y compares, n or Esc does not")
         assert f"run {COMPARE_RUN}, {COMPARE_GGUF}" in shown
@@ -545,7 +543,6 @@ async def test_the_training_view_shows_a_kept_pod_and_p_dismisses_it(tmp_path: P
     compare = "pod pod_comsuc kept: overbrainer pod rm compare_20261203-130000"
     async with open_terminal(root, "tui") as term:
         await term.wait_for("nothing run yet")
-        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
         await term.keys("4")
         shown = await term.wait_for(notice)
         assert compare in shown
@@ -570,7 +567,6 @@ async def test_s_in_the_logs_view_shows_the_runs_kept_pod_log_and_s_goes_back(
     save_pod_record(run_dir, PodRecord(RUN_ID, PodState.KEPT, keep=True, pod_id="pod123"))
     async with open_terminal(root, "tui", env={"OVERBRAINER_RUNPOD__API_KEY": ""}) as term:
         await term.wait_for("nothing run yet")
-        await trio.sleep(0.5)  # keys typed before the app reads its input are dropped
         await term.keys("5", "s")
         shown = await term.wait_for(f"Pod log of run {RUN_ID}: 4 lines")
         lines = shown.splitlines()

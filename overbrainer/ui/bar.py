@@ -1,16 +1,18 @@
 """The live progress bar on a terminal (a running stage's, a followed training job's), drawn
-with rich, refreshed by Trio."""
+with rich, refreshed by Trio.
+
+rich is imported when a bar is drawn (`stderr_console`, `tick`, `_print_above`), not with the
+command line: most commands never draw one (docs/testing.md).
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
-from rich.console import Console, RenderableType
-from rich.live import Live
-from rich.text import Text
 
 from overbrainer.events.types import (
     ConcurrencyChanged,
@@ -27,6 +29,10 @@ from overbrainer.ui.bar_frame import two_lines
 from overbrainer.ui.logs import print_above
 from overbrainer.ui.progress import per_second, rate_words
 from overbrainer.ui.train_bar import TrainTally
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
 
 REFRESH_PERIOD = 0.1
 """Seconds between two redraws of a live bar (10 Hz at most)."""
@@ -146,6 +152,13 @@ class StageTally:
 Tally = StageTally | TrainTally
 
 
+def stderr_console() -> Console:
+    """The console a bar draws on by default: stderr, no highlighting of numbers or paths."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
 class BarScreen:
     """The live bar of the running stage or followed training job: an observer of the bus,
     redrawn by `run` at most at 10 Hz.
@@ -198,6 +211,8 @@ class BarScreen:
             self.freeze()
             return
         if self.live is None:
+            from rich.live import Live
+
             self.live = Live(
                 console=self.console,
                 auto_refresh=False,
@@ -226,6 +241,8 @@ class BarScreen:
         live.stop()
 
     def _print_above(self, line: str) -> None:
+        from rich.text import Text
+
         self.console.print(Text.from_ansi(line), soft_wrap=True)
 
     async def run(self) -> None:

@@ -1,11 +1,15 @@
-"""The two lines every live bar draws (a stage's, a training job's), laid out in one place."""
+"""The two lines every live bar draws (a stage's, a training job's), laid out in one place.
+
+rich is imported when a bar is drawn, not with the command line: most commands never draw one
+and each spawned command would pay for it at start-up (docs/testing.md).
+"""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.progress_bar import ProgressBar
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 BAR_WIDTH = 30
 
@@ -15,6 +19,11 @@ def two_lines(
 ) -> RenderableType:
     """`label`, a bar of `completed` of `total` (a pulse while unknown) and `words`; then the
     dimmed `detail` below."""
+    from rich.console import Group
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table.grid(padding=(0, 1))
     grid.add_row(
         Text(f"{label:<9}", style="bold"),

@@ -8,10 +8,10 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 import click
 import trio
-from rich.console import Console
 
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
@@ -19,9 +19,12 @@ from overbrainer.events.interrupt import Flag, Interrupt
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.redact import redact
-from overbrainer.ui.bar import BarScreen
+from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
 from overbrainer.ui.progress import render, render_until
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ class CliFrontend:
                 nursery.start_soon(render, bus.subscribe())
                 yield bus
             return
-        screen = BarScreen(self.console or Console(stderr=True, highlight=False))
+        screen = BarScreen(self.console or stderr_console())
         self._screen = screen
         try:
             async with (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import collections
 import math
+from typing import TYPE_CHECKING
 
 import attrs
-from rich.console import RenderableType
 
 from overbrainer.events.types import Event, JobStatusChanged, MarkEvent, Metric, PodSpend
 from overbrainer.model.job_status import JobStatus, is_finished, status_name
@@ -14,6 +14,9 @@ from overbrainer.model.phases import Phases
 from overbrainer.model.pod_status import duration_words
 from overbrainer.ui.bar_frame import two_lines
 from overbrainer.ui.progress import per_second, rate_words
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 RATE_WINDOW = 60.0
 """Seconds of the job's own clock the step rate looks back over (at least two logs)."""

@@ -1,0 +1,54 @@
+"""The one way tests pick a loopback port by number: for a server in another process that must be
+told its port up front, or for a port where nothing listens (a refused connection).
+
+A server in this process binds port 0 instead and reports what it got.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+from pathlib import Path
+
+LOWEST = 10_000
+"""The lowest port handed out: above the well-known and most registered services' ports."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+TRIES = 100
+
+_handed_out: set[int] = set()
+_lock = threading.Lock()
+
+
+def ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (32768 where it cannot be read)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens now, never handed out before in this process.
+
+    The usual «bind port 0, close, use the number» races: the kernel hands the same ephemeral
+    port to the next bind(0) or outgoing connection, here or in a test run beside this one.
+    This port is picked at random below the ephemeral range, where the kernel never hands out
+    ports on its own; a bind checks that nothing holds it, and this process never reuses it.
+    """
+    top = ephemeral_start()
+    if top - LOWEST < TRIES:
+        raise RuntimeError(f"no room below the ephemeral range (it starts at {top})")
+    with _lock:
+        for _ in range(TRIES):
+            port = random.randrange(LOWEST, top)
+            if port in _handed_out:
+                continue
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+    raise RuntimeError(f"no free port on 127.0.0.1 in {TRIES} tries")
