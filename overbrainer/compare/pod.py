@@ -33,10 +33,11 @@ from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
 from overbrainer.targets.ssh import SshExecutor, open_ssh
 from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_provision import PodRun, new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
+    RunPod,
     api_key,
     clean_up,
     end_pod_bounded,
@@ -193,7 +194,7 @@ async def _start(
 
 
 async def _follow_and_end(
-    session: Session, setup: CompareSetup, run: PodRun, executor: SshExecutor, started: RunRecord
+    session: Session, setup: CompareSetup, run: RunPod, executor: SshExecutor, started: RunRecord
 ) -> None:
     """Follow the job beside the pod's guards; then end the pod (deleted, or kept) and record
     how the job ended. Ctrl-C cancels the job and deletes the pod."""

@@ -37,13 +37,14 @@ from overbrainer.targets.export_script import (
     export_script,
     gguf_name,
 )
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.targets.runpod.pod_record import POD_LOCAL
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
 from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
-from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, SNAPSHOT_REQUEST
+from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 from overbrainer.training.runtime import JobPlan, expand_venv, job_root, plan_job

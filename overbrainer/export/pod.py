@@ -29,6 +29,7 @@ from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.keys import host_alias
 from overbrainer.targets.runpod.model_shape import ShapeUnknown
+from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
 from overbrainer.targets.runpod.vram import (
     GB,
     about,
@@ -37,10 +38,10 @@ from overbrainer.targets.runpod.vram import (
     floor_gb,
     no_estimate_line,
 )
+from overbrainer.targets.runpod.vram_floor import hub_shape
 from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_provision import new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
     api_key,
     clean_up,
@@ -49,7 +50,6 @@ from overbrainer.training.pod_train import (
     provision_or_fail,
     start_on_pod,
 )
-from overbrainer.training.pod_vram import hub_shape
 from overbrainer.training.run_store import RunRecord
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,18 @@ from overbrainer.model.redact import redact
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
+from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
 from overbrainer.targets.runpod.create_body import workdir
+from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.lease import (
+    DEADLINE_MESSAGE,
+    LeaseTimes,
+    Pace,
+    keep_lease,
+    watch_pace,
+)
 from overbrainer.targets.runpod.pod_logs import (
     MAX_TAIL,
     PodLogsGone,
@@ -40,6 +49,17 @@ from overbrainer.targets.runpod.pod_record import (
     PodState,
     load_pod_record,
 )
+from overbrainer.targets.runpod.provision import (
+    PodRun,
+    forget_keys,
+    new_pod_run,
+    pod_poll,
+    pod_ssh_config,
+    provision,
+    remove,
+    sweep,
+)
+from overbrainer.targets.runpod.vram_floor import vram_floor
 from overbrainer.targets.ssh import SshExecutor, open_ssh
 from overbrainer.training.follow import FollowError
 from overbrainer.training.lifecycle import (
@@ -52,31 +72,21 @@ from overbrainer.training.lifecycle import (
     watch,
 )
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
-from overbrainer.training.pod_disk import DiskPolicy, follow_disk
-from overbrainer.training.pod_lease import (
-    DEADLINE_MESSAGE,
-    LeaseTimes,
-    Pace,
-    keep_lease,
-    watch_pace,
+from overbrainer.training.run_store import (
+    RunRecord,
+    Runs,
+    RunState,
+    claim_dir,
+    new_owner,
+    rfc3339,
 )
-from overbrainer.training.pod_provision import (
-    PodRun,
-    forget_keys,
-    new_pod_run,
-    pod_poll,
-    pod_ssh_config,
-    provision,
-    remove,
-    sweep,
-)
-from overbrainer.training.pod_vram import vram_floor
-from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+RunPod = PodRun[Runs, RunRecord]
+"""The pod of a run, or of a run's compare or export job (their records are run records)."""
 
 PROVISION_BOUND = 4 * 3600.0
 """Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
@@ -180,7 +190,7 @@ async def train_on_pod(
             return await follow_and_end(session, run, executor, started)
 
 
-async def provision_or_fail(run: PodRun) -> None:
+async def provision_or_fail(run: RunPod) -> None:
     """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run
     (or the run's job)."""
     failure: str | None = None
@@ -202,7 +212,7 @@ async def provision_or_fail(run: PodRun) -> None:
     raise WorkFailed(f"{run.subject} failed: {failure}{extra}")
 
 
-async def _interrupted_before_job(run: PodRun) -> NoReturn:
+async def _interrupted_before_job(run: RunPod) -> NoReturn:
     """A Ctrl-C before the job started: delete the pod, fail the run, say so (§7.5 step 6)."""
     left = await clean_up(run, DeleteReason.INTERRUPTED)
     await _fail_run(run, "interrupted before its job started")
@@ -212,7 +222,7 @@ async def _interrupted_before_job(run: PodRun) -> NoReturn:
     raise Detached(f"interrupted: {run.subject} stopped before its job started; {tail}")
 
 
-async def clean_up(run: PodRun, reason: DeleteReason) -> bool:
+async def clean_up(run: RunPod, reason: DeleteReason) -> bool:
     """Delete the run's pod (and, after unclear creates, any pod of the run); forget its keys
     when none is left. Whether a pod may be left."""
     left = True
@@ -234,14 +244,14 @@ async def clean_up(run: PodRun, reason: DeleteReason) -> bool:
     return left
 
 
-async def _fail_run(run: PodRun, message: str) -> None:
+async def _fail_run(run: RunPod, message: str) -> None:
     failed = attrs.evolve(run.run, state=RunState.FAILED, message=message)
     with trio.move_on_after(30, shield=True):
         await trio.to_thread.run_sync(run.runs.save, failed)
 
 
 async def start_on_pod(
-    run: PodRun, executor: SshExecutor, start: Callable[[], Awaitable[RunRecord]]
+    run: RunPod, executor: SshExecutor, start: Callable[[], Awaitable[RunRecord]]
 ) -> RunRecord:
     """Shielded (§7.5 steps 7-8): connect, arm the cost cap, reserve R, `start` the job (its
     `running` record). On a failure or a stop, the pod is deleted and the record failed."""
@@ -279,7 +289,7 @@ async def start_on_pod(
     return started
 
 
-def _detached(run: PodRun) -> Detached:
+def _detached(run: RunPod) -> Detached:
     run_id, pod = run.run_id, run.pod
     head = (
         f"interrupted: run {run_id} keeps running on pod {pod.pod_id} "
@@ -303,7 +313,7 @@ def _detached(run: PodRun) -> Detached:
 
 async def follow_and_end(
     session: Session,
-    run: PodRun,
+    run: RunPod,
     executor: Executor,
     record: RunRecord,
     *,
@@ -328,7 +338,7 @@ async def follow_and_end(
 
 async def follow_on_pod(
     interrupt: Interrupt,
-    run: PodRun,
+    run: RunPod,
     executor: Executor,
     record: RunRecord,
     watch_job: Callable[[], Awaitable[T]],
@@ -428,8 +438,8 @@ async def reach_pod(
     record: RunRecord,
     target: RunpodTarget,
     pod: PodRecord,
-    interrupted: Callable[[PodRun], OverbrainerError] | None = None,
-) -> AsyncIterator[tuple[PodRun, SshExecutor] | Outcome]:
+    interrupted: Callable[[RunPod], OverbrainerError] | None = None,
+) -> AsyncIterator[tuple[RunPod, SshExecutor] | Outcome]:
     """The run's pod again (§7.8): looked up, its ssh config rewritten, connected.
 
     Yields the run's outcome instead when the pod is gone (the run failed). Ctrl-C while
@@ -490,7 +500,7 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
 COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
 
 
-async def _after_lost_job(run: PodRun, record: RunRecord, error: FollowError) -> None:
+async def _after_lost_job(run: RunPod, record: RunRecord, error: FollowError) -> None:
     """The job could not be reached: when Runpod no longer has the pod (its watchdog or
     someone deleted it), the run failed, with the limit that passed if one did (§7.6).
     Returns when the pod is still there (the error stands: attach again)."""
@@ -525,7 +535,7 @@ async def _after_lost_job(run: PodRun, record: RunRecord, error: FollowError) ->
 
 
 async def _delete_at_limit(
-    run: PodRun, record: RunRecord, reason: DeleteReason, message: str
+    run: RunPod, record: RunRecord, reason: DeleteReason, message: str
 ) -> None:
     """The cost cap or `max_hours` passed while following: delete the pod, fail the run
     (shielded)."""
@@ -544,7 +554,7 @@ async def _delete_at_limit(
     raise WorkFailed(f"{run.subject} failed: {message}")
 
 
-async def capture_pod_log(run: PodRun) -> None:
+async def capture_pod_log(run: RunPod) -> None:
     """Keep Runpod's own log of the pod in `.pod/pod.log` while overbrainer follows it:
     from its cursor (or the last 5000 lines), reconnecting whenever the stream ends."""
     while True:
@@ -553,7 +563,7 @@ async def capture_pod_log(run: PodRun) -> None:
         await trio.sleep(pod_poll())
 
 
-async def drain_pod_log(run: PodRun) -> bool:
+async def drain_pod_log(run: RunPod) -> bool:
     """One pass over the pod's log stream into `.pod/pod.log`; True once the pod is gone."""
     pod_id = run.pod.live_pod
     if pod_id is None:
@@ -576,7 +586,7 @@ POD_LOGS = ("watchdog.log", "bootstrap.log")
 POD_LOG_BYTES = 4 * 1024 * 1024
 
 
-async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
+async def copy_pod_logs(run: RunPod, executor: Executor) -> None:
     """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
     local = run.runs.dir_of(run.run_id) / POD_DIR
     for name in POD_LOGS:
@@ -599,7 +609,7 @@ def _write_log(path: Path, text: str) -> None:
 POD_NOT_ENDED = "the pod did not end in time"
 
 
-async def end_pod_bounded(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
+async def end_pod_bounded(run: RunPod, executor: Executor, *, retrieved: bool) -> str | None:
     """`end_pod`, shielded and bounded by END_BOUND: the problem, or None; a bound that
     passes is a problem too (the pod may be left)."""
     problem: str | None = POD_NOT_ENDED
@@ -608,7 +618,7 @@ async def end_pod_bounded(run: PodRun, executor: Executor, *, retrieved: bool) -
     return problem
 
 
-async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
+async def end_pod(run: RunPod, executor: Executor, *, retrieved: bool) -> str | None:
     """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id

@@ -14,6 +14,7 @@ from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, TargetUnreachable
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.targets.job_script import container_name
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.keys import host_alias
@@ -38,7 +39,6 @@ from overbrainer.training.pod_train import (
     live_pod_record,
     reach_pod,
 )
-from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
