@@ -33,6 +33,7 @@ from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
 from overbrainer.targets.ssh import SshExecutor, open_ssh
 from overbrainer.training.lifecycle import Session
@@ -125,8 +126,8 @@ async def compare_on_pod(
     compares = compares_of(session.runs.dir_of(setup.run))
     record = await trio.to_thread.run_sync(compares.load, setup.compare)
     found = settings.targets.get(record.target)
-    assert isinstance(found, RunpodTarget)
-    target = pod_target(found, settings.compare.image)
+    assert found is not None
+    target = pod_target(pod_settings(found), settings.compare.image)
     interrupt = session.interrupt
     gguf = session.runs.dir_of(setup.run) / setup.gguf
     key = await api_key(session)

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime
+from overbrainer.config.settings import Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
@@ -40,6 +40,8 @@ from overbrainer.targets.export_script import (
 from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.registry import kind_of
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.pod_record import POD_LOCAL
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
@@ -152,14 +154,17 @@ def export_job(
     works in `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
     home = None if executor.local else executor.home
     tools = f"{executor.workdir.rstrip('/')}/{CACHE_DIR}"
-    if isinstance(target, RunpodTarget):
-        return JobPlan(job_commands(target, {**env, CACHE_ENV: tools}, home, env_file))
+    kind = kind_of(target)
+    if kind.makes_pod:
+        return JobPlan(
+            job_commands(pod_settings(target), {**env, CACHE_ENV: tools}, home, env_file)
+        )
     inside = f"{EXPORTS_DIR}/{export.id}"
     root = job_root(target, run.remote_dir).rstrip("/")
     extra = {name: value for name, value in env.items() if name != CACHE_ENV}
     extra[METRICS_ENV] = f"{root}/{inside}/{METRICS_FILE}"
     extra[SNAPSHOT_ENV] = f"{root}/{inside}/{SNAPSHOT_REQUEST}"
-    if target.runtime is Runtime.NATIVE:
+    if kind.runtime(target) is Runtime.NATIVE:
         venv = expand_venv(target.venv, home)
         if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
             extra["PATH"] = f"{venv.rstrip('/')}/bin"
@@ -287,8 +292,7 @@ async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
     run_dir = runs.dir_of(run.id)
     choice = await trio.to_thread.run_sync(model_of, run, run_dir)
     target = export_target(session, run, request.keep_pod)
-    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
-        warn_missing_engine(run.target, target)
+    warn_missing_engine(run.target, target)
     if choice.warning is not None:
         log.warning("%s", choice.warning)
     return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))
@@ -319,7 +323,7 @@ async def run_export(session: Session, request: ExportRequest, plan: ExportPlan)
     lines (§B.5)."""
     run, choice, exports = plan.run, plan.choice, plan.exports
     target = plan.target
-    assert not isinstance(target, RunpodTarget)
+    assert not kind_of(target).makes_pod
 
     def interrupted() -> ExportCancelled:
         return ExportCancelled(f"interrupted before the export of run {run.id} started")

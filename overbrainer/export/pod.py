@@ -28,6 +28,7 @@ from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.model_shape import ShapeUnknown
 from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
 from overbrainer.targets.runpod.vram import (
@@ -118,8 +119,7 @@ async def export_sizing(
 
 async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPlan) -> list[str]:
     """The export job on a new pod of the run's Runpod target; the delivery lines (§B.5)."""
-    target = plan.target
-    assert isinstance(target, RunpodTarget)
+    target = pod_settings(plan.target)
     run, exports, interrupt = plan.run, plan.exports, session.interrupt
     run_dir = session.runs.dir_of(run.id)
     base = await trio.to_thread.run_sync(base_model_of, run_dir)

@@ -27,6 +27,7 @@ from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
 from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.lease import (
     DEADLINE_MESSAGE,
     LeaseTimes,
@@ -156,8 +157,7 @@ async def train_on_pod(
     session: Session, plan: StartPlan, *, keep: bool, strays: StrayCheck | None = None
 ) -> Outcome:
     """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
-    target = plan.target
-    assert isinstance(target, RunpodTarget)
+    target = pod_settings(plan.target)
     key = await api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         await _warn_strays(session, api, strays)

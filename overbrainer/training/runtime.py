@@ -10,10 +10,8 @@ import attrs
 from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     DEFAULT_RUNPOD_VENV,
-    LocalTarget,
-    RunpodTarget,
     Runtime,
-    SshTarget,
+    Target,
 )
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets.export_script import CACHE_ENV
@@ -24,6 +22,7 @@ from overbrainer.targets.job_script import (
     container_name,
     native_commands,
 )
+from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path
 from overbrainer.training.prepare import job_env
 
@@ -41,11 +40,9 @@ class JobPlan:
     container: tuple[Engine, str] | None = None
 
 
-def job_root(target: LocalTarget | SshTarget | RunpodTarget, run_dir: str) -> str:
+def job_root(target: Target, run_dir: str) -> str:
     """The run directory as the job sees it: itself natively, `/workspace/run` in a container."""
-    if isinstance(target, RunpodTarget):
-        return run_dir
-    return CONTAINER_ROOT if target.runtime is Runtime.DOCKER else run_dir
+    return CONTAINER_ROOT if kind_of(target).runtime(target) is Runtime.DOCKER else run_dir
 
 
 def expand_venv(venv: str | None, home: str | None = None) -> str | None:
@@ -60,7 +57,7 @@ def expand_venv(venv: str | None, home: str | None = None) -> str | None:
 
 
 def plan_job(
-    target: LocalTarget | SshTarget | RunpodTarget,
+    target: Target,
     *,
     run_id: str,
     run_dir: str,
@@ -80,15 +77,17 @@ def plan_job(
     job runs where it is spawned).
     """
     env = {**job_env(job_root(target, run_dir)), **(extra_env or {})}
-    if tools is not None and (isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE):
+    kind = kind_of(target)
+    native = kind.runtime(target) is Runtime.NATIVE
+    if tools is not None and native:
         env[CACHE_ENV] = tools
-    if isinstance(target, RunpodTarget):
+    if kind.makes_pod:
         # On a pod: native, the image's venv, and the environment its bootstrap wrote.
         venv = target.venv or DEFAULT_RUNPOD_VENV
         return JobPlan(native_commands(commands, env, venv=venv, env_file=pod_path(JOB_ENV)))
-    if target.runtime is Runtime.NATIVE:
+    if native:
         return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
-    engine = Engine((target.engine or ConfigEngine.DOCKER).value)
+    engine = Engine((kind.engine(target) or ConfigEngine.DOCKER).value)
     text = container_commands(
         engine,
         run_id=run_id,
