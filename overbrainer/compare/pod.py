@@ -157,7 +157,7 @@ async def compare_on_pod(
             vram_floor_gb=floor,
             noun="compare",
         )
-        await provision_or_fail(run)
+        await provision_or_fail(run, interrupt)
         async with open_ssh(
             record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
         ) as executor:

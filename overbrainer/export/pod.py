@@ -143,7 +143,7 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
             vram_floor_gb=sizing,
             noun="export",
         )
-        await provision_or_fail(pod)
+        await provision_or_fail(pod, interrupt)
         async with open_ssh(
             run.target, host_alias(export.id), workdir(target), ssh_config=pod_ssh_config(pod)
         ) as executor:

@@ -37,7 +37,6 @@ def training_session(command: Command) -> Session:
         command.bus,
         command.interrupt,
         created=command.front.run_created,
-        provisioning_flag=command.front.provisioning_flag,
     )
 
 

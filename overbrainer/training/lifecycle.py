@@ -7,7 +7,6 @@ import functools
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
@@ -17,7 +16,7 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.config.settings import Runtime, Settings, Target, Training
 from overbrainer.events.bus import EventBus
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
@@ -104,8 +103,6 @@ class Session:
     created: Callable[[str], None] = attrs.field(default=lambda run_id: None)
     """Told each new run ID while the start goes on (the front end's `run_created` result sink:
     the TUI follows the run; the CLI does nothing)."""
-    provisioning_flag: Callable[[], AbstractAsyncContextManager[Flag]] | None = None
-    """The front end's flag that Ctrl-C sets while a pod is provisioned (§9)."""
 
     @property
     def runs(self) -> Runs:

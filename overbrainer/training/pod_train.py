@@ -14,7 +14,7 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason, PodKept
@@ -89,10 +89,10 @@ T = TypeVar("T")
 RunPod = PodRun[Runs, RunRecord]
 """The pod of a run, or of a run's compare or export job (their records are run records)."""
 
-PROVISION_BOUND = 4 * 3600.0
-"""Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
 DRAIN_LIMIT = 5.0
 """Seconds the pod's log stream is read at most before the pod is deleted."""
+UNCLEAR = (AttemptResult.AMBIGUOUS, AttemptResult.SENT)
+"""Attempts that may have made a pod `pod.json` does not name: a sweep looks for it."""
 GONE_BOUND = 120.0
 """Seconds spent at most telling whether the pod of an unreachable job is gone."""
 END_BOUND = 600.0
@@ -124,15 +124,6 @@ def _create_run(session: Session, plan: StartPlan, target: RunpodTarget) -> RunR
         accept=lambda run_id, path: claim_dir(path, owner),
         resumed_from=plan.resume_from,
     )
-
-
-@contextlib.asynccontextmanager
-async def _flag(session: Session) -> AsyncIterator[Flag]:
-    if session.provisioning_flag is None:
-        yield Flag()
-        return
-    async with session.provisioning_flag() as flag:
-        yield flag
 
 
 StrayCheck = Callable[[RunpodApi], Awaitable[list[str]]]
@@ -167,18 +158,17 @@ async def train_on_pod(
         record = await trio.to_thread.run_sync(_create_run, session, plan, target)
         log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
         session.created(record.id)
-        async with _flag(session) as flag:
-            run = new_pod_run(
-                api,
-                session.bus,
-                session.runs,
-                record,
-                target,
-                keep=keep,
-                stopped=lambda: flag.interrupted or session.interrupt.caught,
-                vram_floor_gb=floor,
-            )
-            await provision_or_fail(run)
+        run = new_pod_run(
+            api,
+            session.bus,
+            session.runs,
+            record,
+            target,
+            keep=keep,
+            stopped=lambda: session.interrupt.caught,
+            vram_floor_gb=floor,
+        )
+        await provision_or_fail(run, session.interrupt)
         async with open_ssh(
             plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
         ) as executor:
@@ -190,18 +180,21 @@ async def train_on_pod(
             return await follow_and_end(session, run, executor, started)
 
 
-async def provision_or_fail(run: RunPod) -> None:
-    """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run
-    (or the run's job)."""
+async def provision_or_fail(run: RunPod, interrupt: Interrupt) -> None:
+    """Provision raced against Ctrl-C (§7.5): the interruption cancels it, and only the
+    create and its record are shielded (provision.py). On a failure or a stop, delete the pod
+    and fail the run (or the run's job)."""
     failure: str | None = None
-    ready = False
-    with trio.move_on_after(PROVISION_BOUND, shield=True) as scope:
+
+    async def attempt() -> bool:
+        nonlocal failure
         try:
-            ready = await provision(run)
+            return await provision(run)
         except (OverbrainerError, OSError) as error:
             failure = _text(error)
-    if scope.cancelled_caught:
-        failure = f"no pod was ready within {int(PROVISION_BOUND // 3600)} h"
+            return False
+
+    ready = await interrupt.race(attempt)
     if ready and not run.stopped():
         return
     if failure is None:
@@ -229,7 +222,7 @@ async def clean_up(run: RunPod, reason: DeleteReason) -> bool:
     with trio.move_on_after(END_BOUND, shield=True):
         try:
             await remove(run, reason)
-            if any(a.result is AttemptResult.AMBIGUOUS for a in run.pod.attempts):
+            if any(a.result in UNCLEAR for a in run.pod.attempts):
                 await sweep(run)
                 log.warning(
                     "the create calls of %s got no clear answer from Runpod: a pod may "

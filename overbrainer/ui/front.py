@@ -15,8 +15,7 @@ from rich.console import Console
 
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
-from overbrainer.events.interrupt import Flag, Interrupt
-from overbrainer.model.errors import OverbrainerError
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen
 from overbrainer.ui.display import Display
@@ -108,19 +107,6 @@ class CliFrontend:
                 interrupt = Interrupt(off=True)
             yield interrupt
 
-    @contextlib.asynccontextmanager
-    async def provisioning_flag(self) -> AsyncIterator[Flag]:
-        """A flag that Ctrl-C sets while inside."""
-        flag = Flag()
-
-        def set_flag() -> None:
-            flag.interrupted = True
-
-        async with _on_stop_signals(set_flag) as caught:
-            if not caught:
-                raise OverbrainerError("cannot catch Ctrl-C")
-            yield flag
-
     def line(self, text: str) -> None:
         """Print a result line on stdout, secrets masked (dropped once its reader has gone).
 
@@ -148,12 +134,10 @@ class TuiFrontend:
         self,
         bus: EventBus,
         detach: trio.Event,
-        abandon: Flag,
         report: Callable[[Report], None],
     ) -> None:
         self.bus = bus
         self.detach = detach
-        self.abandon = abandon
         self.report = report
 
     @contextlib.asynccontextmanager
@@ -188,11 +172,6 @@ class TuiFrontend:
                 yield interrupt
             finally:
                 nursery.cancel_scope.cancel()
-
-    @contextlib.asynccontextmanager
-    async def provisioning_flag(self) -> AsyncIterator[Flag]:
-        """The shared abandon flag."""
-        yield self.abandon
 
     def line(self, text: str) -> None:
         """Hand a result line to the app."""

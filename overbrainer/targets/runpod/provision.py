@@ -74,6 +74,10 @@ POD_POLL = 5.0
 REACH_LIMIT = 15 * 60.0
 PREFLIGHT_LIMIT = 180.0
 DELETE_LIMIT = 60.0
+CREATE_BOUND = 300.0
+"""Seconds a shielded create may take: its attempt saved, the call, the pod it made saved."""
+RECORD_BOUND = 30.0
+"""Seconds a shielded write of `pod.json` may take."""
 VERDICT_BYTES = 4096
 BANNER_LIMIT = 10.0
 AMBIGUOUS_PER_TYPE = 2
@@ -165,9 +169,10 @@ class PodRun(Generic[D, R]):
         return f"{workdir(self.target)}/{self.run_id}"
 
     async def save(self, **changes: Any) -> None:
-        """Change `pod.json` (atomically)."""
+        """Change `pod.json` (atomically), shielded: a Ctrl-C never loses what it names."""
         self.pod = attrs.evolve(self.pod, **changes)
-        await trio.to_thread.run_sync(save_pod_record, self.runs.dir_of(self.run_id), self.pod)
+        with trio.fail_after(RECORD_BOUND, shield=True):
+            await trio.to_thread.run_sync(save_pod_record, self.runs.dir_of(self.run_id), self.pod)
 
     def publish(self, status: PodStatus) -> None:
         """Tell the front end (the `pod: …` lines)."""
@@ -363,6 +368,8 @@ async def _try_type(
                     adopted = await _reconcile(run)
                     if adopted is not None:
                         pod = adopted
+                        with trio.fail_after(RECORD_BOUND, shield=True):
+                            await _record_created(run, pod)
                     else:
                         ambiguous += 1
                         if ambiguous < AMBIGUOUS_PER_TYPE and not run.stopped():
@@ -378,7 +385,6 @@ async def _try_type(
                     await run.set_attempt(result, detail=error.message)
                     raise ProvisionFailed(error.message) from None
         break
-    await _record_created(run, pod)
     why = await wait_ready(run, pod)
     if why is None:
         return pod
@@ -392,13 +398,14 @@ async def _try_type(
 
 
 async def _create(run: PodRun[D, R], gpu_type: str, data_centers: tuple[str, ...]) -> Pod:
-    """One `POST /pods`, its attempt recorded (saved) before it is sent."""
+    """One `POST /pods`, its attempt saved before it is sent and the pod it made saved after,
+    all shielded (bounded by CREATE_BOUND): a Ctrl-C meanwhile never leaves a pod that
+    `pod.json` does not name. A bound that passes is an unclear create (a sweep finds its
+    pod)."""
     number = len(run.pod.attempts) + 1
     name = pod_name(run.run_id, number)
     deadline = None if run.keep else int(time.time() + run.target.max_hours * 3600)
     attempt = Attempt(name, gpu_type, rfc3339(), deadline, AttemptResult.SENT)
-    await run.save(attempts=(*run.pod.attempts, attempt))
-    run.publish(PodCreating(name, gpu_type))
     assert run.keys is not None
     request = PodRequest(
         run_id=run.run_id,
@@ -411,7 +418,13 @@ async def _create(run: PodRun[D, R], gpu_type: str, data_centers: tuple[str, ...
         host_public_key=run.keys.host_public,
         bootstrap=bootstrap_script(),
     )
-    return await run.api.create_pod(create_body(run.target, request))
+    with trio.move_on_after(CREATE_BOUND, shield=True):
+        await run.save(attempts=(*run.pod.attempts, attempt))
+        run.publish(PodCreating(name, gpu_type))
+        pod = await run.api.create_pod(create_body(run.target, request))
+        await _record_created(run, pod)
+        return pod
+    raise CreateError(CreateFailure.AMBIGUOUS, f"no answer within {int(CREATE_BOUND)} s")
 
 
 async def _reconcile(run: PodRun[D, R]) -> Pod | None:
@@ -594,7 +607,10 @@ async def remove(run: PodRun[D, R], reason: DeleteReason) -> None:
         return
     run.publish(PodDeleting(pod_id, reason))
     await run.save(state=PodState.DELETING)
-    await run.api.delete_pod(pod_id)
+    with trio.move_on_after(DELETE_LIMIT, shield=True) as call:
+        await run.api.delete_pod(pod_id)
+    if call.cancelled_caught:
+        raise NotDeleted(f"Runpod did not answer the delete of pod {pod_id} within 60 s")
     with trio.move_on_after(DELETE_LIMIT):
         # Polling: Runpod tells nothing when a pod is finally gone.
         while await run.api.get_pod(pod_id) is not None:  # noqa: ASYNC110
