@@ -49,7 +49,7 @@ from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_m
 from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.runtime import JobPlan, expand_venv, job_root, plan_job
+from overbrainer.training.runtime import JobPlan, JobRequest, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.training.target_access import TrainTarget, run_target
 
@@ -170,14 +170,16 @@ def export_job(
             extra["PATH"] = f"{venv.rstrip('/')}/bin"
     return plan_job(
         target,
-        run_id=f"{run.id}-{export.id}",
-        run_dir=run.remote_dir,
-        cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
-        commands=[EXPORT_COMMAND],
-        home=home,
-        extra_env=extra,
-        tools=tools,
-        workdir=inside,
+        JobRequest(
+            run_id=f"{run.id}-{export.id}",
+            run_dir=run.remote_dir,
+            cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
+            commands=[EXPORT_COMMAND],
+            home=home,
+            extra_env=extra,
+            tools=tools,
+            workdir=inside,
+        ),
     )
 
 
@@ -185,19 +187,25 @@ NEVER_UPLOADED = POD_LOCAL
 """What the upload of an export directory leaves out (keys and the pod record stay here)."""
 
 
-async def start_export(
-    session: Session,
-    exports: Runs,
-    export: RunRecord,
-    request: ExportRequest,
-    run: RunRecord,
-    choice: ModelChoice,
-    target: TrainTarget,
-    executor: Executor,
-    env_file: str | None = None,
-) -> Started:
-    """Write the script, stage and upload what the target lacks, spawn the job (call shielded).
-    A pod's job sources `env_file` first."""
+@attrs.frozen
+class ExportStart:
+    """An export job about to start: its record among the run's exports, what was asked, the
+    run and its model, and the executor of its target; a pod's job sources `env_file` first."""
+
+    exports: Runs
+    export: RunRecord
+    request: ExportRequest
+    run: RunRecord
+    choice: ModelChoice
+    target: TrainTarget
+    executor: Executor
+    env_file: str | None = None
+
+
+async def start_export(start: ExportStart) -> Started:
+    """Write the script, stage and upload what the target lacks, spawn the job (call shielded)."""
+    exports, export, request, run = start.exports, start.export, start.request, start.run
+    choice, target, executor, env_file = start.choice, start.target, start.executor, start.env_file
     job_dir = exports.dir_of(export.id)
     remote = export.remote_dir
     staged = False
@@ -333,7 +341,7 @@ async def run_export(session: Session, request: ExportRequest, plan: ExportPlan)
         started: Started | None = None
         with trio.move_on_after(START_BOUND, shield=True):
             started = await start_export(
-                session, exports, export, request, run, choice, target, executor
+                ExportStart(exports, export, request, run, choice, target, executor)
             )
         if started is None:
             job_dir = exports.dir_of(export.id)

@@ -17,6 +17,7 @@ from overbrainer.export.job import (
     ExportCancelled,
     ExportPlan,
     ExportRequest,
+    ExportStart,
     Started,
     create_export,
     follow_and_deliver,
@@ -152,15 +153,16 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
             async def start() -> RunRecord:
                 nonlocal started
                 started = await start_export(
-                    session,
-                    exports,
-                    export,
-                    request,
-                    run,
-                    plan.choice,
-                    target,
-                    executor,
-                    env_file=pod_path(JOB_ENV),
+                    ExportStart(
+                        exports,
+                        export,
+                        request,
+                        run,
+                        plan.choice,
+                        target,
+                        executor,
+                        env_file=pod_path(JOB_ENV),
+                    )
                 )
                 return started.record
 

@@ -56,7 +56,13 @@ from overbrainer.training.run_store import (
     claim_dir,
     new_owner,
 )
-from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
+from overbrainer.training.runtime import (
+    SECRET_NAMES,
+    JobRequest,
+    expand_venv,
+    job_root,
+    plan_job,
+)
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.training.target_access import (
     HostTarget,
@@ -371,14 +377,16 @@ async def start_job(
             extra_env = in_job_export_env(record.id, export.quantize, target, executor.home)
         job_plan = plan_job(
             target,
-            run_id=record.id,
-            run_dir=remote,
-            cache=cache,
-            commands=prepare.job_commands(training, export=export.after_training),
-            secrets=[name for name in SECRET_NAMES if name in plan.secrets],
-            home=None if executor.local else executor.home,
-            extra_env=extra_env,
-            tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
+            JobRequest(
+                run_id=record.id,
+                run_dir=remote,
+                cache=cache,
+                commands=prepare.job_commands(training, export=export.after_training),
+                secrets=[name for name in SECRET_NAMES if name in plan.secrets],
+                home=None if executor.local else executor.home,
+                extra_env=extra_env,
+                tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
+            ),
         )
         if not executor.local:
             await executor.upload(run_dir, remote, UPLOAD_SKIP)

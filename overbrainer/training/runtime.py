@@ -17,6 +17,7 @@ from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets.export_script import CACHE_ENV
 from overbrainer.targets.job_script import (
     Command,
+    ContainerJob,
     Engine,
     container_commands,
     container_name,
@@ -56,26 +57,43 @@ def expand_venv(venv: str | None, home: str | None = None) -> str | None:
     return venv
 
 
-def plan_job(
-    target: Target,
-    *,
-    run_id: str,
-    run_dir: str,
-    cache: str,
-    commands: Sequence[Command],
-    secrets: Sequence[str] = (),
-    home: str | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    tools: str | None = None,
-    workdir: str = "",
-) -> JobPlan:
-    """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only.
+@attrs.frozen
+class JobRequest:
+    """What a job is, whatever its target: its run, commands and caches.
 
+    `secrets` are passed by name only; `home` is the target user's home (None: this user's);
     `extra_env` is added to the job's variables; `tools` is the target's tool cache (the
     llama.cpp of an in-job export), given as OVERBRAINER_CACHE (a container mounts it).
     `workdir` is where a container job runs, relative to the mounted run directory (a native
     job runs where it is spawned).
     """
+
+    run_id: str
+    run_dir: str
+    cache: str
+    commands: Sequence[Command]
+    secrets: Sequence[str] = ()
+    home: str | None = None
+    extra_env: Mapping[str, str] | None = None
+    tools: str | None = None
+    workdir: str = ""
+
+
+def plan_job(target: Target, request: JobRequest) -> JobPlan:
+    """The job's commands for the target's runtime (§4.2)."""
+    run_id, run_dir, cache, commands = (
+        request.run_id,
+        request.run_dir,
+        request.cache,
+        request.commands,
+    )
+    secrets, home, extra_env, tools = (
+        request.secrets,
+        request.home,
+        request.extra_env,
+        request.tools,
+    )
+    workdir = request.workdir
     env = {**job_env(job_root(target, run_dir)), **(extra_env or {})}
     kind = kind_of(target)
     native = kind.runtime(target) is Runtime.NATIVE
@@ -89,15 +107,17 @@ def plan_job(
         return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
     engine = Engine((kind.engine(target) or ConfigEngine.DOCKER).value)
     text = container_commands(
-        engine,
-        run_id=run_id,
-        run_dir=run_dir,
-        cache=cache,
-        image=target.image or DEFAULT_IMAGE,
-        commands=commands,
-        env=env,
-        secrets=secrets,
-        tools=tools,
-        workdir=workdir,
+        ContainerJob(
+            engine,
+            run_id=run_id,
+            run_dir=run_dir,
+            cache=cache,
+            image=target.image or DEFAULT_IMAGE,
+            commands=commands,
+            env=env,
+            secrets=secrets,
+            tools=tools,
+            workdir=workdir,
+        )
     )
     return JobPlan(text, (engine, container_name(run_id)))
