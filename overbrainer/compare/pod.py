@@ -32,16 +32,14 @@ from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import RunpodError
-from overbrainer.targets.runpod.keys import host_alias
 from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
-from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
+from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
+from overbrainer.targets.ssh import SshExecutor
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.pod_train import (
     RunPod,
     api_key,
-    clean_up,
-    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
@@ -158,9 +156,7 @@ async def compare_on_pod(
             noun="compare",
         )
         await provision_or_fail(run, interrupt)
-        async with open_ssh(
-            record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
-        ) as executor:
+        async with open_pod_ssh(run, record.target) as executor:
             started = await start_on_pod(
                 run, executor, lambda: _start(session, setup, executor, context, run.remote_dir)
             )

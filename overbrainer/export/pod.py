@@ -28,10 +28,10 @@ from overbrainer.model.job_status import JobStatus
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
-from overbrainer.targets.runpod.keys import host_alias
 from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.model_shape import ShapeUnknown
-from overbrainer.targets.runpod.provision import new_pod_run, pod_ssh_config
+from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
+from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
 from overbrainer.targets.runpod.vram import (
     GB,
     about,
@@ -41,13 +41,10 @@ from overbrainer.targets.runpod.vram import (
     no_estimate_line,
 )
 from overbrainer.targets.runpod.vram_floor import hub_shape
-from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.pod_train import (
     api_key,
-    clean_up,
-    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
@@ -145,9 +142,7 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
             noun="export",
         )
         await provision_or_fail(pod, interrupt)
-        async with open_ssh(
-            run.target, host_alias(export.id), workdir(target), ssh_config=pod_ssh_config(pod)
-        ) as executor:
+        async with open_pod_ssh(pod, run.target) as executor:
             started: Started | None = None
 
             async def start() -> RunRecord:

@@ -20,6 +20,7 @@ from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.keys import host_alias
 from overbrainer.targets.runpod.kind import pod_settings
+from overbrainer.targets.runpod.pod_end import end_pod_bounded
 from overbrainer.targets.runpod.pod_record import load_pod_record
 from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.follow import CANCEL_BOUND
@@ -36,7 +37,6 @@ from overbrainer.training.lifecycle import (
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_train import (
     attach_pod,
-    end_pod_bounded,
     follow_and_end,
     live_pod_record,
     reach_pod,

@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -65,7 +66,7 @@ from overbrainer.targets.runpod.pod_record import (
 )
 from overbrainer.targets.runpod.scripts import bootstrap_script
 from overbrainer.targets.runpod.types import GpuType, Pod, SshEndpoint
-from overbrainer.targets.ssh import open_ssh
+from overbrainer.targets.ssh import SshExecutor, open_ssh
 
 log = logging.getLogger(__name__)
 
@@ -531,6 +532,16 @@ async def _ssh_banner(endpoint: SshEndpoint) -> bool:
 def pod_ssh_config(run: PodRun[D, R]) -> str:
     """`runs/<id>/ssh/config`, absolute."""
     return str((run.runs.dir_of(run.run_id) / "ssh" / "config").absolute())
+
+
+def open_pod_ssh(run: PodRun[D, R], target_name: str) -> AbstractAsyncContextManager[SshExecutor]:
+    """The SSH executor of the job's pod, through the job's own ssh config (not connected)."""
+    return open_ssh(
+        target_name,
+        host_alias(run.run_id),
+        workdir(run.target),
+        ssh_config=pod_ssh_config(run),
+    )
 
 
 async def _connects(run: PodRun[D, R]) -> bool:
