@@ -18,6 +18,7 @@ import trio
 
 from overbrainer.config import load_settings
 from overbrainer.config.errors import ConfigError
+from overbrainer.config.report import report_lines
 from overbrainer.config.settings import Engine, Runtime, Target
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
@@ -110,6 +111,7 @@ async def test_a_job_runs_through_a_kind_registered_by_a_test(
     settings = load_settings(root, environ={})
     toy: object = settings.targets["toy"]
     assert toy == ExampleTarget()
+    assert "targets.toy = example" in report_lines(settings)  # `config check` shows it
     assert registry.kind_of(settings.targets["toy"]) is example_kind
 
     lines = Lines()
