@@ -11,7 +11,7 @@ import trio
 import trio.lowlevel
 
 from overbrainer.events.frontend import Frontend, Line, Report, RunCreated, RunStopped
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import ItemDone, Stage, StageStarted
 from overbrainer.ui.front import CliFrontend, TuiFrontend
 from tests.tasks import live_tasks
@@ -95,16 +95,6 @@ async def test_wait_counts_each_sigint_for_a_second_ctrl_c() -> None:
             assert await receive.receive() == 2
 
 
-@pytest.mark.sigint
-async def test_provisioning_flag_is_set_by_sigint() -> None:
-    async with CliFrontend().provisioning_flag() as flag:
-        assert not flag.interrupted
-        send_sigint()
-        with trio.fail_after(5):
-            while not flag.interrupted:  # noqa: ASYNC110 - a Flag is a plain shared bool
-                await trio.sleep(0.01)
-
-
 async def test_interrupt_outside_the_main_thread_is_off_and_warns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -126,16 +116,16 @@ async def test_interrupt_outside_the_main_thread_is_off_and_warns(
     assert any(r.getMessage().startswith("cannot catch Ctrl-C: ") for r in caplog.records)
 
 
-def tui(bus_events: list[Report] | None = None) -> tuple[trio.Event, Flag, list[Report]]:
-    return trio.Event(), Flag(), bus_events if bus_events is not None else []
+def tui(bus_events: list[Report] | None = None) -> tuple[trio.Event, list[Report]]:
+    return trio.Event(), bus_events if bus_events is not None else []
 
 
 async def test_tui_detach_never_stops_a_shielded_flow_but_stops_a_raced_one() -> None:
     from overbrainer.events.bus import open_event_bus
 
-    detach, abandon, reports = tui()
+    detach, reports = tui()
     async with open_event_bus() as bus:
-        front = TuiFrontend(bus, detach, abandon, reports.append)
+        front = TuiFrontend(bus, detach, reports.append)
         async with front.interrupt() as interrupt:
 
             async def shielded() -> str:
@@ -163,18 +153,16 @@ async def test_tui_detach_never_stops_a_shielded_flow_but_stops_a_raced_one() ->
             assert started == []
 
 
-async def test_tui_front_end_shares_its_bus_flag_and_reports() -> None:
+async def test_tui_front_end_shares_its_bus_and_reports() -> None:
     from overbrainer.events.bus import open_event_bus
 
-    detach, abandon, reports = tui()
+    detach, reports = tui()
     async with open_event_bus() as bus:
-        front = TuiFrontend(bus, detach, abandon, reports.append)
+        front = TuiFrontend(bus, detach, reports.append)
         outside = bus.subscribe()
         async with front.open_bus() as shared:
             assert shared is bus
             shared.publish(StageStarted(Stage.ANSWERS, 1))
-        async with front.provisioning_flag() as flag:
-            assert flag is abandon
         front.line("answers: 1 done")
         front.run_created("r1")
         front.run_stopped("r1")
@@ -185,10 +173,10 @@ async def test_tui_front_end_shares_its_bus_flag_and_reports() -> None:
 async def test_both_front_ends_satisfy_the_frontend_protocol() -> None:
     from overbrainer.events.bus import open_event_bus
 
-    detach, abandon, reports = tui()
+    detach, reports = tui()
     async with open_event_bus() as bus:
         # mypy checks the assignment: each front end has every method flows call.
-        fronts: list[Frontend] = [CliFrontend(), TuiFrontend(bus, detach, abandon, reports.append)]
+        fronts: list[Frontend] = [CliFrontend(), TuiFrontend(bus, detach, reports.append)]
         for front in fronts:
             front.line("x")
     assert reports == [Line("x")]
@@ -197,10 +185,10 @@ async def test_both_front_ends_satisfy_the_frontend_protocol() -> None:
 async def test_tui_bus_is_rendered_until_the_flow_ends(caplog: pytest.LogCaptureFixture) -> None:
     from overbrainer.events.bus import open_event_bus
 
-    detach, abandon, reports = tui()
+    detach, reports = tui()
     with caplog.at_level(logging.INFO, logger="overbrainer"), trio.fail_after(5):
         async with open_event_bus() as bus:
-            front = TuiFrontend(bus, detach, abandon, reports.append)
+            front = TuiFrontend(bus, detach, reports.append)
             async with front.open_bus() as shared:
                 shared.publish(StageStarted(Stage.ANSWERS, 2))
                 shared.publish(ItemDone(Stage.ANSWERS, "a"))
@@ -223,11 +211,11 @@ async def test_cli_bus_is_rendered_until_closed(caplog: pytest.LogCaptureFixture
 
 
 @pytest.mark.sigint
-async def test_cancelled_guards_and_flags_leave_no_task_running() -> None:
+async def test_cancelled_guards_leave_no_task_running() -> None:
     before = live_tasks()
     front = CliFrontend()
     with trio.CancelScope() as scope:
-        async with front.open_bus(), front.interrupt(), front.provisioning_flag():
+        async with front.open_bus(), front.interrupt():
             assert live_tasks() > before
             scope.cancel()
             await trio.sleep_forever()

@@ -10,7 +10,7 @@ import trio
 
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.targets.runpod.api import open_runpod
-from overbrainer.training.pod_disk import (
+from overbrainer.targets.runpod.disk import (
     DiskGuard,
     DiskPolicy,
     DiskSample,

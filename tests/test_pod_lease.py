@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from overbrainer.model.train_metric import TrainMetric
-from overbrainer.training.pod_lease import LeaseTimes, Pace
+from overbrainer.targets.runpod.lease import LeaseTimes, Pace
 
 
 def test_the_pace_tells_how_long_the_job_needs() -> None:

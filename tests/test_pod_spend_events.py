@@ -9,8 +9,8 @@ import trio.testing
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import PodSpend
+from overbrainer.targets.runpod.cost import SPEND_EVERY, publish_spend
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState
-from overbrainer.training.pod_cost import SPEND_EVERY, publish_spend
 from tests.generator_harness import Recorder
 
 

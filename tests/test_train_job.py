@@ -28,7 +28,7 @@ from overbrainer.training.follow import FollowTimes
 from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof
 from overbrainer.training.prepare import job_commands
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
-from overbrainer.training.runtime import plan_job
+from overbrainer.training.runtime import JobRequest, plan_job
 from overbrainer.training.summary import MetricsSummary
 from tests.train_helpers import Lines, kill_jobs, make_project, standin_env, wait_for
 
@@ -72,7 +72,8 @@ DOCKER = (
 def test_native_commands_use_the_venv_and_keep_the_inherited_pythonpath() -> None:
     target = LocalTarget(runtime=Runtime.NATIVE, venv="/v")
     plan = plan_job(
-        target, run_id="run1", run_dir="/r/run1", cache="/r/.c", commands=job_commands(MERGING)
+        target,
+        JobRequest(run_id="run1", run_dir="/r/run1", cache="/r/.c", commands=job_commands(MERGING)),
     )
     assert plan.commands == NATIVE
     assert plan.container is None
@@ -83,17 +84,20 @@ def test_docker_and_podman_run_lines() -> None:
     docker = LocalTarget(runtime=Runtime.DOCKER, image="img:1")
     plan = plan_job(
         docker,
-        run_id="run1",
-        run_dir="/r/run1",
-        cache="/r/.hf-cache",
-        commands=job_commands(training),  # a full fine-tune has nothing to merge
-        secrets=["HF_TOKEN"],
+        JobRequest(
+            run_id="run1",
+            run_dir="/r/run1",
+            cache="/r/.hf-cache",
+            commands=job_commands(training),  # a full fine-tune has nothing to merge
+            secrets=["HF_TOKEN"],
+        ),
     )
     assert plan.commands == DOCKER
     assert plan.container is not None and plan.container[1] == "overbrainer-run1"
     podman = LocalTarget(runtime=Runtime.DOCKER, engine=Engine.PODMAN, image="img:1")
     text = plan_job(
-        podman, run_id="run1", run_dir="/r/run1", cache="/r/c", commands=job_commands(training)
+        podman,
+        JobRequest(run_id="run1", run_dir="/r/run1", cache="/r/c", commands=job_commands(training)),
     ).commands
     assert text.startswith(
         "mkdir -p -- '/r/c' && podman run --rm --name 'overbrainer-run1' --device "

@@ -612,17 +612,19 @@ async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
         Fault("GET", "pods", delay=2.0, create=True, exact=True),
     )
 
-    def ready() -> bool:
+    def sweeping() -> bool:
+        """The pod is ready and the slow look for other pods was asked (Ctrl-C cancels it)."""
         records = list((setup.project / "runs").glob("*/pod.json"))
-        return bool(records) and json.loads(records[0].read_text()).get("state") == "ready"
+        ready = bool(records) and json.loads(records[0].read_text()).get("state") == "ready"
+        return ready and len(setup.fake.asked("GET", "pods")) == 2
 
-    code, err = await interrupt_when(setup, ready)
+    code, err = await interrupt_when(setup, sweeping)
     run_id = only_run(setup.project)
     assert code == 130, err
     assert err.splitlines()[-1] == (
         f"interrupted: run {run_id} stopped before its job started; it has no pod left"
     )
-    assert len(setup.fake.asked("GET", "pods")) == 2  # the slow sweep was under way
+    assert len(setup.fake.asked("GET", "pods")) == 2  # no sweep after the interruption
     lines = pod_lines(err)
     assert any(line.startswith("pod: pod0001 ready after ") for line in lines)
     assert "pod: deleting pod0001 (interrupted before the job started)" in lines

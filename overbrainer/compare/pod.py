@@ -32,14 +32,14 @@ from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import RunpodError
-from overbrainer.targets.runpod.keys import host_alias
-from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.targets.runpod.kind import pod_settings
+from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
+from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
+from overbrainer.targets.ssh import SshExecutor
 from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_provision import PodRun, new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
+    RunPod,
     api_key,
-    clean_up,
-    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
@@ -124,8 +124,8 @@ async def compare_on_pod(
     compares = compares_of(session.runs.dir_of(setup.run))
     record = await trio.to_thread.run_sync(compares.load, setup.compare)
     found = settings.targets.get(record.target)
-    assert isinstance(found, RunpodTarget)
-    target = pod_target(found, settings.compare.image)
+    assert found is not None
+    target = pod_target(pod_settings(found), settings.compare.image)
     interrupt = session.interrupt
     gguf = session.runs.dir_of(setup.run) / setup.gguf
     key = await api_key(session)
@@ -155,10 +155,8 @@ async def compare_on_pod(
             vram_floor_gb=floor,
             noun="compare",
         )
-        await provision_or_fail(run)
-        async with open_ssh(
-            record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
-        ) as executor:
+        await provision_or_fail(run, interrupt)
+        async with open_pod_ssh(run, record.target) as executor:
             started = await start_on_pod(
                 run, executor, lambda: _start(session, setup, executor, context, run.remote_dir)
             )
@@ -193,7 +191,7 @@ async def _start(
 
 
 async def _follow_and_end(
-    session: Session, setup: CompareSetup, run: PodRun, executor: SshExecutor, started: RunRecord
+    session: Session, setup: CompareSetup, run: RunPod, executor: SshExecutor, started: RunRecord
 ) -> None:
     """Follow the job beside the pod's guards; then end the pod (deleted, or kept) and record
     how the job ended. Ctrl-C cancels the job and deletes the pod."""

@@ -106,6 +106,25 @@ _KINDS: dict[str, type[Any]] = {
     "ssh": s.SshTarget,
     "runpod": s.RunpodTarget,
 }
+"""`[targets.<n>] kind` → its settings class; targets' registry adds the kinds it registers."""
+
+
+def add_target_kind(name: str, settings_type: type[Any]) -> None:
+    """Read `[targets.<n>] kind = "<name>"` into `settings_type` (targets' registry calls it)."""
+    known = _KINDS.get(name)
+    if known is not None and known is not settings_type:
+        raise ValueError(f"target kind `{name}` is already read into {known.__name__}")
+    _KINDS[name] = settings_type
+
+
+def remove_target_kind(name: str) -> None:
+    """Stop reading `kind = "<name>"` (a test's toy kind goes again)."""
+    _KINDS.pop(name, None)
+
+
+def _kind_names() -> str:
+    names = list(_KINDS)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _origin(t: Any) -> object:
@@ -155,7 +174,7 @@ def _converter() -> cattrs.Converter:
         body = dict(value)
         kind = body.pop("kind", None)
         if kind not in _KINDS:
-            raise _WrongType("kind local, ssh or runpod")
+            raise _WrongType(f"kind {_kind_names()}")
         result: s.Target = conv.structure(body, _KINDS[str(kind)])
         return result
 

@@ -166,9 +166,10 @@ def _runpod(name: str, pod: s.RunpodTarget) -> list[str]:
 def _targets(cfg: s.Settings) -> list[str]:
     out: list[str] = []
     for name, target in cfg.targets.items():
+        # The built-in kinds' fields; a registered kind checks its own (TargetKind.check).
         if isinstance(target, s.RunpodTarget):
             out += _runpod(name, target)
-        else:
+        elif isinstance(target, s.LocalTarget | s.SshTarget):
             out += _container(name, target)
     return out
 

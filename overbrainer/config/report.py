@@ -126,7 +126,9 @@ def target_summary(target: Target, axolotl: str | None = NOT_CHECKED) -> str:
     if isinstance(target, SshTarget):
         host = target.host or "(host unset)"
         return f"ssh {host} in {target.workdir or DEFAULT_WORKDIR}, {_runtime(target, axolotl)}"
-    return _runpod(target)
+    if isinstance(target, RunpodTarget):
+        return _runpod(target)
+    return str(target.kind)  # a kind registered by targets/registry.py
 
 
 def ssh_client_line(target: SshTarget | RunpodTarget, ssh_client_env: str | None) -> str:
@@ -219,7 +221,7 @@ def report_lines(
     for name, target in settings.targets.items():
         summary = target_summary(target, found.get(name, NOT_CHECKED))
         lines.append(mark(f"targets.{name} = {summary}", f"targets.{name}"))
-        if not isinstance(target, LocalTarget):
+        if isinstance(target, SshTarget | RunpodTarget):
             client = ssh_client_line(target, ssh_client_env)
             key = f"targets.{name}.ssh_client"
             lines.append(mark(f"{key} = {client}", key))

@@ -13,7 +13,7 @@ from typing import Protocol
 import attrs
 
 from overbrainer.events.bus import EventBus, Observer
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 
 
 @attrs.frozen
@@ -58,7 +58,7 @@ class ResultSink(Protocol):
 
 
 class Frontend(ResultSink, Protocol):
-    """A front end as flows use it: its bus, its interrupt, its flag and its result sink."""
+    """A front end as flows use it: its bus, its interrupt and its result sink."""
 
     def open_bus(self, observer: Observer | None = None) -> AbstractAsyncContextManager[EventBus]:
         """The bus a command publishes on, rendered until the block ends.
@@ -70,8 +70,4 @@ class Frontend(ResultSink, Protocol):
 
     def interrupt(self) -> AbstractAsyncContextManager[Interrupt]:
         """The user's interruption, caught while inside."""
-        ...
-
-    def provisioning_flag(self) -> AbstractAsyncContextManager[Flag]:
-        """A flag the user's interruption sets while inside (checked between provisioning steps)."""
         ...

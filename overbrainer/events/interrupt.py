@@ -5,19 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import attrs
 import trio
 
 from overbrainer.model.error_groups import unwrapped
 
 T = TypeVar("T")
-
-
-@attrs.define
-class Flag:
-    """A shared "the user asked to stop" flag, checked between provisioning steps."""
-
-    interrupted: bool = False
 
 
 class Interrupt:

@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import LocalTarget, RunpodTarget, Runtime
+from overbrainer.config.settings import Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
@@ -37,16 +37,19 @@ from overbrainer.targets.export_script import (
     export_script,
     gguf_name,
 )
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.job_script import Command, native_commands, quote
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.registry import kind_of
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.pod_record import POD_LOCAL
 from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
 from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
-from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, SNAPSHOT_REQUEST
+from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
 from overbrainer.training.retrieve import fetch
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.runtime import JobPlan, expand_venv, job_root, plan_job
+from overbrainer.training.runtime import JobPlan, JobRequest, expand_venv, job_root, plan_job
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.training.target_access import TrainTarget, run_target
 
@@ -151,27 +154,32 @@ def export_job(
     works in `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
     home = None if executor.local else executor.home
     tools = f"{executor.workdir.rstrip('/')}/{CACHE_DIR}"
-    if isinstance(target, RunpodTarget):
-        return JobPlan(job_commands(target, {**env, CACHE_ENV: tools}, home, env_file))
+    kind = kind_of(target)
+    if kind.makes_pod:
+        return JobPlan(
+            job_commands(pod_settings(target), {**env, CACHE_ENV: tools}, home, env_file)
+        )
     inside = f"{EXPORTS_DIR}/{export.id}"
     root = job_root(target, run.remote_dir).rstrip("/")
     extra = {name: value for name, value in env.items() if name != CACHE_ENV}
     extra[METRICS_ENV] = f"{root}/{inside}/{METRICS_FILE}"
     extra[SNAPSHOT_ENV] = f"{root}/{inside}/{SNAPSHOT_REQUEST}"
-    if target.runtime is Runtime.NATIVE:
+    if kind.runtime(target) is Runtime.NATIVE:
         venv = expand_venv(target.venv, home)
         if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
             extra["PATH"] = f"{venv.rstrip('/')}/bin"
     return plan_job(
         target,
-        run_id=f"{run.id}-{export.id}",
-        run_dir=run.remote_dir,
-        cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
-        commands=[EXPORT_COMMAND],
-        home=home,
-        extra_env=extra,
-        tools=tools,
-        workdir=inside,
+        JobRequest(
+            run_id=f"{run.id}-{export.id}",
+            run_dir=run.remote_dir,
+            cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
+            commands=[EXPORT_COMMAND],
+            home=home,
+            extra_env=extra,
+            tools=tools,
+            workdir=inside,
+        ),
     )
 
 
@@ -179,19 +187,25 @@ NEVER_UPLOADED = POD_LOCAL
 """What the upload of an export directory leaves out (keys and the pod record stay here)."""
 
 
-async def start_export(
-    session: Session,
-    exports: Runs,
-    export: RunRecord,
-    request: ExportRequest,
-    run: RunRecord,
-    choice: ModelChoice,
-    target: TrainTarget,
-    executor: Executor,
-    env_file: str | None = None,
-) -> Started:
-    """Write the script, stage and upload what the target lacks, spawn the job (call shielded).
-    A pod's job sources `env_file` first."""
+@attrs.frozen
+class ExportStart:
+    """An export job about to start: its record among the run's exports, what was asked, the
+    run and its model, and the executor of its target; a pod's job sources `env_file` first."""
+
+    exports: Runs
+    export: RunRecord
+    request: ExportRequest
+    run: RunRecord
+    choice: ModelChoice
+    target: TrainTarget
+    executor: Executor
+    env_file: str | None = None
+
+
+async def start_export(start: ExportStart) -> Started:
+    """Write the script, stage and upload what the target lacks, spawn the job (call shielded)."""
+    exports, export, request, run = start.exports, start.export, start.request, start.run
+    choice, target, executor, env_file = start.choice, start.target, start.executor, start.env_file
     job_dir = exports.dir_of(export.id)
     remote = export.remote_dir
     staged = False
@@ -286,8 +300,7 @@ async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
     run_dir = runs.dir_of(run.id)
     choice = await trio.to_thread.run_sync(model_of, run, run_dir)
     target = export_target(session, run, request.keep_pod)
-    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
-        warn_missing_engine(run.target, target)
+    warn_missing_engine(run.target, target)
     if choice.warning is not None:
         log.warning("%s", choice.warning)
     return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))
@@ -318,7 +331,7 @@ async def run_export(session: Session, request: ExportRequest, plan: ExportPlan)
     lines (§B.5)."""
     run, choice, exports = plan.run, plan.choice, plan.exports
     target = plan.target
-    assert not isinstance(target, RunpodTarget)
+    assert not kind_of(target).makes_pod
 
     def interrupted() -> ExportCancelled:
         return ExportCancelled(f"interrupted before the export of run {run.id} started")
@@ -328,7 +341,7 @@ async def run_export(session: Session, request: ExportRequest, plan: ExportPlan)
         started: Started | None = None
         with trio.move_on_after(START_BOUND, shield=True):
             started = await start_export(
-                session, exports, export, request, run, choice, target, executor
+                ExportStart(exports, export, request, run, choice, target, executor)
             )
         if started is None:
             job_dir = exports.dir_of(export.id)

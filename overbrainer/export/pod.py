@@ -17,6 +17,7 @@ from overbrainer.export.job import (
     ExportCancelled,
     ExportPlan,
     ExportRequest,
+    ExportStart,
     Started,
     create_export,
     follow_and_deliver,
@@ -27,8 +28,10 @@ from overbrainer.model.job_status import JobStatus
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
-from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.targets.runpod.model_shape import ShapeUnknown
+from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
+from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
 from overbrainer.targets.runpod.vram import (
     GB,
     about,
@@ -37,19 +40,15 @@ from overbrainer.targets.runpod.vram import (
     floor_gb,
     no_estimate_line,
 )
-from overbrainer.targets.ssh import open_ssh
+from overbrainer.targets.runpod.vram_floor import hub_shape
 from overbrainer.training.axolotl_config import CONFIG_FILE
 from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_provision import new_pod_run, pod_ssh_config
 from overbrainer.training.pod_train import (
     api_key,
-    clean_up,
-    end_pod_bounded,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
 )
-from overbrainer.training.pod_vram import hub_shape
 from overbrainer.training.run_store import RunRecord
 
 log = logging.getLogger(__name__)
@@ -118,8 +117,7 @@ async def export_sizing(
 
 async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPlan) -> list[str]:
     """The export job on a new pod of the run's Runpod target; the delivery lines (§B.5)."""
-    target = plan.target
-    assert isinstance(target, RunpodTarget)
+    target = pod_settings(plan.target)
     run, exports, interrupt = plan.run, plan.exports, session.interrupt
     run_dir = session.runs.dir_of(run.id)
     base = await trio.to_thread.run_sync(base_model_of, run_dir)
@@ -143,24 +141,23 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
             vram_floor_gb=sizing,
             noun="export",
         )
-        await provision_or_fail(pod)
-        async with open_ssh(
-            run.target, host_alias(export.id), workdir(target), ssh_config=pod_ssh_config(pod)
-        ) as executor:
+        await provision_or_fail(pod, interrupt)
+        async with open_pod_ssh(pod, run.target) as executor:
             started: Started | None = None
 
             async def start() -> RunRecord:
                 nonlocal started
                 started = await start_export(
-                    session,
-                    exports,
-                    export,
-                    request,
-                    run,
-                    plan.choice,
-                    target,
-                    executor,
-                    env_file=pod_path(JOB_ENV),
+                    ExportStart(
+                        exports,
+                        export,
+                        request,
+                        run,
+                        plan.choice,
+                        target,
+                        executor,
+                        env_file=pod_path(JOB_ENV),
+                    )
                 )
                 return started.record
 

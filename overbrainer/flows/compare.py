@@ -32,8 +32,7 @@ from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.settings import LocalTarget, RunpodTarget, Settings, SshTarget
+from overbrainer.config.settings import Settings
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
@@ -46,11 +45,12 @@ from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.training.follow import FollowTimes
 from overbrainer.training.lifecycle import Session
 from overbrainer.training.run_store import Runs, is_valid_run_id
-from overbrainer.training.target_access import check_ssh_client, open_executor
+from overbrainer.training.target_access import open_executor
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,11 @@ async def run_job(
     record = compares_of(runs.dir_of(setup.run)).load(setup.compare)
     name = record.target
     target = settings.targets.get(name)
-    if isinstance(target, RunpodTarget):
+    assert target is not None
+    if kind_of(target).makes_pod:
         session = Session(settings, command.project, command.bus, command.interrupt)
         await compare_on_pod(session, setup, context, keep=keep_pod)
         return
-    assert isinstance(target, LocalTarget | SshTarget)
     interrupt = command.interrupt
     pin = resolve_pin()
     not_started = CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
@@ -214,13 +214,13 @@ def check_target(settings: Settings, run_id: str, target_name: str, keep_pod: bo
     target = settings.targets.get(target_name)
     if target is None:
         raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
-    if keep_pod and not isinstance(target, RunpodTarget):
+    kind = kind_of(target)
+    if keep_pod and not kind.makes_pod:
         raise UsageError("--keep-pod only applies to a runpod target")
     key = settings.runpod.api_key
-    if isinstance(target, RunpodTarget) and (key is None or not key.text.strip()):
+    if kind.makes_pod and (key is None or not key.text.strip()):
         raise RunpodKeyError(NO_KEY)
-    if isinstance(target, SshTarget):
-        check_ssh_client(target_name, target, os.environ.get(SSH_CLIENT_ENV))
+    kind.check(target_name, target)
 
 
 async def compare_flow(

@@ -8,9 +8,10 @@ from pathlib import Path
 import trio
 
 from overbrainer.config.preflight import PreflightError, config_problems
-from overbrainer.config.settings import LocalTarget, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.llm.online import RoleCheck, check_online
 from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.targets.registry import kind_of
 from overbrainer.training.runtime import expand_venv
 from overbrainer.training.trainer_check import (
     CannotTrain,
@@ -27,7 +28,7 @@ async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None
     found: dict[str, str | None] = {}
     executor = LocalExecutor(runs)
     for name, target in settings.targets.items():
-        if isinstance(target, LocalTarget) and checks_axolotl(target):
+        if kind_of(target).on_this_machine and checks_axolotl(target):
             try:
                 found[name] = await find_axolotl(name, target, executor)
             except CannotTrain:
@@ -42,7 +43,7 @@ def trainer_problems(settings: Settings, found: Mapping[str, str | None]) -> lis
         return []
     name = settings.training.target
     target = settings.targets.get(name)
-    if name not in found or found[name] is not None or not isinstance(target, LocalTarget):
+    if name not in found or found[name] is not None or target is None:
         return []
     return [cannot_train(name, expand_venv(target.venv))]
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend
 from overbrainer.export.job import ExportRequest, plan_export, run_export
 from overbrainer.export.plan import check_ollama_name, check_quantize
 from overbrainer.export.pod import export_on_pod
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import training_session
+from overbrainer.targets.registry import kind_of
 
 
 async def export_flow(
@@ -31,7 +31,7 @@ async def export_flow(
         )
         session = training_session(command)
         plan = await plan_export(session, request)
-        if isinstance(plan.target, RunpodTarget):
+        if kind_of(plan.target).makes_pod:
             lines = await export_on_pod(session, request, plan)
         else:
             lines = await run_export(session, request, plan)

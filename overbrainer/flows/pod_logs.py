@@ -25,8 +25,8 @@ from overbrainer.targets.runpod.pod_logs import (
     stream_pod_logs,
 )
 from overbrainer.targets.runpod.pod_record import load_pod_record
+from overbrainer.targets.runpod.provision import pod_poll
 from overbrainer.targets.runpod.sanitize import sanitize
-from overbrainer.training.pod_provision import pod_poll
 from overbrainer.training.run_store import Runs
 
 CATCH_UP = 10.0

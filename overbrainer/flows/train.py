@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.export.job import after_training
 from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
+from overbrainer.targets.registry import kind_of
 from overbrainer.training import run_commands
 from overbrainer.training.lifecycle import (
     RunEnding,
@@ -37,7 +37,6 @@ def training_session(command: Command) -> Session:
         command.bus,
         command.interrupt,
         created=command.front.run_created,
-        provisioning_flag=command.front.provisioning_flag,
     )
 
 
@@ -68,7 +67,7 @@ async def train_run(
     plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    if isinstance(plan.target, RunpodTarget):
+    if kind_of(plan.target).makes_pod:
         root = session.runs.root
         outcome = await train_on_pod(
             session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
@@ -179,7 +178,7 @@ async def stop_flow(
                 "end of its current step, then stops"
             )
 
-        if isinstance(target, RunpodTarget):
+        if kind_of(target).makes_pod:
             outcome = await run_commands.stop_on_pod(session, record, target, announce)
             report(front, ending(session.runs, outcome))
             return
@@ -203,7 +202,7 @@ async def _request_beside(
     async with open_command(options, front, shared=True) as command:
         session = training_session(command)
         record, target = await run_commands.request_stop(session, record.id)
-        if isinstance(target, RunpodTarget):
+        if kind_of(target).makes_pod:
             await run_commands.request_on_pod_beside(session, record, target)
             return
         async with session.open_target(

@@ -145,23 +145,42 @@ def container_name(run_id: str) -> str:
     return f"overbrainer-{run_id}"
 
 
-def container_commands(
-    engine: Engine,
-    *,
-    run_id: str,
-    run_dir: str,
-    cache: str,
-    image: str,
-    commands: Sequence[Command],
-    env: Mapping[str, str],
-    secrets: Sequence[str] = (),
-    tools: str | None = None,
-    workdir: str = "",
-) -> str:
+@attrs.frozen
+class ContainerJob:
+    """A job in a container: its engine and image, the run directory and caches it mounts,
+    its commands and variables (`secrets` by name only), and `workdir` below the run directory."""
+
+    engine: Engine
+    run_id: str
+    run_dir: str
+    cache: str
+    image: str
+    commands: Sequence[Command]
+    env: Mapping[str, str]
+    secrets: Sequence[str] = ()
+    tools: str | None = None
+    workdir: str = ""
+
+
+def container_commands(job: ContainerJob) -> str:
     """The container runtime: `mkdir -p` of the caches, then `<engine> run … sh -c '<chain>'`.
 
     The job runs in `/workspace/run` (the mounted `run_dir`), or in `workdir` below it.
     """
+    engine, run_id, run_dir, cache, tools = (
+        job.engine,
+        job.run_id,
+        job.run_dir,
+        job.cache,
+        job.tools,
+    )
+    image, commands, env, secrets, workdir = (
+        job.image,
+        job.commands,
+        job.env,
+        job.secrets,
+        job.workdir,
+    )
     made = [quote(cache)] + ([quote(tools)] if tools else [])
     words = [
         f"{engine.value} run --rm --name {quote(container_name(run_id))}",

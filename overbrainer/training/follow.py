@@ -19,6 +19,7 @@ from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
 from overbrainer.targets.executor import READ_LIMIT
+from overbrainer.targets.job_names import POLL_ENV
 from overbrainer.targets.local import split_lines
 from overbrainer.training.summary import MetricsSummary
 
@@ -27,8 +28,6 @@ log = logging.getLogger(__name__)
 MAX_FAILURES = 5
 """Failed polls in a row that are retried; the next one gives up."""
 PROBE_TIMEOUT = 20.0
-POLL_ENV = "OVERBRAINER_TEST_POLL_S"
-"""Test hook: seconds between two polls instead of 2 (also shortens the request watch)."""
 STOP_LIMITS_ENV = "OVERBRAINER_TEST_STOP_LIMITS_S"
 """Test hook: `NO_PROOF,AFTER_PROOF` seconds instead of 30 min and 10 min."""
 

@@ -7,7 +7,6 @@ import functools
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
@@ -15,16 +14,9 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import (
-    LocalTarget,
-    RunpodTarget,
-    Runtime,
-    Settings,
-    SshTarget,
-    Training,
-)
+from overbrainer.config.settings import Runtime, Settings, Target, Training
 from overbrainer.events.bus import EventBus
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
@@ -41,6 +33,7 @@ from overbrainer.targets.export_script import (
 )
 from overbrainer.targets.job_script import Engine
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.registry import kind_of
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
 from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
@@ -63,7 +56,13 @@ from overbrainer.training.run_store import (
     claim_dir,
     new_owner,
 )
-from overbrainer.training.runtime import SECRET_NAMES, expand_venv, job_root, plan_job
+from overbrainer.training.runtime import (
+    SECRET_NAMES,
+    JobRequest,
+    expand_venv,
+    job_root,
+    plan_job,
+)
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.training.target_access import (
     HostTarget,
@@ -110,8 +109,6 @@ class Session:
     created: Callable[[str], None] = attrs.field(default=lambda run_id: None)
     """Told each new run ID while the start goes on (the front end's `run_created` result sink:
     the TUI follows the run; the CLI does nothing)."""
-    provisioning_flag: Callable[[], AbstractAsyncContextManager[Flag]] | None = None
-    """The front end's flag that Ctrl-C sets while a pod is provisioned (§9)."""
 
     @property
     def runs(self) -> Runs:
@@ -158,10 +155,13 @@ def job_ref(record: RunRecord) -> JobRef:
     return JobRef(record.job.dir, record.job.pid, box)
 
 
-def warn_missing_engine(name: str, target: LocalTarget) -> None:
-    """Say early when a container job's engine is not on PATH (it would fail with exit code
+def warn_missing_engine(name: str, target: Target) -> None:
+    """Say early when a container job here has no engine on PATH (it would fail with exit code
     127)."""
-    engine = (target.engine or ConfigEngine.DOCKER).value
+    kind = kind_of(target)
+    if not kind.on_this_machine or kind.runtime(target) is not Runtime.DOCKER:
+        return
+    engine = (kind.engine(target) or ConfigEngine.DOCKER).value
     if shutil.which(engine) is None:
         log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
 
@@ -172,7 +172,6 @@ async def check_can_train(
     """Refuse (CannotTrain, exit 2) a native target without `axolotl`, or without a GPU and
     the CPU settings, before a run exists."""
     if checks_axolotl(target):
-        assert isinstance(target, LocalTarget | SshTarget)
         path = await check_trainer(name, target, training, executor)
         log.debug("target `%s` trains with %s", name, path)
 
@@ -188,12 +187,11 @@ async def refuse_if_training_cannot_start(
         return
     name = settings.training.target
     target = settings.targets.get(name)
-    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
+    if target is not None:
         warn_missing_engine(name, target)
     if not checks_axolotl(target):
         return
     checked = run_target(settings, name)
-    assert isinstance(checked, LocalTarget | SshTarget)
 
     def interrupted() -> Detached:
         return Detached("interrupted before the first stage")
@@ -218,7 +216,8 @@ async def warn_if_a_run_still_trains(settings: Settings, project: Project) -> No
     if settings.training is None:
         return
     name = settings.training.target
-    local = isinstance(settings.targets.get(name), LocalTarget)
+    target = settings.targets.get(name)
+    local = target is not None and kind_of(target).on_this_machine
     live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name, local)
     if live:
         log.warning(
@@ -264,15 +263,14 @@ async def plan_start(
     target = run_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
     if not force:
-        local = isinstance(target, LocalTarget)
+        local = kind_of(target).on_this_machine
         await trio.to_thread.run_sync(refuse_if_training, runs, name, local)
     resume = (
         await trio.to_thread.run_sync(prepare.resume_source, runs, resume_from, training)
         if resume_from
         else None
     )
-    if isinstance(target, LocalTarget) and target.runtime is Runtime.DOCKER:
-        warn_missing_engine(name, target)
+    warn_missing_engine(name, target)
     settings = session.settings
     warnings = await trio.to_thread.run_sync(
         functools.partial(
@@ -379,14 +377,16 @@ async def start_job(
             extra_env = in_job_export_env(record.id, export.quantize, target, executor.home)
         job_plan = plan_job(
             target,
-            run_id=record.id,
-            run_dir=remote,
-            cache=cache,
-            commands=prepare.job_commands(training, export=export.after_training),
-            secrets=[name for name in SECRET_NAMES if name in plan.secrets],
-            home=None if executor.local else executor.home,
-            extra_env=extra_env,
-            tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
+            JobRequest(
+                run_id=record.id,
+                run_dir=remote,
+                cache=cache,
+                commands=prepare.job_commands(training, export=export.after_training),
+                secrets=[name for name in SECRET_NAMES if name in plan.secrets],
+                home=None if executor.local else executor.home,
+                extra_env=extra_env,
+                tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
+            ),
         )
         if not executor.local:
             await executor.upload(run_dir, remote, UPLOAD_SKIP)
@@ -424,7 +424,7 @@ def in_job_export_env(run_id: str, quantize: str, target: TrainTarget, home: str
         CONFIG_ENV: CONFIG_FILE,
         **resolve_pin().job_env(),
     }
-    native = isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE
+    native = kind_of(target).runtime(target) is Runtime.NATIVE
     venv = expand_venv(target.venv, home) if native else None
     if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
         env["PATH"] = f"{venv.rstrip('/')}/bin"

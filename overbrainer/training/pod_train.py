@@ -6,7 +6,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import NoReturn, TypeVar
 
 import attrs
@@ -14,33 +13,51 @@ import trio
 
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
-from overbrainer.model.pod_status import DeleteReason, PodKept
-from overbrainer.model.redact import redact
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
+from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
 from overbrainer.targets.runpod.create_body import workdir
+from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
-from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
-from overbrainer.targets.runpod.pod_logs import (
-    MAX_TAIL,
-    PodLogsGone,
-    keep_lines,
-    read_cursor,
-    stream_pod_logs,
+from overbrainer.targets.runpod.keys import write_ssh_config
+from overbrainer.targets.runpod.kind import pod_settings
+from overbrainer.targets.runpod.lease import (
+    DEADLINE_MESSAGE,
+    LeaseTimes,
+    Pace,
+    keep_lease,
+    watch_pace,
+)
+from overbrainer.targets.runpod.pod_end import (
+    DRAIN_LIMIT,
+    END_BOUND,
+    capture_pod_log,
+    clean_up,
+    drain_pod_log,
+    end_pod_bounded,
+    error_text,
 )
 from overbrainer.targets.runpod.pod_record import (
-    POD_DIR,
-    AttemptResult,
     DeletedBy,
     PodRecord,
     PodState,
     load_pod_record,
 )
-from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.targets.runpod.provision import (
+    PodRun,
+    forget_keys,
+    new_pod_run,
+    open_pod_ssh,
+    pod_poll,
+    provision,
+    remove,
+)
+from overbrainer.targets.runpod.vram_floor import vram_floor
+from overbrainer.targets.ssh import SshExecutor
 from overbrainer.training.follow import FollowError
 from overbrainer.training.lifecycle import (
     REMOTE_START_BOUND,
@@ -52,44 +69,24 @@ from overbrainer.training.lifecycle import (
     watch,
 )
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
-from overbrainer.training.pod_disk import DiskPolicy, follow_disk
-from overbrainer.training.pod_lease import (
-    DEADLINE_MESSAGE,
-    LeaseTimes,
-    Pace,
-    keep_lease,
-    watch_pace,
+from overbrainer.training.run_store import (
+    RunRecord,
+    Runs,
+    RunState,
+    claim_dir,
+    new_owner,
+    rfc3339,
 )
-from overbrainer.training.pod_provision import (
-    PodRun,
-    forget_keys,
-    new_pod_run,
-    pod_poll,
-    pod_ssh_config,
-    provision,
-    remove,
-    sweep,
-)
-from overbrainer.training.pod_vram import vram_floor
-from overbrainer.training.run_store import RunRecord, RunState, claim_dir, new_owner, rfc3339
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-PROVISION_BOUND = 4 * 3600.0
-"""Seconds the shielded provisioning may take in all (each GPU type waits ≤ 18 min)."""
-DRAIN_LIMIT = 5.0
-"""Seconds the pod's log stream is read at most before the pod is deleted."""
+RunPod = PodRun[Runs, RunRecord]
+"""The pod of a run, or of a run's compare or export job (their records are run records)."""
+
 GONE_BOUND = 120.0
 """Seconds spent at most telling whether the pod of an unreachable job is gone."""
-END_BOUND = 600.0
-"""Seconds a shielded delete of the pod (and its keys) may take."""
-
-
-def _text(error: BaseException) -> str:
-    return error.message if isinstance(error, OverbrainerError) else str(error)
 
 
 async def api_key(session: Session) -> str:
@@ -115,15 +112,6 @@ def _create_run(session: Session, plan: StartPlan, target: RunpodTarget) -> RunR
     )
 
 
-@contextlib.asynccontextmanager
-async def _flag(session: Session) -> AsyncIterator[Flag]:
-    if session.provisioning_flag is None:
-        yield Flag()
-        return
-    async with session.provisioning_flag() as flag:
-        yield flag
-
-
 StrayCheck = Callable[[RunpodApi], Awaitable[list[str]]]
 """What a Runpod `train` warns about at its start (the account's pods nothing will delete)."""
 
@@ -146,8 +134,7 @@ async def train_on_pod(
     session: Session, plan: StartPlan, *, keep: bool, strays: StrayCheck | None = None
 ) -> Outcome:
     """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
-    target = plan.target
-    assert isinstance(target, RunpodTarget)
+    target = pod_settings(plan.target)
     key = await api_key(session)
     async with open_runpod(session.settings.runpod.url, key) as api:
         await _warn_strays(session, api, strays)
@@ -157,21 +144,18 @@ async def train_on_pod(
         record = await trio.to_thread.run_sync(_create_run, session, plan, target)
         log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
         session.created(record.id)
-        async with _flag(session) as flag:
-            run = new_pod_run(
-                api,
-                session.bus,
-                session.runs,
-                record,
-                target,
-                keep=keep,
-                stopped=lambda: flag.interrupted or session.interrupt.caught,
-                vram_floor_gb=floor,
-            )
-            await provision_or_fail(run)
-        async with open_ssh(
-            plan.name, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
-        ) as executor:
+        run = new_pod_run(
+            api,
+            session.bus,
+            session.runs,
+            record,
+            target,
+            keep=keep,
+            stopped=lambda: session.interrupt.caught,
+            vram_floor_gb=floor,
+        )
+        await provision_or_fail(run, session.interrupt)
+        async with open_pod_ssh(run, plan.name) as executor:
             started = await start_on_pod(
                 run, executor, lambda: start_job(session, run.run, plan, executor)
             )
@@ -180,18 +164,21 @@ async def train_on_pod(
             return await follow_and_end(session, run, executor, started)
 
 
-async def provision_or_fail(run: PodRun) -> None:
-    """Provision shielded (§7.5); on a failure or a stop, delete the pod and fail the run
-    (or the run's job)."""
+async def provision_or_fail(run: RunPod, interrupt: Interrupt) -> None:
+    """Provision raced against Ctrl-C (§7.5): the interruption cancels it, and only the
+    create and its record are shielded (provision.py). On a failure or a stop, delete the pod
+    and fail the run (or the run's job)."""
     failure: str | None = None
-    ready = False
-    with trio.move_on_after(PROVISION_BOUND, shield=True) as scope:
+
+    async def attempt() -> bool:
+        nonlocal failure
         try:
-            ready = await provision(run)
+            return await provision(run)
         except (OverbrainerError, OSError) as error:
-            failure = _text(error)
-    if scope.cancelled_caught:
-        failure = f"no pod was ready within {int(PROVISION_BOUND // 3600)} h"
+            failure = error_text(error)
+            return False
+
+    ready = await interrupt.race(attempt)
     if ready and not run.stopped():
         return
     if failure is None:
@@ -202,7 +189,7 @@ async def provision_or_fail(run: PodRun) -> None:
     raise WorkFailed(f"{run.subject} failed: {failure}{extra}")
 
 
-async def _interrupted_before_job(run: PodRun) -> NoReturn:
+async def _interrupted_before_job(run: RunPod) -> NoReturn:
     """A Ctrl-C before the job started: delete the pod, fail the run, say so (§7.5 step 6)."""
     left = await clean_up(run, DeleteReason.INTERRUPTED)
     await _fail_run(run, "interrupted before its job started")
@@ -212,36 +199,14 @@ async def _interrupted_before_job(run: PodRun) -> NoReturn:
     raise Detached(f"interrupted: {run.subject} stopped before its job started; {tail}")
 
 
-async def clean_up(run: PodRun, reason: DeleteReason) -> bool:
-    """Delete the run's pod (and, after unclear creates, any pod of the run); forget its keys
-    when none is left. Whether a pod may be left."""
-    left = True
-    with trio.move_on_after(END_BOUND, shield=True):
-        try:
-            await remove(run, reason)
-            if any(a.result is AttemptResult.AMBIGUOUS for a in run.pod.attempts):
-                await sweep(run)
-                log.warning(
-                    "the create calls of %s got no clear answer from Runpod: a pod may "
-                    "still appear; check `overbrainer pod ls`",
-                    run.subject,
-                )
-            left = bool(run.pod.stray_pods)
-        except (OverbrainerError, OSError) as error:
-            log.warning("cannot delete the pod of %s: %s", run.subject, _text(error))
-        if not left:
-            await forget_keys(run)
-    return left
-
-
-async def _fail_run(run: PodRun, message: str) -> None:
+async def _fail_run(run: RunPod, message: str) -> None:
     failed = attrs.evolve(run.run, state=RunState.FAILED, message=message)
     with trio.move_on_after(30, shield=True):
         await trio.to_thread.run_sync(run.runs.save, failed)
 
 
 async def start_on_pod(
-    run: PodRun, executor: SshExecutor, start: Callable[[], Awaitable[RunRecord]]
+    run: RunPod, executor: SshExecutor, start: Callable[[], Awaitable[RunRecord]]
 ) -> RunRecord:
     """Shielded (§7.5 steps 7-8): connect, arm the cost cap, reserve R, `start` the job (its
     `running` record). On a failure or a stop, the pod is deleted and the record failed."""
@@ -257,7 +222,7 @@ async def start_on_pod(
             if not run.stopped():  # a Ctrl-C since the pod was ready: no job, no pod
                 started = await start()
         except (OverbrainerError, OSError) as error:
-            failure = _text(error)
+            failure = error_text(error)
     if started is None and run.stopped():
         await _interrupted_before_job(run)
     if started is None:
@@ -279,7 +244,7 @@ async def start_on_pod(
     return started
 
 
-def _detached(run: PodRun) -> Detached:
+def _detached(run: RunPod) -> Detached:
     run_id, pod = run.run_id, run.pod
     head = (
         f"interrupted: run {run_id} keeps running on pod {pod.pod_id} "
@@ -303,7 +268,7 @@ def _detached(run: PodRun) -> Detached:
 
 async def follow_and_end(
     session: Session,
-    run: PodRun,
+    run: RunPod,
     executor: Executor,
     record: RunRecord,
     *,
@@ -328,7 +293,7 @@ async def follow_and_end(
 
 async def follow_on_pod(
     interrupt: Interrupt,
-    run: PodRun,
+    run: RunPod,
     executor: Executor,
     record: RunRecord,
     watch_job: Callable[[], Awaitable[T]],
@@ -428,8 +393,8 @@ async def reach_pod(
     record: RunRecord,
     target: RunpodTarget,
     pod: PodRecord,
-    interrupted: Callable[[PodRun], OverbrainerError] | None = None,
-) -> AsyncIterator[tuple[PodRun, SshExecutor] | Outcome]:
+    interrupted: Callable[[RunPod], OverbrainerError] | None = None,
+) -> AsyncIterator[tuple[RunPod, SshExecutor] | Outcome]:
     """The run's pod again (§7.8): looked up, its ssh config rewritten, connected.
 
     Yields the run's outcome instead when the pod is gone (the run failed). Ctrl-C while
@@ -466,9 +431,7 @@ async def reach_pod(
         if found.ssh is None:
             raise WorkFailed(f"pod {found.id} of run {record.id} has no SSH endpoint right now")
         await trio.to_thread.run_sync(write_ssh_config, run_dir, record.id, found.ssh)
-        async with open_ssh(
-            record.target, host_alias(record.id), workdir(target), ssh_config=pod_ssh_config(run)
-        ) as executor:
+        async with open_pod_ssh(run, record.target) as executor:
 
             async def connect() -> bool:
                 await executor.connect()
@@ -490,7 +453,7 @@ async def _pod_lost(session: Session, record: RunRecord, pod_id: str | None) -> 
 COST_CAP_MESSAGE = "max_cost_usd reached: the pod was deleted before the job ended"
 
 
-async def _after_lost_job(run: PodRun, record: RunRecord, error: FollowError) -> None:
+async def _after_lost_job(run: RunPod, record: RunRecord, error: FollowError) -> None:
     """The job could not be reached: when Runpod no longer has the pod (its watchdog or
     someone deleted it), the run failed, with the limit that passed if one did (§7.6).
     Returns when the pod is still there (the error stands: attach again)."""
@@ -525,7 +488,7 @@ async def _after_lost_job(run: PodRun, record: RunRecord, error: FollowError) ->
 
 
 async def _delete_at_limit(
-    run: PodRun, record: RunRecord, reason: DeleteReason, message: str
+    run: RunPod, record: RunRecord, reason: DeleteReason, message: str
 ) -> None:
     """The cost cap or `max_hours` passed while following: delete the pod, fail the run
     (shielded)."""
@@ -535,118 +498,10 @@ async def _delete_at_limit(
         try:
             await remove(run, reason)
         except (OverbrainerError, OSError) as error:
-            log.warning("cannot delete the pod of %s: %s", run.subject, _text(error))
+            log.warning("cannot delete the pod of %s: %s", run.subject, error_text(error))
         else:
             await forget_keys(run)
     failed = attrs.evolve(record, state=RunState.FAILED, message=message)
     with trio.move_on_after(30, shield=True):
         await trio.to_thread.run_sync(lambda: run.runs.update(run.run_id, lambda _: failed))
     raise WorkFailed(f"{run.subject} failed: {message}")
-
-
-async def capture_pod_log(run: PodRun) -> None:
-    """Keep Runpod's own log of the pod in `.pod/pod.log` while overbrainer follows it:
-    from its cursor (or the last 5000 lines), reconnecting whenever the stream ends."""
-    while True:
-        if await drain_pod_log(run):
-            return
-        await trio.sleep(pod_poll())
-
-
-async def drain_pod_log(run: PodRun) -> bool:
-    """One pass over the pod's log stream into `.pod/pod.log`; True once the pod is gone."""
-    pod_id = run.pod.live_pod
-    if pod_id is None:
-        return True
-    run_dir = run.runs.dir_of(run.run_id)
-    cursor = await trio.to_thread.run_sync(read_cursor, run_dir)
-    try:
-        async for line in stream_pod_logs(
-            run.api.http, pod_id, tail=MAX_TAIL if cursor is None else None, cursor=cursor
-        ):
-            await trio.to_thread.run_sync(keep_lines, run_dir, [line])
-    except PodLogsGone:
-        return True
-    except (OverbrainerError, OSError) as error:
-        log.debug("pod: cannot read the pod's log stream: %s", _text(error))
-    return False
-
-
-POD_LOGS = ("watchdog.log", "bootstrap.log")
-POD_LOG_BYTES = 4 * 1024 * 1024
-
-
-async def copy_pod_logs(run: PodRun, executor: Executor) -> None:
-    """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
-    local = run.runs.dir_of(run.run_id) / POD_DIR
-    for name in POD_LOGS:
-        try:
-            data = await executor.read_from(f"{run.remote_dir}/.pod/{name}", 0, POD_LOG_BYTES)
-        except (OverbrainerError, OSError) as error:
-            log.debug("pod: cannot read .pod/%s: %s", name, _text(error))
-            continue
-        if not data:
-            continue
-        text = redact(data.decode("utf-8", "replace"))
-        await trio.to_thread.run_sync(_write_log, local / name, text)
-
-
-def _write_log(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    write_atomic(path, text)
-
-
-POD_NOT_ENDED = "the pod did not end in time"
-
-
-async def end_pod_bounded(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
-    """`end_pod`, shielded and bounded by END_BOUND: the problem, or None; a bound that
-    passes is a problem too (the pod may be left)."""
-    problem: str | None = POD_NOT_ENDED
-    with trio.move_on_after(END_BOUND, shield=True):
-        problem = await end_pod(run, executor, retrieved=retrieved)
-    return problem
-
-
-async def end_pod(run: PodRun, executor: Executor, *, retrieved: bool) -> str | None:
-    """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
-    Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
-    pod_id = run.pod.pod_id
-    await copy_pod_logs(run, executor)
-    with trio.move_on_after(DRAIN_LIMIT):
-        await drain_pod_log(run)
-    if not retrieved:
-        state = PodState.KEPT if run.keep else PodState.AWAITING_RETRIEVAL
-        await run.save(state=state)
-        log.warning(
-            "the results of run %s were not retrieved: pod %s stays until its watchdog's "
-            "retrieve grace ends; retrieve them with `overbrainer train attach %s`, or remove "
-            "the pod with `overbrainer pod rm %s`",
-            run.run_id,
-            pod_id,
-            run.run_id,
-            run.run_id,
-        )
-        return None
-    try:
-        await executor.put_file(f"{run.remote_dir}/.pod/retrieved", "")
-        if run.keep:
-            await run.save(state=PodState.KEPT)
-            assert pod_id is not None
-            run.publish(PodKept(pod_id))
-            log.info(
-                "pod %s kept (--keep-pod): `ssh -F %s/ssh/config overbrainer-%s`; remove "
-                "it with `overbrainer pod rm %s`; nothing deletes it automatically",
-                pod_id,
-                run.shown_dir,
-                run.run_id,
-                run.run_id,
-            )
-            return None
-        await remove(run, DeleteReason.RETRIEVED)
-        await sweep(run)
-    except (OverbrainerError, OSError) as error:
-        return _text(error)
-    if not run.pod.stray_pods:
-        await forget_keys(run)
-    return None

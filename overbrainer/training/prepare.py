@@ -27,6 +27,7 @@ from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.export_script import FAILED_FILE, SCRIPT_FILE
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.job_script import Command
 from overbrainer.training.axolotl_config import (
     CONFIG_FILE,
@@ -45,7 +46,6 @@ from overbrainer.training.axolotl_config import (
 )
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 
-SNAPSHOT_REQUEST = "snapshot.request"
 METRICS_ENV = "OVERBRAINER_METRICS"
 SNAPSHOT_ENV = "OVERBRAINER_SNAPSHOT"
 _CHECKPOINT = re.compile(r"output/(checkpoint-\d+)")

@@ -8,15 +8,19 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, LocalTarget, RunpodTarget, Runtime
+from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.executor import Executor, ExecutorJob, TargetUnreachable
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.targets.job_script import container_name
+from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.create_body import workdir
 from overbrainer.targets.runpod.keys import host_alias
+from overbrainer.targets.runpod.kind import pod_settings
+from overbrainer.targets.runpod.pod_end import end_pod_bounded
 from overbrainer.targets.runpod.pod_record import load_pod_record
 from overbrainer.targets.ssh import open_ssh
 from overbrainer.training.follow import CANCEL_BOUND
@@ -33,12 +37,10 @@ from overbrainer.training.lifecycle import (
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_train import (
     attach_pod,
-    end_pod_bounded,
     follow_and_end,
     live_pod_record,
     reach_pod,
 )
-from overbrainer.training.prepare import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
@@ -57,7 +59,7 @@ def _any_target(session: Session, record: RunRecord) -> TrainTarget:
 
 def _check_target(session: Session, record: RunRecord) -> HostTarget:
     target = _any_target(session, record)
-    assert not isinstance(target, RunpodTarget), "Runpod runs go through the pod commands"
+    assert not kind_of(target).makes_pod, "pod runs go through the pod commands"
     return target
 
 
@@ -70,7 +72,8 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     if record.job is not None or record.state is not RunState.PREPARING:
         return record
     target = run_target(session.settings, record.target)
-    if not isinstance(target, LocalTarget):
+    kind = kind_of(target)
+    if not kind.on_this_machine:
         return record  # its job.pid is on the other machine; the record stays as it is
     run_dir = session.runs.dir_of(record.id)
     try:
@@ -80,8 +83,9 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     if pid <= 1:
         return record
     container = None
-    if target.runtime is Runtime.DOCKER:
-        container = Container((target.engine or Engine.DOCKER).value, container_name(record.id))
+    if kind.runtime(target) is Runtime.DOCKER:
+        engine = kind.engine(target) or Engine.DOCKER
+        container = Container(engine.value, container_name(record.id))
     log.warning(
         "train: run %s was left preparing, but its job had started (process group %d): "
         "recording it as running",
@@ -103,8 +107,8 @@ async def attach(session: Session, run_id: str) -> Outcome:
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     any_target = _any_target(session, record)
-    if isinstance(any_target, RunpodTarget):
-        return await attach_pod(session, record, any_target)
+    if kind_of(any_target).makes_pod:
+        return await attach_pod(session, record, pod_settings(any_target))
     target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
@@ -170,12 +174,12 @@ async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainT
 
 
 async def stop_on_pod(
-    session: Session, record: RunRecord, target: RunpodTarget, announce: Callable[[], None]
+    session: Session, record: RunRecord, target: Target, announce: Callable[[], None]
 ) -> Outcome:
-    """`train stop` of a Runpod run (§7.8): the request written on its pod, then the run
+    """`train stop` of a run on a pod (§7.8): the request written on its pod, then the run
     followed to its end, its snapshot retrieved and its pod deleted (or kept)."""
     pod = await live_pod_record(session, record, "nothing to stop")
-    async with reach_pod(session, record, target, pod) as reached:
+    async with reach_pod(session, record, pod_settings(target), pod) as reached:
         if isinstance(reached, Outcome):
             return reached
         run, executor = reached
@@ -184,7 +188,7 @@ async def stop_on_pod(
         return await follow_and_end(session, run, executor, record, requested=True)
 
 
-async def request_on_pod_beside(session: Session, record: RunRecord, target: RunpodTarget) -> None:
+async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
     """Write a Runpod run's snapshot request through its existing ssh config (no API call),
     while another process holds the project."""
     run_dir = session.runs.dir_of(record.id)
@@ -193,7 +197,10 @@ async def request_on_pod_beside(session: Session, record: RunRecord, target: Run
     if pod is None or pod.live_pod is None or not config.is_file():
         raise UsageError(f"run {record.id} has no pod to reach: nothing to stop")
     async with open_ssh(
-        record.target, host_alias(record.id), workdir(target), ssh_config=str(config.absolute())
+        record.target,
+        host_alias(record.id),
+        workdir(pod_settings(target)),
+        ssh_config=str(config.absolute()),
     ) as executor:
         await executor.connect()
         await request_snapshot_on(executor, record)
@@ -227,8 +234,8 @@ async def cancel(session: Session, run_id: str) -> RunEnding:
     check_cancellable(record)
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
     any_target = _any_target(session, record)
-    if isinstance(any_target, RunpodTarget):
-        return await _cancel_on_pod(session, record, any_target)
+    if kind_of(any_target).makes_pod:
+        return await _cancel_on_pod(session, record, pod_settings(any_target))
     target = _check_target(session, record)
     async with session.open_target(
         record.target, target, lambda: Detached("interrupted before the cancel started")

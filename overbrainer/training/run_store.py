@@ -47,6 +47,7 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.model.utc import parse_rfc3339, rfc3339, utc
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.targets.claim import CLAIM_FILE, claim_dir
 from overbrainer.training.run_record import (
@@ -95,7 +96,6 @@ MAX_NUMBER = 99
 SLUG_MAX = 40
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z")
 
 
 def project_slug(name: str) -> str:
@@ -110,33 +110,9 @@ def project_slug(name: str) -> str:
     return slug or "run"
 
 
-def _utc(now: dt.datetime | None) -> dt.datetime:
-    moment = dt.datetime.now(dt.UTC) if now is None else now
-    if moment.tzinfo is None:
-        raise ValueError("a run time must be timezone-aware")
-    return moment.astimezone(dt.UTC)
-
-
-def rfc3339(now: dt.datetime | None = None) -> str:
-    """`now` (default: the current time) as `YYYY-MM-DDTHH:MM:SSZ` in UTC."""
-    return _utc(now).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> dt.datetime | None:
-    """The UTC time `text` gives in the `rfc3339` form; None for any other text."""
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        return None
-    year, month, day, hour, minute, second = (int(part) for part in match.groups())
-    try:
-        return dt.datetime(year, month, day, hour, minute, second, tzinfo=dt.UTC)
-    except ValueError:
-        return None
-
-
 def base_run_id(slug: str, now: dt.datetime | None = None) -> str:
     """`<slug>_<YYYYMMDD>-<HHMMSS>` at `now` (default: the current time), UTC."""
-    return f"{slug}_{_utc(now).strftime('%Y%m%d-%H%M%S')}"
+    return f"{slug}_{utc(now).strftime('%Y%m%d-%H%M%S')}"
 
 
 def run_ids(base: str) -> Iterator[str]:
@@ -213,7 +189,7 @@ class Runs:
         resumed_from: str | None = None,
     ) -> RunRecord:
         """Claim a new run and save its `preparing` record; `remote_dir(id)` gives R."""
-        moment = _utc(now)
+        moment = utc(now)
         run_id = self.claim(project_name, moment, accept)
         record = RunRecord(
             id=run_id,

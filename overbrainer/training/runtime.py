@@ -10,20 +10,20 @@ import attrs
 from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     DEFAULT_RUNPOD_VENV,
-    LocalTarget,
-    RunpodTarget,
     Runtime,
-    SshTarget,
+    Target,
 )
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets.export_script import CACHE_ENV
 from overbrainer.targets.job_script import (
     Command,
+    ContainerJob,
     Engine,
     container_commands,
     container_name,
     native_commands,
 )
+from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path
 from overbrainer.training.prepare import job_env
 
@@ -41,11 +41,9 @@ class JobPlan:
     container: tuple[Engine, str] | None = None
 
 
-def job_root(target: LocalTarget | SshTarget | RunpodTarget, run_dir: str) -> str:
+def job_root(target: Target, run_dir: str) -> str:
     """The run directory as the job sees it: itself natively, `/workspace/run` in a container."""
-    if isinstance(target, RunpodTarget):
-        return run_dir
-    return CONTAINER_ROOT if target.runtime is Runtime.DOCKER else run_dir
+    return CONTAINER_ROOT if kind_of(target).runtime(target) is Runtime.DOCKER else run_dir
 
 
 def expand_venv(venv: str | None, home: str | None = None) -> str | None:
@@ -59,46 +57,67 @@ def expand_venv(venv: str | None, home: str | None = None) -> str | None:
     return venv
 
 
-def plan_job(
-    target: LocalTarget | SshTarget | RunpodTarget,
-    *,
-    run_id: str,
-    run_dir: str,
-    cache: str,
-    commands: Sequence[Command],
-    secrets: Sequence[str] = (),
-    home: str | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    tools: str | None = None,
-    workdir: str = "",
-) -> JobPlan:
-    """The job's commands for the target's runtime (§4.2); `secrets` are passed by name only.
+@attrs.frozen
+class JobRequest:
+    """What a job is, whatever its target: its run, commands and caches.
 
+    `secrets` are passed by name only; `home` is the target user's home (None: this user's);
     `extra_env` is added to the job's variables; `tools` is the target's tool cache (the
     llama.cpp of an in-job export), given as OVERBRAINER_CACHE (a container mounts it).
     `workdir` is where a container job runs, relative to the mounted run directory (a native
     job runs where it is spawned).
     """
+
+    run_id: str
+    run_dir: str
+    cache: str
+    commands: Sequence[Command]
+    secrets: Sequence[str] = ()
+    home: str | None = None
+    extra_env: Mapping[str, str] | None = None
+    tools: str | None = None
+    workdir: str = ""
+
+
+def plan_job(target: Target, request: JobRequest) -> JobPlan:
+    """The job's commands for the target's runtime (§4.2)."""
+    run_id, run_dir, cache, commands = (
+        request.run_id,
+        request.run_dir,
+        request.cache,
+        request.commands,
+    )
+    secrets, home, extra_env, tools = (
+        request.secrets,
+        request.home,
+        request.extra_env,
+        request.tools,
+    )
+    workdir = request.workdir
     env = {**job_env(job_root(target, run_dir)), **(extra_env or {})}
-    if tools is not None and (isinstance(target, RunpodTarget) or target.runtime is Runtime.NATIVE):
+    kind = kind_of(target)
+    native = kind.runtime(target) is Runtime.NATIVE
+    if tools is not None and native:
         env[CACHE_ENV] = tools
-    if isinstance(target, RunpodTarget):
+    if kind.makes_pod:
         # On a pod: native, the image's venv, and the environment its bootstrap wrote.
         venv = target.venv or DEFAULT_RUNPOD_VENV
         return JobPlan(native_commands(commands, env, venv=venv, env_file=pod_path(JOB_ENV)))
-    if target.runtime is Runtime.NATIVE:
+    if native:
         return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
-    engine = Engine((target.engine or ConfigEngine.DOCKER).value)
+    engine = Engine((kind.engine(target) or ConfigEngine.DOCKER).value)
     text = container_commands(
-        engine,
-        run_id=run_id,
-        run_dir=run_dir,
-        cache=cache,
-        image=target.image or DEFAULT_IMAGE,
-        commands=commands,
-        env=env,
-        secrets=secrets,
-        tools=tools,
-        workdir=workdir,
+        ContainerJob(
+            engine,
+            run_id=run_id,
+            run_dir=run_dir,
+            cache=cache,
+            image=target.image or DEFAULT_IMAGE,
+            commands=commands,
+            env=env,
+            secrets=secrets,
+            tools=tools,
+            workdir=workdir,
+        )
     )
     return JobPlan(text, (engine, container_name(run_id)))

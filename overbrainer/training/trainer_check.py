@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 
-from overbrainer.config.settings import Adapter, LocalTarget, Runtime, SshTarget, Target, Training
+from overbrainer.config.settings import Adapter, Runtime, Target, Training
 from overbrainer.model.errors import UsageError
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.job_script import quote
+from overbrainer.targets.registry import kind_of
 from overbrainer.training.runtime import expand_venv
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,12 @@ class CannotTrain(UsageError):
 
 
 def checks_axolotl(target: Target | None) -> bool:
-    """Whether `target` is one whose `axolotl` is checked: a native local or SSH target."""
-    return isinstance(target, LocalTarget | SshTarget) and target.runtime is Runtime.NATIVE
+    """Whether `target` is one whose `axolotl` is checked: a native one that makes no pod (a
+    pod's image holds Axolotl)."""
+    if target is None:
+        return False
+    kind = kind_of(target)
+    return not kind.makes_pod and kind.runtime(target) is Runtime.NATIVE
 
 
 def axolotl_script(venv: str | None) -> str:
@@ -61,9 +66,7 @@ GPU_MARK = "gpu"
 """The line `gpu_script` prints when the target has a GPU (an `axolotl` path never is it)."""
 
 
-async def _look(
-    name: str, target: LocalTarget | SshTarget, executor: Executor, gpu: bool
-) -> tuple[str, bool]:
+async def _look(name: str, target: Target, executor: Executor, gpu: bool) -> tuple[str, bool]:
     """One probe of the target: its job's `axolotl` (CannotTrain without one) and, when
     `gpu`, whether it has a GPU."""
     venv = expand_venv(target.venv, None if executor.local else executor.home)
@@ -77,7 +80,7 @@ async def _look(
     return paths[-1], GPU_MARK in (line.strip() for line in lines)
 
 
-async def find_axolotl(name: str, target: LocalTarget | SshTarget, executor: Executor) -> str:
+async def find_axolotl(name: str, target: Target, executor: Executor) -> str:
     """The path of the `axolotl` the target's job would run; CannotTrain when there is none."""
     path, _ = await _look(name, target, executor, gpu=False)
     return path
@@ -100,9 +103,7 @@ def gpu_script(venv: str | None) -> str:
     )
 
 
-async def check_trainer(
-    name: str, target: LocalTarget | SshTarget, training: Training, executor: Executor
-) -> str:
+async def check_trainer(name: str, target: Target, training: Training, executor: Executor) -> str:
     """The target's `axolotl`, looked up with its GPU in one probe; CannotTrain without
     `axolotl`, or without a GPU unless `training` turns off what needs CUDA."""
     path, gpu = await _look(name, target, executor, gpu=True)

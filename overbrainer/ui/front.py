@@ -15,9 +15,8 @@ import trio
 
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
-from overbrainer.events.interrupt import Flag, Interrupt
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.error_groups import unwrapped
-from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
@@ -117,19 +116,6 @@ class CliFrontend:
                 interrupt = Interrupt(off=True)
             yield interrupt
 
-    @contextlib.asynccontextmanager
-    async def provisioning_flag(self) -> AsyncIterator[Flag]:
-        """A flag that Ctrl-C sets while inside."""
-        flag = Flag()
-
-        def set_flag() -> None:
-            flag.interrupted = True
-
-        async with _on_stop_signals(set_flag) as caught:
-            if not caught:
-                raise OverbrainerError("cannot catch Ctrl-C")
-            yield flag
-
     def line(self, text: str) -> None:
         """Print a result line on stdout, secrets masked (dropped once its reader has gone).
 
@@ -157,12 +143,10 @@ class TuiFrontend:
         self,
         bus: EventBus,
         detach: trio.Event,
-        abandon: Flag,
         report: Callable[[Report], None],
     ) -> None:
         self.bus = bus
         self.detach = detach
-        self.abandon = abandon
         self.report = report
 
     @contextlib.asynccontextmanager
@@ -197,11 +181,6 @@ class TuiFrontend:
                 yield interrupt
             finally:
                 nursery.cancel_scope.cancel()
-
-    @contextlib.asynccontextmanager
-    async def provisioning_flag(self) -> AsyncIterator[Flag]:
-        """The shared abandon flag."""
-        yield self.abandon
 
     def line(self, text: str) -> None:
         """Hand a result line to the app."""

@@ -12,10 +12,12 @@ from overbrainer.compare.plan import ComparePlan, plan_compare
 from overbrainer.compare.pod import quote_pod
 from overbrainer.config import load_settings
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.config.settings import RunpodTarget, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.flows.compare import check_target
 from overbrainer.project.directory import Project
+from overbrainer.targets.registry import kind_of
 from overbrainer.targets.runpod.auto import PodPrice
+from overbrainer.targets.runpod.kind import pod_settings
 from overbrainer.training.run_store import Runs
 
 JUDGE_ONCE = "the judge is called once per question"
@@ -68,8 +70,8 @@ async def prepare_compare(project: Project, run_id: str | None) -> PreparedCompa
     target = settings.targets.get(run.target)
     price = None
     secret = settings.runpod.api_key
-    if isinstance(target, RunpodTarget) and secret is not None:
+    if target is not None and kind_of(target).makes_pod and secret is not None:
         key = await resolve_secret(secret, "runpod.api_key")
         gguf = runs.dir_of(run.id) / plan.export.file
-        price = await quote_pod(settings, target, key, gguf)
+        price = await quote_pod(settings, pod_settings(target), key, gguf)
     return PreparedCompare(run.id, confirm_lines(plan, settings, price))

@@ -176,8 +176,6 @@ class Runner:
             elif isinstance(effect, Cancel | Abandon):
                 running = self.handles.get(effect.task)
                 if running is not None:
-                    if isinstance(effect, Abandon):
-                        running.abandon.interrupted = True
                     running.detach.set()
             elif isinstance(effect, OpenEditor):
                 self.tasks.start_soon(self._edit, effect.path)

@@ -595,7 +595,7 @@ class Cancel:
 
 @attrs.frozen
 class Abandon:
-    """Set task `task`'s abandon flag and its detach event (Runpod provisioning gives up)."""
+    """Set task `task`'s detach event, giving it up (Runpod provisioning is cancelled too)."""
 
     task: int
 

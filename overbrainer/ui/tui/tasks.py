@@ -10,7 +10,6 @@ import trio
 
 from overbrainer.events.bus import Lagged, Subscription, open_event_bus
 from overbrainer.events.frontend import Frontend, Line, Report
-from overbrainer.events.interrupt import Flag
 from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.compare import compare_flow
 from overbrainer.flows.export import export_flow
@@ -54,10 +53,10 @@ Post = Callable[[Msg], None]
 
 @attrs.define
 class TaskHandle:
-    """What the app keeps of a running task: its detach event and its abandon flag."""
+    """What the app keeps of a running task: its detach event (a pod still provisioning is
+    given up with it: the interrupt cancels the provisioning)."""
 
     detach: trio.Event = attrs.Factory(trio.Event)
-    abandon: Flag = attrs.Factory(Flag)
 
 
 def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awaitable[None]]:
@@ -184,7 +183,7 @@ async def run_task(
     async with trio.open_nursery() as forwarding:
         async with open_event_bus(CAPACITY) as bus:
             forwarding.start_soon(_forward, task, bus.subscribe(), post)
-            front = TuiFrontend(bus, handle.detach, handle.abandon, report)
+            front = TuiFrontend(bus, handle.detach, report)
             try:
                 await flow(front)
             except (Exception, BaseExceptionGroup) as error:

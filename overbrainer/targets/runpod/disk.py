@@ -13,10 +13,10 @@ import trio
 
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.runpod.api import RunpodApi
 from overbrainer.targets.runpod.create_body import VOLUME_DIR, pod_path
 from overbrainer.targets.runpod.errors import RunpodError
-from overbrainer.training.prepare import SNAPSHOT_REQUEST
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,9 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import trio
@@ -25,6 +27,8 @@ from overbrainer.model.pod_status import (
     PodStatus,
     PodUnavailable,
 )
+from overbrainer.model.utc import rfc3339
+from overbrainer.targets.job_names import POLL_ENV
 from overbrainer.targets.runpod.api import RunpodApi
 from overbrainer.targets.runpod.auto import (
     MAX_OUT_OF_STOCK,
@@ -62,9 +66,7 @@ from overbrainer.targets.runpod.pod_record import (
 )
 from overbrainer.targets.runpod.scripts import bootstrap_script
 from overbrainer.targets.runpod.types import GpuType, Pod, SshEndpoint
-from overbrainer.targets.ssh import open_ssh
-from overbrainer.training.follow import POLL_ENV
-from overbrainer.training.run_store import RunRecord, Runs, rfc3339
+from overbrainer.targets.ssh import SshExecutor, open_ssh
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,10 @@ POD_POLL = 5.0
 REACH_LIMIT = 15 * 60.0
 PREFLIGHT_LIMIT = 180.0
 DELETE_LIMIT = 60.0
+CREATE_BOUND = 300.0
+"""Seconds a shielded create may take: its attempt saved, the call, the pod it made saved."""
+RECORD_BOUND = 30.0
+"""Seconds a shielded write of `pod.json` may take."""
 VERDICT_BYTES = 4096
 BANNER_LIMIT = 10.0
 AMBIGUOUS_PER_TYPE = 2
@@ -95,14 +101,40 @@ def pod_poll() -> float:
     return value if 0 < value < POD_POLL else POD_POLL
 
 
+class RecordDirs(Protocol):
+    """Where the records of a pod's job live: `runs/`, or a run's `compares/`, `exports/`."""
+
+    @property
+    def root(self) -> Path:
+        """The folder holding one directory per record."""
+        ...
+
+    def dir_of(self, run_id: str) -> Path:
+        """The directory of record `run_id`."""
+        ...
+
+
+class HasId(Protocol):
+    """A record with an ID (a run's, a compare's or an export's)."""
+
+    @property
+    def id(self) -> str:
+        """The record's ID."""
+        ...
+
+
+D = TypeVar("D", bound=RecordDirs)
+R = TypeVar("R", bound=HasId)
+
+
 @attrs.define
-class PodRun:
+class PodRun(Generic[D, R]):
     """A run's pod while overbrainer provisions, follows and ends it."""
 
     api: RunpodApi
     bus: EventBus
-    runs: Runs
-    run: RunRecord
+    runs: D
+    run: R
     target: RunpodTarget
     keep: bool
     stopped: Callable[[], bool]
@@ -138,9 +170,10 @@ class PodRun:
         return f"{workdir(self.target)}/{self.run_id}"
 
     async def save(self, **changes: Any) -> None:
-        """Change `pod.json` (atomically)."""
+        """Change `pod.json` (atomically), shielded: a Ctrl-C never loses what it names."""
         self.pod = attrs.evolve(self.pod, **changes)
-        await trio.to_thread.run_sync(save_pod_record, self.runs.dir_of(self.run_id), self.pod)
+        with trio.fail_after(RECORD_BOUND, shield=True):
+            await trio.to_thread.run_sync(save_pod_record, self.runs.dir_of(self.run_id), self.pod)
 
     def publish(self, status: PodStatus) -> None:
         """Tell the front end (the `pod: …` lines)."""
@@ -156,15 +189,15 @@ class PodRun:
 def new_pod_run(
     api: RunpodApi,
     bus: EventBus,
-    runs: Runs,
-    run: RunRecord,
+    runs: D,
+    run: R,
     target: RunpodTarget,
     *,
     keep: bool,
     stopped: Callable[[], bool],
     vram_floor_gb: int | None = None,
     noun: str = "run",
-) -> PodRun:
+) -> PodRun[D, R]:
     """The pod of a new run (or of a run's job), before anything is asked of Runpod."""
     record = PodRecord(
         run_id=run.id,
@@ -180,7 +213,7 @@ def new_pod_run(
     )
 
 
-async def provision(run: PodRun) -> bool:
+async def provision(run: PodRun[D, R]) -> bool:
     """Keys, secret, the create walk, a ready pod (§7.5 steps 1-4).
 
     False when the user stopped it between steps (the caller deletes any pod). Raises
@@ -234,7 +267,7 @@ class Walk:
             self.out_of_stock_tried += 1
 
 
-def _limits(run: PodRun, data_centers: tuple[str, ...]) -> Limits:
+def _limits(run: PodRun[D, R], data_centers: tuple[str, ...]) -> Limits:
     target = run.target
     return Limits(
         gpu_count=target.gpu_count,
@@ -245,7 +278,7 @@ def _limits(run: PodRun, data_centers: tuple[str, ...]) -> Limits:
     )
 
 
-def _pick(run: PodRun, walk: Walk, catalog: list[GpuType], wanted: tuple[str, ...]) -> None:
+def _pick(run: PodRun[D, R], walk: Walk, catalog: list[GpuType], wanted: tuple[str, ...]) -> None:
     """Fill the walk from the catalog (types not tried yet), `auto` data centers too."""
     fresh = [gpu for gpu in catalog if gpu.id not in walk.done]
     left = MAX_OUT_OF_STOCK - walk.out_of_stock_tried
@@ -257,7 +290,7 @@ def _pick(run: PodRun, walk: Walk, catalog: list[GpuType], wanted: tuple[str, ..
         walk.data_centers = tuple(pick_data_centers(chosen, run.target.gpu_count))
 
 
-async def _reread(run: PodRun, walk: Walk) -> None:
+async def _reread(run: PodRun[D, R], walk: Walk) -> None:
     """After an `auto` type that could not be placed: the catalog again, the rest re-sorted;
     a failed re-read keeps the order (warned)."""
     target = run.target
@@ -278,7 +311,7 @@ async def _reread(run: PodRun, walk: Walk) -> None:
         walk.types = []
 
 
-async def _choices(run: PodRun) -> Walk:
+async def _choices(run: PodRun[D, R]) -> Walk:
     """The GPU types to walk and the data centers to ask for (`auto` resolved from the
     catalog)."""
     target = run.target
@@ -308,7 +341,7 @@ def _walk_failure(problems: list[str], not_ready: list[str], target: RunpodTarge
 
 
 async def _try_type(
-    run: PodRun,
+    run: PodRun[D, R],
     gpu_type: str,
     data_centers: tuple[str, ...],
     problems: list[str],
@@ -336,6 +369,8 @@ async def _try_type(
                     adopted = await _reconcile(run)
                     if adopted is not None:
                         pod = adopted
+                        with trio.fail_after(RECORD_BOUND, shield=True):
+                            await _record_created(run, pod)
                     else:
                         ambiguous += 1
                         if ambiguous < AMBIGUOUS_PER_TYPE and not run.stopped():
@@ -351,7 +386,6 @@ async def _try_type(
                     await run.set_attempt(result, detail=error.message)
                     raise ProvisionFailed(error.message) from None
         break
-    await _record_created(run, pod)
     why = await wait_ready(run, pod)
     if why is None:
         return pod
@@ -364,14 +398,15 @@ async def _try_type(
     return None
 
 
-async def _create(run: PodRun, gpu_type: str, data_centers: tuple[str, ...]) -> Pod:
-    """One `POST /pods`, its attempt recorded (saved) before it is sent."""
+async def _create(run: PodRun[D, R], gpu_type: str, data_centers: tuple[str, ...]) -> Pod:
+    """One `POST /pods`, its attempt saved before it is sent and the pod it made saved after,
+    all shielded (bounded by CREATE_BOUND): a Ctrl-C meanwhile never leaves a pod that
+    `pod.json` does not name. A bound that passes is an unclear create (a sweep finds its
+    pod)."""
     number = len(run.pod.attempts) + 1
     name = pod_name(run.run_id, number)
     deadline = None if run.keep else int(time.time() + run.target.max_hours * 3600)
     attempt = Attempt(name, gpu_type, rfc3339(), deadline, AttemptResult.SENT)
-    await run.save(attempts=(*run.pod.attempts, attempt))
-    run.publish(PodCreating(name, gpu_type))
     assert run.keys is not None
     request = PodRequest(
         run_id=run.run_id,
@@ -384,10 +419,16 @@ async def _create(run: PodRun, gpu_type: str, data_centers: tuple[str, ...]) -> 
         host_public_key=run.keys.host_public,
         bootstrap=bootstrap_script(),
     )
-    return await run.api.create_pod(create_body(run.target, request))
+    with trio.move_on_after(CREATE_BOUND, shield=True):
+        await run.save(attempts=(*run.pod.attempts, attempt))
+        run.publish(PodCreating(name, gpu_type))
+        pod = await run.api.create_pod(create_body(run.target, request))
+        await _record_created(run, pod)
+        return pod
+    raise CreateError(CreateFailure.AMBIGUOUS, f"no answer within {int(CREATE_BOUND)} s")
 
 
-async def _reconcile(run: PodRun) -> Pod | None:
+async def _reconcile(run: PodRun[D, R]) -> Pod | None:
     """After an unclear create: look for the pod it may have made (5 s, then 15 s later)."""
     name = run.pod.attempts[-1].name
     for wait in (pod_poll(), 3 * pod_poll()):
@@ -407,7 +448,7 @@ async def _reconcile(run: PodRun) -> Pod | None:
     return None
 
 
-async def _record_created(run: PodRun, pod: Pod) -> None:
+async def _record_created(run: PodRun[D, R], pod: Pod) -> None:
     attempt = run.pod.attempts[-1]
     if attempt.result is AttemptResult.SENT:
         await run.set_attempt(AttemptResult.CREATED, pod_id=pod.id)
@@ -431,7 +472,7 @@ def _unix_rfc3339(moment: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
 
 
-async def wait_ready(run: PodRun, pod: Pod) -> str | None:
+async def wait_ready(run: PodRun[D, R], pod: Pod) -> str | None:
     """Reach the pod over SSH, then read its watchdog's verdict; why it is not ready, or None.
 
     A verdict of failure raises ProvisionFailed after deleting the pod (the run is refused).
@@ -454,7 +495,7 @@ async def wait_ready(run: PodRun, pod: Pod) -> str | None:
     raise ProvisionFailed(f"the pod's watchdog refused the run: {verdict}")
 
 
-async def _reach(run: PodRun, pod_id: str) -> SshEndpoint | str:
+async def _reach(run: PodRun[D, R], pod_id: str) -> SshEndpoint | str:
     """Poll the pod until its sshd answers with the run's host key; why not, as text."""
     run_dir = run.runs.dir_of(run.run_id)
     with trio.move_on_after(REACH_LIMIT):
@@ -488,12 +529,22 @@ async def _ssh_banner(endpoint: SshEndpoint) -> bool:
     return False
 
 
-def pod_ssh_config(run: PodRun) -> str:
+def pod_ssh_config(run: PodRun[D, R]) -> str:
     """`runs/<id>/ssh/config`, absolute."""
     return str((run.runs.dir_of(run.run_id) / "ssh" / "config").absolute())
 
 
-async def _connects(run: PodRun) -> bool:
+def open_pod_ssh(run: PodRun[D, R], target_name: str) -> AbstractAsyncContextManager[SshExecutor]:
+    """The SSH executor of the job's pod, through the job's own ssh config (not connected)."""
+    return open_ssh(
+        target_name,
+        host_alias(run.run_id),
+        workdir(run.target),
+        ssh_config=pod_ssh_config(run),
+    )
+
+
+async def _connects(run: PodRun[D, R]) -> bool:
     async with open_ssh(
         "pod",
         host_alias(run.run_id),
@@ -508,7 +559,7 @@ async def _connects(run: PodRun) -> bool:
     return True
 
 
-async def _verdict(run: PodRun, endpoint: SshEndpoint) -> str | None:
+async def _verdict(run: PodRun[D, R], endpoint: SshEndpoint) -> str | None:
     """The watchdog's first line (`ready`, `failed …`), None when none came in time."""
     path = f"{run.remote_dir}/.pod/watchdog"
     async with open_ssh(
@@ -529,7 +580,7 @@ async def _verdict(run: PodRun, endpoint: SshEndpoint) -> str | None:
     return None
 
 
-async def _after_ready(run: PodRun, pod: Pod) -> bool:
+async def _after_ready(run: PodRun[D, R], pod: Pod) -> bool:
     ready_after = trio.current_time() - (run.created_mono or trio.current_time())
     await run.save(state=PodState.READY, ready_at=rfc3339())
     run.publish(PodReady(pod.id, ready_after, run.pod.deadline))
@@ -537,7 +588,7 @@ async def _after_ready(run: PodRun, pod: Pod) -> bool:
     return not run.stopped()
 
 
-async def sweep(run: PodRun, keep_pod: str | None = None) -> None:
+async def sweep(run: PodRun[D, R], keep_pod: str | None = None) -> None:
     """Delete every other pod of the run (its name or marker); undeletable ones are recorded."""
     try:
         pods = await run.api.list_pods()
@@ -560,14 +611,17 @@ async def sweep(run: PodRun, keep_pod: str | None = None) -> None:
     await run.save(stray_pods=tuple(dict.fromkeys(strays)))
 
 
-async def remove(run: PodRun, reason: DeleteReason) -> None:
+async def remove(run: PodRun[D, R], reason: DeleteReason) -> None:
     """Delete the run's pod and wait until Runpod no longer shows it (NotDeleted after 60 s)."""
     pod_id = run.pod.pod_id
     if pod_id is None or run.pod.state is PodState.DELETED:
         return
     run.publish(PodDeleting(pod_id, reason))
     await run.save(state=PodState.DELETING)
-    await run.api.delete_pod(pod_id)
+    with trio.move_on_after(DELETE_LIMIT, shield=True) as call:
+        await run.api.delete_pod(pod_id)
+    if call.cancelled_caught:
+        raise NotDeleted(f"Runpod did not answer the delete of pod {pod_id} within 60 s")
     with trio.move_on_after(DELETE_LIMIT):
         # Polling: Runpod tells nothing when a pod is finally gone.
         while await run.api.get_pod(pod_id) is not None:  # noqa: ASYNC110
@@ -587,7 +641,7 @@ async def remove(run: PodRun, reason: DeleteReason) -> None:
     raise NotDeleted(f"pod {pod_id} still shows on Runpod 60 s after it was deleted")
 
 
-async def forget_keys(run: PodRun) -> None:
+async def forget_keys(run: PodRun[D, R]) -> None:
     """Once the run's last pod is gone: delete the host key's secret and the client key."""
     name = host_key_secret_name(run.run_id)
     try:

@@ -13,8 +13,8 @@ from overbrainer.events.bus import EventBus
 from overbrainer.events.types import PodSpend
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.job_names import SNAPSHOT_REQUEST
 from overbrainer.targets.runpod.pod_record import PodRecord, spend
-from overbrainer.training.prepare import SNAPSHOT_REQUEST
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,67 @@
+"""The target seam: what one kind of target (local, ssh, runpod, …) tells and does.
+
+A kind is one module that makes an object of this protocol and registers it
+(`targets/registry.py`). Above `targets/`, nothing asks which class a target's settings are:
+it asks the target's kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Protocol
+
+from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.targets.executor import Executor
+
+
+class TargetKind(Protocol):
+    """One kind of target: its `[targets.<n>]` settings, what flows may ask, its executor."""
+
+    @property
+    def name(self) -> str:
+        """The `kind = "…"` of its `[targets.<n>]` sections."""
+        ...
+
+    @property
+    def settings_type(self) -> type[object]:
+        """The attrs class `[targets.<n>]` of this kind is read into (its `kind` ClassVar)."""
+        ...
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether its jobs run here, in the project's own run directory."""
+        ...
+
+    @property
+    def makes_pod(self) -> bool:
+        """Whether a machine is made for each job (then the job's own code provisions it and
+        `open` is not used: the pod's set-up needs the job's record)."""
+        ...
+
+    def runtime(self, target: Target) -> Runtime:
+        """Where the job's runtime lives: natively (a venv) or in a container."""
+        ...
+
+    def engine(self, target: Target) -> Engine | None:
+        """The container engine its container runtime uses (None: the default, docker)."""
+        ...
+
+    def check(self, name: str, target: Target) -> None:
+        """Refuse (ConfigError) settings that cannot work, before anything connects."""
+        ...
+
+    def open(
+        self,
+        name: str,
+        target: Target,
+        runs_root: Path,
+        interrupt: Interrupt,
+        interrupted: Callable[[], OverbrainerError],
+    ) -> AbstractAsyncContextManager[Executor]:
+        """The target's executor, connected (the connection raced against `interrupt`:
+        `interrupted()` is raised when it wins); leaving it closes what it opened."""
+        ...

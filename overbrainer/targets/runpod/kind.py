@@ -1,0 +1,57 @@
+"""`kind = "runpod"`: a Runpod pod made for each job, deleted after it (provision.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+import attrs
+
+from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.targets.executor import Executor
+
+
+def pod_settings(target: Target) -> RunpodTarget:
+    """A target the registry said makes pods, as its Runpod settings."""
+    assert isinstance(target, RunpodTarget), f"a {target.kind} target makes no pod"
+    return target
+
+
+@attrs.frozen
+class RunpodKind:
+    """A pod per job: the job's code provisions it (its record is the pod's), so `open` is not
+    how a Runpod job reaches its machine."""
+
+    name: str = RunpodTarget.kind
+    settings_type: type[object] = RunpodTarget
+    on_this_machine: bool = False
+    makes_pod: bool = True
+
+    def runtime(self, target: Target) -> Runtime:
+        """Native: the image's venv on the pod."""
+        return Runtime.NATIVE
+
+    def engine(self, target: Target) -> Engine | None:
+        """None: a pod runs no container of its own."""
+        return None
+
+    def check(self, name: str, target: Target) -> None:
+        """Nothing to refuse before the API key is read (the pod code checks that)."""
+
+    def open(
+        self,
+        name: str,
+        target: Target,
+        runs_root: Path,
+        interrupt: Interrupt,
+        interrupted: Callable[[], OverbrainerError],
+    ) -> AbstractAsyncContextManager[Executor]:
+        """Not used: a pod is opened with its job's record (`provision.new_pod_run`)."""
+        raise AssertionError("a runpod target is opened per job by its pod code")
+
+
+RUNPOD = RunpodKind()
+"""The runpod kind (registered by `targets/registry.py`)."""

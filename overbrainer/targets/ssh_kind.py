@@ -1,0 +1,115 @@
+"""`kind = "ssh"`: a machine over the system OpenSSH client, `host` from the environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import attrs
+
+from overbrainer.config.env import SSH_CLIENT_ENV, SSH_CONFIG_ENV
+from overbrainer.config.errors import ConfigError
+from overbrainer.config.settings import (
+    DEFAULT_WORKDIR,
+    Engine,
+    Runtime,
+    SshClient,
+    SshTarget,
+    Target,
+)
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.targets.executor import Executor
+from overbrainer.targets.ssh import open_ssh
+
+
+def _ssh(target: Target) -> SshTarget:
+    assert isinstance(target, SshTarget), f"a {target.kind} target is not an ssh one"
+    return target
+
+
+def check_ssh_client(name: str, target: SshTarget, env_value: str | None) -> None:
+    """Refuse `builtin`: only the system OpenSSH client is implemented (exit 2)."""
+    chosen = (env_value or "").strip().lower()
+    client = chosen or target.ssh_client.value
+    if client == SshClient.OPENSSH.value:
+        return
+    source = SSH_CLIENT_ENV if chosen else f"targets.{name}.ssh_client"
+    if client == SshClient.BUILTIN.value:
+        raise ConfigError(
+            f"{source} = builtin is not supported: this overbrainer connects with the system "
+            f'OpenSSH client only; set it to "openssh" or leave it unset'
+        )
+    raise ConfigError(f"{SSH_CLIENT_ENV}: must be openssh or builtin")
+
+
+def _unreachable(name: str, error: OSError) -> WorkFailed:
+    text = str(error)
+    prefix = f"cannot reach target `{name}`"
+    return WorkFailed(text if text.startswith(prefix) else f"{prefix}: {text}")
+
+
+@attrs.frozen
+class SshKind:
+    """A machine that exists already, reached over SSH."""
+
+    name: str = SshTarget.kind
+    settings_type: type[object] = SshTarget
+    on_this_machine: bool = False
+    makes_pod: bool = False
+
+    def runtime(self, target: Target) -> Runtime:
+        """The configured runtime (native or a container)."""
+        return _ssh(target).runtime
+
+    def engine(self, target: Target) -> Engine | None:
+        """The configured engine (None: docker)."""
+        return _ssh(target).engine
+
+    def check(self, name: str, target: Target) -> None:
+        """Refuse the builtin client and a missing `host` (exit 2)."""
+        ssh = _ssh(target)
+        check_ssh_client(name, ssh, os.environ.get(SSH_CLIENT_ENV))
+        if not ssh.host:
+            raise ConfigError(
+                f"targets.{name}.host is not set: set OVERBRAINER_TARGETS__{name.upper()}__HOST"
+            )
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self,
+        name: str,
+        target: Target,
+        runs_root: Path,
+        interrupt: Interrupt,
+        interrupted: Callable[[], OverbrainerError],
+    ) -> AsyncIterator[Executor]:
+        """An SSH executor, connected (raced against Ctrl-C)."""
+        ssh = _ssh(target)
+        assert ssh.host is not None
+        async with open_ssh(
+            name,
+            ssh.host,
+            ssh.workdir or DEFAULT_WORKDIR,
+            ssh_config=os.environ.get(SSH_CONFIG_ENV) or None,
+        ) as executor:
+
+            async def connect() -> OSError | bool:
+                try:
+                    await executor.connect()
+                except OSError as error:  # returned, so no exception group wraps it
+                    return error
+                return True
+
+            connected = await interrupt.race(connect)
+            if connected is None:
+                raise interrupted()
+            if isinstance(connected, OSError):
+                raise _unreachable(name, connected)
+            yield executor
+
+
+SSH = SshKind()
+"""The ssh kind (registered by `targets/registry.py`)."""

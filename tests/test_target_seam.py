@@ -1,0 +1,137 @@
+"""The target seam: a new kind is its own module plus one `register` call.
+
+The toy `kind = "example"` below lives only in this test. It is registered, read from
+overbrainer.toml, and a real `train` runs through its executor (this machine, recording what it
+spawns), without a line of the flows knowing it exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import ClassVar
+
+import attrs
+import pytest
+import trio
+
+from overbrainer.config import load_settings
+from overbrainer.config.errors import ConfigError
+from overbrainer.config.report import report_lines
+from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.flows.train import train_run
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.project.directory import Project
+from overbrainer.targets import registry
+from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.training import lifecycle
+from overbrainer.training.follow import FollowTimes
+from overbrainer.training.run_store import Runs, RunState
+from tests.train_helpers import Lines, make_project, standin_env
+
+
+@attrs.frozen
+class ExampleTarget:
+    """`[targets.<n>] kind = "example"`: this machine, through the example executor."""
+
+    venv: str | None = None
+    image: str | None = None
+
+    kind: ClassVar[str] = "example"
+
+
+@attrs.frozen
+class ExampleExecutor(LocalExecutor):
+    """The local executor, keeping the directory of each job it spawns."""
+
+    spawned: list[str] = attrs.field(factory=list)
+
+    async def spawn(self, directory: str, commands: str, secrets: Mapping[str, str]) -> JobRef:
+        """Note the job, then start it like the local executor."""
+        self.spawned.append(directory)
+        return await super().spawn(directory, commands, secrets)
+
+
+@attrs.define
+class ExampleKind:
+    """The toy kind: native jobs here, each spawned through an ExampleExecutor."""
+
+    executors: list[ExampleExecutor] = attrs.field(factory=list)
+    name: str = ExampleTarget.kind
+    settings_type: type[object] = ExampleTarget
+    on_this_machine: bool = True
+    makes_pod: bool = False
+
+    def runtime(self, target: Target) -> Runtime:
+        return Runtime.NATIVE
+
+    def engine(self, target: Target) -> Engine | None:
+        return None
+
+    def check(self, name: str, target: Target) -> None:
+        if not isinstance(target, ExampleTarget):
+            raise ConfigError(f"targets.{name} is not an example target")
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self,
+        name: str,
+        target: Target,
+        runs_root: Path,
+        interrupt: Interrupt,
+        interrupted: Callable[[], OverbrainerError],
+    ) -> AsyncIterator[Executor]:
+        executor = ExampleExecutor(runs_root)
+        self.executors.append(executor)
+        yield executor
+
+
+@pytest.fixture
+def example_kind() -> Iterator[ExampleKind]:
+    kind = ExampleKind()
+    registry.register(kind)
+    try:
+        yield kind
+    finally:
+        registry.unregister(kind.name)
+
+
+async def test_a_job_runs_through_a_kind_registered_by_a_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example_kind: ExampleKind
+) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a", encoding="utf-8") as toml:
+        toml.write('\n[targets.toy]\nkind = "example"\n')
+    env = standin_env(tmp_path / "bin", STANDIN_STEPS="3")
+    monkeypatch.setenv("PATH", env["PATH"])
+    settings = load_settings(root, environ={})
+    toy: object = settings.targets["toy"]
+    assert toy == ExampleTarget()
+    assert "targets.toy = example" in report_lines(settings)  # `config check` shows it
+    assert registry.kind_of(settings.targets["toy"]) is example_kind
+
+    lines = Lines()
+    with trio.fail_after(60):
+        async with open_event_bus() as bus:
+            session = lifecycle.Session(
+                settings, Project(root), bus, Interrupt(), FollowTimes(poll=0.05)
+            )
+            record = await train_run(session, lines, target_name="toy")
+
+    assert record.target == "toy"
+    assert record.state is RunState.SUCCEEDED, Runs(root / "runs").load(record.id)
+    (executor,) = example_kind.executors
+    assert executor.spawned == [str((root / "runs" / record.id).resolve())]
+    assert any("succeeded" in line for line in lines.lines), lines.lines
+
+
+def test_an_unregistered_kind_is_refused_by_the_config_reader(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a", encoding="utf-8") as toml:
+        toml.write('\n[targets.toy]\nkind = "example"\n')
+    with pytest.raises(ConfigError, match="expected kind local, ssh or runpod"):
+        load_settings(root, environ={})
