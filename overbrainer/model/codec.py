@@ -67,6 +67,7 @@ class _Spec:
     strict: bool
     omit: frozenset[str]
     require: frozenset[str]
+    optional: frozenset[str]
     rename: Mapping[str, str]
     order: tuple[str, ...] | None
     tag: tuple[str, str] | None
@@ -90,6 +91,7 @@ def record(
     strict: bool = True,
     omit: tuple[str, ...] = (),
     require: tuple[str, ...] = (),
+    optional: tuple[str, ...] = (),
     rename: Mapping[str, str] | None = None,
     order: tuple[str, ...] | None = None,
     tag: tuple[str, str] | None = None,
@@ -101,10 +103,11 @@ def record(
 
     `name`: what errors call it (default: the class name in lower case). `strict`: an unknown
     field is an error (else ignored). `omit`: fields written only when not their default.
-    `require`: fields that must be present although they have a default. `rename`: field →
-    JSON key. `order`: the JSON keys' order when not the class's. `tag`: a `(key, value)`
-    written first and required on reading. `check`: further checks of a read record
-    (`ValueError`). `write`/`read`: whole hand-made hooks, for a shape no option gives.
+    `require`: fields that must be present although they have a default. `optional`: fields
+    without a default that may be missing (read as null). `rename`: field → JSON key.
+    `order`: the JSON keys' order when not the class's. `tag`: a `(key, value)` written first
+    and required on reading. `check`: further checks of a read record (`ValueError`).
+    `write`/`read`: whole hand-made hooks, for a shape no option gives.
     """
 
     def mark(cls: type[T]) -> type[T]:
@@ -114,6 +117,7 @@ def record(
             strict,
             frozenset(omit),
             frozenset(require),
+            frozenset(optional),
             dict(rename or {}),
             order,
             tag,
@@ -134,6 +138,10 @@ class JsonRecord:
     def to_json(self) -> str:
         """The record's JSON text, laid out in its style."""
         return dumps(self)
+
+    def to_dict(self) -> Any:
+        """The record as JSON values."""
+        return encode(self)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Self:
@@ -337,8 +345,10 @@ def _reader_of(cls: type[Any]) -> Reader:
     required = frozenset(
         key
         for key, field in zip(keys, fields, strict=True)
-        if field.default is attrs.NOTHING or field.name in spec.require
+        if (field.default is attrs.NOTHING and field.name not in spec.optional)
+        or field.name in spec.require
     )
+    nullable = frozenset(spec.rename.get(name, name) for name in spec.optional)
     allowed = frozenset(keys) | ({spec.tag[0]} if spec.tag else set())
     name, strict, check, tag = spec.name, spec.strict, spec.check, spec.tag
     if tag is not None:
@@ -352,6 +362,8 @@ def _reader_of(cls: type[Any]) -> Reader:
         present = value.keys()
         if not (present >= required and (not strict or present <= allowed)):
             _fields_error(present, required, allowed, strict, name)
+        if nullable and not present >= nullable:
+            value = dict.fromkeys(nullable - present) | value
         if tag is not None:
             value = {key: item for key, item in value.items() if key != tag[0]}
         result = build(value, cls)
