@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self, TypeVar, Union, get_args, get_origin
@@ -68,6 +69,7 @@ class _Spec:
     omit: frozenset[str]
     require: frozenset[str]
     optional: frozenset[str]
+    nan_as_null: bool
     rename: Mapping[str, str]
     order: tuple[str, ...] | None
     tag: tuple[str, str] | None
@@ -92,6 +94,7 @@ def record(
     omit: tuple[str, ...] = (),
     require: tuple[str, ...] = (),
     optional: tuple[str, ...] = (),
+    nan_as_null: bool = False,
     rename: Mapping[str, str] | None = None,
     order: tuple[str, ...] | None = None,
     tag: tuple[str, str] | None = None,
@@ -104,7 +107,8 @@ def record(
     `name`: what errors call it (default: the class name in lower case). `strict`: an unknown
     field is an error (else ignored). `omit`: fields written only when not their default.
     `require`: fields that must be present although they have a default. `optional`: fields
-    without a default that may be missing (read as null). `rename`: field → JSON key.
+    without a default that may be missing (read as null). `nan_as_null`: a NaN or infinite
+    number reads as null (else it is an error). `rename`: field → JSON key.
     `order`: the JSON keys' order when not the class's. `tag`: a `(key, value)` written first
     and required on reading. `check`: further checks of a read record (`ValueError`).
     `write`/`read`: whole hand-made hooks, for a shape no option gives.
@@ -118,6 +122,7 @@ def record(
             frozenset(omit),
             frozenset(require),
             frozenset(optional),
+            nan_as_null,
             dict(rename or {}),
             order,
             tag,
@@ -222,7 +227,7 @@ def _is_record(tp: Any) -> bool:
     return isinstance(tp, type) and tp in _SPECS
 
 
-def _field_reader(tp: Any, field: str) -> Reader:
+def _field_reader(tp: Any, field: str, nan_as_null: bool = False) -> Reader:
     """The checking hook of a field of type `tp`."""
     if tp is Any:
         return lambda value, _: value
@@ -233,7 +238,7 @@ def _field_reader(tp: Any, field: str) -> Reader:
     if tp is int:
         return _unsigned(field)
     if tp is float:
-        return _number(field)
+        return _number(field, nan_as_null)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _choice({member.value: member for member in tp}, field)
     if _is_record(tp):
@@ -245,7 +250,7 @@ def _field_reader(tp: Any, field: str) -> Reader:
         others = [arg for arg in args if arg is not type(None)]
         if len(others) != 1 or len(args) != 2:
             raise TypeError(f"`{field}`: only `X | None` unions are records' fields")
-        return _optional(_field_reader(others[0], field))
+        return _optional(_field_reader(others[0], field, nan_as_null))
     if origin in (tuple, list, set, frozenset):
         if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
             raise TypeError(f"`{field}`: only `tuple[X, ...]` tuples are records' fields")
@@ -275,13 +280,17 @@ def _unsigned(field: str) -> Reader:
     return read
 
 
-def _number(field: str) -> Reader:
-    def read(value: Any, _: Any) -> float:
-        if type(value) is float:
-            return value
-        if type(value) is not int:
+def _number(field: str, nan_as_null: bool) -> Reader:
+    def read(value: Any, _: Any) -> float | None:
+        if type(value) is int:
+            return float(value)
+        if type(value) is not float:
             raise ValueError(f"`{field}` is not a number")
-        return float(value)
+        if not math.isfinite(value):
+            if nan_as_null:
+                return None
+            raise ValueError(f"`{field}` is not a finite number")
+        return value
 
     return read
 
@@ -335,7 +344,7 @@ def _reader_of(cls: type[Any]) -> Reader:
     fields = attrs.fields(cls)
     hooks: dict[str, Any] = {
         field.name: override(
-            struct_hook=_field_reader(field.type, field.name),
+            struct_hook=_field_reader(field.type, field.name, spec.nan_as_null),
             rename=spec.rename.get(field.name),
         )
         for field in fields
