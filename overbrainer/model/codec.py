@@ -21,6 +21,7 @@ from typing import Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
+from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 __all__ = [
@@ -54,10 +55,14 @@ class Style(enum.Enum):
     """Indented by 2 spaces, raw UTF-8, then a newline (`run.json`, `pod.json`)."""
 
 
+# Records are trees (attrs values, never cyclic): the encoder's cycle check only costs time.
+_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, check_circular=False).encode
 _DUMPS: dict[Style, Callable[[Any], str]] = {
-    Style.COMPACT: json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode,
-    Style.SPACED: json.JSONEncoder().encode,
-    Style.PRETTY: lambda value: json.dumps(value, indent=2, ensure_ascii=False) + "\n",
+    Style.COMPACT: json.JSONEncoder(
+        ensure_ascii=False, separators=(",", ":"), check_circular=False
+    ).encode,
+    Style.SPACED: json.JSONEncoder(check_circular=False).encode,
+    Style.PRETTY: lambda value: _PRETTY(value) + "\n",
 }
 
 
@@ -84,6 +89,7 @@ converter = cattrs.Converter(detailed_validation=False)
 _SPECS: dict[type[Any], _Spec] = {}
 _READERS: dict[type[Any], Reader] = {}
 _WRITERS: dict[type[Any], Writer] = {}
+_TEXTS: dict[type[Any], Callable[[Any], str]] = {}
 
 
 def record(
@@ -173,7 +179,12 @@ def decode(cls: type[T], data: Any) -> T:
 
 def dumps(value: Any) -> str:
     """A record's JSON text, laid out in its style."""
-    return _DUMPS[_SPECS[type(value)].style](encode(value))
+    cls = type(value)
+    text = _TEXTS.get(cls)
+    if text is None:
+        writer, layout = _writer_of(cls), _DUMPS[_SPECS[cls].style]
+        text = _TEXTS[cls] = lambda record: layout(writer(record))
+    return text(value)
 
 
 def load_json(text: str | bytes) -> Any:
@@ -242,7 +253,7 @@ def _field_reader(tp: Any, field: str, nan_as_null: bool = False) -> Reader:
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _choice({member.value: member for member in tp}, field)
     if _is_record(tp):
-        return lambda value, _: (_READERS.get(tp) or _reader_of(tp))(value, tp)
+        return _READERS.get(tp) or _reader_of(tp)
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
         return _choice({arg: arg for arg in args}, field)
@@ -363,22 +374,37 @@ def _reader_of(cls: type[Any]) -> Reader:
     if tag is not None:
         required |= {tag[0]}
 
-    def read(value: Any, _: Any) -> Any:
-        if type(value) is not dict:
-            raise ValueError(f"{name} is not an object")
-        if tag is not None and value.get(tag[0]) != tag[1]:
-            raise ValueError(f"not a {name}")
-        present = value.keys()
-        if not (present >= required and (not strict or present <= allowed)):
-            _fields_error(present, required, allowed, strict, name)
-        if nullable and not present >= nullable:
-            value = dict.fromkeys(nullable - present) | value
-        if tag is not None:
-            value = {key: item for key, item in value.items() if key != tag[0]}
-        result = build(value, cls)
-        if check is not None:
-            check(result)
-        return result
+    if tag is None and not nullable and check is None:
+
+        def read(value: Any, _: Any) -> Any:
+            if type(value) is not dict:
+                raise ValueError(f"{name} is not an object")
+            present = value.keys()
+            # Most records hold every field: one comparison settles it.
+            if present != allowed and not (
+                present >= required and (not strict or present <= allowed)
+            ):
+                _fields_error(present, required, allowed, strict, name)
+            return build(value, cls)
+
+    else:
+
+        def read(value: Any, _: Any) -> Any:
+            if type(value) is not dict:
+                raise ValueError(f"{name} is not an object")
+            if tag is not None and value.get(tag[0]) != tag[1]:
+                raise ValueError(f"not a {name}")
+            present = value.keys()
+            if not (present >= required and (not strict or present <= allowed)):
+                _fields_error(present, required, allowed, strict, name)
+            if nullable and not present >= nullable:
+                value = dict.fromkeys(nullable - present) | value
+            if tag is not None:
+                value = {key: item for key, item in value.items() if key != tag[0]}
+            result = build(value, cls)
+            if check is not None:
+                check(result)
+            return result
 
     _READERS[cls] = read
     converter.register_structure_hook(cls, read)
@@ -401,14 +427,17 @@ def _field_writer(tp: Any) -> Writer | None:
     if tp in (Any, str, bool, int, float):
         return None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum_value
+        return {member: member.value for member in tp}.__getitem__
     if _is_record(tp):
-        return lambda value: (_WRITERS.get(tp) or _writer_of(tp))(value)
+        return _WRITERS.get(tp) or _writer_of(tp)
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
         return None
     if origin in (Union, types.UnionType):
         (other,) = (arg for arg in args if arg is not type(None))
+        if isinstance(other, type) and issubclass(other, enum.Enum):
+            values: dict[Any, Any] = {member: member.value for member in other}
+            return (values | {None: None}).__getitem__
         inner = _field_writer(other)
         return None if inner is None else (lambda value: None if value is None else inner(value))
     if origin in (tuple, list):
@@ -423,7 +452,7 @@ def _field_writer(tp: Any) -> Writer | None:
 def _list_writer(item: Writer | None) -> Writer:
     if item is None:
         return list
-    return lambda value: [item(element) for element in value]
+    return lambda value: list(map(item, value))
 
 
 def _set_writer(item: Writer | None) -> Writer:
@@ -436,10 +465,6 @@ def _dict_writer(item: Writer | None) -> Writer | None:
     if item is None:
         return None
     return lambda value: {key: item(element) for key, element in value.items()}
-
-
-def _enum_value(value: enum.Enum) -> Any:
-    return value.value
 
 
 def _writer_of(cls: type[Any]) -> Writer:
@@ -455,7 +480,7 @@ def _writer_of(cls: type[Any]) -> Writer:
         hooks[field.name] = override(
             omit_if_default=field.name in spec.omit,
             rename=spec.rename.get(field.name),
-            unstruct_hook=writer,
+            unstruct_hook=identity if writer is None else writer,
         )
     write: Writer = make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=False, **hooks)
     if spec.order is not None:
