@@ -77,7 +77,7 @@ class _Spec:
     nan_as_null: bool
     rename: Mapping[str, str]
     order: tuple[str, ...] | None
-    tag: tuple[str, str] | None
+    tag: tuple[str, Any] | None
     check: Callable[[Any], None] | None
     write: Writer | None
     read: Reader | None
@@ -98,12 +98,12 @@ def record(
     style: Style = Style.COMPACT,
     strict: bool = True,
     omit: tuple[str, ...] = (),
-    require: tuple[str, ...] = (),
+    require: tuple[str, ...] | Literal["all"] = (),
     optional: tuple[str, ...] = (),
     nan_as_null: bool = False,
     rename: Mapping[str, str] | None = None,
     order: tuple[str, ...] | None = None,
-    tag: tuple[str, str] | None = None,
+    tag: tuple[str, Any] | None = None,
     check: Callable[[Any], None] | None = None,
     write: Writer | None = None,
     read: Reader | None = None,
@@ -112,12 +112,13 @@ def record(
 
     `name`: what errors call it (default: the class name in lower case). `strict`: an unknown
     field is an error (else ignored). `omit`: fields written only when not their default.
-    `require`: fields that must be present although they have a default. `optional`: fields
-    without a default that may be missing (read as null). `nan_as_null`: a NaN or infinite
-    number reads as null (else it is an error). `rename`: field → JSON key.
-    `order`: the JSON keys' order when not the class's. `tag`: a `(key, value)` written first
-    and required on reading. `check`: further checks of a read record (`ValueError`).
-    `write`/`read`: whole hand-made hooks, for a shape no option gives.
+    `require`: fields that must be present although they have a default (`"all"`: every
+    field). `optional`: fields without a default that may be missing (read as null).
+    `nan_as_null`: a NaN or infinite number reads as null (else it is an error). `rename`:
+    field → JSON key. `order`: the JSON keys' order when not the class's. `tag`: a
+    `(key, value)` written first and required on reading. `check`: further checks of a read
+    record (`ValueError`). `write`/`read`: whole hand-made hooks, for a shape no option gives.
+    An unknown field is named first (sorted), then a missing one (sorted).
     """
 
     def mark(cls: type[T]) -> type[T]:
@@ -126,7 +127,7 @@ def record(
             style,
             strict,
             frozenset(omit),
-            frozenset(require),
+            frozenset(("*",) if require == "all" else require),
             frozenset(optional),
             nan_as_null,
             dict(rename or {}),
@@ -225,7 +226,7 @@ def decode_tagged(classes: tuple[type[Any], ...], text: str | bytes, what: str) 
     return decode(tags[value], raw)
 
 
-def _tag(cls: type[Any]) -> tuple[str, str]:
+def _tag(cls: type[Any]) -> tuple[str, Any]:
     tag = _SPECS[cls].tag
     assert tag is not None, f"{cls.__name__} has no tag"
     return tag
@@ -367,6 +368,7 @@ def _reader_of(cls: type[Any]) -> Reader:
         for key, field in zip(keys, fields, strict=True)
         if (field.default is attrs.NOTHING and field.name not in spec.optional)
         or field.name in spec.require
+        or "*" in spec.require
     )
     nullable = frozenset(spec.rename.get(name, name) for name in spec.optional)
     allowed = frozenset(keys) | ({spec.tag[0]} if spec.tag else set())
