@@ -115,7 +115,7 @@ def record(
     `require`: fields that must be present although they have a default (`"all"`: every
     field). `optional`: fields without a default that may be missing (read as null).
     `nan_as_null`: a NaN or infinite number reads as null (else it is an error). `rename`:
-    field → JSON key. `order`: the JSON keys' order when not the class's. `tag`: a
+    field → JSON key. `order`: the JSON keys written first, in this order. `tag`: a
     `(key, value)` written first and required on reading. `check`: further checks of a read
     record (`ValueError`). `write`/`read`: whole hand-made hooks, for a shape no option gives.
     An unknown field is named first (sorted), then a missing one (sorted).
@@ -221,7 +221,7 @@ def decode_tagged(classes: tuple[type[Any], ...], text: str | bytes, what: str) 
     if key not in raw:
         raise ValueError(f"missing field `{key}` in {what}")
     value = raw[key]
-    if type(value) is not str or value not in tags:
+    if type(value) not in {type(tag) for tag in tags} or value not in tags:
         raise ValueError(f"`{key}` has an unknown value")
     return decode(tags[value], raw)
 
@@ -490,7 +490,7 @@ def _writer_of(cls: type[Any]) -> Writer:
 
         def write(value: Any) -> Any:
             fields = plain(value)
-            return {key: fields[key] for key in order if key in fields}
+            return {key: fields[key] for key in order if key in fields} | fields
 
     if spec.tag is not None:
         untagged, (key, tag) = write, spec.tag
