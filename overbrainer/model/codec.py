@@ -5,9 +5,10 @@ A record is an attrs class marked `@record(...)` (its on-disk options) and usual
 order, enums by value, tuples and sets as lists (sets sorted), and reads strictly: every value
 is checked against its annotation and a wrong one is a `ValueError` naming the field
 (`` `id` is not a string ``, `` missing field `topic` in example ``, `unknown field …`).
-Integers are unsigned 64-bit, floats accept JSON integers, a field with a default may be
-missing. Hooks are built once per class, the first time it is read or written, by cattrs'
-`make_dict_structure_fn`/`make_dict_unstructure_fn` with one checking hook per field.
+Integers are unsigned 64-bit, floats are finite (a JSON integer is one), a field with a
+default may be missing. Hooks are built once per class, the first time it is read or written,
+by cattrs' `make_dict_structure_fn`/`make_dict_unstructure_fn` with one checking hook per
+field (two threads building them at once is harmless: the same hooks).
 """
 
 from __future__ import annotations
