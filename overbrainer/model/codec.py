@@ -263,7 +263,13 @@ def _field_reader(tp: Any, field: str, nan_as_null: bool = False) -> Reader:
         others = [arg for arg in args if arg is not type(None)]
         if len(others) != 1 or len(args) != 2:
             raise TypeError(f"`{field}`: only `X | None` unions are records' fields")
-        return _optional(_field_reader(others[0], field, nan_as_null))
+        other = others[0]
+        # One hook rather than two for the usual optional fields.
+        if other is str:
+            return _simple_or_null(str, f"`{field}` is not a string")
+        if isinstance(other, type) and issubclass(other, enum.Enum):
+            return _choice({member.value: member for member in other} | {None: None}, field)
+        return _optional(_field_reader(other, field, nan_as_null))
     if origin in (tuple, list, set, frozenset):
         if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
             raise TypeError(f"`{field}`: only `tuple[X, ...]` tuples are records' fields")
@@ -278,6 +284,15 @@ def _field_reader(tp: Any, field: str, nan_as_null: bool = False) -> Reader:
 def _simple(kind: type[Any], message: str) -> Reader:
     def read(value: Any, _: Any) -> Any:
         if type(value) is not kind:
+            raise ValueError(message)
+        return value
+
+    return read
+
+
+def _simple_or_null(kind: type[Any], message: str) -> Reader:
+    def read(value: Any, _: Any) -> Any:
+        if value is not None and type(value) is not kind:
             raise ValueError(message)
         return value
 
