@@ -109,11 +109,31 @@ class Example(JsonRecord):
         return self.meta.excluded is None
 
 
+# What `example_head` reads: an Example line checked in full, its messages built only as these
+# cheaper mutable values (an Example's frozen messages cost a good part of reading it).
+@record("message")
+@attrs.define
+class _Said:
+    role: Role
+    content: str
+    reasoning_content: str | None = None
+
+
+@record("example")
+@attrs.define
+class _Head:
+    id: str
+    topic: str
+    subtopic: str
+    messages: list[_Said]
+    meta: Meta
+
+
 def example_head(line: str | bytes) -> tuple[str, str, str, Meta]:
     """The ID, topic, subtopic and meta of a whole, valid Example line (`ValueError`
     otherwise, as `Example.from_json` says): for `split`, which places answers by these only."""
-    example = loads(Example, line)
-    return example.id, example.topic, example.subtopic, example.meta
+    head = loads(_Head, line)
+    return head.id, head.topic, head.subtopic, head.meta
 
 
 # A line as `Example.to_json` (and the reference) writes it: a 32-hex `id` first, `meta` last.
