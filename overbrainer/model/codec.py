@@ -14,6 +14,7 @@ field (two threads building them at once is harmless: the same hooks).
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 import math
 import types
@@ -342,11 +343,15 @@ def _optional(inner: Reader) -> Reader:
     return read
 
 
+_NONES = itertools.repeat(None)
+"""The type argument a field hook gets for each item of a list (the hooks ignore it)."""
+
+
 def _sequence(origin: Any, inner: Reader, field: str) -> Reader:
     def read(value: Any, tp: Any) -> Any:
         if type(value) is not list:
             raise ValueError(f"`{field}` is not a list")
-        return origin([inner(item, tp) for item in value])
+        return origin(map(inner, value, _NONES))
 
     return read
 
@@ -398,9 +403,11 @@ def _reader_of(cls: type[Any]) -> Reader:
             if type(value) is not dict:
                 raise ValueError(f"{name} is not an object")
             present = value.keys()
-            # Most records hold every field: one comparison settles it.
-            if present != allowed and not (
-                present >= required and (not strict or present <= allowed)
+            # Most records hold every field, or only the required ones: a comparison settles it.
+            if (
+                present != allowed
+                and present != required
+                and not (present >= required and (not strict or present <= allowed))
             ):
                 _fields_error(present, required, allowed, strict, name)
             return build(value, cls)
