@@ -254,16 +254,17 @@ def test_pod_json_round_trip_and_field_order(tmp_path: Path) -> None:
     ("change", "why"),
     [
         ({"version": 2}, "`version` is not 1 (written by another overbrainer?)"),
+        ({"state": "sleeping"}, "`state` has an unknown value"),
+        ({"keep": "no"}, "`keep` is not a boolean"),
+        ({"cost_per_hour": "0.4"}, "`cost_per_hour` is not a number"),
+        ({"cost_per_hour": float("nan")}, "`cost_per_hour` is not a finite number"),
         (
-            {"state": "sleeping"},
-            "`state` is not one of creating, provisioning, ready, running, "
-            "awaiting_retrieval, kept, deleting, deleted",
+            {"ssh": {"host": "h", "port": "22", "user": "u"}},
+            "`port` is not an unsigned 64-bit integer",
         ),
-        ({"keep": "no"}, "`keep` is not true or false"),
-        ({"cost_per_hour": "0.4"}, "`cost_per_hour` is not a number or null"),
-        ({"ssh": {"host": "h", "port": "22", "user": "u"}}, "ssh: `port` is not an integer"),
-        ({"attempts": [{"name": "n"}]}, "attempt 1: `gpu_type` is missing"),
-        ({"stray_pods": [1]}, "`stray_pods` is not a list of strings"),
+        ({"attempts": [{"name": "n"}]}, "missing field `deadline_unix` in attempt"),
+        ({"stray_pods": [1]}, "`stray_pods` is not a string"),
+        ({"host_key": None, "ready_at": 3}, "`ready_at` is not a string"),
     ],
 )
 def test_pod_json_strict_reader(tmp_path: Path, change: dict[str, object], why: str) -> None:

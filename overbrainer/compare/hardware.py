@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import attrs
 
+from overbrainer.model import codec
 
+
+@codec.record("hardware", strict=False)
 @attrs.frozen
-class Hardware:
+class Hardware(codec.JsonRecord):
     """The build, the GPUs it used (in order) and the CPU."""
 
     build: str
-    gpus: tuple[str, ...]
-    cpu: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields of `hardware.json`."""
-        return {"build": self.build, "gpus": list(self.gpus), "cpu": self.cpu}
-
-    @classmethod
-    def from_json(cls, text: str) -> Hardware:
-        """Parse `hardware.json`; `ValueError` when it is not one."""
-        raw: Any = json.loads(text)
-        if not isinstance(raw, dict) or not isinstance(raw.get("build"), str):
-            raise ValueError("hardware.json has no build")
-        gpus = raw.get("gpus", [])
-        cpu = raw.get("cpu")
-        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
-            raise ValueError("hardware.json: `gpus` is not a list of names")
-        return cls(raw["build"], tuple(gpus), cpu if isinstance(cpu, str) else None)
+    gpus: tuple[str, ...] = ()
+    cpu: str | None = None
 
     @property
     def has_gpu(self) -> bool:

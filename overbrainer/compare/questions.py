@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
 from overbrainer.compare.reasoning import strip_reasoning
+from overbrainer.model import codec
 from overbrainer.storage.records import Example
 
 
+@codec.record("message", strict=False)
 @attrs.frozen
-class ChatMessage:
+class ChatMessage(codec.JsonRecord):
     """One message sent to the child: `system` or `user`."""
 
     role: str
     content: str
 
-    def to_dict(self) -> dict[str, str]:
-        """The message as JSON fields."""
-        return {"role": self.role, "content": self.content}
 
-
+@codec.record("question", strict=False, check=lambda question: _check_question(question))
 @attrs.frozen
-class EvalQuestion:
+class EvalQuestion(codec.JsonRecord):
     """One held-out question: the messages before the answer, and the parent's answer."""
 
     id: str
@@ -39,51 +37,10 @@ class EvalQuestion:
         """The text shown to the judge: the last user message."""
         return next(m.content for m in reversed(self.messages) if m.role == "user")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fields of `setup.json`'s `questions`, in order."""
-        return {
-            "id": self.id,
-            "topic": self.topic,
-            "messages": [m.to_dict() for m in self.messages],
-            "parent": self.parent,
-            "parent_input_tokens": self.parent_input_tokens,
-            "parent_output_tokens": self.parent_output_tokens,
-        }
 
-    @classmethod
-    def from_dict(cls, raw: Any) -> EvalQuestion:
-        """A question of `setup.json`; `ValueError` when it is not one."""
-        if not isinstance(raw, dict):
-            raise ValueError("a question is not an object")
-        try:
-            messages = tuple(
-                ChatMessage(_text(m["role"]), _text(m["content"])) for m in raw["messages"]
-            )
-            question = cls(
-                _text(raw["id"]),
-                _text(raw["topic"]),
-                messages,
-                _text(raw["parent"]),
-                _count(raw["parent_input_tokens"]),
-                _count(raw["parent_output_tokens"]),
-            )
-        except (KeyError, TypeError) as error:
-            raise ValueError(f"a question lacks or mistypes {error}") from None
-        if not any(m.role == "user" for m in messages):
-            raise ValueError(f"question {question.id} has no user message")
-        return question
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("a text field")
-    return value
-
-
-def _count(value: Any) -> int:
-    if type(value) is not int or value < 0:
-        raise TypeError("a token count")
-    return value
+def _check_question(question: EvalQuestion) -> None:
+    if not any(m.role == "user" for m in question.messages):
+        raise ValueError(f"question {question.id} has no user message")
 
 
 def eval_question(example: Example) -> EvalQuestion | None:

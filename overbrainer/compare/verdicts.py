@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any
 
 import attrs
 import xxhash
+
+from overbrainer.model import codec
 
 
 class Verdict(enum.Enum):
@@ -87,35 +88,12 @@ def agreed(first: Verdict, second: Verdict) -> Verdict:
     return first if first == second else Verdict.INCONSISTENT
 
 
+@codec.record("verdict line", strict=False, optional=("reason",))
 @attrs.frozen
-class VerdictLine:
+class VerdictLine(codec.JsonRecord):
     """One line of `verdicts-<key>.jsonl`."""
 
     id: str
     verdict: Verdict
     reason: str | None
     child_first: bool
-
-    def to_json(self) -> str:
-        """Compact JSON, the reference's field order."""
-        fields = {
-            "id": self.id,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "child_first": self.child_first,
-        }
-        return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, line: str | bytes) -> VerdictLine:
-        """Parse one line; `ValueError` when it is not a verdict line."""
-        raw: Any = json.loads(line)
-        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-            raise ValueError("not a verdict line")
-        reason = raw.get("reason")
-        if reason is not None and not isinstance(reason, str):
-            raise ValueError("`reason` is not a string")
-        first = raw.get("child_first")
-        if not isinstance(first, bool):
-            raise ValueError("`child_first` is not a boolean")
-        return cls(raw["id"], Verdict(raw.get("verdict")), reason, first)

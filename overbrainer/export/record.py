@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from overbrainer.model import codec
 from overbrainer.storage.atomic import write_atomic
 from overbrainer.storage.json_doc import NotJson, load_document
 from overbrainer.training.run_store import parse_rfc3339
@@ -16,8 +15,9 @@ EXPORT_FILE = "export.json"
 EXPORTS_DIR = "exports"
 
 
+@codec.record("export record", style=codec.Style.PRETTY, strict=False)
 @attrs.frozen
-class ExportRecord:
+class ExportRecord(codec.JsonRecord):
     """One delivered GGUF: `file` is relative to the run directory (`output/gguf/<name>`)."""
 
     quantize: str
@@ -26,21 +26,6 @@ class ExportRecord:
     sha256: str
     size: int
     created: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record's fields in the file's order."""
-        return {
-            "quantize": self.quantize,
-            "llama_cpp": self.llama_cpp,
-            "file": self.file,
-            "sha256": self.sha256,
-            "size": self.size,
-            "created": self.created,
-        }
-
-    def to_json(self) -> str:
-        """Pretty JSON, as the reference writes it."""
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
 class BadExportRecord(ValueError):
@@ -58,22 +43,10 @@ def read_export_record(path: Path) -> ExportRecord:
         data = load_document(path.read_bytes())
     except NotJson as error:
         raise BadExportRecord(f"{path} is not JSON ({error.where})") from None
-    if not isinstance(data, dict):
-        raise BadExportRecord(f"{path} is not a JSON object")
-    fields: dict[str, Any] = {}
-    for name, kind in (
-        ("quantize", str),
-        ("llama_cpp", str),
-        ("file", str),
-        ("sha256", str),
-        ("size", int),
-        ("created", str),
-    ):
-        value = data.get(name)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise BadExportRecord(f"{path}: `{name}` is missing or not a {kind.__name__}")
-        fields[name] = value
-    return ExportRecord(**fields)
+    try:
+        return codec.decode(ExportRecord, data)
+    except ValueError as error:
+        raise BadExportRecord(f"{path}: {error}") from None
 
 
 def export_record_paths(run_dir: Path) -> list[Path]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from overbrainer.hub.card import MARKER, CardInputs, render_card
 from overbrainer.hub.client import Committed, CountingReader, HubClient, xet_in_use
 from overbrainer.hub.errors import TOKEN_MISSING, HubFailed, PushCancelled, PushRefused
 from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, PushPlan
+from overbrainer.hub.push_record import PushRecord
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
 from overbrainer.model.sizes import format_size
@@ -170,15 +170,8 @@ async def push(
         for reader in readers:
             reader.close()
     pushed = [op.path_in_repo for op in operations]
-    record = {
-        "repo": str(repo),
-        "commit": committed.oid,
-        "url": committed.url,
-        "files": pushed,
-        "private": private,
-        "pushed": rfc3339(),
-    }
-    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    record = PushRecord(str(repo), committed.oid, committed.url, tuple(pushed), private, rfc3339())
+    text = record.to_json()
     await trio.to_thread.run_sync(_write_record, plan.run_dir, text)
     lines.append(f"push: {committed.url} ({files_word(len(pushed))}, {format_size(total)})")
     return PushResult(tuple(lines), committed)

@@ -7,12 +7,12 @@ A record is removed once the batch's results are stored. Both are written atomic
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import attrs
 
+from overbrainer.model import codec
 from overbrainer.storage.atomic import sync_directory, write_atomic
 from overbrainer.storage.jsonl import DataError
 
@@ -24,8 +24,14 @@ class BadBatchId(ValueError):
     """A provider's batch ID that cannot name a file."""
 
 
+@codec.record(
+    "batch record",
+    style=codec.Style.SPACED,
+    strict=False,
+    order=("id", "tag", "provider", "model", "created", "questions"),
+)
 @attrs.frozen
-class BatchRecord:
+class BatchRecord(codec.JsonRecord):
     """A submitted batch (`id` set) or an intent to submit one (`id` None).
 
     `tag`: the intent's unique name, sent with the batch where the API keeps metadata, so a
@@ -38,43 +44,6 @@ class BatchRecord:
     questions: tuple[str, ...]
     created: str
     id: str | None = None
-
-    def to_json(self) -> str:
-        """The record as one JSON object."""
-        return json.dumps(
-            {
-                "id": self.id,
-                "tag": self.tag,
-                "provider": self.provider,
-                "model": self.model,
-                "created": self.created,
-                "questions": list(self.questions),
-            }
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> BatchRecord:
-        """The record stored as `text`; ValueError when it is not one."""
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-        questions = data.get("questions")
-        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
-            raise ValueError("questions is not a list of IDs")
-        fields = {key: data.get(key) for key in ("tag", "provider", "model", "created")}
-        if not all(isinstance(value, str) for value in fields.values()):
-            raise ValueError("a field is missing")
-        batch_id = data.get("id")
-        if batch_id is not None and not isinstance(batch_id, str):
-            raise ValueError("id is not a string")
-        return cls(
-            str(fields["tag"]),
-            str(fields["provider"]),
-            str(fields["model"]),
-            tuple(questions),
-            str(fields["created"]),
-            batch_id,
-        )
 
     def path(self, directory: Path) -> Path:
         """Where the record (or intent) lives in `directory`."""

@@ -16,19 +16,19 @@ what they cannot say (which records are old, which are dropped) lives here:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from overbrainer.model import codec
 from overbrainer.storage.atomic import sync_directory, write_atomic
 from overbrainer.storage.jsonl import DataError
 
 
+@codec.record("force state", strict=False, require=("topics", "pending", "dropped"))
 @attrs.define
-class ForceState:
+class ForceState(codec.JsonRecord):
     """An unfinished force of one stage (see the module docstring)."""
 
     topics: set[str] = attrs.field(factory=set)
@@ -73,36 +73,6 @@ class ForceState:
         self._prune()
         return not self.pending and not self.dropped
 
-    def to_json(self) -> str:
-        """The state file's text."""
-        return json.dumps(
-            {
-                "topics": sorted(self.topics),
-                "pending": self.pending,
-                "dropped": sorted(self.dropped),
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-
-
-def _strings(value: Any) -> list[str]:
-    if type(value) is not list or any(type(item) is not str for item in value):
-        raise ValueError("not a list of strings")
-    return list(value)
-
-
-def _parse(text: str) -> ForceState:
-    raw = json.loads(text)
-    if type(raw) is not dict or type(raw.get("pending")) is not dict:
-        raise ValueError("not a force state")
-    pending: dict[str, dict[str, list[str]]] = {}
-    for topic, items in raw["pending"].items():
-        if type(items) is not dict:
-            raise ValueError("not a force state")
-        pending[topic] = {key: _strings(olds) for key, olds in items.items()}
-    return ForceState(set(_strings(raw.get("topics"))), pending, set(_strings(raw.get("dropped"))))
-
 
 def load_force_state(path: Path) -> ForceState | None:
     """The state at `path`, or None when no force is unfinished; DataError when unreadable."""
@@ -113,8 +83,8 @@ def load_force_state(path: Path) -> ForceState | None:
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"cannot read {path}", str(error)) from None
     try:
-        return _parse(text)
-    except (ValueError, RecursionError):
+        return ForceState.from_json(text)
+    except ValueError:
         raise DataError(
             f"{path}: not a valid force state (delete it to abandon the unfinished --force)"
         ) from None

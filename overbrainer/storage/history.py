@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import datetime
 import enum
-import json
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import attrs
 
 from overbrainer.events.types import Stage, StageStats
+from overbrainer.model import codec
 from overbrainer.model.redact import redact
 from overbrainer.storage.jsonl import DataError, open_appender
 
 log = logging.getLogger(__name__)
 
 EMPTY_HISTORY = "no stage has run yet"
-
-_T = TypeVar("_T")
 
 
 def utc_now() -> str:
@@ -40,6 +37,7 @@ class HistoryStatus(enum.Enum):
         return self.value
 
 
+@codec.record("split")
 @attrs.frozen
 class SplitCounts:
     """What one `split` wrote: counted train and eval examples and the orphaned ones."""
@@ -49,8 +47,16 @@ class SplitCounts:
     orphaned: int
 
 
+# The reference's reader ignores unknown keys, and so does ours; fields of ours are written
+# only when set.
+@codec.record(
+    "history record",
+    strict=False,
+    omit=("split", "backfilled", "cost_estimated", "reason"),
+    require=("done", "skipped", "failed", "excluded", "input_tokens", "output_tokens", "cost"),
+)
 @attrs.frozen
-class HistoryRecord:
+class HistoryRecord(codec.JsonRecord):
     """One stage execution, fields in the reference's order."""
 
     stage: Stage
@@ -100,113 +106,6 @@ class HistoryRecord:
             output_tokens=stats.usage.output_tokens,
             cost=stats.cost,
         )
-
-    def to_json(self) -> str:
-        """The record as one compact JSON line, without its newline."""
-        data: dict[str, object] = {
-            "stage": self.stage.value,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "status": self.status.value,
-            "provider": self.provider,
-            "model": self.model,
-            "done": self.done,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "excluded": self.excluded,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost,
-        }
-        if self.split is not None:
-            data["split"] = {
-                "train": self.split.train,
-                "eval": self.split.eval,
-                "orphaned": self.split.orphaned,
-            }
-        if self.backfilled:
-            data["backfilled"] = True
-        # Fields of ours, written only when set: the reference's reader ignores unknown keys.
-        if self.cost_estimated:
-            data["cost_estimated"] = True
-        if self.reason is not None:
-            data["reason"] = self.reason
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, line: str | bytes) -> HistoryRecord:
-        """Parse one history line; raises ValueError naming what is wrong."""
-        data = json.loads(line)
-        if not isinstance(data, dict):
-            raise ValueError("expected a JSON object")
-        split = data.get("split")
-        return cls(
-            stage=Stage(_get(data, "stage", str)),
-            started_at=_get(data, "started_at", str),
-            ended_at=_get(data, "ended_at", str),
-            status=HistoryStatus(_get(data, "status", str)),
-            provider=_opt(data, "provider", str),
-            model=_opt(data, "model", str),
-            done=_count(data, "done"),
-            skipped=_count(data, "skipped"),
-            failed=_count(data, "failed"),
-            excluded=_count(data, "excluded"),
-            input_tokens=_count(data, "input_tokens"),
-            output_tokens=_count(data, "output_tokens"),
-            cost=_cost(data),
-            split=None if split is None else _split(split),
-            backfilled=_flag(data, "backfilled"),
-            cost_estimated=_flag(data, "cost_estimated"),
-            reason=data["reason"] if isinstance(data.get("reason"), str) else None,
-        )
-
-
-def _get(data: dict[str, object], key: str, kind: type[_T]) -> _T:
-    if key not in data:
-        raise ValueError(f"missing field `{key}`")
-    value = data[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"`{key}` has the wrong type")
-    return value
-
-
-def _opt(data: dict[str, object], key: str, kind: type[_T]) -> _T | None:
-    if data.get(key) is None:
-        if key not in data:
-            raise ValueError(f"missing field `{key}`")
-        return None
-    return _get(data, key, kind)
-
-
-def _count(data: dict[str, object], key: str) -> int:
-    value = _get(data, key, int)
-    if value < 0:
-        raise ValueError(f"`{key}` is negative")
-    return value
-
-
-def _cost(data: dict[str, object]) -> float | None:
-    value = data.get("cost", ...)
-    if value is ...:
-        raise ValueError("missing field `cost`")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("`cost` has the wrong type")
-    return float(value)
-
-
-def _split(value: object) -> SplitCounts:
-    if not isinstance(value, dict):
-        raise ValueError("`split` has the wrong type")
-    return SplitCounts(_count(value, "train"), _count(value, "eval"), _count(value, "orphaned"))
-
-
-def _flag(data: dict[str, object], key: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise ValueError(f"`{key}` has the wrong type")
-    return value
 
 
 def append_history(path: Path, record: HistoryRecord) -> bool:
