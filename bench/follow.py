@@ -16,7 +16,7 @@ from overbrainer.events.types import Event
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.local import LocalJob, LocalRunJob, start_job
-from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
+from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
 from overbrainer.training.summary import MetricsSummary
 from overbrainer.ui.progress import render
 

@@ -30,7 +30,7 @@ import pytest
 from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime, SshTarget
 from overbrainer.export.job import export_job
 from overbrainer.targets.executor import Executor
-from overbrainer.targets.export_script import export_env
+from overbrainer.targets.export_job_script import export_env
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, RunState

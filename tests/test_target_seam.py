@@ -29,7 +29,7 @@ from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.training import lifecycle
-from overbrainer.training.follow import FollowTimes
+from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs, RunState
 from tests.train_helpers import Lines, make_project, standin_env
 

@@ -22,7 +22,7 @@ from overbrainer.system import sampler as sampler_module
 from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.executor import READ_LIMIT
 from overbrainer.targets.local import split_lines
-from overbrainer.training.follow import (
+from overbrainer.training.follow_job import (
     FollowError,
     FollowTimes,
     MetricsTail,
@@ -307,7 +307,7 @@ async def test_a_failing_sample_is_logged_at_debug_and_never_ends_the_follow(
 ) -> None:
     running: list[JobStatus | OSError] = [Running()] * 9  # ends at 18 s: samples at 0 and 10 s
     job = FakeJob(statuses=[*running, Exited(0)])
-    with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow"):
+    with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow_job"):
         seen = Collected()
         async with open_event_bus(observer=seen) as bus:
             status = await follow(

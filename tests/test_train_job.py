@@ -24,7 +24,7 @@ from overbrainer.project.directory import Project
 from overbrainer.targets import local as local_job
 from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
 from overbrainer.training import lifecycle
-from overbrainer.training.follow import FollowTimes
+from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof
 from overbrainer.training.prepare import job_commands
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot

@@ -16,7 +16,7 @@ from click.shell_completion import CompletionItem, shell_complete
 from overbrainer.cli.context import PROJECT_DIR_PARAM
 from overbrainer.config import load_settings
 from overbrainer.project.directory import Project, open_project
-from overbrainer.training.run_store import Runs
+from overbrainer.training import Runs
 
 PROG_NAME = "overbrainer"
 COMPLETE_VAR = "_OVERBRAINER_COMPLETE"

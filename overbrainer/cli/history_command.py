@@ -9,7 +9,7 @@ from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import open_project
-from overbrainer.storage.history import format_history, read_history
+from overbrainer.storage import format_history, read_history
 
 
 @cli.command()

@@ -47,7 +47,7 @@ def pod_gpus(
 ) -> None:
     """List Secure Cloud GPU types, one GPU per pod, cheapest first."""
     from overbrainer.flows.pod_tables import gpu_lines
-    from overbrainer.targets.runpod.api import RunpodApi
+    from overbrainer.targets import RunpodApi
 
     async def listing(api: RunpodApi) -> list[str]:
         catalog = await api.gpu_types(1)
@@ -66,7 +66,7 @@ def pod_gpus(
 def pod_datacenters() -> None:
     """List the data centers and the GPU types in stock in each."""
     from overbrainer.flows.pod_tables import data_center_lines
-    from overbrainer.targets.runpod.api import RunpodApi
+    from overbrainer.targets import RunpodApi
 
     async def listing(api: RunpodApi) -> list[str]:
         return data_center_lines(await api.data_centers())
@@ -78,7 +78,7 @@ def pod_datacenters() -> None:
 def pod_volumes() -> None:
     """List the account's network volumes."""
     from overbrainer.flows.pod_tables import volume_lines
-    from overbrainer.targets.runpod.api import RunpodApi
+    from overbrainer.targets import RunpodApi
 
     async def listing(api: RunpodApi) -> list[str]:
         return volume_lines(await api.network_volumes())
@@ -90,7 +90,7 @@ def pod_volumes() -> None:
 def pod_templates() -> None:
     """List the account's pod templates (serverless ones left out)."""
     from overbrainer.flows.pod_tables import template_lines
-    from overbrainer.targets.runpod.api import RunpodApi
+    from overbrainer.targets import RunpodApi
 
     async def listing(api: RunpodApi) -> list[str]:
         return template_lines(await api.templates())

@@ -14,7 +14,7 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import open_project
-from overbrainer.training.run_store import RunRecord, Runs
+from overbrainer.training import RunRecord, Runs
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SECRETS = (

@@ -13,7 +13,7 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import EXIT_USAGE
 from overbrainer.project.directory import find_root
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 
 class SkillRefused(click.ClickException):

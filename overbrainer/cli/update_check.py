@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer import __version__
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 log = logging.getLogger(__name__)
 

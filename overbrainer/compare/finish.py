@@ -20,7 +20,7 @@ from overbrainer.compare.verdicts import verdicts_file_name, verdicts_key
 from overbrainer.config.settings import Compare
 from overbrainer.events.bus import EventBus
 from overbrainer.model.errors import UsageError, WorkFailed
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 REPORT_JSON = "compare.json"
 REPORT_MD = "compare.md"

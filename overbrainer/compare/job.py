@@ -18,15 +18,28 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFai
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
-from overbrainer.targets.job_script import Command, native_commands
-from overbrainer.targets.llama_cpp import LlamaCppPin
-from overbrainer.targets.runpod.pod_record import POD_LOCAL
-from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-from overbrainer.training.retrieve import fetch
-from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
-from overbrainer.training.summary import MetricsSummary
+from overbrainer.storage import write_atomic
+from overbrainer.targets import (
+    POD_LOCAL,
+    Command,
+    Executor,
+    ExecutorJob,
+    JobRef,
+    LlamaCppPin,
+    native_commands,
+)
+from overbrainer.training import (
+    CANCEL_BOUND,
+    FollowTimes,
+    Job,
+    MetricsSummary,
+    MetricsTail,
+    RunRecord,
+    Runs,
+    RunState,
+    fetch,
+    follow,
+)
 
 COMPARES_DIR = "compares"
 ANSWERS_FILE = "child_answers.jsonl"

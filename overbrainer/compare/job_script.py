@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from overbrainer.targets.llama_cpp import helpers_script
+from overbrainer.targets import helpers_script
 
 SCRIPT = "compare.sh"
 CLIENT = "compare_client.py"

@@ -24,15 +24,13 @@ from overbrainer.compare.verdicts import (
 from overbrainer.config.settings import Role
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import Judged
-from overbrainer.llm.client import ProtocolClient
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.types import CompletionRequest
+from overbrainer.llm import CompletionRequest, LlmError, ProtocolClient
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import WorkFailed
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.spend import SpendCapReached
 from overbrainer.project.templates import Template
-from overbrainer.storage.jsonl import open_file_appender, read_records
+from overbrainer.storage import open_file_appender, read_records
 
 log = logging.getLogger(__name__)
 

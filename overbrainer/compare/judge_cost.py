@@ -11,11 +11,10 @@ import trio
 
 from overbrainer.compare.report import JudgeUsage
 from overbrainer.events.types import Stage, StageStats
-from overbrainer.llm.client import ProtocolClient
-from overbrainer.llm.types import Completion, CompletionRequest
+from overbrainer.llm import Completion, CompletionRequest, ProtocolClient
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.spend import SpendCap, counted_usage, exact_cost, worst_usage
-from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, utc_now
+from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,8 @@ import yaml
 from overbrainer.compare.questions import EvalQuestion, eval_questions
 from overbrainer.export.record import ExportRecord, latest_export
 from overbrainer.model.errors import UsageError
-from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.records import Example
-from overbrainer.training.run_store import RunRecord, Runs
+from overbrainer.storage import Example, read_records
+from overbrainer.training import RunRecord, Runs
 
 
 @attrs.frozen

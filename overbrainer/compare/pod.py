@@ -27,24 +27,34 @@ from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget, Settings
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
-from overbrainer.targets.llama_cpp import resolve_pin
-from overbrainer.targets.runpod.api import RunpodApi, open_runpod
-from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
-from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
-from overbrainer.targets.runpod.errors import RunpodError
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
-from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
-from overbrainer.targets.ssh import SshExecutor
-from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_train import (
+from overbrainer.targets import (
+    JOB_ENV,
+    Limits,
+    PodPrice,
+    RunpodApi,
+    RunpodError,
+    SshExecutor,
+    clean_up,
+    end_pod_bounded,
+    new_pod_run,
+    open_pod_ssh,
+    open_runpod,
+    pod_path,
+    pod_price,
+    pod_settings,
+    resolve_pin,
+    workdir,
+)
+from overbrainer.training import (
     RunPod,
+    RunRecord,
+    RunState,
+    Session,
     api_key,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
 )
-from overbrainer.training.run_store import RunRecord, RunState
 
 log = logging.getLogger(__name__)
 

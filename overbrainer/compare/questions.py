@@ -8,7 +8,7 @@ import attrs
 
 from overbrainer.compare.reasoning import strip_reasoning
 from overbrainer.model import codec
-from overbrainer.storage.records import Example
+from overbrainer.storage import Example
 
 
 @codec.record("message", strict=False)

@@ -8,7 +8,7 @@ import attrs
 
 from overbrainer.compare.questions import ChatMessage, EvalQuestion
 from overbrainer.model import codec
-from overbrainer.storage.json_doc import NotJson, load_document
+from overbrainer.storage import NotJson, load_document
 
 SETUP_FILE = "setup.json"
 

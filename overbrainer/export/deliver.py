@@ -19,9 +19,8 @@ from overbrainer.export.record import (
 )
 from overbrainer.model.errors import WorkFailed
 from overbrainer.model.sizes import format_size
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
-from overbrainer.training.run_store import rfc3339
+from overbrainer.storage import write_atomic
+from overbrainer.training import CONFIG_FILE, OUTPUT_DIR, rfc3339
 
 GGUF_DIR = f"{OUTPUT_DIR}/gguf"
 MODELFILE = "Modelfile"

@@ -26,32 +26,54 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFai
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob
-from overbrainer.targets.export_script import (
+from overbrainer.storage import write_atomic
+from overbrainer.targets import (
     CACHE_DIR,
     CACHE_ENV,
     FAILED_FILE,
+    POD_LOCAL,
     SCRIPT_FILE,
+    SNAPSHOT_REQUEST,
+    Command,
+    Executor,
+    ExecutorJob,
     export_env,
     export_script,
     gguf_name,
+    kind_of,
+    native_commands,
+    pod_settings,
+    quote,
+    resolve_pin,
 )
-from overbrainer.targets.job_names import SNAPSHOT_REQUEST
-from overbrainer.targets.job_script import Command, native_commands, quote
-from overbrainer.targets.llama_cpp import resolve_pin
-from overbrainer.targets.registry import kind_of
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.pod_record import POD_LOCAL
-from overbrainer.training.axolotl_config import CONFIG_FILE, METRICS_FILE, OUTPUT_DIR
-from overbrainer.training.follow import CANCEL_BOUND, MetricsTail, follow
-from overbrainer.training.lifecycle import START_BOUND, Session, job_ref, warn_missing_engine
-from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
-from overbrainer.training.retrieve import fetch
-from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.runtime import JobPlan, JobRequest, expand_venv, job_root, plan_job
-from overbrainer.training.summary import MetricsSummary
-from overbrainer.training.target_access import TrainTarget, run_target
+from overbrainer.training import (
+    CANCEL_BOUND,
+    CONFIG_FILE,
+    METRICS_ENV,
+    METRICS_FILE,
+    OUTPUT_DIR,
+    SNAPSHOT_ENV,
+    START_BOUND,
+    Container,
+    Job,
+    JobPlan,
+    JobRequest,
+    MetricsSummary,
+    MetricsTail,
+    RunRecord,
+    Runs,
+    RunState,
+    Session,
+    TrainTarget,
+    expand_venv,
+    fetch,
+    follow,
+    job_ref,
+    job_root,
+    plan_job,
+    run_target,
+    warn_missing_engine,
+)
 
 log = logging.getLogger(__name__)
 

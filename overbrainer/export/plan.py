@@ -9,8 +9,7 @@ import attrs
 from overbrainer.config.ranges import is_ollama_name
 from overbrainer.config.settings import QUANTIZE_TYPES
 from overbrainer.model.errors import UsageError
-from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
-from overbrainer.training.run_store import RunRecord, RunState
+from overbrainer.training import CONFIG_FILE, OUTPUT_DIR, RunRecord, RunState
 
 MODEL_FILES = ("adapter_config.json", "config.json")
 

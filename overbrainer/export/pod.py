@@ -26,30 +26,34 @@ from overbrainer.export.job import (
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
 from overbrainer.model.pod_status import DeleteReason
-from overbrainer.targets.runpod.api import open_runpod
-from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.model_shape import ShapeUnknown
-from overbrainer.targets.runpod.pod_end import clean_up, end_pod_bounded
-from overbrainer.targets.runpod.provision import new_pod_run, open_pod_ssh
-from overbrainer.targets.runpod.vram import (
+from overbrainer.targets import (
     GB,
+    JOB_ENV,
+    ShapeUnknown,
     about,
+    clean_up,
+    end_pod_bounded,
     export_disk_bytes,
     export_need_bytes,
     floor_gb,
+    hub_shape,
+    new_pod_run,
     no_estimate_line,
+    open_pod_ssh,
+    open_runpod,
+    pod_path,
+    pod_settings,
+    workdir,
 )
-from overbrainer.targets.runpod.vram_floor import hub_shape
-from overbrainer.training.axolotl_config import CONFIG_FILE
-from overbrainer.training.lifecycle import Session
-from overbrainer.training.pod_train import (
+from overbrainer.training import (
+    CONFIG_FILE,
+    RunRecord,
+    Session,
     api_key,
     follow_on_pod,
     provision_or_fail,
     start_on_pod,
 )
-from overbrainer.training.run_store import RunRecord
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,8 @@ from pathlib import Path
 import attrs
 
 from overbrainer.model import codec
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.storage.json_doc import NotJson, load_document
-from overbrainer.training.run_store import parse_rfc3339
+from overbrainer.storage import NotJson, load_document, write_atomic
+from overbrainer.training import parse_rfc3339
 
 EXPORT_FILE = "export.json"
 EXPORTS_DIR = "exports"

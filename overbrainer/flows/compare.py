@@ -36,21 +36,15 @@ from overbrainer.config.settings import Settings
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
-from overbrainer.llm.connect import connect_roles
-from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm import PriceBook, connect_roles
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached, UnknownPrices
 from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
-from overbrainer.storage.history import HistoryStatus
-from overbrainer.targets.llama_cpp import resolve_pin
-from overbrainer.targets.registry import kind_of
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
-from overbrainer.training.follow import FollowTimes
-from overbrainer.training.lifecycle import Session
-from overbrainer.training.run_store import Runs, is_valid_run_id
-from overbrainer.training.target_access import open_executor
+from overbrainer.storage import HistoryStatus
+from overbrainer.targets import NO_KEY, RunpodKeyError, kind_of, resolve_pin
+from overbrainer.training import FollowTimes, Runs, Session, is_valid_run_id, open_executor
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,13 @@ import trio
 
 from overbrainer.config.preflight import PreflightError, config_problems
 from overbrainer.config.settings import Settings
-from overbrainer.llm.online import RoleCheck, check_online
-from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.targets.registry import kind_of
-from overbrainer.training.runtime import expand_venv
-from overbrainer.training.trainer_check import (
+from overbrainer.llm import RoleCheck, check_online
+from overbrainer.targets import LocalExecutor, kind_of
+from overbrainer.training import (
     CannotTrain,
     cannot_train,
     checks_axolotl,
+    expand_venv,
     find_axolotl,
 )
 

@@ -9,8 +9,8 @@ from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import Project
-from overbrainer.storage.jsonl import Stamp as FileStamp
-from overbrainer.storage.jsonl import file_stamp
+from overbrainer.storage import Stamp as FileStamp
+from overbrainer.storage import file_stamp
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,7 @@ from overbrainer.config.validate import batch_discount
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import CommandOptions, open_command
-from overbrainer.llm.connect import connect_roles
-from overbrainer.llm.pricing import PriceBook, role_price
+from overbrainer.llm import PriceBook, connect_roles, role_price
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import load_templates, stage_role_name

@@ -8,7 +8,7 @@ from overbrainer.export.plan import check_ollama_name, check_quantize
 from overbrainer.export.pod import export_on_pod
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import training_session
-from overbrainer.targets.registry import kind_of
+from overbrainer.targets import kind_of
 
 
 async def export_flow(

@@ -20,8 +20,7 @@ from overbrainer.flows.config_state import ConfigState
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import train_after_split, training_session
-from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
-from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm import EMBEDDER, PriceBook, RoleClient, connect_roles
 from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import answers_stage
@@ -45,12 +44,8 @@ from overbrainer.pipeline.estimate import (
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
-from overbrainer.storage.records import Subtopic
-from overbrainer.storage.replacement import read_current
-from overbrainer.training.lifecycle import (
-    refuse_if_training_cannot_start,
-    warn_if_a_run_still_trains,
-)
+from overbrainer.storage import Subtopic, read_current
+from overbrainer.training import refuse_if_training_cannot_start, warn_if_a_run_still_trains
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,7 @@ from overbrainer.events.frontend import Frontend
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK
 from overbrainer.project.directory import open_project
-from overbrainer.targets.runpod.api import RunpodApi, open_runpod
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets import NO_KEY, RunpodApi, RunpodKeyError, open_runpod
 
 Listing = Callable[[RunpodApi], Awaitable[list[str]]]
 """What a catalog command asks the API, as the lines it prints."""

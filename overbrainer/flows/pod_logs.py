@@ -15,19 +15,20 @@ from overbrainer.flows.setup import CommandOptions
 from overbrainer.model import redact
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK
 from overbrainer.project.directory import open_project
-from overbrainer.targets.runpod.api import open_runpod
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
-from overbrainer.targets.runpod.pod_logs import (
+from overbrainer.targets import (
     KEPT_LOG,
     MAX_TAIL,
+    NO_KEY,
     PodLogsGone,
+    RunpodKeyError,
+    load_pod_record,
+    open_runpod,
+    pod_poll,
     read_cursor,
+    sanitize,
     stream_pod_logs,
 )
-from overbrainer.targets.runpod.pod_record import load_pod_record
-from overbrainer.targets.runpod.provision import pod_poll
-from overbrainer.targets.runpod.sanitize import sanitize
-from overbrainer.training.run_store import Runs
+from overbrainer.training import Runs
 
 CATCH_UP = 10.0
 """Seconds Runpod's stream is read without `--follow`."""

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from overbrainer.targets.runpod.auto import in_stock, price_order
-from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Template
+from overbrainer.targets import DataCenter, GpuType, NetworkVolume, Template, in_stock, price_order
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:

@@ -22,27 +22,36 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.pod_status import PodDeleted, pod_line
 from overbrainer.project.directory import open_project
-from overbrainer.targets.runpod.api import RunpodApi, open_runpod
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
-from overbrainer.targets.runpod.keys import forget_client_key
-from overbrainer.targets.runpod.pod_record import (
+from overbrainer.targets import (
+    NO_KEY,
+    Classified,
     DeletedBy,
+    Pod,
     PodRecord,
     PodRecordError,
     PodState,
-    load_pod_record,
-    save_pod_record,
-    spend,
-)
-from overbrainer.targets.runpod.strays import (
-    Classified,
+    RunpodApi,
+    RunpodError,
+    RunpodKeyError,
     RunView,
     classify_all,
+    forget_client_key,
+    load_pod_record,
+    open_runpod,
+    save_pod_record,
+    spend,
     stray_warnings,
 )
-from overbrainer.targets.runpod.types import Pod
-from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
-from overbrainer.training.run_store import Runs, is_valid_run_id, parse_rfc3339, rfc3339
+from overbrainer.training import (
+    RunNotFound,
+    RunRecord,
+    Runs,
+    RunsError,
+    RunState,
+    is_valid_run_id,
+    parse_rfc3339,
+    rfc3339,
+)
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,7 @@ from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.hub.errors import PushCancelled
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.training.run_record import RunRecord, RunState
-from overbrainer.training.run_store import Runs
+from overbrainer.training import RunRecord, Runs, RunState
 
 log = logging.getLogger(__name__)
 

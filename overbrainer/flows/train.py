@@ -10,21 +10,30 @@ from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
-from overbrainer.targets.registry import kind_of
-from overbrainer.training import run_commands
-from overbrainer.training.lifecycle import (
+from overbrainer.targets import kind_of
+from overbrainer.training import (
     RunEnding,
+    RunRecord,
+    Runs,
     Session,
+    attach_run,
+    cancel_run,
     check_can_train,
+    check_stoppable,
     detached,
     ending,
     follow_to_end,
+    lock_holder,
     not_started,
     plan_start,
+    request_on_pod_beside,
+    request_snapshot,
+    request_snapshot_on,
+    request_stop,
     start_run,
+    stop_on_pod,
+    train_on_pod,
 )
-from overbrainer.training.pod_train import train_on_pod
-from overbrainer.training.run_store import RunRecord, Runs
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +132,7 @@ async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     """`overbrainer train attach`: follow a run again until its job ends, then report it."""
     async with open_command(options, front) as command:
         session = training_session(command)
-        outcome = await run_commands.attach(session, run_id)
+        outcome = await attach_run(session, run_id)
         report(front, ending(session.runs, outcome))
         await export_after(session, front, outcome.record)
         await push_after_training(command, front, outcome.record)
@@ -151,7 +160,7 @@ async def stop_flow(
     project = open_project(options.project_dir)
     runs = Runs(project.runs)
     record = runs.load(run_id)
-    run_commands.check_stoppable(record)
+    check_stoppable(record)
     if followed:
         await _request_beside(options, front, runs, record)
         front.line(
@@ -160,7 +169,7 @@ async def stop_flow(
         return
     if not options.lock_held and held_elsewhere(project):
         # Read before the request: the holder may collect the snapshot and exit at once.
-        holder = run_commands.lock_holder(project)
+        holder = lock_holder(project)
         await _request_beside(options, front, runs, record)
         front.line(
             f"train: overbrainer ({holder}) is using this project: if it follows run "
@@ -170,7 +179,7 @@ async def stop_flow(
         return
     async with open_command(options, front) as command:
         session = training_session(command)
-        record, target = await run_commands.request_stop(session, run_id)
+        record, target = await request_stop(session, run_id)
 
         def announce() -> None:
             front.line(
@@ -179,13 +188,13 @@ async def stop_flow(
             )
 
         if kind_of(target).makes_pod:
-            outcome = await run_commands.stop_on_pod(session, record, target, announce)
+            outcome = await stop_on_pod(session, record, target, announce)
             report(front, ending(session.runs, outcome))
             return
         async with session.open_target(
             record.target, target, lambda: detached(record.id, record.target)
         ) as executor:
-            await run_commands.request_snapshot_on(executor, record)
+            await request_snapshot_on(executor, record)
             announce()
             outcome = await follow_to_end(session, executor, record, requested=True)
         report(front, ending(session.runs, outcome))
@@ -197,18 +206,18 @@ async def _request_beside(
     """Write the snapshot request while another process holds the project."""
     run_dir = runs.dir_of(record.id)
     if record.job is not None and record.job.dir == str(run_dir.resolve()):
-        run_commands.request_snapshot(runs, record)  # a local run: no settings needed
+        request_snapshot(runs, record)  # a local run: no settings needed
         return
     async with open_command(options, front, shared=True) as command:
         session = training_session(command)
-        record, target = await run_commands.request_stop(session, record.id)
+        record, target = await request_stop(session, record.id)
         if kind_of(target).makes_pod:
-            await run_commands.request_on_pod_beside(session, record, target)
+            await request_on_pod_beside(session, record, target)
             return
         async with session.open_target(
             record.target, target, lambda: detached(record.id, record.target)
         ) as executor:
-            await run_commands.request_snapshot_on(executor, record)
+            await request_snapshot_on(executor, record)
 
 
 async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
@@ -223,8 +232,8 @@ async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     if shared:
         log.info(
             "train: overbrainer (%s) is using this project: cancelling run %s beside it",
-            run_commands.lock_holder(project),
+            lock_holder(project),
             run_id,
         )
     async with open_command(options, front, shared=shared) as command:
-        report(front, await run_commands.cancel(training_session(command), run_id))
+        report(front, await cancel_run(training_session(command), run_id))

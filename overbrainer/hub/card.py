@@ -19,9 +19,8 @@ import yaml
 from overbrainer.config.settings import Settings
 from overbrainer.hub.compare_summary import latest_compare_summary
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.runpod.pod_record import load_pod_record
-from overbrainer.training.axolotl_config import template_warning
-from overbrainer.training.outcome import local_summary
+from overbrainer.targets import load_pod_record
+from overbrainer.training import local_summary, template_warning
 
 MARKER = "<!-- overbrainer:card -->"
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")

@@ -10,8 +10,7 @@ from overbrainer.config.settings import Settings
 from overbrainer.hub.errors import PushRefused
 from overbrainer.hub.repo import RepoId, parse_repo
 from overbrainer.hub.selection import Selected, select_files
-from overbrainer.training.run_record import RunRecord, RunState
-from overbrainer.training.run_store import Runs
+from overbrainer.training import RunRecord, Runs, RunState
 
 PUSH_DIR = "hub"
 PUSH_FILE = "push.json"

@@ -25,8 +25,8 @@ from overbrainer.hub.push_record import PushRecord
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
 from overbrainer.model.sizes import format_size
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.training.run_store import rfc3339
+from overbrainer.storage import write_atomic
+from overbrainer.training import rfc3339
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd

@@ -75,7 +75,7 @@ from overbrainer.model.phases import PHASE_NAMES, Phases
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.model.train_metric import TrainMetric
 from overbrainer.project.directory import Project
-from overbrainer.storage.history import HistoryRecord, read_history
+from overbrainer.storage import HistoryRecord, read_history
 
 log = logging.getLogger(__name__)
 

@@ -7,24 +7,22 @@ import re
 from collections.abc import Iterable
 
 from overbrainer.config.settings import Protocol, Role, Topic
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.protocols import wire_of
-from overbrainer.llm.types import Completion
+from overbrainer.llm import Completion, LlmError, wire_of
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
-from overbrainer.storage.batches import batched_questions
-from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.records import (
+from overbrainer.storage import (
     Example,
     Exclusion,
     Message,
     Meta,
     Question,
+    batched_questions,
     example_id,
+    read_current,
+    read_records,
 )
-from overbrainer.storage.replacement import read_current
 
 log = logging.getLogger(__name__)
 

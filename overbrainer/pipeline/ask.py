@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError
+from overbrainer.llm import InvalidResponse, LlmError, StatusError
 from overbrainer.model.finish import FinishReason
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageRun

@@ -19,10 +19,18 @@ from typing import TypeVar
 import attrs
 import trio
 
-from overbrainer.llm.batches import BatchApi, BatchItem, BatchResult, BatchStatus, batch_api
-from overbrainer.llm.client import ProtocolClient
-from overbrainer.llm.errors import LlmError, StatusError
-from overbrainer.llm.retry import RetryHalted, with_retry
+from overbrainer.llm import (
+    BatchApi,
+    BatchItem,
+    BatchResult,
+    BatchStatus,
+    LlmError,
+    ProtocolClient,
+    RetryHalted,
+    StatusError,
+    batch_api,
+    with_retry,
+)
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import (
     build_example,
@@ -34,16 +42,17 @@ from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_th
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import replacing
 from overbrainer.pipeline.spend import Reservation, counted_usage, exact_cost, worst_usage
-from overbrainer.storage.batches import (
+from overbrainer.storage import (
     BatchRecord,
+    Question,
+    example_id,
     read_batches,
+    read_records,
     remove_batch,
     submitted,
+    utc_now,
     write_batch,
 )
-from overbrainer.storage.history import utc_now
-from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.records import Question, example_id
 
 log = logging.getLogger(__name__)
 

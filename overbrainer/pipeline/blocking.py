@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import trio
 
-from overbrainer.storage.jsonl import Appender, open_file_appender
+from overbrainer.storage import Appender, open_file_appender
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from overbrainer.config.settings import Role, Settings, Topic
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
-from overbrainer.llm.client import LlmClient
+from overbrainer.llm import LlmClient
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.spend import SpendCap

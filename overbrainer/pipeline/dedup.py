@@ -15,7 +15,7 @@ import operator
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
-from overbrainer.llm.errors import InvalidResponse
+from overbrainer.llm import InvalidResponse
 
 Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
 """Embeds texts, one vector per text, in order (retries are its own business)."""

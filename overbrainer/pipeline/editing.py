@@ -17,9 +17,7 @@ import attrs
 from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.replacing import kind_of
 from overbrainer.project.directory import Project
-from overbrainer.storage.jsonl import open_appender
-from overbrainer.storage.records import Example, Question, Subtopic
-from overbrainer.storage.replacement import compact, read_current
+from overbrainer.storage import Example, Question, Subtopic, compact, open_appender, read_current
 
 Record = Subtopic | Question | Example
 

@@ -94,7 +94,7 @@ import attrs
 import trio
 
 from overbrainer.events.types import Stage, StageFinished, StageStats
-from overbrainer.llm.errors import LlmError, ProviderUnreachable
+from overbrainer.llm import LlmError, ProviderUnreachable
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.pipeline.context import (
@@ -106,7 +106,7 @@ from overbrainer.pipeline.context import (
     stage_role_name,
 )
 from overbrainer.pipeline.stage_run import Body, StageRun, summary_line
-from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_history, utc_now
+from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
 
 __all__ = [
     "INTERRUPTED_LINE",

@@ -25,10 +25,14 @@ from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import sample_variables
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
-from overbrainer.storage.history import read_history
-from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.records import Question, Subtopic, example_id
-from overbrainer.storage.replacement import read_current
+from overbrainer.storage import (
+    Question,
+    Subtopic,
+    example_id,
+    read_current,
+    read_history,
+    read_records,
+)
 
 OUTPUT_FRACTION = 0.25
 """Expected output of a request without history, as a share of the role's `max_tokens`."""

@@ -15,19 +15,23 @@ import attrs
 import trio
 
 from overbrainer.config.settings import Topic
-from overbrainer.llm.connect import EMBEDDER
-from overbrainer.llm.errors import LlmError
-from overbrainer.llm.retry import RetryHalted
+from overbrainer.llm import EMBEDDER, LlmError, RetryHalted
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
-from overbrainer.storage.ids import question_id
-from overbrainer.storage.jsonl import Appender, read_records
-from overbrainer.storage.records import Question, RejectedQuestion, Subtopic, rejected_from_json
-from overbrainer.storage.replacement import read_current
+from overbrainer.storage import (
+    Appender,
+    Question,
+    RejectedQuestion,
+    Subtopic,
+    question_id,
+    read_current,
+    read_records,
+    rejected_from_json,
+)
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,17 @@ import trio
 from overbrainer.pipeline.blocking import write_in_thread
 from overbrainer.pipeline.context import StageContext
 from overbrainer.project.directory import Project
-from overbrainer.storage.force_state import ForceState, save_force_state
-from overbrainer.storage.records import Question, Subtopic, example_head
-from overbrainer.storage.replacement import Head, RecordKind, begin, settle
+from overbrainer.storage import (
+    ForceState,
+    Head,
+    Question,
+    RecordKind,
+    Subtopic,
+    begin,
+    example_head,
+    save_force_state,
+    settle,
+)
 
 log = logging.getLogger(__name__)
 

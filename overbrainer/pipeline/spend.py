@@ -18,7 +18,7 @@ from types import TracebackType
 import attrs
 import trio
 
-from overbrainer.llm.types import Completion, CompletionRequest
+from overbrainer.llm import Completion, CompletionRequest
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.usage import Price, Usage
 

@@ -19,8 +19,7 @@ import attrs
 import xxhash
 
 from overbrainer.events.types import StageStats
-from overbrainer.storage.history import SplitCounts
-from overbrainer.storage.records import Exclusion, Meta
+from overbrainer.storage import Exclusion, Meta, SplitCounts
 
 ORPHANED_WARNING = (
     "all {n} usable answers are orphaned (topic no longer configured or question no longer"

@@ -9,9 +9,17 @@ import attrs
 from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.split import SplitPlan, plan_split
-from overbrainer.storage.jsonl import Stamp, file_stamp, read_records_at, rewrite_from
-from overbrainer.storage.records import Meta, Question, example_head
-from overbrainer.storage.replacement import current, read_current
+from overbrainer.storage import (
+    Meta,
+    Question,
+    Stamp,
+    current,
+    example_head,
+    file_stamp,
+    read_current,
+    read_records_at,
+    rewrite_from,
+)
 
 log = logging.getLogger(__name__)
 

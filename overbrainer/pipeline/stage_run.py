@@ -18,13 +18,20 @@ from overbrainer.events.types import (
     StageStarted,
     StageStats,
 )
-from overbrainer.llm.errors import LlmError, RepeatedError, StatusError
-from overbrainer.llm.retry import OnRetry, RetryHalted, retry_message
-from overbrainer.llm.types import Completion, CompletionRequest
+from overbrainer.llm import (
+    Completion,
+    CompletionRequest,
+    LlmError,
+    OnRetry,
+    RepeatedError,
+    RetryHalted,
+    StatusError,
+    retry_message,
+)
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
 from overbrainer.pipeline.spend import counted_usage, exact_cost, worst_usage
-from overbrainer.storage.history import SplitCounts
+from overbrainer.storage import SplitCounts
 
 log = logging.getLogger(__name__)
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from overbrainer.llm.errors import LlmError
+from overbrainer.llm import LlmError
 from overbrainer.pipeline.ask import ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.project.templates import Template
-from overbrainer.storage.ids import subtopic_id
-from overbrainer.storage.jsonl import read_records
-from overbrainer.storage.records import RejectedSubtopic, Subtopic, rejected_from_json
-from overbrainer.storage.replacement import read_current
+from overbrainer.storage import (
+    RejectedSubtopic,
+    Subtopic,
+    read_current,
+    read_records,
+    rejected_from_json,
+    subtopic_id,
+)
 
 
 def new_subtopics(topic: str, names: list[str], avoid: set[str], missing: int) -> list[Subtopic]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from overbrainer.model.errors import UsageError
 from overbrainer.project.directory import CONFIG_FILE, FORMAT_VERSION, Project
 from overbrainer.project.templates import TEMPLATE_FILES, default_text
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 GITIGNORE_ENTRIES = (".env", "/data/", "/runs/", "/.overbrainer/")
 

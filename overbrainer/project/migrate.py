@@ -18,11 +18,17 @@ from overbrainer.events.types import Stage
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.text import decode_utf8
 from overbrainer.project.directory import FORMAT_VERSION, Project, ProjectError
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.storage.history import HistoryRecord, HistoryStatus, append_records, read_history
-from overbrainer.storage.jsonl import DataError, read_records
-from overbrainer.storage.records import Example
-from overbrainer.storage.replacement import current
+from overbrainer.storage import (
+    DataError,
+    Example,
+    HistoryRecord,
+    HistoryStatus,
+    append_records,
+    current,
+    read_history,
+    read_records,
+    write_atomic,
+)
 
 NOTHING = "nothing to migrate"
 

@@ -16,7 +16,7 @@ import attrs
 import trio
 
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 from overbrainer.targets.executor import READ_LIMIT, JobError
 from overbrainer.targets.job_script import CANCEL_GRACE_S, JOB_FILES, Engine, wrap
 

@@ -10,7 +10,7 @@ import attrs
 import trio
 
 from overbrainer.model.job_status import JobStatus
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 from overbrainer.targets import local
 from overbrainer.targets.claim import claim_dir
 from overbrainer.targets.executor import READ_LIMIT, JobRef

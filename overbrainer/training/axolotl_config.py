@@ -22,7 +22,7 @@ import yaml
 
 from overbrainer.config.settings import Adapter, Training
 from overbrainer.model.errors import UsageError
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 CONFIG_FILE = "axolotl.yaml"
 METRICS_FILE = "metrics.jsonl"

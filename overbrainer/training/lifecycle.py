@@ -20,23 +20,31 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob, JobRef
-from overbrainer.targets.export_script import (
+from overbrainer.storage import write_atomic
+from overbrainer.targets import (
     CACHE_DIR,
     CONFIG_ENV,
     MODEL_ENV,
     NAME_ENV,
     QUANTIZE_ENV,
     SCRIPT_FILE,
+    Engine,
+    Executor,
+    ExecutorJob,
+    JobRef,
     export_script,
+    kind_of,
+    resolve_pin,
 )
-from overbrainer.targets.job_script import Engine
-from overbrainer.targets.llama_cpp import resolve_pin
-from overbrainer.targets.registry import kind_of
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
-from overbrainer.training.follow import CANCEL_BOUND, FollowTimes, MetricsTail, follow, guard_stop
+from overbrainer.training.follow_job import (
+    CANCEL_BOUND,
+    FollowTimes,
+    MetricsTail,
+    follow,
+    guard_stop,
+)
 from overbrainer.training.live_runs import live_runs, refuse_if_training, still_training
 from overbrainer.training.outcome import (
     InvalidProof,

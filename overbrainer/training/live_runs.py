@@ -6,8 +6,7 @@ import logging
 
 from overbrainer.model.errors import UsageError
 from overbrainer.model.job_status import Running
-from overbrainer.targets.executor import JobError
-from overbrainer.targets.local import LocalJob, job_status
+from overbrainer.targets import JobError, LocalJob, job_status
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 
 log = logging.getLogger(__name__)

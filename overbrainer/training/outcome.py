@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
-from overbrainer.targets.local import read_from, split_lines
+from overbrainer.targets import read_from, split_lines
 from overbrainer.training.run_store import SNAPSHOT_REASONS, RunRecord, RunState, Snapshot
 from overbrainer.training.summary import MetricsSummary
 

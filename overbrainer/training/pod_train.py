@@ -17,48 +17,49 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
-from overbrainer.targets.executor import Executor
-from overbrainer.targets.runpod.api import RunpodApi, open_runpod
-from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
-from overbrainer.targets.runpod.create_body import workdir
-from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
-from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
-from overbrainer.targets.runpod.keys import write_ssh_config
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.lease import (
+from overbrainer.targets import (
     DEADLINE_MESSAGE,
-    LeaseTimes,
-    Pace,
-    keep_lease,
-    watch_pace,
-)
-from overbrainer.targets.runpod.pod_end import (
     DRAIN_LIMIT,
     END_BOUND,
+    NO_KEY,
+    DeletedBy,
+    DiskPolicy,
+    Executor,
+    LeaseTimes,
+    Pace,
+    PodRecord,
+    PodRun,
+    PodState,
+    RunpodApi,
+    RunpodError,
+    RunpodKeyError,
+    SshExecutor,
+    arm_cost_cap,
     capture_pod_log,
     clean_up,
+    cost_cap,
     drain_pod_log,
     end_pod_bounded,
     error_text,
-)
-from overbrainer.targets.runpod.pod_record import (
-    DeletedBy,
-    PodRecord,
-    PodState,
-    load_pod_record,
-)
-from overbrainer.targets.runpod.provision import (
-    PodRun,
+    follow_disk,
     forget_keys,
+    guard_cost,
+    keep_lease,
+    load_pod_record,
     new_pod_run,
     open_pod_ssh,
+    open_runpod,
     pod_poll,
+    pod_settings,
     provision,
+    publish_spend,
     remove,
+    vram_floor,
+    watch_pace,
+    workdir,
+    write_ssh_config,
 )
-from overbrainer.targets.runpod.vram_floor import vram_floor
-from overbrainer.targets.ssh import SshExecutor
-from overbrainer.training.follow import FollowError
+from overbrainer.training.follow_job import FollowError
 from overbrainer.training.lifecycle import (
     REMOTE_START_BOUND,
     Detached,

@@ -25,10 +25,8 @@ import attrs
 from overbrainer.config.settings import Adapter, Training
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
 from overbrainer.model.train_metric import JobStage
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.export_script import FAILED_FILE, SCRIPT_FILE
-from overbrainer.targets.job_names import SNAPSHOT_REQUEST
-from overbrainer.targets.job_script import Command
+from overbrainer.storage import write_atomic
+from overbrainer.targets import FAILED_FILE, SCRIPT_FILE, SNAPSHOT_REQUEST, Command
 from overbrainer.training.axolotl_config import (
     CONFIG_FILE,
     EVAL_FILE,

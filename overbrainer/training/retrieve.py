@@ -6,9 +6,7 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.targets.executor import Executor
-from overbrainer.targets.export_script import FAILED_FILE
-from overbrainer.targets.manifest import local_manifest, verify
+from overbrainer.targets import FAILED_FILE, Executor, local_manifest, verify
 from overbrainer.training.axolotl_config import METRICS_FILE, OUTPUT_DIR
 
 RESULTS = (OUTPUT_DIR, METRICS_FILE, "job.log", "snapshot.json", FAILED_FILE)

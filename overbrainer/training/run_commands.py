@@ -12,18 +12,22 @@ from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.executor import Executor, ExecutorJob, TargetUnreachable
-from overbrainer.targets.job_names import SNAPSHOT_REQUEST as REQUEST_FILE
-from overbrainer.targets.job_script import container_name
-from overbrainer.targets.registry import kind_of
-from overbrainer.targets.runpod.create_body import workdir
-from overbrainer.targets.runpod.keys import host_alias
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.targets.runpod.pod_end import end_pod_bounded
-from overbrainer.targets.runpod.pod_record import load_pod_record
-from overbrainer.targets.ssh import open_ssh
-from overbrainer.training.follow import CANCEL_BOUND
+from overbrainer.storage import write_atomic
+from overbrainer.targets import SNAPSHOT_REQUEST as REQUEST_FILE
+from overbrainer.targets import (
+    Executor,
+    ExecutorJob,
+    TargetUnreachable,
+    container_name,
+    end_pod_bounded,
+    host_alias,
+    kind_of,
+    load_pod_record,
+    open_ssh,
+    pod_settings,
+    workdir,
+)
+from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.lifecycle import (
     Detached,
     RunEnding,
@@ -102,7 +106,7 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     return adopted
 
 
-async def attach(session: Session, run_id: str) -> Outcome:
+async def attach_run(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
@@ -221,7 +225,7 @@ def _record_cancelled(record: RunRecord) -> RunRecord | None:
     return attrs.evolve(record, state=RunState.CANCELLED, message=None)
 
 
-async def cancel(session: Session, run_id: str) -> RunEnding:
+async def cancel_run(session: Session, run_id: str) -> RunEnding:
     """Stop a run's job and record it cancelled (§6.5); shielded from Ctrl-C.
 
     Safe beside a process that follows the run: the record is written only while it is not

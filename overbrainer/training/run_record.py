@@ -9,7 +9,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError, UsageError
-from overbrainer.storage.json_doc import NotJson, load_document
+from overbrainer.storage import NotJson, load_document
 
 RECORD_FILE = "run.json"
 SNAPSHOT_REASONS = ("requested", "deadline", "cost", "disk")

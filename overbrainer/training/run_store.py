@@ -48,8 +48,8 @@ from pathlib import Path
 import attrs
 
 from overbrainer.model.utc import parse_rfc3339, rfc3339, utc
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.targets.claim import CLAIM_FILE, claim_dir
+from overbrainer.storage import write_atomic
+from overbrainer.targets import CLAIM_FILE, claim_dir
 from overbrainer.training.run_record import (
     ENDED,
     RECORD_FILE,

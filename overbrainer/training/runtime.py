@@ -14,17 +14,18 @@ from overbrainer.config.settings import (
     Target,
 )
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.targets.export_script import CACHE_ENV
-from overbrainer.targets.job_script import (
+from overbrainer.targets import (
+    CACHE_ENV,
+    JOB_ENV,
     Command,
     ContainerJob,
     Engine,
     container_commands,
     container_name,
+    kind_of,
     native_commands,
+    pod_path,
 )
-from overbrainer.targets.registry import kind_of
-from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path
 from overbrainer.training.prepare import job_env
 
 CONTAINER_ROOT = "/workspace/run"

@@ -12,9 +12,7 @@ from overbrainer.config.settings import Settings, Target
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.system.sampler import LocalSampler
-from overbrainer.targets.executor import Executor
-from overbrainer.targets.probe_sampler import ProbeSampler
-from overbrainer.targets.registry import kind_of
+from overbrainer.targets import Executor, ProbeSampler, kind_of
 
 HostTarget = Target
 """A target overbrainer reaches as it is (its kind makes no pod): opened by `open_executor`."""

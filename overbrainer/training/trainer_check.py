@@ -18,9 +18,7 @@ import logging
 
 from overbrainer.config.settings import Adapter, Runtime, Target, Training
 from overbrainer.model.errors import UsageError
-from overbrainer.targets.executor import Executor
-from overbrainer.targets.job_script import quote
-from overbrainer.targets.registry import kind_of
+from overbrainer.targets import Executor, kind_of, quote
 from overbrainer.training.runtime import expand_venv
 
 log = logging.getLogger(__name__)

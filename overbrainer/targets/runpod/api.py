@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import trio
 
-from overbrainer.llm.retry import RetryPolicy
+from overbrainer.llm import RetryPolicy
 from overbrainer.targets.runpod.errors import RunpodError, create_error
 from overbrainer.targets.runpod.http import (
     OnRetry,

@@ -13,14 +13,15 @@ import httpx2
 import trio
 
 from overbrainer import __version__
-from overbrainer.llm.http import (
+from overbrainer.llm import (
+    RetryPolicy,
     address_of,
     join_url,
     parse_retry_after,
     transport_cause,
     valid_header_value,
+    with_retry,
 )
-from overbrainer.llm.retry import RetryPolicy, with_retry
 from overbrainer.model import redact
 from overbrainer.targets.runpod.errors import RunpodError, RunpodKeyError
 from overbrainer.targets.runpod.sanitize import sanitize

@@ -11,7 +11,7 @@ import trio
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.model.redact import redact
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.runpod.pod_logs import (
     MAX_TAIL,

@@ -10,7 +10,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.model import redact
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.http import Reply, RunpodHttp, runpod_shaped
 from overbrainer.targets.runpod.pod_record import POD_DIR

@@ -14,8 +14,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.storage.json_doc import NotJson, load_document
+from overbrainer.storage import NotJson, load_document, write_atomic
 
 POD_FILE = "pod.json"
 POD_DIR = ".pod"

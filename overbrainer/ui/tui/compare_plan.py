@@ -15,10 +15,8 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.flows.compare import check_target
 from overbrainer.project.directory import Project
-from overbrainer.targets.registry import kind_of
-from overbrainer.targets.runpod.auto import PodPrice
-from overbrainer.targets.runpod.kind import pod_settings
-from overbrainer.training.run_store import Runs
+from overbrainer.targets import PodPrice, kind_of, pod_settings
+from overbrainer.training import Runs
 
 JUDGE_ONCE = "the judge is called once per question"
 JUDGE_TWICE = "the judge is called twice per question (both orders: judge_both_orders)"

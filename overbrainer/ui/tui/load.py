@@ -14,11 +14,9 @@ from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_kind import JobKind
 from overbrainer.project.directory import Project
-from overbrainer.storage.history import format_history, read_history
-from overbrainer.storage.records import Example, Question, Subtopic
-from overbrainer.targets.runpod.pod_record import POD_DIR, load_pod_record
-from overbrainer.training.run_record import RunState
-from overbrainer.training.run_store import Runs
+from overbrainer.storage import Example, Question, Subtopic, format_history, read_history
+from overbrainer.targets import POD_DIR, load_pod_record
+from overbrainer.training import Runs, RunState
 from overbrainer.ui.tui.compares import read_compares
 from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
 

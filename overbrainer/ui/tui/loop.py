@@ -20,9 +20,8 @@ from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.pipeline.editing import record_text, replace_record
 from overbrainer.project.directory import Project
-from overbrainer.storage.atomic import write_atomic
-from overbrainer.storage.jsonl import Stamp as FileStamp
-from overbrainer.storage.jsonl import file_stamp
+from overbrainer.storage import Stamp as FileStamp
+from overbrainer.storage import file_stamp, write_atomic
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_view import Markup

@@ -21,7 +21,7 @@ from overbrainer.flows.pod_logs import (
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import open_project
-from overbrainer.training.run_store import Runs
+from overbrainer.training import Runs
 from overbrainer.ui.tui.state import Msg, Notice, PodLogLines, TaskDone, TaskSpec
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from overbrainer.hub.plan import PushPlan, plan_push
 from overbrainer.hub.repo import default_name
 from overbrainer.model.sizes import format_size
 from overbrainer.project.directory import Project
-from overbrainer.training.run_store import Runs
+from overbrainer.training import Runs
 
 SHOWN_FILES = 6
 """Files listed by name in the confirmation; the rest are counted."""

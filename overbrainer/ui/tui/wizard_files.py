@@ -14,7 +14,7 @@ from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import CONFIG_FILE, Project
 from overbrainer.project.init import init_project
 from overbrainer.project.templates import TEMPLATE_FILES
-from overbrainer.storage.atomic import write_atomic
+from overbrainer.storage import write_atomic
 
 ENV_FILE = ".env"
 EXAMPLE_HEADER = (

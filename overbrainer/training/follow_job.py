@@ -18,9 +18,7 @@ from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import JobStatus, Running, is_finished
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
-from overbrainer.targets.executor import READ_LIMIT
-from overbrainer.targets.job_names import POLL_ENV
-from overbrainer.targets.local import split_lines
+from overbrainer.targets import POLL_ENV, READ_LIMIT, split_lines
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
