@@ -24,6 +24,7 @@ from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, PushPlan
 from overbrainer.hub.push_record import PushRecord
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.sizes import format_size
 from overbrainer.storage import write_atomic
 from overbrainer.training import rfc3339
@@ -149,7 +150,7 @@ async def push(
         return sum(finished) + sum(reader.read_bytes for reader in readers)
 
     async def upload_all() -> bool:
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
             nursery.start_soon(publish_progress, bus, run_id, total, done)
             for operation in operations:
                 await _blocking(functools.partial(client.preupload, repo, operation))

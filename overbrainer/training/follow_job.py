@@ -13,6 +13,7 @@ import trio
 
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import JobStatusChanged, RunWatched, System
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import JobStatus, Running, is_finished
@@ -199,7 +200,7 @@ async def follow(
     bus.publish(RunWatched(run_id, kind))
     budget = _Budget(run_id)
     status: JobStatus | FollowError
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         if sampler is not None:
             nursery.start_soon(sample_forever, sampler, bus, times.probe)
         try:

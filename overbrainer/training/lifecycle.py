@@ -17,6 +17,7 @@ from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.config.settings import Runtime, Settings, Target, Training
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import JobStatus
 from overbrainer.project.directory import Project
@@ -462,7 +463,7 @@ async def watch(
     job = ExecutorJob(executor, job_ref(record))
     tail = MetricsTail(MetricsSummary())
     sampler = sampler_for(executor, record.job.dir)
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         if record.snapshots:
             nursery.start_soon(lambda: guard_stop(job, times=session.times, requested=requested))
         status = await follow(

@@ -14,7 +14,7 @@ import trio
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.model.error_groups import error_leaves
+from overbrainer.model.error_groups import error_leaves, unwrapped
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets import (
@@ -309,7 +309,7 @@ async def follow_on_pod(
     deadline = None if run.keep else run.pod.deadline_unix
 
     async def follow() -> T | None:
-        async with trio.open_nursery() as nursery:
+        async with unwrapped(), trio.open_nursery() as nursery:
 
             async def stop_at(limit: trio.Event) -> None:
                 await limit.wait()

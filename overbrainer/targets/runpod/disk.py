@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 import trio
 
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.job_names import SNAPSHOT_REQUEST
@@ -256,7 +257,7 @@ async def follow_disk(
         log.warning("network volume %s did not grow to %d GB in time", volume_id, wanted)
         return False
 
-    async with trio.open_nursery() as nursery:
+    async with unwrapped(), trio.open_nursery() as nursery:
         nursery.start_soon(reread)
         await guard_disk(
             executor,
