@@ -141,6 +141,10 @@ async def test_train_on_a_pod_end_to_end(setup: Setup) -> None:
     pod = pod_record(setup.project, run_id)
     assert (pod["state"], pod["deleted_by"], pod["pod_id"]) == ("deleted", "client", "pod0001")
     assert [a["result"] for a in pod["attempts"]] == ["created"]
+    listed = await overbrainer_on(setup, "runs", "ls")
+    assert listed.stdout.decode().endswith(
+        f"  pod deleted about ${pod['estimated_spend']:.2f}\n"
+    ), listed
     # Nothing left on the fake: no pod, no secret; the client key is forgotten.
     assert setup.fake.pods == {}
     assert setup.fake.secrets == {}
@@ -260,6 +264,8 @@ async def test_keep_pod_keeps_it_and_its_key(setup: Setup) -> None:
     assert "pod: pod0001 kept (--keep-pod)" in pod_lines(err)
     pod = pod_record(setup.project, run_id)
     assert (pod["state"], pod["keep"], pod["deadline"]) == ("kept", True, None)
+    listed = await overbrainer_on(setup, "runs", "ls")
+    assert listed.stdout.decode().endswith("  pod kept pod0001\n"), listed
     body = json.loads(setup.fake.asked("POST", "pods")[0].body)
     assert body["env"]["OVERBRAINER_KEEP_POD"] == "1"
     assert "OVERBRAINER_DEADLINE" not in body["env"]

@@ -6,6 +6,7 @@ import collections
 import os
 import re
 import sys
+from pathlib import Path
 
 import click
 
@@ -14,6 +15,7 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import open_project
+from overbrainer.targets import PodRecordError, load_pod_record
 from overbrainer.training import RunRecord, Runs
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -26,13 +28,27 @@ _SECRETS = (
 NO_RUNS = "no runs yet: start one with `overbrainer train`"
 
 
-def ls_line(record: RunRecord, width: int) -> str:
-    """One `runs ls` line: ID, state, target, creation time, and a stopped run's snapshot."""
+def ls_line(record: RunRecord, width: int, pod: str | None = None) -> str:
+    """One `runs ls` line: ID, state, target, creation time, a stopped run's snapshot, its pod."""
     line = f"{record.id:<{width}}  {record.state.value:<9}  {record.target}  {record.created}"
     if record.snapshot is not None:
         snap = record.snapshot
         line += f"  step {snap.step} ({snap.reason}): partial model in output/"
+    if pod is not None:
+        line += f"  {pod}"
     return line
+
+
+def pod_summary(run_dir: Path) -> str | None:
+    """What the run's `pod.json` says of its pod (no API call); None for a run with no pod record.
+
+    An unreadable record is named on the run's line rather than failing the whole listing.
+    """
+    try:
+        pod = load_pod_record(run_dir)
+    except PodRecordError as error:
+        return f"pod unknown: {error.message}"
+    return None if pod is None else pod.summary()
 
 
 def redact(line: str, secrets: tuple[str, ...] = ()) -> str:
@@ -63,9 +79,10 @@ def runs() -> None:
 
 @runs.command("ls")
 def runs_ls() -> None:
-    """List the runs, oldest first: ID, state, target, creation time, snapshot."""
+    """List the runs, oldest first: ID, state, target, creation time, snapshot, pod."""
     try:
-        records = Runs(open_project(project_dir()).runs).list()
+        store = Runs(open_project(project_dir()).runs)
+        records = store.list()
     except OverbrainerError as error:
         _fail(error)
         return
@@ -75,7 +92,7 @@ def runs_ls() -> None:
         return
     width = max(len(record.id) for record in records)
     for record in records:
-        click.echo(ls_line(record, width))
+        click.echo(ls_line(record, width, pod_summary(store.dir_of(record.id))))
 
 
 @runs.command("logs")

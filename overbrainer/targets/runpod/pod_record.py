@@ -131,6 +131,19 @@ class PodRecord(codec.JsonRecord):
             return None
         return self.pod_id
 
+    def summary(self) -> str:
+        """`runs ls`'s words for the pod (§6.7): `pod running k3x9abc $0.44/h`, `pod kept …`."""
+        if self.state is PodState.DELETED:
+            spend = self.estimated_spend
+            return "pod deleted" if spend is None else f"pod deleted about ${spend:.2f}"
+        if self.pod_id is None:
+            # Between create calls, or after none gave a pod: nothing runs, nothing is billed.
+            return "(no pod)"
+        line = f"pod {self.state.value.replace('_', ' ')} {self.pod_id}"
+        if self.state in (PodState.KEPT, PodState.AWAITING_RETRIEVAL) or not self.cost_per_hour:
+            return line
+        return f"{line} ${self.cost_per_hour:.2f}/h"
+
     @classmethod
     def from_json(cls, text: str | bytes, source: str = POD_FILE) -> Self:
         """Read a record; PodRecordError naming `source` and the field, never a value."""
