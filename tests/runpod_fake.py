@@ -481,7 +481,8 @@ class RunpodFake:
 
 @contextlib.asynccontextmanager
 async def open_fake(fake: RunpodFake | None = None) -> AsyncIterator[RunpodFake]:
-    """A fake serving on a free loopback port for the block."""
+    """A fake serving on a free loopback port for the block; a block that ends normally with a
+    violation left (one a test did not expect and clear) fails."""
     served = fake or RunpodFake()
     async with trio.open_nursery() as nursery:
         await nursery.start(served.serve)
@@ -489,3 +490,4 @@ async def open_fake(fake: RunpodFake | None = None) -> AsyncIterator[RunpodFake]
             yield served
         finally:
             nursery.cancel_scope.cancel()
+    assert served.violations == [], served.violations
