@@ -1,13 +1,15 @@
 """Pods of the Runpod fake that boot for real on this machine.
 
-A created pod runs its create body's command (the bootstrap, then the watchdog) with the body's
-environment, Runpod's own `RUNPOD_API_KEY`/`RUNPOD_POD_ID`, and the host key's account secret
-put in place of its `{{ RUNPOD_SECRET_… }}` reference, as Runpod does. The bootstrap's system
-paths are moved under the pod's own directory (`OVERBRAINER_ETC_DIR`, `…_SSH_ETC_DIR`,
-`…_ROOT_HOME`), and its `service ssh restart` starts an unprivileged sshd of the pod's own on
-the port the fake gave the pod (`ssh.direct`), with the host key and authorized key the
-bootstrap installed. The pod's `/` is `root` (the client's `OVERBRAINER_TEST_POD_ROOT`), so the
-run directories live under `root/workspace/overbrainer`. Deleting a pod kills its processes.
+A created pod runs its create body's `args` string exactly, through `sh -c` (the bootstrap,
+then the watchdog), with the body's environment and Runpod's own `RUNPOD_API_KEY` and
+`RUNPOD_POD_ID`. Its stdout and stderr are its container log (`console.log`), which the fake
+serves as Runpod's `GET /pods/{id}/logs` does: the host-key line the bootstrap prints reaches
+the client the way it does on Runpod. The bootstrap's system paths are moved under the pod's
+own directory (`OVERBRAINER_ETC_DIR`, `…_SSH_ETC_DIR`, `…_ROOT_HOME`), and its
+`service ssh restart` starts an unprivileged sshd of the pod's own on the port the fake gave
+the pod (`ssh.direct`), with the host key the bootstrap made and the authorized key it
+installed. The pod's `/` is `root` (the client's `OVERBRAINER_TEST_POD_ROOT`), so the run
+directories live under `root/workspace/overbrainer`. Deleting a pod kills its processes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -27,8 +28,6 @@ import trio
 
 from tests.ports import free_port
 from tests.sshd_support import SSHD
-
-_SECRET_REF = re.compile(r"\{\{ RUNPOD_SECRET_([A-Za-z0-9_.-]+) \}\}")
 
 
 @attrs.define
@@ -52,13 +51,13 @@ class PodHost:
     """The watchdog's INTERVAL on the pods."""
     boxes: dict[str, PodBox] = attrs.field(factory=dict)
 
-    def place(self, pod_id: str, body: dict[str, Any], secrets: dict[str, str], key: str) -> Any:
+    def place(self, pod_id: str, body: dict[str, Any], key: str) -> Any:
         """Boot a created pod; its `ssh.direct` endpoint."""
         box = PodBox(self.root / "pods" / pod_id, free_port())
         box.directory.mkdir(parents=True)
         self.boxes[pod_id] = box
         if self.boots:
-            self.nursery.start_soon(self._boot, pod_id, box, body, secrets, key)
+            self.nursery.start_soon(self._boot, pod_id, box, body, key)
         user = getpass.getuser()
         return {
             "host": "127.0.0.1",
@@ -87,12 +86,21 @@ class PodHost:
         )
         return path
 
-    async def _boot(
-        self, pod_id: str, box: PodBox, body: dict[str, Any], secrets: dict[str, str], key: str
-    ) -> None:
+    def console(self, pod_id: str) -> list[str]:
+        """The whole lines a pod has printed so far (none once it is removed)."""
+        box = self.boxes.get(pod_id)
+        if box is None:
+            return []
+        try:
+            data = (box.directory / "console.log").read_bytes()
+        except FileNotFoundError:
+            return []
+        return data.decode("utf-8", "replace").split("\n")[:-1]  # the last one is unfinished
+
+    async def _boot(self, pod_id: str, box: PodBox, body: dict[str, Any], key: str) -> None:
         folder = box.directory
         config = self._sshd_config(folder, box.port)
-        env = {name: _secret_in(value, secrets) for name, value in body["env"].items()}
+        env = dict(body["env"])
         env |= {
             "PATH": os.environ["PATH"],
             "HOME": str(folder / "root"),
@@ -107,8 +115,9 @@ class PodHost:
             "OVERBRAINER_SSHD_RESTART": f"{SSHD} -f {config} -E {folder / 'sshd.log'}",
         }
         with open(folder / "console.log", "wb") as console:  # noqa: ASYNC230 - a test's file
+            # Exactly the string Runpod is given, split as a shell splits it.
             box.process = await trio.lowlevel.open_process(
-                body["cmd"],
+                ["sh", "-c", body["args"]],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=console,
@@ -137,10 +146,6 @@ class PodHost:
         """Remove every pod still up (the test's end)."""
         for pod_id in list(self.boxes):
             self.remove(pod_id)
-
-
-def _secret_in(value: str, secrets: dict[str, str]) -> str:
-    return _SECRET_REF.sub(lambda m: secrets.get(m.group(1), m.group(0)), value)
 
 
 def _read_pid(path: Path) -> int | None:

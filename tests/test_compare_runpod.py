@@ -138,7 +138,6 @@ async def test_a_compare_on_a_new_pod_end_to_end(
     pod = json.loads((folder / "pod.json").read_text())
     assert (pod["state"], pod["deleted_by"], pod["cost_per_hour"]) == ("deleted", "client", 0.44)
     assert fake.pods == {}
-    assert fake.secrets == {}
     assert not (folder / "ssh" / "id_ed25519").exists()
     # The GGUF went as model.gguf and is gone on both sides; the answers came back.
     remote = pods_root / "workspace" / "overbrainer" / compare_id
@@ -189,7 +188,6 @@ async def test_ctrl_c_during_the_job_deletes_the_pod(
     assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
     assert "pod: deleting pod0001 (its job was cancelled)" in messages(stderr)
     assert fake.pods == {}
-    assert fake.secrets == {}
     assert not (folder / "model.gguf").exists()
 
 

@@ -144,4 +144,3 @@ async def test_an_export_on_a_new_pod_converts_there_and_delivers_here(
     pod = json.loads((job / "pod.json").read_text())
     assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
     assert fake.pods == {}
-    assert fake.secrets == {}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,13 +17,15 @@ from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import (
     COMMAND_FIELD,
     PodRequest,
+    command_value,
     create_body,
-    host_key_secret_ref,
 )
 from overbrainer.targets.runpod.keys import (
+    announced_host_key,
     forget_client_key,
     make_keys,
     ssh_config,
+    write_known_hosts,
     write_ssh_config,
 )
 from overbrainer.targets.runpod.pod_record import (
@@ -53,7 +57,6 @@ def request(**changes: object) -> PodRequest:
         "deadline_unix": 1790000000,
         "api_url": "https://api.runpod.io/v2",
         "authorized_key": "ssh-ed25519 AAAAclient overbrainer-x",
-        "host_public_key": "ssh-ed25519 AAAAhost overbrainer-x",
         "bootstrap": "echo boot",
     }
     values.update(changes)
@@ -63,12 +66,12 @@ def request(**changes: object) -> PodRequest:
 def test_create_body_has_exactly_the_reference_fields() -> None:
     body = create_body(TARGET, request())
     assert list(body) == [
-        "name", "image", "cloud", "gpu", "disk", "ports", "startSsh", "env", "cmd",
+        "name", "image", "cloud", "gpu", "disk", "ports", "startSsh", "env", "args",
     ]  # fmt: skip
     assert body["name"] == f"overbrainer-{RUN}-1"
     assert body["gpu"] == {"id": "NVIDIA A40", "count": 1, "minCudaVersion": "13.0"}
-    assert body["cmd"] == ["bash", "-c", "echo boot"]
-    assert COMMAND_FIELD == "cmd"
+    assert body["args"] == "bash -c 'echo boot'"
+    assert COMMAND_FIELD == "args"
     assert body["env"] == {
         "OVERBRAINER_RUN_ID": RUN,
         "OVERBRAINER_WORKDIR": "/workspace/overbrainer",
@@ -79,12 +82,41 @@ def test_create_body_has_exactly_the_reference_fields() -> None:
         "OVERBRAINER_KEEP_POD": "0",
         "OVERBRAINER_API_URL": "https://api.runpod.io/v2",
         "OVERBRAINER_AUTHORIZED_KEY": "ssh-ed25519 AAAAclient overbrainer-x",
-        "OVERBRAINER_CLAIM": "ssh-ed25519 AAAAhost overbrainer-x",
+        "OVERBRAINER_CLAIM": "ssh-ed25519 AAAAclient overbrainer-x",
         "OVERBRAINER_VERSION": body["env"]["OVERBRAINER_VERSION"],  # type: ignore[index]
         "JUPYTER_DISABLE": "1",
-        "OVERBRAINER_HOST_KEY": f"{{{{ RUNPOD_SECRET_overbrainer_host_key_{RUN} }}}}",
     }
-    assert host_key_secret_ref(RUN) == "{{ RUNPOD_SECRET_overbrainer_host_key_" + RUN + " }}"
+
+
+# Every character a shell treats specially, and a line of the real bootstrap's kind.
+AWKWARD = (
+    "printf '%s\\n' \"$HOME\" `id -u` $(date) 'it'\"'\"'s' \\ \\\\ \\n\n"
+    "line two; a && b || c | d > e < f * ? [x] ~ # { } ( ) ! % ^ = \t tab\n"
+    "cat <<'END'\n$NOT_EXPANDED \\ 'q' \"dq\"\nEND\n\u00e9t\u00e9 \U0001f600\n"
+)
+
+
+@pytest.mark.parametrize("script", [AWKWARD, bootstrap_script(), "", "'", '"', "\\", "$"])
+def test_the_args_string_splits_back_into_bash_c_script(script: str) -> None:
+    value = command_value(script)
+    assert isinstance(value, str)
+    assert shlex.split(value) == ["bash", "-c", script]
+
+
+def test_sh_c_of_the_args_string_gives_bash_the_script_byte_for_byte(tmp_path: Path) -> None:
+    # What the pod does with the field: a shell splits it into words and runs them. bash
+    # prints the -c string it was given, then stops before the awkward lines (which, run,
+    # would leave files in its directory).
+    script = 'printf %s "$BASH_EXECUTION_STRING"; exit 0\n' + AWKWARD
+    done = subprocess.run(
+        ["sh", "-c", command_value(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+    assert done.stdout.decode("utf-8") == script
+    assert not list(tmp_path.iterdir())
 
 
 def test_create_body_with_volume_data_centers_and_kept() -> None:
@@ -125,27 +157,52 @@ async def test_create_body_passes_the_fakes_openapi_check() -> None:
     assert fake.violations == []
     assert len(fake.pods) == 2
     first = json.loads(fake.asked("POST", "pods")[0].body)
-    assert first["cmd"][2] == bootstrap_script()
+    assert shlex.split(first["args"]) == ["bash", "-c", bootstrap_script()]
 
 
-async def test_keys_ssh_dir_known_hosts_and_no_host_private_file(tmp_path: Path) -> None:
+async def test_keys_make_only_the_client_key_in_a_700_ssh_dir(tmp_path: Path) -> None:
+    stale = tmp_path / "ssh" / "known_hosts"
+    stale.parent.mkdir()
+    stale.write_text("overbrainer-old ssh-ed25519 AAAAold\n")
     with trio.fail_after(30):
         keys = await make_keys(tmp_path, RUN)
     folder = tmp_path / "ssh"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "id_ed25519",
-        "id_ed25519.pub",
-        "known_hosts",
-    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["id_ed25519", "id_ed25519.pub"]
     assert keys.client_public.startswith("ssh-ed25519 ")
     assert keys.client_public.endswith(f" overbrainer-{RUN}")
-    kind, blob = keys.host_public.split()[:2]
-    assert (folder / "known_hosts").read_text() == f"overbrainer-{RUN} {kind} {blob}\n"
-    assert b"OPENSSH PRIVATE KEY" in __import__("base64").b64decode(keys.host_private_b64)
-    assert keys.host_private_b64 not in repr(keys)
+    assert keys.client_public == (folder / "id_ed25519.pub").read_text().strip()
     forget_client_key(tmp_path)
     assert not (folder / "id_ed25519").exists()
+
+
+BLOB = "AAAAC3NzaC1lZDI1NTE5AAAAIG5Qm2x0n3Xb8s3cD0p8jvG9gkq8x+Vn0oN1fN0lX7kE"
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (f"overbrainer-host-key ssh-ed25519 {BLOB}", f"ssh-ed25519 {BLOB}"),
+        (f"overbrainer-host-key ssh-ed25519 {BLOB}\r", f"ssh-ed25519 {BLOB}"),
+        (f"2026-06-01T12:00:00Z overbrainer-host-key ssh-ed25519 {BLOB}", f"ssh-ed25519 {BLOB}"),
+        (f"overbrainer-host-key ssh-rsa {BLOB}", None),
+        (f"overbrainer-host-key ssh-ed25519 {BLOB[:-1]}", None),
+        (f"overbrainer-host-key ssh-ed25519 {BLOB}x", None),
+        (f"my-overbrainer-host-key ssh-ed25519 {BLOB}", None),
+        (f"ssh-ed25519 {BLOB}", None),
+        ("starting the container", None),
+    ],
+)
+def test_the_announced_host_key_is_one_exact_line_shape(line: str, key: str | None) -> None:
+    assert announced_host_key(line) == key
+
+
+def test_known_hosts_trusts_the_announced_key_under_the_alias_only(tmp_path: Path) -> None:
+    (tmp_path / "ssh").mkdir()
+    write_known_hosts(tmp_path, RUN, f"ssh-ed25519 {BLOB}")
+    assert (
+        tmp_path / "ssh" / "known_hosts"
+    ).read_text() == f"overbrainer-{RUN} ssh-ed25519 {BLOB}\n"
 
 
 def test_ssh_config_text(tmp_path: Path) -> None:

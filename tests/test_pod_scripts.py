@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import IO
 
 import pytest
 import trio
 
-from overbrainer.targets.runpod.keys import make_keys
+from overbrainer.targets.runpod.keys import announced_host_key, make_keys
 from overbrainer.targets.runpod.scripts import bootstrap_script, script_text
 from overbrainer.targets.runpod.types import RUN_MARKER
 from tests.real_parts import needs
@@ -57,9 +58,21 @@ def deletes(fake: RunpodFake) -> list[str]:
 
 
 async def run_until(
-    command: list[str], env: dict[str, str], done: Callable[[], bool], limit: float = 20
+    command: list[str],
+    env: dict[str, str],
+    done: Callable[[], bool],
+    limit: float = 20,
+    stdout: Path | None = None,
 ) -> int | None:
-    """Run `command` until `done()` or its end; its exit status (None when it was stopped)."""
+    """Run `command` until `done()` or its end; its exit status (None when it was stopped).
+    Its stdout goes to the file `stdout` when given."""
+    with open(stdout or os.devnull, "wb") as out:  # noqa: ASYNC230 - a test's file
+        return await _run_until(command, env, done, limit, out)
+
+
+async def _run_until(
+    command: list[str], env: dict[str, str], done: Callable[[], bool], limit: float, out: IO[bytes]
+) -> int | None:
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             partial(
@@ -68,7 +81,7 @@ async def run_until(
                 env=env,
                 check=False,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=out,
                 stderr=subprocess.DEVNULL,
             )
         )
@@ -329,9 +342,8 @@ async def bootstrap_env(
     env.update(
         OVERBRAINER_RUN_ID=RUN,
         OVERBRAINER_WORKDIR=str(run_dir.parent),
-        OVERBRAINER_CLAIM=keys.host_public,
+        OVERBRAINER_CLAIM=keys.client_public,
         OVERBRAINER_AUTHORIZED_KEY=keys.client_public,
-        OVERBRAINER_HOST_KEY=keys.host_private_b64,
         OVERBRAINER_ETC_DIR=str(tmp_path / "etc" / "overbrainer"),
         OVERBRAINER_SSH_ETC_DIR=str(tmp_path / "etc" / "ssh"),
         OVERBRAINER_ROOT_HOME=str(tmp_path / "root"),
@@ -341,16 +353,34 @@ async def bootstrap_env(
     return env
 
 
-async def test_bootstrap_installs_keys_and_env_then_watches(tmp_path: Path, run_dir: Path) -> None:
+async def test_bootstrap_makes_and_announces_its_host_key_installs_the_rest_then_watches(
+    tmp_path: Path, run_dir: Path
+) -> None:
+    ssh_etc = tmp_path / "etc" / "ssh"
+    ssh_etc.mkdir(parents=True)
+    (ssh_etc / "ssh_host_rsa_key").write_text("the image's own key\n")
+    console = tmp_path / "console.log"
     async with open_fake() as fake:
         add_pod(fake)
         env = await bootstrap_env(fake, tmp_path, run_dir)
-        await run_until(["dash", "-c", bootstrap_script()], env, lambda: checks(run_dir) >= 1)
+        await run_until(
+            ["dash", "-c", bootstrap_script()], env, lambda: checks(run_dir) >= 1, stdout=console
+        )
     assert text(run_dir / ".pod" / "watchdog") == "ready\n"
     assert text(run_dir / ".claim") == env["OVERBRAINER_CLAIM"] + "\n"
-    host = tmp_path / "etc" / "ssh" / "ssh_host_ed25519_key.pub"
-    assert text(host).split()[:2] == env["OVERBRAINER_CLAIM"].split()[:2]
-    assert (tmp_path / "etc" / "ssh" / "ssh_host_ed25519_key").stat().st_mode & 0o777 == 0o600
+    # A new host key of the pod's own replaced the image's; its public half is on stdout.
+    assert sorted(p.name for p in ssh_etc.iterdir()) == [
+        "ssh_host_ed25519_key",
+        "ssh_host_ed25519_key.pub",
+    ]
+    assert (ssh_etc / "ssh_host_ed25519_key").stat().st_mode & 0o777 == 0o600
+    public = " ".join(text(ssh_etc / "ssh_host_ed25519_key.pub").split()[:2])
+    announced = [
+        key for key in map(announced_host_key, text(console).splitlines()) if key is not None
+    ]
+    assert announced == [public]
+    assert f"overbrainer-host-key {public}\n" in text(console)
+    assert "PRIVATE KEY" not in text(console) + text(run_dir / ".pod" / "bootstrap.log")
     authorized = tmp_path / "root" / ".ssh" / "authorized_keys"
     assert text(authorized) == env["OVERBRAINER_AUTHORIZED_KEY"] + "\n"
     job_env = text(tmp_path / "etc" / "overbrainer" / "job.env").splitlines()
@@ -361,20 +391,25 @@ async def test_bootstrap_installs_keys_and_env_then_watches(tmp_path: Path, run_
     assert "starting the watchdog" in text(run_dir / ".pod" / "bootstrap.log")
 
 
-async def test_bootstrap_without_host_key_fails_and_the_watchdog_deletes(
+async def test_bootstrap_that_cannot_make_a_host_key_fails_and_the_watchdog_deletes(
     tmp_path: Path, run_dir: Path
 ) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    console = tmp_path / "console.log"
     async with open_fake() as fake:
         add_pod(fake)
-        env = await bootstrap_env(
-            fake, tmp_path, run_dir, OVERBRAINER_HOST_KEY="{{ RUNPOD_SECRET_x }}"
+        ssh_etc = str(blocker / "ssh")
+        env = await bootstrap_env(fake, tmp_path, run_dir, OVERBRAINER_SSH_ETC_DIR=ssh_etc)
+        code = await run_until(
+            ["dash", "-c", bootstrap_script()], env, lambda: False, stdout=console
         )
-        code = await run_until(["dash", "-c", bootstrap_script()], env, lambda: False)
     assert code == 0
-    verdict = "failed bootstrap: the pod has no host key (its Runpod secret was not given to it)\n"
+    verdict = f"failed bootstrap: cannot make the pod's SSH host key in {ssh_etc}\n"
     assert text(run_dir / ".pod" / "watchdog") == verdict
     assert deleted_for(run_dir, "bootstrap_failed")
     assert fake.pods == {}
+    assert "overbrainer-host-key" not in text(console)
 
 
 async def test_bootstrap_refuses_a_run_dir_claimed_by_another_run(

@@ -26,7 +26,7 @@ CREATE_BODY: dict[str, object] = {
     "ports": ["22/tcp"],
     "startSsh": False,
     "env": {"OVERBRAINER_RUN_ID": "r1"},
-    "cmd": ["bash", "-c", "echo hi"],
+    "args": "bash -c 'echo hi'",
 }
 
 
@@ -321,10 +321,60 @@ async def test_a_create_body_with_a_wrong_field_fails_the_check(fake: RunpodFake
     fake.violations.clear()
 
 
-async def test_the_cmd_departure_is_checked_as_args(fake: RunpodFake) -> None:
+async def test_the_create_body_passes_the_unmodified_description(fake: RunpodFake) -> None:
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
         await api.create_pod(CREATE_BODY)
     assert fake.violations == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"cmd": ["bash", "-c", "echo hi"]},
+        {"args": ["bash", "-c", "echo hi"]},
+        {"dockerStartCmd": ["bash", "-c", "echo hi"]},
+        {"secrets": {"k": "v"}},
+    ],
+    ids=["the-references-cmd", "args-as-an-array", "an-unknown-field", "another-unknown-field"],
+)
+async def test_a_create_body_off_the_description_is_a_violation(
+    fake: RunpodFake, change: dict[str, object]
+) -> None:
+    body = {k: v for k, v in CREATE_BODY.items() if k != "args"} | change
+    async with open_runpod(fake.url, KEY, policy=FAST) as api:
+        with pytest.raises(CreateError):
+            await api.create_pod(body)
+    (violation,) = fake.violations
+    assert "POST /v2/pods" in violation
+    assert fake.pods == {}
+    fake.violations.clear()
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "account/secrets?name=x"),
+        ("POST", "account/secrets"),
+        ("DELETE", "account/secrets/sec1"),
+        ("PUT", "pods/pod1"),
+        ("GET", "pods/pod1/secrets"),
+    ],
+)
+async def test_a_call_the_description_does_not_have_is_a_violation(
+    fake: RunpodFake, method: str, path: str
+) -> None:
+    body = b'{"name": "x", "value": "v"}' if method == "POST" else None
+    async with httpx2.AsyncClient() as client:
+        answer = await client.request(
+            method,
+            f"{fake.url}/{path}",
+            content=body,
+            headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"},
+        )
+    assert answer.status_code == 400
+    (violation,) = fake.violations
+    assert f"{method} /v2/{path}" in violation
+    fake.violations.clear()
 
 
 async def test_an_answer_over_8_mib_is_refused_not_retried(fake: RunpodFake) -> None:

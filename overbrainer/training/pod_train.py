@@ -218,7 +218,7 @@ async def start_on_pod(
             await executor.connect()
             await arm_cost_cap(run.pod, run.remote_dir, executor)
             assert run.keys is not None
-            if not await executor.claim(run.remote_dir, run.keys.host_public):
+            if not await executor.claim(run.remote_dir, run.keys.client_public):
                 raise WorkFailed(f"{run.remote_dir} on the pod belongs to another {run.noun}")
             if not run.stopped():  # a Ctrl-C since the pod was ready: no job, no pod
                 started = await start()

@@ -1,4 +1,8 @@
-"""The Runpod REST v2 client: pods, catalog, volumes, templates (reference §7.1)."""
+"""The Runpod REST v2 client: pods, catalog, volumes, templates (reference §7.1).
+
+Only calls of Runpod's published description (`openapi-v2.json`): the reference's account
+secrets (`/account/secrets`) are not in it, and overbrainer does not use them.
+"""
 
 from __future__ import annotations
 
@@ -45,10 +49,6 @@ TEMPLATE_PAGE = 100
 MIN_CUDA = "13.0"
 GONE_CHECKS = 3
 GONE_INTERVAL = 10.0
-SECRETS_FORBIDDEN = (
-    "the Runpod API key may not manage secrets (403): give it read and write access to the "
-    "account's secrets"
-)
 
 
 class RunpodApi:
@@ -171,52 +171,6 @@ class RunpodApi:
                 return False
         return all(pod.id != pod_id for pod in await self.list_pods())
 
-    # Account secrets (absent from Runpod's OpenAPI file; the reference's departure)
-
-    async def _secret_call(
-        self,
-        method: str,
-        path: str,
-        body: object = None,
-        params: dict[str, str] | None = None,
-    ) -> Reply:
-        try:
-            retry = Retry.RATE_LIMIT if method == "POST" else Retry.TRANSIENT
-            reply = await self.http.call(method, path, params=params, body=body, retry=retry)
-        except Unanswered as error:
-            raise self.http.unreachable(method, path, error) from None
-        if reply.status == 403:
-            raise RunpodError(SECRETS_FORBIDDEN, 403)
-        return reply
-
-    async def create_secret(self, name: str, value: str, description: str) -> str:
-        """`POST /account/secrets`; the new secret's ID."""
-        body = {"name": name, "value": value, "description": description}
-        reply = await self._secret_call("POST", "account/secrets", body)
-        if not 200 <= reply.status < 300:
-            raise self.http.failed("POST", "account/secrets", reply)
-        return self._decode("POST", "account/secrets", reply, _secret_id)
-
-    async def secret_ids(self, name: str) -> list[str]:
-        """The IDs of the account secrets called `name` (`GET /account/secrets?name=`)."""
-        reply = await self._secret_call("GET", "account/secrets", params={"name": name})
-        if not 200 <= reply.status < 300:
-            raise self.http.failed("GET", "account/secrets", reply)
-        found = self._decode(
-            "GET", "account/secrets", reply, lambda body: _items(body, "secrets", _named)
-        )
-        return [secret_id for secret_id, secret_name in found if secret_name == name]
-
-    async def delete_secret(self, secret_id: str) -> bool:
-        """`DELETE /account/secrets/{id}`: True when deleted, False when already unknown."""
-        path = f"account/secrets/{secret_id}"
-        reply = await self._secret_call("DELETE", path)
-        if reply.status == 404:
-            return False
-        if not 200 <= reply.status < 300:
-            raise self.http.failed("DELETE", path, reply)
-        return True
-
     # Catalog
 
     async def gpu_types(self, gpu_count: int = 1) -> list[GpuType]:
@@ -259,18 +213,6 @@ class RunpodApi:
             if not template.serverless and template.id not in kept:
                 kept[template.id] = template
         return list(kept.values())
-
-
-def _secret_id(body: object) -> str:
-    value = body.get("id") if isinstance(body, dict) else None
-    if not isinstance(value, str) or not value:
-        raise ShapeError("no secret `id`")
-    return value
-
-
-def _named(body: object) -> tuple[str, str]:
-    name = body.get("name") if isinstance(body, dict) else None
-    return _secret_id(body), name if isinstance(name, str) else ""
 
 
 def _items(body: object, key: str, parse: Callable[[object], T]) -> list[T]:

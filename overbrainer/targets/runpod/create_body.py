@@ -1,8 +1,10 @@
-"""The `POST /pods` body for a run's pod, exactly the reference's fields (reference §7.2)."""
+"""The `POST /pods` body for a run's pod: the reference's fields (reference §7.2), each one of
+Runpod's published `CreatePodRequest` (`openapi-v2.json`), which allows no other."""
 
 from __future__ import annotations
 
 import os
+import shlex
 
 import attrs
 
@@ -27,24 +29,17 @@ VOLUME_WORKDIR = f"{VOLUME_DIR}/overbrainer"
 JOB_ENV = "/etc/overbrainer/job.env"
 """The job's environment file, written by the bootstrap (PATH, CUDA libraries, HF_HOME)."""
 
-COMMAND_FIELD = "cmd"
-"""The one departure of the create body from Runpod's OpenAPI file, which lists `args` (a
-string): the reference, run against the live API, sends the command as a `cmd` array."""
+COMMAND_FIELD = "args"
+"""The create body's field that starts the bootstrap. Runpod's description lists no `cmd`
+(the reference's array, which `unevaluatedProperties: false` refuses); it has `args`, a string:
+"Arguments passed to the container entrypoint"."""
 
 
-def command_value(script: str) -> list[str]:
-    """The container command that runs the bootstrap script (the value of `COMMAND_FIELD`)."""
-    return ["bash", "-c", script]
-
-
-def host_key_secret_name(run_id: str) -> str:
-    """The Runpod account secret holding the pod's host key for this run."""
-    return f"overbrainer_host_key_{run_id}"
-
-
-def host_key_secret_ref(run_id: str) -> str:
-    """The template Runpod replaces with the secret's value on the pod (never the key itself)."""
-    return f"{{{{ RUNPOD_SECRET_{host_key_secret_name(run_id)} }}}}"
+def command_value(script: str) -> str:
+    """The value of `COMMAND_FIELD`: `bash -c <script>` as one string of POSIX-shell words, so
+    splitting it as a shell does gives back exactly `bash`, `-c` and the script, whatever
+    quotes, `$`, backslashes or newlines the script holds."""
+    return shlex.join(["bash", "-c", script])
 
 
 def pod_name(run_id: str, attempt: int) -> str:
@@ -69,15 +64,14 @@ class PodRequest:
     """None when the pod is kept (`--keep-pod`)."""
     api_url: str
     authorized_key: str
-    """The client's public key (`ssh-ed25519 AAAA… overbrainer-<id>`)."""
-    host_public_key: str
-    """The pod's host public key: also the owner claim of the run directory."""
+    """The client's public key (`ssh-ed25519 AAAA… overbrainer-<id>`): one per run, so also
+    the owner claim of the run directory on the pod."""
     bootstrap: str
     """The whole bootstrap + watchdog script run by `bash -c`."""
 
 
 def pod_env(target: RunpodTarget, request: PodRequest) -> dict[str, str]:
-    """The pod's environment: never a secret value, only the host key's secret reference."""
+    """The pod's environment: public values only (the pod makes its own host key)."""
     work = workdir(target)
     env = {
         RUN_MARKER: request.run_id,
@@ -93,10 +87,9 @@ def pod_env(target: RunpodTarget, request: PodRequest) -> dict[str, str]:
         env["OVERBRAINER_VOLUME_DIR"] = pod_path(VOLUME_DIR)
     env["OVERBRAINER_API_URL"] = request.api_url
     env["OVERBRAINER_AUTHORIZED_KEY"] = request.authorized_key
-    env["OVERBRAINER_CLAIM"] = request.host_public_key
+    env["OVERBRAINER_CLAIM"] = request.authorized_key
     env["OVERBRAINER_VERSION"] = __version__
     env["JUPYTER_DISABLE"] = "1"
-    env["OVERBRAINER_HOST_KEY"] = host_key_secret_ref(request.run_id)
     return env
 
 

@@ -1,8 +1,12 @@
-"""A run's SSH keys, known host and ssh config under `runs/<id>/ssh/` (reference §7.3)."""
+"""A run's SSH key, known host and ssh config under `runs/<id>/ssh/` (reference §7.3).
+
+The pod makes its own host key at boot and prints the public half on one line of its container
+log (`overbrainer-host-key ssh-ed25519 AAAA…`); the client reads it there (`announced_host_key`)
+and trusts only that key. The private half never leaves the pod.
+"""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import re
@@ -17,11 +21,13 @@ from overbrainer.targets.runpod.types import SshEndpoint
 
 SSH_DIR = "ssh"
 CLIENT_KEY = "id_ed25519"
-HOST_KEY = "host_ed25519"
 KNOWN_HOSTS = "known_hosts"
 CONFIG = "config"
 _HOST = re.compile(r"[A-Za-z0-9.:-]+")
 _USER = re.compile(r"[A-Za-z0-9._-]+")
+HOST_KEY_TAG = "overbrainer-host-key"
+"""The first word of the line on which the pod's bootstrap prints its host public key."""
+_ANNOUNCED = re.compile(rf"(?:^|\s){HOST_KEY_TAG} (ssh-ed25519) ([A-Za-z0-9+/]{{68}})(?:\s|$)")
 
 
 class KeysError(OverbrainerError):
@@ -30,12 +36,9 @@ class KeysError(OverbrainerError):
 
 @attrs.frozen
 class RunKeys:
-    """The client's public key (its private half stays in `ssh/`) and the pod's host key."""
+    """The run's client public key (its private half stays in `ssh/`)."""
 
     client_public: str
-    host_public: str
-    host_private_b64: str = attrs.field(repr=False)
-    """Base64 of the host key's OpenSSH private file: only ever sent as an account secret."""
 
 
 def host_alias(run_id: str) -> str:
@@ -72,29 +75,18 @@ def _make_dir(path: Path) -> None:
 
 
 async def make_keys(run_dir: Path, run_id: str) -> RunKeys:
-    """Generate the client key (kept in `ssh/`) and a host key (read, then its files deleted);
-    write `known_hosts` for the host key. `ssh/` is mode 700."""
+    """Generate the run's client key (kept in `ssh/`, mode 700). `known_hosts` is written once
+    the pod has announced its host key (`write_known_hosts`)."""
     folder = ssh_dir(run_dir)
     await trio.to_thread.run_sync(_make_dir, folder)
     client = folder / CLIENT_KEY
-    host = folder / HOST_KEY
-    stale = (client, client.with_suffix(".pub"), host, host.with_suffix(".pub"))
+    stale = (client, client.with_suffix(".pub"), folder / KNOWN_HOSTS)
     await trio.to_thread.run_sync(_unlink_all, stale)
     await _keygen(client, run_id)
-    try:
-        await _keygen(host, run_id)
-        host_private, host_public, client_public = await trio.to_thread.run_sync(
-            lambda: (
-                host.read_bytes(),
-                host.with_suffix(".pub").read_text("utf-8").strip(),
-                client.with_suffix(".pub").read_text("utf-8").strip(),
-            )
-        )
-    finally:
-        await trio.to_thread.run_sync(_unlink_host_files, host)
-    keys = RunKeys(client_public, host_public, base64.b64encode(host_private).decode("ascii"))
-    await trio.to_thread.run_sync(write_known_hosts, run_dir, run_id, keys.host_public)
-    return keys
+    public = await trio.to_thread.run_sync(
+        lambda: client.with_suffix(".pub").read_text("utf-8").strip()
+    )
+    return RunKeys(public)
 
 
 def _unlink_all(paths: tuple[Path, ...]) -> None:
@@ -103,8 +95,10 @@ def _unlink_all(paths: tuple[Path, ...]) -> None:
             path.unlink()
 
 
-def _unlink_host_files(host: Path) -> None:
-    _unlink_all((host, host.with_suffix(".pub")))
+def announced_host_key(line: str) -> str | None:
+    """The host public key (`ssh-ed25519 AAAA…`) a line of the pod's log announces, or None."""
+    found = _ANNOUNCED.search(line)
+    return None if found is None else f"{found[1]} {found[2]}"
 
 
 def known_hosts_line(run_id: str, host_public: str) -> str:
@@ -159,7 +153,6 @@ def write_ssh_config(run_dir: Path, run_id: str, endpoint: SshEndpoint) -> Path:
 
 
 def forget_client_key(run_dir: Path) -> None:
-    """Delete the client's private key once the run's last pod is gone (the secret is the
-    caller's to delete, through the API)."""
+    """Delete the client's private key once the run's last pod is gone."""
     with contextlib.suppress(FileNotFoundError):
         (ssh_dir(run_dir) / CLIENT_KEY).unlink()

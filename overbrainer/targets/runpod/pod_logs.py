@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import attrs
@@ -64,7 +64,7 @@ async def stream_pod_logs(
     source: str | None = None,
     tail: int | None = None,
     cursor: str | None = None,
-) -> AsyncIterator[PodLogLine]:
+) -> AsyncGenerator[PodLogLine, None]:
     """The pod's log lines as Runpod sends them, after `cursor` (`Last-Event-ID`) or the last
     `tail` ones. Ends when Runpod ends the stream; PodLogsGone when the pod is gone."""
     path = f"pods/{pod_id}/logs"

@@ -1,7 +1,8 @@
-"""Provisioning a run's Runpod pod (§7.5): keys and secret, the create walk, ready, delete."""
+"""Provisioning a run's Runpod pod (§7.5): keys, the create walk, ready, delete."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -39,21 +40,18 @@ from overbrainer.targets.runpod.auto import (
     pick_gpu_types,
     picked_line,
 )
-from overbrainer.targets.runpod.create_body import (
-    PodRequest,
-    create_body,
-    host_key_secret_name,
-    pod_name,
-    workdir,
-)
+from overbrainer.targets.runpod.create_body import PodRequest, create_body, pod_name, workdir
 from overbrainer.targets.runpod.errors import CreateError, CreateFailure, RunpodError
 from overbrainer.targets.runpod.keys import (
     RunKeys,
+    announced_host_key,
     forget_client_key,
     host_alias,
     make_keys,
+    write_known_hosts,
     write_ssh_config,
 )
+from overbrainer.targets.runpod.pod_logs import MAX_TAIL, PodLogsGone, stream_pod_logs
 from overbrainer.targets.runpod.pod_record import (
     Attempt,
     AttemptResult,
@@ -73,6 +71,9 @@ log = logging.getLogger(__name__)
 POD_POLL = 5.0
 """Seconds between looks at a pod while it starts (tests shorten it with the poll hook)."""
 REACH_LIMIT = 15 * 60.0
+HOST_KEY_READ = 30.0
+"""Seconds one read of the pod's log stream may wait for its host-key line (Runpod holds the
+stream open, sending lines as the pod prints them)."""
 PREFLIGHT_LIMIT = 180.0
 DELETE_LIMIT = 60.0
 CREATE_BOUND = 300.0
@@ -214,19 +215,13 @@ def new_pod_run(
 
 
 async def provision(run: PodRun[D, R]) -> bool:
-    """Keys, secret, the create walk, a ready pod (§7.5 steps 1-4).
+    """Keys, the create walk, a ready pod (§7.5 steps 1-4).
 
     False when the user stopped it between steps (the caller deletes any pod). Raises
     ProvisionFailed (or another OverbrainerError) when no pod became ready.
     """
     run_dir = run.runs.dir_of(run.run_id)
     run.keys = await make_keys(run_dir, run.run_id)
-    await run.save(host_key=run.keys.host_public)
-    await run.api.create_secret(
-        host_key_secret_name(run.run_id),
-        run.keys.host_private_b64,
-        f"SSH host key of the pod of overbrainer run {run.run_id}",
-    )
     if run.stopped():
         return False
     if run.target.network_volume_id is not None:
@@ -393,7 +388,7 @@ async def _try_type(
         return None
     await run.set_attempt(AttemptResult.NOT_READY, detail=why)
     await remove(run, DeleteReason.NOT_READY)
-    await run.save(state=PodState.CREATING, pod_id=None, ssh=None)
+    await run.save(state=PodState.CREATING, pod_id=None, ssh=None, host_key=None)
     not_ready.append(why)
     return None
 
@@ -416,7 +411,6 @@ async def _create(run: PodRun[D, R], gpu_type: str, data_centers: tuple[str, ...
         deadline_unix=deadline,
         api_url=run.api.http.base_url,
         authorized_key=run.keys.client_public,
-        host_public_key=run.keys.host_public,
         bootstrap=bootstrap_script(),
     )
     with trio.move_on_after(CREATE_BOUND, shield=True):
@@ -496,8 +490,10 @@ async def wait_ready(run: PodRun[D, R], pod: Pod) -> str | None:
 
 
 async def _reach(run: PodRun[D, R], pod_id: str) -> SshEndpoint | str:
-    """Poll the pod until its sshd answers with the run's host key; why not, as text."""
+    """Poll the pod until it has announced its host key and its sshd answers with that key
+    (strictly checked); why not, as text."""
     run_dir = run.runs.dir_of(run.run_id)
+    host_key: str | None = None
     with trio.move_on_after(REACH_LIMIT):
         while not run.stopped():
             found = await run.api.get_pod(pod_id)
@@ -505,13 +501,39 @@ async def _reach(run: PodRun[D, R], pod_id: str) -> SshEndpoint | str:
                 return "the pod is gone"
             if found.status.dead:
                 return f"the pod is {found.status.value}"
-            if found.ssh is not None and await _ssh_banner(found.ssh):
+            if host_key is None:
+                host_key = await _announced_host_key(run, pod_id)
+                if host_key is not None:
+                    await trio.to_thread.run_sync(write_known_hosts, run_dir, run.run_id, host_key)
+                    await run.save(host_key=host_key)
+            if host_key is not None and found.ssh is not None and await _ssh_banner(found.ssh):
                 await trio.to_thread.run_sync(write_ssh_config, run_dir, run.run_id, found.ssh)
                 if await _connects(run):
                     return found.ssh
             await trio.sleep(pod_poll())
         return "interrupted"
-    return f"SSH did not answer within {int(REACH_LIMIT // 60)} min"
+    minutes = int(REACH_LIMIT // 60)
+    if host_key is None:
+        return f"the pod did not print its SSH host key within {minutes} min"
+    return f"SSH did not answer within {minutes} min"
+
+
+async def _announced_host_key(run: PodRun[D, R], pod_id: str) -> str | None:
+    """The host public key the pod printed on its container log (Runpod's documented
+    `GET /pods/{id}/logs`), read for at most HOST_KEY_READ s; None when not there yet."""
+    lines = stream_pod_logs(run.api.http, pod_id, source="container", tail=MAX_TAIL)
+    with trio.move_on_after(HOST_KEY_READ):
+        try:
+            async with contextlib.aclosing(lines):
+                async for line in lines:
+                    key = announced_host_key(line.line)
+                    if key is not None:
+                        return key
+        except PodLogsGone:
+            return None  # the next look at the pod finds it gone
+        except (OverbrainerError, OSError) as error:
+            log.debug("pod: cannot read the pod's log for its host key yet: %s", error)
+    return None
 
 
 async def _ssh_banner(endpoint: SshEndpoint) -> bool:
@@ -642,11 +664,6 @@ async def remove(run: PodRun[D, R], reason: DeleteReason) -> None:
 
 
 async def forget_keys(run: PodRun[D, R]) -> None:
-    """Once the run's last pod is gone: delete the host key's secret and the client key."""
-    name = host_key_secret_name(run.run_id)
-    try:
-        for secret_id in await run.api.secret_ids(name):
-            await run.api.delete_secret(secret_id)
-    except RunpodError as error:
-        log.warning("cannot delete the Runpod secret %s: %s", name, error.message)
+    """Once the run's last pod is gone: delete the private client key (the pod's host key
+    never left the pod)."""
     await trio.to_thread.run_sync(forget_client_key, run.runs.dir_of(run.run_id))

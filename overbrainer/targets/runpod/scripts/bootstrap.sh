@@ -1,7 +1,9 @@
 # overbrainer's pod bootstrap (reference-training §7.7). POSIX sh functions; the command the
 # pod runs appends write_watchdog (the watchdog script as a heredoc) and a call to
-# bootstrap_main. It claims the run directory, installs the run's host key and the client's
-# public key, writes the job's environment, restarts sshd and becomes the watchdog.
+# bootstrap_main. It claims the run directory, makes the pod's own SSH host key, installs the
+# client's public key, writes the job's environment, restarts sshd, prints the host public key
+# on its own line of the container log (the client reads it through Runpod's log API; the
+# private half never leaves the pod) and becomes the watchdog.
 set -eu
 umask 077
 
@@ -50,17 +52,20 @@ claim_run_dir() {
     [ "$(cat "$OVERBRAINER_RUN_DIR/.claim" 2> /dev/null)" = "$OVERBRAINER_CLAIM" ]
 }
 
-install_host_key() {
-    case ${OVERBRAINER_HOST_KEY:-} in
-        ''|*RUNPOD_SECRET_*) fail "the pod has no host key (its Runpod secret was not given to it)" ;;
-    esac
-    mkdir -p "$SSH_ETC_DIR"
-    rm -f "$SSH_ETC_DIR"/ssh_host_*
+# A new host key, replacing the image's: made here, so its private half never leaves the pod.
+make_host_key() {
     key=$SSH_ETC_DIR/ssh_host_ed25519_key
-    printf '%s' "$OVERBRAINER_HOST_KEY" | base64 -d > "$key" 2> /dev/null \
-        || fail "the host key is not valid base64"
-    chmod 600 "$key"
-    ssh-keygen -y -f "$key" > "$key.pub" 2> /dev/null || fail "the host key is not an OpenSSH key"
+    { mkdir -p "$SSH_ETC_DIR" && rm -f "$SSH_ETC_DIR"/ssh_host_* \
+        && ssh-keygen -q -t ed25519 -N '' -C "overbrainer-${OVERBRAINER_RUN_ID:-pod}" \
+            -f "$key" < /dev/null > /dev/null 2>&1 && chmod 600 "$key"; } \
+        || fail "cannot make the pod's SSH host key in $SSH_ETC_DIR"
+}
+
+# The one line the client looks for in the container log: `overbrainer-host-key <type> <key>`.
+announce_host_key() {
+    read -r kind blob _ < "$SSH_ETC_DIR/ssh_host_ed25519_key.pub" \
+        || fail "cannot read the pod's SSH host public key"
+    printf 'overbrainer-host-key %s %s\n' "$kind" "$blob"
 }
 
 install_authorized_key() {
@@ -99,11 +104,12 @@ bootstrap_main() {
     rm -f "$OVERBRAINER_RUN_DIR/.pod/watchdog"
     log "bootstrap of run ${OVERBRAINER_RUN_ID:-?} (overbrainer ${OVERBRAINER_VERSION:-?})"
     install_watchdog
-    install_host_key
+    make_host_key
     install_authorized_key
     write_job_env
-    unset OVERBRAINER_HOST_KEY OVERBRAINER_AUTHORIZED_KEY
+    unset OVERBRAINER_AUTHORIZED_KEY
     sh -c "$SSHD_RESTART" > /dev/null 2>&1 || fail "sshd did not restart"
-    log "sshd restarted with the run's host key: starting the watchdog"
+    log "sshd restarted with the pod's own host key: starting the watchdog"
+    announce_host_key
     exec sh "$ETC_DIR/watchdog.sh"
 }
