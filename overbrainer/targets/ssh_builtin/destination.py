@@ -106,6 +106,6 @@ def resolve(destination: str, config_path: str | None) -> Destination:
         user=user,
         identity_files=identities,
         identities_configured=bool(configured),
-        known_hosts=tuple(str(Path(path)) for path in known),
+        known_hosts=tuple(dict.fromkeys(str(Path(path)) for path in known)),
         key_name=key_name,
     )

@@ -124,7 +124,10 @@ def _authenticate(transport: paramiko.Transport, destination: Destination) -> No
             continue
         try:
             key = paramiko.PKey.from_path(path)
-        except paramiko.PasswordRequiredException:
+        except (paramiko.PasswordRequiredException, TypeError) as error:
+            # cryptography says TypeError for an OpenSSH-format key with a passphrase.
+            if isinstance(error, TypeError) and "password" not in str(error):
+                raise Refused(f"the key file {path} cannot be read: {error}") from None
             locked.append(path)
             continue
         except (OSError, ValueError, paramiko.SSHException) as error:
