@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -161,7 +162,7 @@ def paramiko_waits() -> list[str]:
     waits = {"recv", "recv_stderr", "sendall", "recv_exit_status", "exec_command"}
     found = []
     for thread_id, frame in sys._current_frames().items():
-        walk = frame
+        walk: types.FrameType | None = frame
         while walk is not None:
             code = walk.f_code
             in_channel = code.co_filename.endswith(os.path.join("paramiko", "channel.py"))
@@ -192,7 +193,7 @@ async def test_a_cancelled_command_ends_on_the_target_and_leaves_no_thread_block
         async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(lambda: executor.run(loop, limit=600))
+                nursery.start_soon(executor.probe, loop)
                 while not pid_file.exists() or not pid_file.read_text().strip():  # noqa: ASYNC110
                     await trio.sleep(0.01)
                 pid = int(pid_file.read_text())

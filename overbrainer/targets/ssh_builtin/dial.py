@@ -7,6 +7,7 @@ socket and transport of a connect it stopped waiting for, so no thread is left b
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -17,6 +18,10 @@ from overbrainer.targets.ssh_builtin.destination import Destination, Refused
 from overbrainer.targets.ssh_session import ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 
 SSH_ERRORS = (paramiko.SSHException, EOFError, OSError)
+
+# paramiko logs each failure of its own thread as a multi-line traceback at ERROR; every one
+# reaches the caller as an exception, which the user sees as one line.
+logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 
 
 class Abort:
