@@ -1,7 +1,8 @@
 """SSH target figures on loopback: operation latency over the ControlMaster vs a fresh
 connection each time, and upload throughput of a 200 MB run directory (tar stream) vs
 reading the same directory here (`tar | cat > /dev/null`: GNU tar skips reading files when it
-writes to /dev/null itself)."""
+writes to /dev/null itself); then the same operation and upload over the builtin client
+(paramiko, `ssh_client = "builtin"`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from overbrainer.targets.ssh import open_ssh
+from overbrainer.targets.ssh import open_openssh
+from overbrainer.targets.ssh_builtin import open_builtin
 from tests.sshd_support import ALIAS, SSHD, make_sshd
 
 OPERATIONS = 40
@@ -46,7 +48,7 @@ async def main(work: Path) -> None:
     server = make_sshd(work / "sshd")
     server.start()
     try:
-        async with open_ssh(
+        async with open_openssh(
             "bench", ALIAS, str(work / "remote"), ssh_config=str(server.client_config)
         ) as executor:
             await executor.connect()
@@ -78,6 +80,18 @@ async def main(work: Path) -> None:
                 await trio.to_thread.run_sync(shutil.rmtree, target)
             print(f"read here (tar | cat > /dev/null, best of 3): {mb / min(reads):.0f} MB/s")
             print(f"upload over ssh (tar | ssh tar -x, best of 3): {mb / min(uploads):.0f} MB/s")
+        async with open_builtin(
+            "bench", ALIAS, str(work / "remote"), ssh_config=str(server.client_config)
+        ) as builtin:
+            await builtin.connect()
+            channels = [await _timed(partial(builtin.run, "true")) for _ in range(OPERATIONS)]
+            print(f"operation over builtin: median {statistics.median(channels) * 1e3:.1f} ms")
+            uploads = []
+            for attempt in range(3):
+                target = str(work / "remote" / f"builtin{attempt}")
+                uploads.append(await _timed(partial(builtin.upload, source, target)))
+                await trio.to_thread.run_sync(shutil.rmtree, target)
+            print(f"upload over builtin (best of 3): {mb / min(uploads):.0f} MB/s")
             print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     finally:
         server.stop()

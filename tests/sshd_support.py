@@ -14,6 +14,9 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.config.settings import SshClient
+from overbrainer.targets.ssh_open import open_ssh
+from overbrainer.targets.ssh_session import SshExecutor
 from tests.ports import free_port
 from tests.real_parts import missing
 
@@ -121,6 +124,21 @@ def make_sshd(root: Path) -> Sshd:
     for key in ("id_ed25519", "host_key"):
         (root / key).chmod(0o600)
     return Sshd(root, port)
+
+
+def connected(
+    sshd: Sshd, workdir: Path, client: SshClient
+) -> contextlib.AbstractAsyncContextManager[SshExecutor]:
+    """An executor for target `box` at the sshd, over `client` (not connected yet)."""
+    return open_ssh("box", ALIAS, str(workdir), ssh_config=str(sshd.client_config), client=client)
+
+
+def fingerprint(public_key: Path) -> str:
+    """`ssh-ed25519 SHA256:…` of a public key file, as ssh-keygen prints it."""
+    line = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(public_key)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return f"ssh-{line[-1].strip('()').lower()} {line[1]}"
 
 
 def kill_jobs_under(folder: Path) -> None:

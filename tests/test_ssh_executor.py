@@ -1,21 +1,31 @@
-"""The SSH executor against a real sshd on 127.0.0.1: transfers, jobs, status, cancel, reads."""
+"""The SSH executor against a real sshd on 127.0.0.1: transfers, jobs, status, cancel, reads,
+forwards; each test for both clients (the system OpenSSH client and the builtin one)."""
 
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 from pathlib import Path
 
 import pytest
 import trio
 
+from overbrainer.config.settings import SshClient
 from overbrainer.model.job_status import Cancelled, Exited, Running
 from overbrainer.targets.executor import TransferError
 from overbrainer.targets.manifest import local_manifest, verify
-from overbrainer.targets.ssh import SshExecutor, open_ssh
-from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
+from overbrainer.targets.ssh import OpenSshExecutor
+from overbrainer.targets.ssh_builtin import BuiltinSshExecutor
+from overbrainer.targets.ssh_open import open_ssh
+from overbrainer.targets.ssh_session import SshExecutor
+from tests.sshd_support import ALIAS, Sshd, connected, fingerprint, kill_jobs_under
 
 BOUND = 60
+
+
+@pytest.fixture(params=list(SshClient), ids=[client.value for client in SshClient])
+def client(request: pytest.FixtureRequest) -> SshClient:
+    assert isinstance(request.param, SshClient)
+    return request.param
 
 
 @pytest.fixture
@@ -23,10 +33,6 @@ def workdir(tmp_path: Path) -> collections.abc.Iterator[Path]:
     folder = tmp_path / "remote"
     yield folder
     kill_jobs_under(folder)
-
-
-def connected(sshd: Sshd, workdir: Path) -> contextlib.AbstractAsyncContextManager[SshExecutor]:
-    return open_ssh("box", ALIAS, str(workdir), ssh_config=str(sshd.client_config))
 
 
 async def wait_status(executor: SshExecutor, job: object, want: type, seconds: float = 20) -> None:
@@ -39,27 +45,40 @@ async def wait_status(executor: SshExecutor, job: object, want: type, seconds: f
 
 
 async def test_connect_resolves_the_workdir_and_refuses_an_unknown_host_key(
-    sshd: Sshd, workdir: Path, tmp_path: Path
+    sshd: Sshd, workdir: Path, tmp_path: Path, client: SshClient
 ) -> None:
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             assert executor.workdir == str(workdir.resolve())  # noqa: ASYNC240 - a test check
         strange = tmp_path / "strange_config"
         strange.write_text(
             sshd.client_config.read_text().replace(str(sshd.root / "known_hosts"), "/dev/null")
         )
-        async with open_ssh("box", ALIAS, str(workdir), ssh_config=str(strange)) as executor:
+        async with open_ssh(
+            "box", ALIAS, str(workdir), ssh_config=str(strange), client=client
+        ) as executor:
             with pytest.raises(OSError) as caught:
                 await executor.connect()
-    assert str(caught.value) == (
-        f"cannot reach target `box`: No ED25519 host key is known for [127.0.0.1]:{sshd.port} "
-        "and you have requested strict checking.; Host key verification failed."
-    )
+    if client is SshClient.OPENSSH:
+        assert str(caught.value) == (
+            f"cannot reach target `box`: No ED25519 host key is known for [127.0.0.1]:{sshd.port} "
+            "and you have requested strict checking.; Host key verification failed."
+        )
+    else:
+        shown = fingerprint(sshd.root / "host_key.pub")
+        assert str(caught.value) == (
+            f"cannot reach target `box`: the host key of [127.0.0.1]:{sshd.port} is not in "
+            f"/dev/null (strict checking): check that it is {shown} and add it, e.g. by "
+            "connecting once with ssh"
+        )
 
 
 async def test_upload_and_download_are_verified_by_the_manifest(
-    sshd: Sshd, workdir: Path, tmp_path: Path
+    sshd: Sshd,
+    workdir: Path,
+    tmp_path: Path,
+    client: SshClient,
 ) -> None:
     source = tmp_path / "local"
     (source / "output" / "checkpoint-3").mkdir(parents=True)
@@ -72,7 +91,7 @@ async def test_upload_and_download_are_verified_by_the_manifest(
     back = tmp_path / "back"
     entries = ["output", "metrics.jsonl", "job.log"]
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             await executor.upload(source, remote, skip=["ssh", "pod.json"])
             assert not (workdir / "r1" / "ssh").exists()
@@ -113,18 +132,20 @@ async def test_upload_and_download_are_verified_by_the_manifest(
 
 
 async def test_a_detached_job_survives_the_masters_end_and_is_cancelled_as_a_group(
-    sshd: Sshd, workdir: Path
+    sshd: Sshd,
+    workdir: Path,
+    client: SshClient,
 ) -> None:
     run_dir = str(workdir / "r2")
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             job = await executor.spawn(
                 run_dir, "sleep 300 & sleep 300; echo done", {"HF_TOKEN": "hf_secret value"}
             )
             await wait_status(executor, job, Running)
         # The master is gone with its block; the job is not.
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             assert isinstance(await executor.status(job), Running)
             leader = (workdir / "r2" / "job.pid").read_text().strip()
@@ -143,12 +164,14 @@ async def test_a_detached_job_survives_the_masters_end_and_is_cancelled_as_a_gro
 
 
 async def test_secrets_reach_the_job_on_stdin_never_on_a_command_line(
-    sshd: Sshd, workdir: Path
+    sshd: Sshd,
+    workdir: Path,
+    client: SshClient,
 ) -> None:
     secret = "hf_TopSecret_42"
     run_dir = str(workdir / "r3")
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             job = await executor.spawn(
                 run_dir, 'printf "%s\\n" "$HF_TOKEN" > token.txt && sleep 30', {"HF_TOKEN": secret}
@@ -168,10 +191,12 @@ async def test_secrets_reach_the_job_on_stdin_never_on_a_command_line(
     assert str(caught.value) == "HF_TOKEN cannot be passed to the job"
 
 
-async def test_read_from_and_tail_offsets_and_exit_codes(sshd: Sshd, workdir: Path) -> None:
+async def test_read_from_and_tail_offsets_and_exit_codes(
+    sshd: Sshd, workdir: Path, client: SshClient
+) -> None:
     run_dir = str(workdir / "r4")
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
             assert await executor.read_from(f"{run_dir}/job.log", 0) == b""
             job = await executor.spawn(run_dir, "printf 'abc\\ndef\\nghi' && exit 3", {})
@@ -191,15 +216,91 @@ async def test_read_from_and_tail_offsets_and_exit_codes(sshd: Sshd, workdir: Pa
             assert not await executor.claim(f"{run_dir}x", "fedcba9876543210")
 
 
-async def test_a_killed_master_is_started_again_by_the_next_operation(
-    sshd: Sshd, workdir: Path
+async def drop_connection(executor: SshExecutor) -> object:
+    """Cut the executor's connection as a network loss would; what identifies it."""
+    if isinstance(executor, OpenSshExecutor):
+        master = executor.master
+        assert master is not None
+        master.kill()
+        await master.wait()
+        return master
+    assert isinstance(executor, BuiltinSshExecutor)
+    transport = executor.transport
+    assert transport is not None
+    transport.sock.shutdown(2)  # the peer sees a dead socket, as after a network loss
+    with trio.fail_after(10):
+        while transport.is_active():  # noqa: ASYNC110 - paramiko's own thread notices
+            await trio.sleep(0.01)
+    return transport
+
+
+def connection_of(executor: SshExecutor) -> object:
+    if isinstance(executor, OpenSshExecutor):
+        return executor.master
+    assert isinstance(executor, BuiltinSshExecutor)
+    return executor.transport
+
+
+async def test_a_lost_connection_is_made_again_by_the_next_operation(
+    sshd: Sshd, workdir: Path, client: SshClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     with trio.fail_after(BOUND):
-        async with connected(sshd, workdir) as executor:
+        async with connected(sshd, workdir, client) as executor:
             await executor.connect()
-            first = executor.master
-            assert first is not None
-            first.kill()
-            await first.wait()
+            first = await drop_connection(executor)
             assert await executor.probe("echo hello") == "hello\n"
-            assert executor.master is not first
+            assert connection_of(executor) is not first
+    assert (
+        "ssh: the connection to target `box` was lost (its job keeps running): reconnecting"
+        in caplog.messages
+    )
+
+
+async def echo_server(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    """A TCP server on 127.0.0.1 that answers each line with `echo: <line>`."""
+
+    async def answer(stream: trio.SocketStream) -> None:
+        async with stream:
+            buffered = b""
+            while data := await stream.receive_some(1024):
+                buffered += data
+                while b"\n" in buffered:
+                    line, buffered = buffered.split(b"\n", 1)
+                    await stream.send_all(b"echo: " + line + b"\n")
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(answer, listeners)
+
+
+async def receive_lines(stream: trio.SocketStream, count: int) -> bytes:
+    got = b""
+    while got.count(b"\n") < count:
+        data = await stream.receive_some(1024)
+        assert data, "the forwarded connection closed"
+        got += data
+    return got
+
+
+async def test_a_forwarded_port_reaches_a_server_on_the_target(
+    sshd: Sshd, workdir: Path, client: SshClient
+) -> None:
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(echo_server)
+            async with connected(sshd, workdir, client) as executor:
+                await executor.connect()
+                async with executor.forward(port) as local:
+                    assert local != port
+                    for word in (b"one", b"two"):  # two connections, each its own channel
+                        stream = await trio.open_tcp_stream("127.0.0.1", local)
+                        async with stream:
+                            await stream.send_all(word + b"\n" + word + b"\n")
+                            assert await receive_lines(stream, 2) == (b"echo: " + word + b"\n") * 2
+                # The block ended: the port no longer forwards.
+                with pytest.raises(OSError):
+                    stream = await trio.open_tcp_stream("127.0.0.1", local)
+                    async with stream:
+                        await stream.send_all(b"late\n")
+                        await receive_lines(stream, 1)
+            nursery.cancel_scope.cancel()

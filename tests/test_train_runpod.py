@@ -815,3 +815,37 @@ async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setu
     pod = pod_record(setup.project, run_id)
     assert (pod["state"], pod["deleted_by"]) == ("deleted", "unknown")
     assert not (setup.project / "runs" / run_id / "ssh" / "id_ed25519").exists()
+
+
+def _builtin_client_and_an_ssh_trap(setup: Setup, folder: Path) -> Path:
+    """`ssh_client = "builtin"` for the target, and an `ssh` first on PATH that records its
+    use; the file it would write."""
+    with open(setup.project / "overbrainer.toml", "a") as file:
+        file.write('ssh_client = "builtin"\n')
+    used = folder / "ssh-used"
+    trap = folder / "trap"
+    trap.mkdir()
+    (trap / "ssh").write_text(f'#!/bin/sh\necho "$@" >> {used}\nexit 255\n')
+    (trap / "ssh").chmod(0o755)
+    setup.env["PATH"] = f"{trap}{os.pathsep}{setup.env['PATH']}"
+    return used
+
+
+async def test_train_on_a_pod_over_the_builtin_ssh_client(setup: Setup, tmp_path: Path) -> None:
+    """`ssh_client = "builtin"` (the reference's Runpod example): the pod is reached through
+    the run's own ssh config, known_hosts and key, and no `ssh` process is ever started."""
+    used = _builtin_client_and_an_ssh_trap(setup, tmp_path)
+    wrong = attrs.evolve(setup, env=setup.env | {"OVERBRAINER_SSH_CLIENT": "putty"})
+    refused = await train(wrong)
+    assert refused.returncode == 2
+    assert refused.stderr.decode().splitlines()[-1] == (
+        "error: OVERBRAINER_SSH_CLIENT: must be openssh or builtin"
+    )
+    assert setup.fake.asked("POST", "pods") == []  # refused before any pod existed
+    done = await train(setup)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    run_id = only_run(setup.project)
+    assert done.stdout.decode().startswith(f"train: run {run_id} succeeded; step ")
+    assert pod_lines(err)[-1].startswith("pod: pod0001 deleted after ")
+    assert not used.exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from overbrainer.config.settings import SshClient
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under, make_sshd
 from tests.train_helpers import (
     STANDIN,
@@ -33,7 +34,12 @@ kind = "ssh"
 runtime = "native"
 venv = "{venv}"
 workdir = "{workdir}"
+ssh_client = "{client}"
 """
+
+CLIENTS = pytest.mark.parametrize(
+    "client", list(SshClient), ids=[client.value for client in SshClient]
+)
 
 
 @pytest.fixture
@@ -44,7 +50,11 @@ def remote(tmp_path: Path) -> collections.abc.Iterator[Path]:
 
 
 def ssh_project(
-    tmp_path: Path, sshd: Sshd, remote: Path, **knobs: str
+    tmp_path: Path,
+    sshd: Sshd,
+    remote: Path,
+    client: SshClient = SshClient.OPENSSH,
+    **knobs: str,
 ) -> tuple[Path, dict[str, str]]:
     """A project whose target `box` is this machine over sshd; the env that runs it.
 
@@ -62,7 +72,7 @@ def ssh_project(
     script.chmod(0o755)
     standin_gpu(venv / "bin")
     with open(project / "overbrainer.toml", "a") as file:
-        file.write(TARGET.format(venv=venv, workdir=remote))
+        file.write(TARGET.format(venv=venv, workdir=remote, client=client.value))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERBRAINER_", "STANDIN_"))}
     env |= {
         "OVERBRAINER_TEST_POLL_S": "0.05",
@@ -117,11 +127,18 @@ def metric_lines(stderr: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
 
 
+@CLIENTS
 def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
-    sshd: Sshd, remote: Path, tmp_path: Path
+    sshd: Sshd, remote: Path, tmp_path: Path, client: SshClient
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote)
+    project, env = ssh_project(tmp_path, sshd, remote, client)
     env["OVERBRAINER_HF_TOKEN"] = "hf_over_ssh"
+    trap = tmp_path / "trap"  # an `ssh` that records its use: the builtin client never runs it
+    trap.mkdir()
+    (trap / "ssh").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "ssh-used"}\nexit 255\n')
+    (trap / "ssh").chmod(0o755)
+    if client is SshClient.BUILTIN:
+        env["PATH"] = f"{trap}{os.pathsep}{env['PATH']}"
     events = tmp_path / "events.jsonl"
     result = overbrainer(
         project, env, "--events", str(events), "train", "--target", "box", timeout=90
@@ -140,7 +157,7 @@ def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     assert (saved["state"], saved["remote_dir"]) == ("succeeded", str(remote_dir))
     assert saved["job"]["dir"] == str(remote_dir)
     kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
-    assert kinds.count("system") >= 1  # the target's probe, over the master
+    assert kinds.count("system") >= 1  # the target's probe, over the same connection
     local = project / "runs" / run_id
     # Retrieved and verified: the same bytes here as on the target, checkpoints left there.
     for name in ("output/adapter_model.safetensors", "metrics.jsonl", "job.log"):
@@ -154,12 +171,32 @@ def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     logs = overbrainer(project, env, "runs", "logs", run_id)
     assert logs.returncode == 0
     assert logs.stdout == (local / "job.log").read_text()
+    assert not (tmp_path / "ssh-used").exists()
 
 
-def test_ctrl_c_detaches_attach_follows_and_a_killed_master_is_replaced(
-    sshd: Sshd, remote: Path, tmp_path: Path
+def drop_connections(client: SshClient, command: subprocess.Popen[str], sshd: Sshd) -> None:
+    """Cut `command`'s SSH connection: kill its OpenSSH master, or (builtin: no process of its
+    own) the sshd processes serving the connections."""
+    if client is SshClient.OPENSSH:
+        parent, pattern = command.pid, "ControlPersist=no"
+    else:
+        assert sshd.process is not None
+        parent, pattern = sshd.process.pid, "sshd"
+    found = subprocess.run(
+        ["pgrep", "-P", str(parent), "-f", pattern], capture_output=True, text=True
+    ).stdout.split()
+    assert found
+    for pid in found:
+        os.kill(int(pid), signal.SIGKILL)
+
+
+@CLIENTS
+def test_ctrl_c_detaches_attach_follows_and_a_dropped_connection_is_made_again(
+    sshd: Sshd, remote: Path, tmp_path: Path, client: SshClient
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    project, env = ssh_project(
+        tmp_path, sshd, remote, client, STANDIN_PACE="0.1", STANDIN_STEPS="40"
+    )
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
     pid = record(project, run_id)["job"]["pid"]
     assert group_alive(pid)  # Ctrl-C left the job training on the target
@@ -167,13 +204,7 @@ def test_ctrl_c_detaches_attach_follows_and_a_killed_master_is_replaced(
     attach = start_train(project, env, err, "attach", run_id)
     try:
         wait_for(lambda: "train: job running" in err.read_text(), 30)
-        masters = subprocess.run(
-            ["pgrep", "-P", str(attach.pid), "-f", "ControlPersist=no"],
-            capture_output=True,
-            text=True,
-        ).stdout.split()
-        assert len(masters) == 1
-        os.kill(int(masters[0]), signal.SIGKILL)  # the connection drops while following
+        drop_connections(client, attach, sshd)  # the connection drops while following
         out, _ = attach.communicate(timeout=60)
     finally:
         attach.kill()
@@ -271,15 +302,14 @@ def test_cancel_stops_the_remote_group_and_brings_its_files(
     assert (project / "runs" / run_id / "job.log").is_file()
 
 
-def test_the_builtin_client_and_a_missing_host_are_refused(
+def test_an_unknown_client_a_missing_host_and_an_unknown_host_are_refused(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
     project, env = ssh_project(tmp_path, sshd, remote)
-    builtin = overbrainer(project, env | {"OVERBRAINER_SSH_CLIENT": "builtin"}, "train")
-    assert builtin.returncode == 2
-    assert builtin.stderr.splitlines()[-1] == (
-        "error: OVERBRAINER_SSH_CLIENT = builtin is not supported: this overbrainer connects "
-        'with the system OpenSSH client only; set it to "openssh" or leave it unset'
+    putty = overbrainer(project, env | {"OVERBRAINER_SSH_CLIENT": "putty"}, "train")
+    assert putty.returncode == 2
+    assert putty.stderr.splitlines()[-1] == (
+        "error: OVERBRAINER_SSH_CLIENT: must be openssh or builtin"
     )
     no_host = {k: v for k, v in env.items() if k != "OVERBRAINER_TARGETS__BOX__HOST"}
     missing = overbrainer(project, no_host, "train")
@@ -292,6 +322,19 @@ def test_the_builtin_client_and_a_missing_host_are_refused(
     )
     assert unknown.returncode == 1
     assert unknown.stderr.splitlines()[-1].startswith("error: cannot reach target `box`: ")
+    builtin = overbrainer(
+        project,
+        env
+        | {
+            "OVERBRAINER_TARGETS__BOX__HOST": "nowhere.invalid",
+            "OVERBRAINER_SSH_CLIENT": "builtin",
+        },
+        "train",
+    )
+    assert builtin.returncode == 1
+    assert builtin.stderr.splitlines()[-1].startswith(
+        "error: cannot reach target `box`: cannot resolve host nowhere.invalid: "
+    )
     assert not (project / "runs").exists() or not any((project / "runs").iterdir())
 
 

@@ -132,21 +132,11 @@ def target_summary(target: Target, axolotl: str | None = NOT_CHECKED) -> str:
 
 
 def ssh_client_line(target: SshTarget | RunpodTarget, ssh_client_env: str | None) -> str:
-    """The SSH client the target will use, and `(OVERBRAINER_SSH_CLIENT)` when that chose it.
-
-    `builtin` is accepted by the loader (the reference's files keep loading) but refused by
-    every command that connects; the line says so.
-    """
+    """The SSH client the target will use, and `(OVERBRAINER_SSH_CLIENT)` when that chose it."""
     chosen = (ssh_client_env or "").strip().lower()
     if chosen and chosen not in {client.value for client in SshClient}:
         raise ConfigError(f"{SSH_CLIENT_ENV}: must be openssh or builtin")
-    line = f"{chosen} ({SSH_CLIENT_ENV})" if chosen else target.ssh_client.value
-    if (chosen or target.ssh_client.value) == SshClient.BUILTIN.value:
-        line += BUILTIN_REFUSED
-    return line
-
-
-BUILTIN_REFUSED = ": not supported, training on this target is refused (use openssh)"
+    return f"{chosen} ({SSH_CLIENT_ENV})" if chosen else target.ssh_client.value
 
 
 def deprecation_warnings(settings: Settings) -> list[str]:

@@ -107,7 +107,8 @@ if TYPE_CHECKING:
         no_estimate_line,
     )
     from overbrainer.targets.runpod.vram_floor import hub_shape, vram_floor
-    from overbrainer.targets.ssh import SshExecutor, open_ssh
+    from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
+    from overbrainer.targets.ssh_session import SshExecutor
 
 __all__ = [
     "CACHE_DIR",
@@ -220,6 +221,7 @@ __all__ = [
     "save_pod_record",
     "spend",
     "split_lines",
+    "ssh_client_of",
     "stray_warnings",
     "stream_pod_logs",
     "verify",
@@ -286,7 +288,7 @@ __getattr__ = lazy_face(
         "SCRIPT_FILE": "export_job_script",
         "SNAPSHOT_REQUEST": "job_names",
         "ShapeUnknown": "runpod.model_shape",
-        "SshExecutor": "ssh",
+        "SshExecutor": "ssh_session",
         "TargetUnreachable": "executor",
         "Template": "runpod.types",
         "about": "runpod.vram",
@@ -325,7 +327,8 @@ __getattr__ = lazy_face(
         "no_estimate_line": "runpod.vram",
         "open_pod_ssh": "runpod.provision",
         "open_runpod": "runpod.api",
-        "open_ssh": "ssh",
+        "open_ssh": "ssh_open",
+        "ssh_client_of": "ssh_open",
         "pod_path": "runpod.create_body",
         "pod_poll": "runpod.provision",
         "pod_price": "runpod.auto",

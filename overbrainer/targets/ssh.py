@@ -16,47 +16,28 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import trio
 
 from overbrainer.model.error_groups import unwrapped
-from overbrainer.model.job_status import JobStatus
 from overbrainer.targets import remote_scripts as scripts
-from overbrainer.targets.executor import (
-    READ_LIMIT,
-    JobError,
-    JobRef,
-    TargetUnreachable,
-    TransferError,
+from overbrainer.targets.executor import TargetUnreachable, TransferError
+from overbrainer.targets.job_script import quote
+from overbrainer.targets.ssh_session import (
+    ALIVE_INTERVAL_S,
+    CONNECT_TIMEOUT_S,
+    OPERATION_TIMEOUT_S,
+    TRANSFER_TIMEOUT_S,
+    ScriptExecutor,
+    stderr_text,
 )
-from overbrainer.targets.job_script import CANCEL_GRACE_S, cancel_script, parse_status, quote
-from overbrainer.targets.job_script import status_script as job_status_script
-from overbrainer.targets.manifest import manifest_script, parse_manifest
 
 log = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT_S = 30
-ALIVE_INTERVAL_S = 15
-OPERATION_TIMEOUT_S = 60.0
-CANCEL_TIMEOUT_S = 2 * CANCEL_GRACE_S + 40.0
-TRANSFER_TIMEOUT_S = 6 * 3600.0
-STDERR_LINES = 20
-STDERR_BYTES = 4096
 
-
-def stderr_text(raw: bytes) -> str:
-    """The first 20 lines (≤ 4096 bytes) of a command's stderr, and how many more there were."""
-    lines = raw[:STDERR_BYTES].decode("utf-8", "replace").splitlines()
-    total = len(raw.decode("utf-8", "replace").splitlines())
-    kept = [line for line in lines[:STDERR_LINES] if line.strip()]
-    more = total - min(len(lines), STDERR_LINES)
-    text = "; ".join(kept)
-    return f"{text} ({more} more lines)" if more > 0 else text
-
-
-class SshExecutor:
+class OpenSshExecutor(ScriptExecutor):
     """Target `name` at `host` (user@host or an alias), run directories under `workdir`."""
 
     def __init__(
@@ -69,12 +50,9 @@ class SshExecutor:
         ssh_config: str | None = None,
         control_dir: Path,
     ) -> None:
+        super().__init__(name, workdir)
         self._nursery = nursery
-        self.name = name
         self.host = host
-        self._workdir_setting = workdir
-        self._workdir: str | None = None
-        self._home = ""
         self._config = ssh_config
         self._socket = control_dir / "m"
         self._control_dir = control_dir
@@ -138,15 +116,9 @@ class SshExecutor:
         """The master process (tests kill it to drop the connection)."""
         return self._master
 
-    async def connect(self) -> None:
-        """Start the master, wait until it is ready, and resolve the workdir (§4.2)."""
+    async def _open(self) -> None:
+        """Start the master (again, when it died) and wait until it is ready."""
         await self._ensure_master()
-        if self._workdir is None:
-            out = await self._checked(scripts.workdir_script(self._workdir_setting))
-            lines = out.decode("utf-8", "replace").splitlines()
-            if len(lines) != 2 or not lines[1].startswith("/"):
-                raise TargetUnreachable(f"target `{self.name}` gave no workdir")
-            self._home, self._workdir = lines
 
     async def _ensure_master(self) -> None:
         async with self._lock:
@@ -238,84 +210,36 @@ class SshExecutor:
             raise TargetUnreachable(f"cannot reach target `{self.name}`: {why}")
         return done
 
-    async def _checked(self, script: str, *, stdin: bytes = b"") -> bytes:
-        done = await self.run(script, stdin=stdin)
+    @contextlib.asynccontextmanager
+    async def forward(self, port: int, host: str = "127.0.0.1") -> AsyncIterator[int]:
+        """`ssh -O forward -L` through the master for the block, `-O cancel` after it."""
+        await self._ensure_master()
+        probe = trio.socket.socket()
+        with probe:
+            await probe.bind(("127.0.0.1", 0))
+            local: int = probe.getsockname()[1]
+        spec = ["-L", f"127.0.0.1:{local}:{host}:{port}"]
+        done = await self._control("forward", spec)
         if done.returncode != 0:
             why = stderr_text(done.stderr) or f"exit status {done.returncode}"
-            raise JobError(f"target `{self.name}`: {why}")
-        return done.stdout
+            raise TargetUnreachable(f"cannot forward port {port} of target `{self.name}`: {why}")
+        try:
+            yield local
+        finally:
+            with trio.move_on_after(5, shield=True):
+                await self._control("cancel", spec)
+
+    async def _control(self, command: str, spec: list[str]) -> subprocess.CompletedProcess[bytes]:
+        return await trio.run_process(
+            ["ssh", *self._options(), "-O", command, *spec, "--", self.host],
+            check=False,
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            start_new_session=True,
+        )
 
     # -- the executor operations ----------------------------------------------------------
-
-    @property
-    def workdir(self) -> str:
-        """The absolute workdir on the target (known once connected)."""
-        if self._workdir is None:
-            raise RuntimeError("the SSH executor is not connected")
-        return self._workdir
-
-    @property
-    def home(self) -> str:
-        """`$HOME` on the target (known once connected)."""
-        return self._home
-
-    @property
-    def local(self) -> bool:
-        """Never: run directories live on the other machine."""
-        return False
-
-    async def claim(self, directory: str, owner: str) -> bool:
-        """`directory/.claim` created with noclobber; False when another owner holds it."""
-        out = await self._checked(scripts.claim_script(directory, owner))
-        return out.strip() == b"claimed"
-
-    async def spawn(self, directory: str, commands: str, secrets: Mapping[str, str]) -> JobRef:
-        """The launcher of §4.2: secrets on stdin, the job detached with setsid; its PID."""
-        data = scripts.secrets_input(secrets)
-        out = await self._checked(scripts.launcher(directory, commands, secrets), stdin=data)
-        text = out.decode("utf-8", "replace").strip()
-        if not text.isdigit() or int(text) <= 1:
-            raise JobError(f"target `{self.name}` started no job (it printed no PID)")
-        return JobRef(directory, int(text))
-
-    async def read_from(self, path: str, offset: int, limit: int = READ_LIMIT) -> bytes:
-        """Bytes of `path` from `offset` (`tail -c | head -c`); empty when missing."""
-        return await self._checked(scripts.read_script(path, offset, limit))
-
-    async def exists(self, path: str) -> bool:
-        """Whether `path` exists on the target."""
-        return (await self._checked(scripts.exists_script(path))).strip() == b"yes"
-
-    async def status(self, job: JobRef) -> JobStatus:
-        """The word the §4.3 script prints."""
-        out = await self._checked(job_status_script(job.dir, job.pid))
-        return parse_status(out.decode("utf-8", "replace"))
-
-    async def cancel(self, job: JobRef) -> None:
-        """The §4.4 script; JobError with its message when the group outlives SIGKILL."""
-        done = await self.run(
-            cancel_script(job.dir, job.pid, job.container), limit=CANCEL_TIMEOUT_S
-        )
-        if done.returncode != 0:
-            raise JobError(stderr_text(done.stderr) or f"cannot cancel the job in {job.dir}")
-
-    async def probe(self, script: str) -> str:
-        """What `script` prints."""
-        done = await self.run(script, limit=20.0)
-        return done.stdout.decode("utf-8", "replace")
-
-    async def put_file(self, path: str, content: str) -> None:
-        """Write `path` through a temporary file and a rename."""
-        await self._checked(scripts.put_script(path), stdin=content.encode())
-
-    async def manifest(
-        self, remote: str, entries: Sequence[str], exclude: Sequence[str] = ()
-    ) -> dict[str, str]:
-        """The target's SHA-256 manifest of the existing `entries` of `remote`."""
-        done = await self.run(manifest_script(remote, entries, exclude), limit=TRANSFER_TIMEOUT_S)
-        if done.returncode != 0:
-            raise TransferError(stderr_text(done.stderr) or f"cannot list {remote}")
-        return parse_manifest(done.stdout)
 
     async def upload(self, local: Path, remote: str, skip: Sequence[str] = ()) -> None:
         """`tar -c` of `local` piped into `tar -x` in `remote` on the target."""
@@ -384,16 +308,16 @@ class SshExecutor:
 
 
 @contextlib.asynccontextmanager
-async def open_ssh(
+async def open_openssh(
     name: str, host: str, workdir: str, *, ssh_config: str | None = None
-) -> AsyncIterator[SshExecutor]:
+) -> AsyncIterator[OpenSshExecutor]:
     """An SSH executor whose master lives as long as this block (not connected yet)."""
     if shutil.which("ssh") is None:
         raise TargetUnreachable("ssh is not on PATH: install the OpenSSH client")
     control_dir = Path(tempfile.mkdtemp(prefix="ob-ssh-"))
     try:
         async with unwrapped(), trio.open_nursery() as nursery:
-            executor = SshExecutor(
+            executor = OpenSshExecutor(
                 nursery, name, host, workdir, ssh_config=ssh_config, control_dir=control_dir
             )
             try:

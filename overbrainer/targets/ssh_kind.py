@@ -1,4 +1,5 @@
-"""`kind = "ssh"`: a machine over the system OpenSSH client, `host` from the environment."""
+"""`kind = "ssh"`: a machine over SSH (the OpenSSH or the builtin client), `host` from the
+environment."""
 
 from __future__ import annotations
 
@@ -15,34 +16,18 @@ from overbrainer.config.settings import (
     DEFAULT_WORKDIR,
     Engine,
     Runtime,
-    SshClient,
     SshTarget,
     Target,
 )
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.targets.executor import Executor
-from overbrainer.targets.ssh import open_ssh
+from overbrainer.targets.ssh_open import chosen_client, open_ssh
 
 
 def _ssh(target: Target) -> SshTarget:
     assert isinstance(target, SshTarget), f"a {target.kind} target is not an ssh one"
     return target
-
-
-def check_ssh_client(name: str, target: SshTarget, env_value: str | None) -> None:
-    """Refuse `builtin`: only the system OpenSSH client is implemented (exit 2)."""
-    chosen = (env_value or "").strip().lower()
-    client = chosen or target.ssh_client.value
-    if client == SshClient.OPENSSH.value:
-        return
-    source = SSH_CLIENT_ENV if chosen else f"targets.{name}.ssh_client"
-    if client == SshClient.BUILTIN.value:
-        raise ConfigError(
-            f"{source} = builtin is not supported: this overbrainer connects with the system "
-            f'OpenSSH client only; set it to "openssh" or leave it unset'
-        )
-    raise ConfigError(f"{SSH_CLIENT_ENV}: must be openssh or builtin")
 
 
 def _unreachable(name: str, error: OSError) -> WorkFailed:
@@ -69,9 +54,9 @@ class SshKind:
         return _ssh(target).engine
 
     def check(self, name: str, target: Target) -> None:
-        """Refuse the builtin client and a missing `host` (exit 2)."""
+        """Refuse a wrong OVERBRAINER_SSH_CLIENT and a missing `host` (exit 2)."""
         ssh = _ssh(target)
-        check_ssh_client(name, ssh, os.environ.get(SSH_CLIENT_ENV))
+        chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV))
         if not ssh.host:
             raise ConfigError(
                 f"targets.{name}.host is not set: set OVERBRAINER_TARGETS__{name.upper()}__HOST"
@@ -94,6 +79,7 @@ class SshKind:
             ssh.host,
             ssh.workdir or DEFAULT_WORKDIR,
             ssh_config=os.environ.get(SSH_CONFIG_ENV) or None,
+            client=chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV)),
         ) as executor:
 
             async def connect() -> OSError | bool:

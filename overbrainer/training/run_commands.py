@@ -25,6 +25,7 @@ from overbrainer.targets import (
     load_pod_record,
     open_ssh,
     pod_settings,
+    ssh_client_of,
     workdir,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
@@ -205,6 +206,7 @@ async def request_on_pod_beside(session: Session, record: RunRecord, target: Tar
         host_alias(record.id),
         workdir(pod_settings(target)),
         ssh_config=str(config.absolute()),
+        client=ssh_client_of(pod_settings(target).ssh_client),
     ) as executor:
         await executor.connect()
         await request_snapshot_on(executor, record)

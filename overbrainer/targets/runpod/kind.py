@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
 
+from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.ssh_open import chosen_client
 
 
 def pod_settings(target: Target) -> RunpodTarget:
@@ -39,7 +42,9 @@ class RunpodKind:
         return None
 
     def check(self, name: str, target: Target) -> None:
-        """Nothing to refuse before the API key is read (the pod code checks that)."""
+        """Refuse a wrong OVERBRAINER_SSH_CLIENT before any pod exists (exit 2); the API key
+        is the pod code's to check."""
+        chosen_client(pod_settings(target).ssh_client, os.environ.get(SSH_CLIENT_ENV))
 
     def open(
         self,

@@ -64,7 +64,8 @@ from overbrainer.targets.runpod.pod_record import (
 )
 from overbrainer.targets.runpod.scripts import bootstrap_script
 from overbrainer.targets.runpod.types import GpuType, Pod, SshEndpoint
-from overbrainer.targets.ssh import SshExecutor, open_ssh
+from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
+from overbrainer.targets.ssh_session import SshExecutor
 
 log = logging.getLogger(__name__)
 
@@ -557,22 +558,19 @@ def pod_ssh_config(run: PodRun[D, R]) -> str:
 
 
 def open_pod_ssh(run: PodRun[D, R], target_name: str) -> AbstractAsyncContextManager[SshExecutor]:
-    """The SSH executor of the job's pod, through the job's own ssh config (not connected)."""
+    """The SSH executor of the job's pod, through the job's own ssh config (not connected),
+    over the target's SSH client."""
     return open_ssh(
         target_name,
         host_alias(run.run_id),
         workdir(run.target),
         ssh_config=pod_ssh_config(run),
+        client=ssh_client_of(run.target.ssh_client),
     )
 
 
 async def _connects(run: PodRun[D, R]) -> bool:
-    async with open_ssh(
-        "pod",
-        host_alias(run.run_id),
-        workdir(run.target),
-        ssh_config=pod_ssh_config(run),
-    ) as executor:
+    async with open_pod_ssh(run, "pod") as executor:
         try:
             await executor.connect()
         except OSError as error:
@@ -584,9 +582,7 @@ async def _connects(run: PodRun[D, R]) -> bool:
 async def _verdict(run: PodRun[D, R], endpoint: SshEndpoint) -> str | None:
     """The watchdog's first line (`ready`, `failed …`), None when none came in time."""
     path = f"{run.remote_dir}/.pod/watchdog"
-    async with open_ssh(
-        "pod", host_alias(run.run_id), workdir(run.target), ssh_config=pod_ssh_config(run)
-    ) as executor:
+    async with open_pod_ssh(run, "pod") as executor:
         with trio.move_on_after(PREFLIGHT_LIMIT):
             while not run.stopped():
                 try:
