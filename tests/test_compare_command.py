@@ -426,4 +426,3 @@ async def test_a_judge_request_outlasting_the_grace_is_cancelled(
     assert process.returncode == 130
     verdicts = next(_compare_dir(root).glob("verdicts-*.jsonl")).read_text().splitlines()
     assert [json.loads(x)["id"] for x in verdicts] == ["q0"]
-

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections.abc
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import cast
@@ -19,13 +20,34 @@ from typing import cast
 import pytest
 import trio
 
-from overbrainer.compare.job import compare_job, job_env, model_path
+from overbrainer.compare.job import (
+    compare_job,
+    compares_of,
+    create_compare,
+    follow_or_cancel,
+    job_env,
+    model_path,
+    start_compare_job,
+)
+from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import DEFAULT_IMAGE, Compare, Engine, Runtime, SshTarget
+from overbrainer.config.settings import (
+    DEFAULT_IMAGE,
+    Compare,
+    Engine,
+    LocalTarget,
+    Runtime,
+    SshTarget,
+)
 from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.events.bus import open_event_bus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.training.follow_job import FollowTimes
+from overbrainer.training.run_store import Runs
 from tests.compare_support import (
     RUN_ID,
     compare_env,
@@ -225,6 +247,91 @@ async def test_a_container_its_client_left_behind_is_removed(
     assert _argvs(engine_state, "docker")[1:] == [["rm", "-f", name]]
     assert not list((engine_state / "containers").iterdir())
     wait_for(lambda: not _running(server_pid))
+    assert json.loads((folder / "run.json").read_text())["state"] == "failed"
+
+
+async def test_a_follow_ended_from_outside_cancels_the_job_and_removes_its_container(
+    tmp_path: Path, engine_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not Ctrl-C (the race returns None) but the follow itself ending by an error or an outer
+    # cancel scope: the job is cancelled and its container removed, shielded, before it ends.
+    root = make_compare_project(tmp_path / "p", questions=2)
+    runs = Runs(root / "runs")
+    target = LocalTarget(runtime=Runtime.DOCKER, engine=Engine.DOCKER, image="img:1")
+    executor = LocalExecutor(runs.root)
+    with standin_release(tmp_path / "release", mode="hang") as pin:
+        for name, value in _env(pin, tmp_path, engine_state).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("OVERBRAINER_TEST_POLL_S", "0.2")
+        plan = plan_compare(runs, root / "data" / "eval.jsonl", None, None)
+        setup = create_compare(runs, plan, resolve_pin(), 42)
+        run_dir = str(runs.dir_of(setup.run).resolve())
+        folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
+        env = job_env(
+            Compare(max_tokens=8),
+            resolve_pin(),
+            root=str(folder.resolve()),
+            model=model_path(target, run_dir, setup.gguf),
+            context=256,
+            cache=str(tmp_path / "c"),
+            environ=os.environ,
+        )
+        job = compare_job(target, executor, env, setup, run_dir)
+        record = await start_compare_job(runs, setup, executor, job)
+        ended = False
+        async with open_event_bus() as bus, trio.open_nursery() as nursery:
+
+            async def follow_it() -> None:
+                nonlocal ended
+                times = FollowTimes.from_env()
+                try:
+                    await follow_or_cancel(runs, setup, executor, record, bus, times, Interrupt())
+                finally:
+                    ended = True
+
+            nursery.start_soon(follow_it)
+            await wait_until(lambda: "standin: answering" in _text(folder / "server.log"), 60)
+            nursery.cancel_scope.cancel()
+    assert ended
+    name = f"overbrainer-{RUN_ID}-{setup.compare}"
+    assert _argvs(engine_state, "docker")[1:] == [["stop", "-t", "30", name], ["rm", "-f", name]]
+    assert (folder / "cancelled").is_file()
+    assert not list((engine_state / "containers").iterdir())
+    wait_for(lambda: not _running(int((folder / "standin.pid").read_text())))
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+async def test_a_missing_engine_is_warned_about_before_the_compare_starts(
+    tmp_path: Path,
+) -> None:
+    root = make_compare_project(tmp_path / "p", questions=1)
+    _in_container(root, "docker")
+    tools = tmp_path / "tools"  # what the job's wrapper needs, and no engine
+    tools.mkdir()
+    for tool in ("sh", "mkdir", "mv", "date", "cat", "rm"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    async with open_stub(scripted_judge) as stub:
+        result = await overbrainer(
+            root, "compare", url=stub.url, env={"PATH": str(tools)}, limit=60
+        )
+        assert stub.completions == []
+    assert result.code == 1, result.stderr
+    folder = _compare_dir(root)
+    lines = result.stderr.splitlines()
+    assert lines[0].endswith(" WARN docker is not on PATH: the job of target `local` will fail")
+    assert lines[-1] == (
+        f"error: compare {folder.name} of run {RUN_ID} failed: its job exited with code 127; "
+        f"its server log is {COMPARES}/{folder.name}/server.log"
+    )
+    assert "docker" in (folder / "job.log").read_text()
     assert json.loads((folder / "run.json").read_text())["state"] == "failed"
 
 

@@ -103,7 +103,6 @@ async def run_job(
         return
     interrupt = command.interrupt
     pin = resolve_pin()
-    warn_missing_engine(name, target)
     not_started = CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
     async with open_executor(name, target, runs.root, interrupt, lambda: not_started) as executor:
         folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
@@ -252,6 +251,9 @@ async def compare_flow(
                 plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
             )
             check_target(command.settings, plan.record.id, plan.record.target, keep_pod)
+            target = command.settings.targets.get(plan.record.target)
+            assert target is not None
+            warn_missing_engine(plan.record.target, target)
         # The judge first: a cap without its price is refused before anything is written.
         judge = await command.interrupt.race(lambda: stack.enter_async_context(open_judge(command)))
         if judge is None:
