@@ -22,7 +22,6 @@ from tests.compare_support import (
     scripted_judge,
     standin_release,
 )
-from tests.container_support import calls, install_engines
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
 
@@ -427,25 +426,3 @@ async def test_a_judge_request_outlasting_the_grace_is_cancelled(
     assert process.returncode == 130
     verdicts = next(_compare_dir(root).glob("verdicts-*.jsonl")).read_text().splitlines()
     assert [json.loads(x)["id"] for x in verdicts] == ["q0"]
-
-
-async def test_a_docker_runtime_target_compares_natively(
-    tmp_path: Path, llama_release: LlamaRelease
-) -> None:
-    # compare.sh needs only python3 and the static llama-server: no container, even here.
-    root = make_compare_project(tmp_path / "p", questions=1)
-    toml = root / "overbrainer.toml"
-    native = 'kind = "local"\nruntime = "native"\n'
-    assert native in toml.read_text()
-    toml.write_text(toml.read_text().replace(native, 'kind = "local"\nruntime = "docker"\n'))
-    state = tmp_path / "engine"
-    engines = install_engines(tmp_path / "bin", state)
-    path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"
-    env = compare_env(llama_release, tmp_path / "cache", {**engines, "PATH": path})
-    async with open_stub(scripted_judge) as stub:
-        result = await overbrainer(root, "compare", url=stub.url, env=env, limit=240)
-    assert result.code == 0, result.stderr
-    folder = _compare_dir(root)
-    assert result.out_lines == [f"{COMPARES}/{folder.name}/compare.md"]
-    assert json.loads((folder / "run.json").read_text())["job"]["container"] is None
-    assert calls(state) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,32 +15,42 @@ from overbrainer.compare.plan import ComparePlan
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.config.settings import Compare
 from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage import write_atomic
 from overbrainer.targets import (
+    CACHE_ENV,
     POD_LOCAL,
     Command,
     Executor,
     ExecutorJob,
-    JobRef,
     LlamaCppPin,
-    native_commands,
+    remove_container,
 )
 from overbrainer.training import (
     CANCEL_BOUND,
+    Container,
     FollowTimes,
     Job,
+    JobPlan,
     MetricsSummary,
     MetricsTail,
+    NestedJob,
     RunRecord,
     Runs,
     RunState,
+    TrainTarget,
     fetch,
     follow,
+    job_ref,
+    job_root,
+    plan_nested_job,
 )
+
+log = logging.getLogger(__name__)
 
 COMPARES_DIR = "compares"
 ANSWERS_FILE = "child_answers.jsonl"
@@ -47,6 +58,8 @@ ARTIFACTS = (ANSWERS_FILE, "server.log", "hardware.json", "load.json", "metrics.
 START_BOUND = 300.0
 """Seconds the shielded start may take (an upload of the GGUF over SSH included)."""
 UPLOAD_DIR = ".upload"
+COMPARE_COMMAND = Command(JobStage.COMPARE, "sh", (SCRIPT,), from_venv=False)
+"""The compare job's one command (`sh` is the system's, never a venv's)."""
 
 
 class CompareInterrupted(OverbrainerError):
@@ -118,7 +131,7 @@ def job_env(
         "OVERBRAINER_COMPARE_START_SECS": str(settings.server_start_secs),
         "OVERBRAINER_COMPARE_CTX": str(context),
         "OVERBRAINER_COMPARE_CONCURRENCY": str(settings.concurrency),
-        "OVERBRAINER_CACHE": cache,
+        CACHE_ENV: cache,
         **pin.job_env(),
     }
     if environ.get("OVERBRAINER_COMPARE_KFD"):
@@ -128,16 +141,17 @@ def job_env(
 
 async def place_model(
     executor: Executor, run_dir: Path, remote_run: str, file: str, sha256: str, folder: Path
-) -> str:
-    """The GGUF's absolute path on the target: the run's own copy when the target's SHA-256
-    matches `export.json`'s, else uploaded there first (through a hard-linked stage)."""
+) -> None:
+    """Make sure the target's run directory holds the GGUF: the run's own copy when the
+    target's SHA-256 matches `export.json`'s, else uploaded there first (through a hard-linked
+    stage)."""
     remote = f"{remote_run}/{file}"
     if executor.local:
-        return str((run_dir / file).resolve())
+        return
     if await executor.exists(remote):
         found = await executor.manifest(remote_run, (file,))
         if found.get(file) == sha256.lower():
-            return remote
+            return
     stage = folder / UPLOAD_DIR
     staged = stage / file
 
@@ -151,7 +165,32 @@ async def place_model(
         await executor.upload(stage, remote_run)
     finally:
         await trio.to_thread.run_sync(lambda: _remove_tree(stage))
-    return remote
+
+
+def model_path(target: TrainTarget, run_dir: str, file: str) -> str:
+    """The GGUF's absolute path as the job sees it: in the run directory on the target, or at
+    `/workspace/run` where a container mounts it (§A.7)."""
+    return f"{job_root(target, run_dir).rstrip('/')}/{file}"
+
+
+def compare_job(
+    target: TrainTarget, executor: Executor, env: dict[str, str], setup: CompareSetup, run_dir: str
+) -> JobPlan:
+    """The compare job on a local or SSH target, as a nested job of the run (an export's way):
+    natively in its directory, or in the target's container (`runtime = "docker"`), which
+    mounts the run directory and the tool cache (`OVERBRAINER_CACHE`) and works in
+    `compares/<compare-id>`; llama-server and the client both run in it, so the server's port
+    stays inside."""
+    nested = NestedJob(
+        run_id=setup.run,
+        run_dir=run_dir,
+        job_id=setup.compare,
+        folder=f"{COMPARES_DIR}/{setup.compare}",
+        command=COMPARE_COMMAND,
+        env=env,
+        tools=env[CACHE_ENV],
+    )
+    return plan_nested_job(target, executor, nested)
 
 
 def _remove_tree(path: Path) -> None:
@@ -176,11 +215,11 @@ async def start_compare_job(
     runs: Runs,
     setup: CompareSetup,
     executor: Executor,
-    env: dict[str, str],
+    plan: JobPlan,
 ) -> RunRecord:
     """Upload (remote), spawn the job and save the `running` record; call it shielded."""
     try:
-        return await spawn_compare_job(runs, setup, executor, env)
+        return await spawn_compare_job(runs, setup, executor, plan)
     except (OSError, OverbrainerError) as error:
         raise await failed_to_start(runs, setup, error) from None
 
@@ -190,25 +229,20 @@ NEVER_UPLOADED = ("run.json", *POD_LOCAL)
 
 
 async def spawn_compare_job(
-    runs: Runs,
-    setup: CompareSetup,
-    executor: Executor,
-    env: dict[str, str],
-    env_file: str | None = None,
+    runs: Runs, setup: CompareSetup, executor: Executor, plan: JobPlan
 ) -> RunRecord:
-    """Upload the compare directory (remote), spawn the job (after sourcing `env_file`, a
-    pod's job environment), save the `running` record."""
+    """Upload the compare directory (remote), spawn the planned job, save the `running`
+    record (with the job's container, if it has one)."""
     compares = compares_of(runs.dir_of(setup.run))
     record = compares.load(setup.compare)
     folder = compares.dir_of(setup.compare)
     remote = record.remote_dir if not executor.local else str(folder.resolve())
     if not executor.local:
         await executor.upload(folder, remote, NEVER_UPLOADED)
-    command = Command(JobStage.COMPARE, "sh", (SCRIPT,))
-    commands = native_commands([command], env, env_file=env_file)
-    job = await executor.spawn(remote, commands, {})
+    job = await executor.spawn(remote, plan.commands, {})
+    box = None if plan.container is None else Container(plan.container[0].value, plan.container[1])
     running = attrs.evolve(
-        record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid)
+        record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid, box)
     )
     await trio.to_thread.run_sync(compares.save, running)
     return running
@@ -239,7 +273,7 @@ async def follow_compare(
 ) -> JobStatus:
     """Follow the job to its end and bring its artifacts here."""
     assert record.job is not None
-    job = ExecutorJob(executor, JobRef(record.job.dir, record.job.pid))
+    job = ExecutorJob(executor, job_ref(record))
     status = await follow(
         job,
         bus,
@@ -261,7 +295,41 @@ async def cancel_compare(executor: Executor, record: RunRecord) -> None:
     if record.job is None:
         return
     with trio.move_on_after(CANCEL_BOUND, shield=True):
-        await executor.cancel(JobRef(record.job.dir, record.job.pid))
+        await executor.cancel(job_ref(record))
+
+
+async def follow_or_cancel(
+    runs: Runs,
+    setup: CompareSetup,
+    executor: Executor,
+    record: RunRecord,
+    bus: EventBus,
+    times: FollowTimes,
+    interrupt: Interrupt,
+) -> JobStatus | None:
+    """Follow the job raced against Ctrl-C (None: it was cancelled). Ctrl-C, or a failure of
+    the follow, cancels it; whatever the end, its container, if any, is removed after (named
+    after the compare, so `<engine> rm -f` finds it even when the engine's client was killed)."""
+    ref = job_ref(record)
+    try:
+        status = None
+        if not interrupt.caught:
+            status = await interrupt.race(
+                lambda: follow_compare(runs, setup, executor, record, bus, times)
+            )
+    except BaseException:
+        try:
+            await cancel_compare(executor, record)
+        except (OSError, OverbrainerError) as error:
+            log.warning("cannot cancel compare %s: %s", setup.compare, error)
+        await remove_container(executor, ref)
+        raise
+    try:
+        if status is None:
+            await cancel_compare(executor, record)
+    finally:
+        await remove_container(executor, ref)
+    return status
 
 
 def conclude(runs: Runs, setup: CompareSetup, record: RunRecord, status: JobStatus) -> None:

@@ -13,6 +13,7 @@ import attrs
 import trio
 
 from overbrainer.compare.job import (
+    COMPARE_COMMAND,
     CompareInterrupted,
     cancel_compare,
     cancelled,
@@ -36,6 +37,7 @@ from overbrainer.targets import (
     SshExecutor,
     clean_up,
     end_pod_bounded,
+    native_commands,
     new_pod_run,
     open_pod_ssh,
     open_runpod,
@@ -46,6 +48,7 @@ from overbrainer.targets import (
     workdir,
 )
 from overbrainer.training import (
+    JobPlan,
     RunPod,
     RunRecord,
     RunState,
@@ -193,9 +196,8 @@ async def _start(
     )
     env["OVERBRAINER_COMPARE_DISCARD_MODEL"] = "1"
     try:
-        return await spawn_compare_job(
-            session.runs, setup, executor, env, env_file=pod_path(JOB_ENV)
-        )
+        plan = JobPlan(native_commands([COMPARE_COMMAND], env, env_file=pod_path(JOB_ENV)))
+        return await spawn_compare_job(session.runs, setup, executor, plan)
     finally:
         await trio.to_thread.run_sync(_unlink, staged)
 

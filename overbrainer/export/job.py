@@ -17,7 +17,6 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import Runtime
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver, deliver_in_job, remove_staged
 from overbrainer.export.plan import ModelChoice, model_of
@@ -33,7 +32,6 @@ from overbrainer.targets import (
     FAILED_FILE,
     POD_LOCAL,
     SCRIPT_FILE,
-    SNAPSHOT_REQUEST,
     Command,
     Executor,
     ExecutorJob,
@@ -52,14 +50,13 @@ from overbrainer.training import (
     METRICS_ENV,
     METRICS_FILE,
     OUTPUT_DIR,
-    SNAPSHOT_ENV,
     START_BOUND,
     Container,
     Job,
     JobPlan,
-    JobRequest,
     MetricsSummary,
     MetricsTail,
+    NestedJob,
     RunRecord,
     Runs,
     RunState,
@@ -69,8 +66,7 @@ from overbrainer.training import (
     fetch,
     follow,
     job_ref,
-    job_root,
-    plan_job,
+    plan_nested_job,
     run_target,
     warn_missing_engine,
 )
@@ -171,38 +167,25 @@ def export_job(
     executor: Executor,
     env_file: str | None = None,
 ) -> JobPlan:
-    """The export job's commands: on a pod natively; on a local or SSH target through
-    `plan_job`, as a training job (a container mounts the run directory and the tool cache and
-    works in `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
+    """The export job's commands: on a pod natively; on a local or SSH target as a nested job
+    of the run (a container mounts the run directory and the tool cache and works in
+    `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
     home = None if executor.local else executor.home
     tools = f"{executor.workdir.rstrip('/')}/{CACHE_DIR}"
-    kind = kind_of(target)
-    if kind.makes_pod:
+    if kind_of(target).makes_pod:
         return JobPlan(
             job_commands(pod_settings(target), {**env, CACHE_ENV: tools}, home, env_file)
         )
-    inside = f"{EXPORTS_DIR}/{export.id}"
-    root = job_root(target, run.remote_dir).rstrip("/")
-    extra = {name: value for name, value in env.items() if name != CACHE_ENV}
-    extra[METRICS_ENV] = f"{root}/{inside}/{METRICS_FILE}"
-    extra[SNAPSHOT_ENV] = f"{root}/{inside}/{SNAPSHOT_REQUEST}"
-    if kind.runtime(target) is Runtime.NATIVE:
-        venv = expand_venv(target.venv, home)
-        if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
-            extra["PATH"] = f"{venv.rstrip('/')}/bin"
-    return plan_job(
-        target,
-        JobRequest(
-            run_id=f"{run.id}-{export.id}",
-            run_dir=run.remote_dir,
-            cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
-            commands=[EXPORT_COMMAND],
-            home=home,
-            extra_env=extra,
-            tools=tools,
-            workdir=inside,
-        ),
+    nested = NestedJob(
+        run_id=run.id,
+        run_dir=run.remote_dir,
+        job_id=export.id,
+        folder=f"{EXPORTS_DIR}/{export.id}",
+        command=EXPORT_COMMAND,
+        env=env,
+        tools=tools,
     )
+    return plan_nested_job(target, executor, nested)
 
 
 NEVER_UPLOADED = POD_LOCAL

@@ -15,14 +15,15 @@ from overbrainer.compare.job import (
     COMPARES_DIR,
     START_BOUND,
     CompareInterrupted,
-    cancel_compare,
     cancelled,
+    compare_job,
     compares_of,
     conclude,
     create_compare,
     failed_to_start,
-    follow_compare,
+    follow_or_cancel,
     job_env,
+    model_path,
     place_model,
     start_compare_job,
     tools_cache,
@@ -44,7 +45,14 @@ from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage import HistoryStatus
 from overbrainer.targets import NO_KEY, RunpodKeyError, kind_of, resolve_pin
-from overbrainer.training import FollowTimes, Runs, Session, is_valid_run_id, open_executor
+from overbrainer.training import (
+    FollowTimes,
+    Runs,
+    Session,
+    is_valid_run_id,
+    open_executor,
+    warn_missing_engine,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +107,11 @@ async def run_job(
     async with open_executor(name, target, runs.root, interrupt, lambda: not_started) as executor:
         folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
         remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
+        run_dir = str(runs.dir_of(setup.run).resolve()) if executor.local else remote_run
         started = None
         with trio.move_on_after(START_BOUND, shield=True):
             try:
-                model = await place_model(
+                await place_model(
                     executor,
                     runs.dir_of(setup.run),
                     remote_run,
@@ -117,22 +126,20 @@ async def run_job(
                 settings.compare,
                 pin,
                 root=root,
-                model=model,
+                model=model_path(target, run_dir, setup.gguf),
                 context=context,
                 cache=tools_cache(executor, os.environ),
                 environ=os.environ,
             )
-            started = await start_compare_job(runs, setup, executor, env)
+            plan = compare_job(target, executor, env, setup, run_dir)
+            started = await start_compare_job(runs, setup, executor, plan)
         if started is None:
             raise WorkFailed(f"compare {setup.compare} failed: the job did not start in time")
         times = FollowTimes.from_env()
-        status = None
-        if not interrupt.caught:
-            status = await interrupt.race(
-                lambda: follow_compare(runs, setup, executor, started, command.bus, times)
-            )
+        status = await follow_or_cancel(
+            runs, setup, executor, started, command.bus, times, interrupt
+        )
         if status is None:
-            await cancel_compare(executor, started)
             raise await trio.to_thread.run_sync(cancelled, runs, setup, started)
         await trio.to_thread.run_sync(conclude, runs, setup, started, status)
 
@@ -244,6 +251,9 @@ async def compare_flow(
                 plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
             )
             check_target(command.settings, plan.record.id, plan.record.target, keep_pod)
+            target = command.settings.targets.get(plan.record.target)
+            assert target is not None
+            warn_missing_engine(plan.record.target, target)
         # The judge first: a cap without its price is refused before anything is written.
         judge = await command.interrupt.race(lambda: stack.enter_async_context(open_judge(command)))
         if judge is None:

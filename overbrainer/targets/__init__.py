@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         JobError,
         JobRef,
         TargetUnreachable,
+        remove_container,
     )
     from overbrainer.targets.export_job_script import (
         CACHE_DIR,
@@ -216,6 +217,7 @@ __all__ = [
     "read_cursor",
     "read_from",
     "remove",
+    "remove_container",
     "resolve_pin",
     "sanitize",
     "save_pod_record",
@@ -340,6 +342,7 @@ __getattr__ = lazy_face(
         "read_cursor": "runpod.pod_logs",
         "read_from": "local",
         "remove": "runpod.provision",
+        "remove_container": "executor",
         "resolve_pin": "llama_cpp",
         "sanitize": "runpod.sanitize",
         "save_pod_record": "runpod.pod_record",

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import attrs
+import trio
 
-from overbrainer.model.errors import WorkFailed
+from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_status import JobStatus
-from overbrainer.targets.job_script import Engine
+from overbrainer.targets.job_script import Engine, remove_script
+
+log = logging.getLogger(__name__)
 
 READ_LIMIT = 1 << 20
 """Bytes a tail reads per poll."""
+REMOVE_BOUND = 30.0
+"""Seconds the removal of a job's container may take (a probe is bounded at 20 s)."""
 
 
 class TargetUnreachable(OSError):
@@ -130,3 +136,26 @@ class ExecutorJob:
     async def cancel(self) -> None:
         """TERM the group, KILL it after 10 s, mark it cancelled."""
         await self.executor.cancel(self.job)
+
+
+async def remove_container(executor: Executor, job: JobRef) -> None:
+    """Force-remove the job's container, if it has one: what `--rm` leaves when the engine's
+    client was killed before its container ended. Bounded and shielded; a failure is a warning
+    that names the command to run."""
+    if job.container is None:
+        return
+    engine, name = job.container
+    problem = "it was not removed in time"
+    with trio.move_on_after(REMOVE_BOUND, shield=True):
+        try:
+            await executor.probe(remove_script(job.container))
+            return
+        except (OSError, OverbrainerError, trio.TooSlowError) as error:
+            problem = str(error) or type(error).__name__
+    log.warning(
+        "cannot remove container %s (%s): remove it with `%s rm -f %s`",
+        name,
+        problem,
+        engine.value,
+        name,
+    )

@@ -201,6 +201,12 @@ def container_commands(job: ContainerJob) -> str:
     return f"mkdir -p -- {' '.join(made)} && {' '.join(words)}"
 
 
+def remove_script(container: tuple[Engine, str]) -> str:
+    """The script that force-removes a job's container; one already gone is no error."""
+    engine, name = container
+    return f"{engine.value} rm -f {quote(name)} >/dev/null 2>&1 || :"
+
+
 def _check_pid(pid: int) -> None:
     if pid <= 1:
         raise JobScriptError(f"refusing job PID {pid}")

@@ -59,7 +59,15 @@ if TYPE_CHECKING:
         parse_rfc3339,
         rfc3339,
     )
-    from overbrainer.training.runtime import JobPlan, JobRequest, expand_venv, job_root, plan_job
+    from overbrainer.training.runtime import (
+        JobPlan,
+        JobRequest,
+        NestedJob,
+        expand_venv,
+        job_root,
+        plan_job,
+        plan_nested_job,
+    )
     from overbrainer.training.summary import MetricsSummary
     from overbrainer.training.target_access import TrainTarget, open_executor, run_target
     from overbrainer.training.trainer_check import (
@@ -85,6 +93,7 @@ __all__ = [
     "JobRequest",
     "MetricsSummary",
     "MetricsTail",
+    "NestedJob",
     "RunEnding",
     "RunNotFound",
     "RunPod",
@@ -118,6 +127,7 @@ __all__ = [
     "open_executor",
     "parse_rfc3339",
     "plan_job",
+    "plan_nested_job",
     "plan_start",
     "provision_or_fail",
     "refuse_if_training_cannot_start",
@@ -151,6 +161,7 @@ __getattr__ = lazy_face(
         "METRICS_FILE": "axolotl_config",
         "MetricsSummary": "summary",
         "MetricsTail": "follow_job",
+        "NestedJob": "runtime",
         "OUTPUT_DIR": "axolotl_config",
         "RunEnding": "lifecycle",
         "RunNotFound": "run_record",
@@ -187,6 +198,7 @@ __getattr__ = lazy_face(
         "open_executor": "target_access",
         "parse_rfc3339": "run_store",
         "plan_job": "runtime",
+        "plan_nested_job": "runtime",
         "plan_start": "lifecycle",
         "provision_or_fail": "pod_train",
         "refuse_if_training_cannot_start": "lifecycle",

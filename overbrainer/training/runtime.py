@@ -17,16 +17,19 @@ from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets import (
     CACHE_ENV,
     JOB_ENV,
+    SNAPSHOT_REQUEST,
     Command,
     ContainerJob,
     Engine,
+    Executor,
     container_commands,
     container_name,
     kind_of,
     native_commands,
     pod_path,
 )
-from overbrainer.training.prepare import job_env
+from overbrainer.training.axolotl_config import METRICS_FILE
+from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV, job_env
 
 CONTAINER_ROOT = "/workspace/run"
 """The run directory as a container job sees it."""
@@ -122,3 +125,43 @@ def plan_job(target: Target, request: JobRequest) -> JobPlan:
         )
     )
     return JobPlan(text, (engine, container_name(run_id)))
+
+
+@attrs.frozen
+class NestedJob:
+    """A job that works in `folder` below a run's directory on the target (an export, a
+    compare): its ID among the run's, its one command, its variables, the target's tool cache."""
+
+    run_id: str
+    run_dir: str
+    job_id: str
+    folder: str
+    command: Command
+    env: Mapping[str, str]
+    tools: str
+
+
+def plan_nested_job(target: Target, executor: Executor, job: NestedJob) -> JobPlan:
+    """The nested job's commands, planned by `plan_job` as a training job of the run: natively
+    in place (a venv's `bin` first on PATH); in a container named `overbrainer-<run>-<job>`
+    that mounts the run directory and the tool cache and works in `folder` there. Its metrics
+    and snapshot files are in `folder`, never the run's."""
+    home = None if executor.local else executor.home
+    folder = job.folder.strip("/")
+    root = job_root(target, job.run_dir).rstrip("/")
+    extra = {name: value for name, value in job.env.items() if name != CACHE_ENV}
+    extra[METRICS_ENV] = f"{root}/{folder}/{METRICS_FILE}"
+    extra[SNAPSHOT_ENV] = f"{root}/{folder}/{SNAPSHOT_REQUEST}"
+    return plan_job(
+        target,
+        JobRequest(
+            run_id=f"{job.run_id}-{job.job_id}",
+            run_dir=job.run_dir,
+            cache=f"{executor.workdir.rstrip('/')}/.hf-cache",
+            commands=[job.command],
+            home=home,
+            extra_env=extra,
+            tools=job.tools,
+            workdir=folder,
+        ),
+    )
