@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -38,6 +39,12 @@ Json = Any
 
 
 @functools.cache
+def description() -> Json:
+    """Runpod's description as JSON (read once per test process)."""
+    return json.loads(SPEC.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def openapi() -> OpenAPI:
     """The parsed OpenAPI description (parsed once per test process)."""
     # Runpod's errors are `application/problem+json`: JSON, which openapi-core must be told.
@@ -48,7 +55,7 @@ def openapi() -> OpenAPI:
             "text/event-stream": lambda data: data.decode() if isinstance(data, bytes) else data,
         }
     )
-    return OpenAPI.from_dict(json.loads(SPEC.read_text(encoding="utf-8")), config=config)
+    return OpenAPI.from_dict(description(), config=config)
 
 
 def mock_request(request: Request) -> MockRequest:
@@ -74,7 +81,38 @@ def check_request(request: Request) -> str | None:
         openapi().validate_request(mock_request(request))
     except Exception as error:
         return f"{request.method} {request.target}: {type(error).__name__}: {error}"
+    undeclared = sorted(set(urllib.parse.parse_qs(request.query)) - query_names(request))
+    if undeclared:
+        # openapi-core lets unknown query parameters pass; the description declares them all.
+        return f"{request.method} {request.target}: undeclared query parameters {undeclared}"
     return None
+
+
+def query_names(request: Request) -> set[str]:
+    """The query parameters the description declares for the request's operation."""
+    document = description()
+    for template, item in document["paths"].items():
+        pattern = "^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, request.path) and request.method.lower() in item:
+            declared = item.get("parameters", []) + item[request.method.lower()].get(
+                "parameters", []
+            )
+            return {
+                parameter["name"]
+                for parameter in (resolve(document, p) for p in declared)
+                if parameter.get("in") == "query"
+            }
+    return set()
+
+
+def resolve(document: Json, node: Json) -> Json:
+    """`node`, or what its `$ref` (`#/components/...`) points to."""
+    if "$ref" not in node:
+        return node
+    found = document
+    for part in node["$ref"].removeprefix("#/").split("/"):
+        found = found[part]
+    return found
 
 
 def check_response(request: Request, response: Response) -> str | None:
@@ -289,8 +327,6 @@ class RunpodFake:
     """When set, a created pod boots for real: its bootstrap runs and its sshd answers."""
     create_status: str = "RUNNING"
     """The status a created pod shows (`EXITED`: one that never becomes ready)."""
-    page_size: int | None = None
-    """At most this many items per page of `/pods` and `/templates` (else the `limit`)."""
     faults: list[Fault] = attrs.field(factory=list)
     requests: list[Request] = attrs.field(factory=list)
     violations: list[str] = attrs.field(factory=list)
@@ -399,9 +435,9 @@ class RunpodFake:
         if (method, path) == ("GET", "network-volumes"):
             return ok({"networkVolumes": self.volumes})
         if (method, path) == ("GET", "templates"):
-            return ok(self._page("templates", self.templates, query))
+            return ok({"templates": self.templates})
         if (method, path) == ("GET", "pods"):
-            return ok(self._page("pods", list(self.pods.values()), query))
+            return ok({"pods": list(self.pods.values())})
         if (method, path) == ("POST", "pods"):
             return self._create(json.loads(request.body))
         if method == "GET" and path.startswith("pods/") and path.endswith("/logs"):
@@ -437,16 +473,6 @@ class RunpodFake:
         pod["status"] = "EXITED" if action == "stop" else "RUNNING"
         pod["cost"] = 0 if action == "stop" else 0.44
         return ok(pod)
-
-    def _page(self, key: str, items: list[Json], query: dict[str, str]) -> Json:
-        size = int(query.get("limit", "1000"))
-        if self.page_size is not None:
-            size = min(size, self.page_size)
-        start = int(query.get("cursor", "0").removeprefix("c") or 0)
-        page: Json = {key: items[start : start + size]}
-        if start + size < len(items):
-            page["nextCursor"] = f"c{start + size}"
-        return page
 
     def _create(self, body: Json) -> Response:
         self._next_id += 1

@@ -223,32 +223,34 @@ async def test_unreadable_created_body_is_ambiguous(fake: RunpodFake) -> None:
     fake.violations.clear()  # the scripted body is deliberately off the description
 
 
-async def test_pods_are_listed_page_by_page(fake: RunpodFake) -> None:
+async def test_pods_are_listed_in_one_call_without_a_query(fake: RunpodFake) -> None:
     for number in range(5):
         pod_id = f"pod{number}"
         fake.pods[pod_id] = pod_json(pod_id, f"p{number}", "NVIDIA A40", {}, "RUNNING")
-    fake.page_size = 2
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
         pods = await api.list_pods()
     assert [p.id for p in pods] == ["pod0", "pod1", "pod2", "pod3", "pod4"]
-    assert [r.query for r in fake.asked("GET", "pods")] == [
-        "limit=1000",
-        "limit=1000&cursor=c2",
-        "limit=1000&cursor=c4",
-    ]
+    # The description declares no paging parameter for `GET /pods`: none is sent.
+    assert [r.query for r in fake.asked("GET", "pods")] == [""]
 
 
-async def test_a_repeated_cursor_is_an_error(fake: RunpodFake) -> None:
-    fake.templates = [template("t1", "a", "i"), template("t2", "b", "i")]
-    fake.page_size = 1
-    looping = b'{"templates": [], "nextCursor": "same"}'
-    fake.fail(
-        Fault("GET", "templates", status=200, body=looping, content_type="application/json"),
-        Fault("GET", "templates", status=200, body=looping, content_type="application/json"),
-    )
+async def test_an_answer_naming_a_next_page_is_read_once_and_warned(
+    fake: RunpodFake, caplog: pytest.LogCaptureFixture
+) -> None:
+    paged = b'{"templates": [], "nextCursor": "c1"}'
+    fake.fail(Fault("GET", "templates", status=200, body=paged, content_type="application/json"))
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
-        with pytest.raises(RunpodError, match="repeated a page cursor while listing templates"):
-            await api.templates()
+        assert await api.templates() == []
+    assert len(fake.asked("GET", "templates")) == 1
+    assert "names a next page; only its first page was read" in caplog.text
+
+
+async def test_an_undeclared_query_parameter_is_a_violation(fake: RunpodFake) -> None:
+    async with open_runpod(fake.url, KEY, policy=FAST) as api:
+        await api.http.call("GET", "pods", params={"limit": "1000"})
+    assert len(fake.violations) == 1
+    assert "undeclared query parameters ['limit']" in fake.violations[0]
+    fake.violations.clear()  # the request is deliberately off the description
 
 
 async def test_templates_drop_serverless_and_keep_first_of_an_id(fake: RunpodFake) -> None:
@@ -257,11 +259,10 @@ async def test_templates_drop_serverless_and_keep_first_of_an_id(fake: RunpodFak
         template("s1", "worker", "img:2", serverless=True),
         template("t1", "again", "img:3"),
     ]
-    fake.page_size = 1
     async with open_runpod(fake.url, KEY, policy=FAST) as api:
         found = await api.templates()
     assert [(t.id, t.name) for t in found] == [("t1", "first")]
-    assert fake.asked("GET", "templates")[0].query == "limit=100"
+    assert fake.asked("GET", "templates")[0].query == ""
 
 
 async def test_a_404_is_gone_only_in_runpod_shape(fake: RunpodFake) -> None:

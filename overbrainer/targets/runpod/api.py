@@ -43,9 +43,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MAX_PAGES = 100
-POD_PAGE = 1000
-TEMPLATE_PAGE = 100
 MIN_CUDA = "13.0"
 GONE_CHECKS = 3
 GONE_INTERVAL = 10.0
@@ -89,27 +86,16 @@ class RunpodApi:
         reply = await self._ok("GET", path, params=params)
         return self._decode("GET", path, reply, lambda body: _items(body, key, parse))
 
-    async def _paged(
-        self, path: str, key: str, parse: Callable[[object], T], limit: int
-    ) -> list[T]:
-        """Every page of a list: `limit` per page, `nextCursor` to the next, ≤ 100 pages."""
-        found: list[T] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            params = {"limit": str(limit)}
-            if cursor is not None:
-                params["cursor"] = cursor
-            reply = await self._ok("GET", path, params=params)
-            page = self._decode("GET", path, reply, lambda b: (_items(b, key, parse), _cursor(b)))
-            found += page[0]
-            cursor = page[1]
-            if cursor is None:
-                return found
-            if cursor in seen:
-                raise RunpodError(f"Runpod repeated a page cursor while listing {key}")
-            seen.add(cursor)
-        raise RunpodError(f"Runpod listed more than {MAX_PAGES} pages of {key}")
+    async def _listed(self, path: str, key: str, parse: Callable[[object], T]) -> list[T]:
+        """`GET /<path>` with no query: the description lists the whole collection in one answer."""
+        reply = await self._ok("GET", path)
+        found, more = self._decode("GET", path, reply, lambda b: (_items(b, key, parse), _more(b)))
+        if more:
+            # Not in Runpod's description: say so rather than follow an undocumented cursor.
+            log.warning(
+                "Runpod's answer to GET %s names a next page; only its first page was read", path
+            )
+        return found
 
     # Pods
 
@@ -143,8 +129,8 @@ class RunpodApi:
         return self._decode("GET", path, reply, parse_pod)
 
     async def list_pods(self) -> list[Pod]:
-        """Every pod of the account (`GET /pods`, paged)."""
-        return await self._paged("pods", "pods", parse_pod, POD_PAGE)
+        """Every pod of the account (`GET /pods`)."""
+        return await self._listed("pods", "pods", parse_pod)
 
     async def delete_pod(self, pod_id: str) -> bool:
         """`DELETE /pods/{id}`: True when deleted, False when Runpod no longer knew it."""
@@ -207,7 +193,7 @@ class RunpodApi:
 
     async def templates(self) -> list[Template]:
         """The account's pod templates: serverless ones dropped, each ID once (first kept)."""
-        found = await self._paged("templates", "templates", parse_template, TEMPLATE_PAGE)
+        found = await self._listed("templates", "templates", parse_template)
         kept: dict[str, Template] = {}
         for template in found:
             if not template.serverless and template.id not in kept:
@@ -221,10 +207,9 @@ def _items(body: object, key: str, parse: Callable[[object], T]) -> list[T]:
     return [parse(item) for item in body[key]]
 
 
-def _cursor(body: object) -> str | None:
-    """The next page's cursor (`nextCursor`), None on the last page."""
-    value = body.get("nextCursor") if isinstance(body, dict) else None
-    return value if isinstance(value, str) and value else None
+def _more(body: object) -> bool:
+    """Whether the answer names a next page (`nextCursor`, which the description lacks)."""
+    return isinstance(body, dict) and bool(body.get("nextCursor"))
 
 
 @contextlib.asynccontextmanager
