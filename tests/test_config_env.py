@@ -176,6 +176,28 @@ def test_unknown_keys_in_the_environment(tmp_path: Path, name: str, field: str) 
     )
 
 
+def test_a_variable_for_a_target_or_provider_the_file_lacks_names_it(tmp_path: Path) -> None:
+    host = failure(write(tmp_path), {"OVERBRAINER_TARGETS__GPU__HOST": "me@box"})
+    assert host == (
+        "invalid configuration: OVERBRAINER_TARGETS__GPU__HOST sets `targets.gpu.host`, but "
+        "target `gpu` is not in overbrainer.toml: add a [targets.gpu] table with its `kind`"
+    )
+    key = failure(write(tmp_path), {"OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "sk-secret"})
+    assert key == (
+        "invalid configuration: OVERBRAINER_PROVIDERS__LOCAL__API_KEY sets "
+        "`providers.local.api_key`, but provider `local` is not in overbrainer.toml: add a "
+        "[providers.local] table with its `protocol`"
+    )
+    assert "sk-secret" not in key
+
+
+def test_a_variable_for_a_declared_target_is_overlaid(tmp_path: Path) -> None:
+    text = BASE + '[targets.gpu]\nkind = "ssh"\nruntime = "native"\n'
+    cfg = load_settings(write(tmp_path, text), {"OVERBRAINER_TARGETS__GPU__HOST": "me@box"})
+    target = cfg.targets["gpu"]
+    assert isinstance(target, s.SshTarget) and target.host == "me@box"
+
+
 def test_variables_read_elsewhere_are_exempt(tmp_path: Path) -> None:
     env = {
         "OVERBRAINER_NO_UPDATE_CHECK": "1",

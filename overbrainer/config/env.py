@@ -93,6 +93,33 @@ def overlay(table: dict[str, object], paths: Mapping[tuple[str, ...], EnvStr]) -
         node[path[-1]] = value
 
 
+NAMED_SECTIONS = {"targets": ("target", "kind"), "providers": ("provider", "protocol")}
+"""Tables of named entries an environment variable may only add keys to: (noun, required key)."""
+
+
+def undeclared_entries(
+    table: Mapping[str, object], paths: Mapping[tuple[str, ...], object]
+) -> list[str]:
+    """One problem per variable that sets a key of a target or provider the file lacks."""
+    problems: list[str] = []
+    for path in paths:
+        if len(path) < 3 or path[0] not in NAMED_SECTIONS:
+            continue
+        section, name = path[0], path[1]
+        entries = table.get(section)
+        if isinstance(entries, dict) and isinstance(entries.get(name), dict):
+            continue
+        if (section, name, NAMED_SECTIONS[section][1]) in paths:
+            continue  # the environment declares the whole entry itself
+        noun, required = NAMED_SECTIONS[section]
+        variable = PREFIX + "__".join(path).upper()
+        problems.append(
+            f"{variable} sets `{'.'.join(path)}`, but {noun} `{name}` is not in overbrainer.toml:"
+            f" add a [{section}.{name}] table with its `{required}`"
+        )
+    return problems
+
+
 def env_only_keys(table: Mapping[str, object]) -> list[str]:
     """The env-only keys the file sets, each as its dotted path, in the reference's order."""
     found: list[str] = []

@@ -17,7 +17,14 @@ from cattrs.gen import make_dict_structure_fn
 
 from overbrainer.config import settings as s
 from overbrainer.config.env import PREFIX as ENV_PREFIX
-from overbrainer.config.env import EnvStr, env_only_keys, env_paths, load_dotenv, overlay
+from overbrainer.config.env import (
+    EnvStr,
+    env_only_keys,
+    env_paths,
+    load_dotenv,
+    overlay,
+    undeclared_entries,
+)
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
 from overbrainer.model import redact
@@ -265,6 +272,9 @@ def load_settings(project_dir: Path, environ: MutableMapping[str, str] | None = 
     in_file = env_only_keys(table)
     env_only = [f"{k}: must be set through env, not in overbrainer.toml" for k in in_file]
     paths = env_paths(env)
+    undeclared = undeclared_entries(table, paths)
+    if undeclared:
+        raise ConfigError.parse(undeclared)
     overlay(table, paths)
     try:
         loaded = _CONVERTER.structure(table, s.Settings)
