@@ -25,6 +25,7 @@ from overbrainer.model.error_groups import unwrapped
 from overbrainer.targets import remote_scripts as scripts
 from overbrainer.targets.executor import TargetUnreachable, TransferError
 from overbrainer.targets.job_script import quote
+from overbrainer.targets.ssh_failure import changed_host_key, explain
 from overbrainer.targets.ssh_session import (
     ALIVE_INTERVAL_S,
     CONNECT_TIMEOUT_S,
@@ -166,7 +167,7 @@ class OpenSshExecutor(ScriptExecutor):
             if master.returncode is None:
                 master.kill()
             raw = await trio.to_thread.run_sync(errors.read_bytes)
-            why = stderr_text(raw) or "no answer"
+            why = await explain(raw, self.host, self._config)
             raise TargetUnreachable(f"cannot reach target `{self.name}`: {why}")
 
     async def _master_ready(self) -> bool:
@@ -206,7 +207,8 @@ class OpenSshExecutor(ScriptExecutor):
         if done is None:
             raise TargetUnreachable(f"target `{self.name}` did not answer within {limit:.0f} s")
         if done.returncode == 255:
-            why = stderr_text(done.stderr) or "the connection failed"
+            why = changed_host_key(done.stderr.decode("utf-8", "replace"))
+            why = why or stderr_text(done.stderr) or "the connection failed"
             raise TargetUnreachable(f"cannot reach target `{self.name}`: {why}")
         return done
 
