@@ -14,9 +14,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (the real-Trainer test runs in its own session)."""
+    """The test suite (the torch and Axolotl tests run in their own sessions)."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not trainer and not axolotl", *session.posargs)
+    session.run("pytest", "-m", "not trainer and not gguf and not axolotl", *session.posargs)
 
 
 @nox.session

@@ -5,15 +5,29 @@ The model stands in for a run's `output/`. It carries a chat template, which the
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState, Snapshot
+from tests.real_parts import needs_modules
 from tests.runpod_fake import KEY
 from tests.tiny_model import SEQUENCE_LEN
 from tests.train_helpers import make_project
+
+GGUF_PARTS: pytest.MarkDecorator = needs_modules("torch", "transformers", "sentencepiece", "gguf")
+"""The mark of a test that converts a model: the packages llama.cpp's converter imports."""
+
+
+def gguf_reader(path: str) -> Any:
+    """gguf's reader of the file at `path` (imported here: collecting needs no gguf)."""
+    return importlib.import_module("gguf").GGUFReader(path)
+
 
 RUN_ID = "my_project_20261203-120000"
 """The run `add_run` makes by default."""

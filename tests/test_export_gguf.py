@@ -19,26 +19,19 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.gguf
-
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("sentencepiece")
-gguf = pytest.importorskip("gguf")
-
-from overbrainer.training.run_store import RunState, Snapshot  # noqa: E402
-from tests.container_support import (  # noqa: E402
+from overbrainer.training.run_store import RunState, Snapshot
+from tests.container_support import (
     calls,
     install_engines,
     kill_containers,
     run_options,
 )
-from tests.export_support import add_run  # noqa: E402
-from tests.llama_support import LlamaRelease, LlamaTools  # noqa: E402
-from tests.ports import free_port  # noqa: E402
-from tests.sshd_support import ALIAS, Sshd, kill_jobs_under  # noqa: E402
-from tests.tiny_model import SEQUENCE_LEN, make_tiny_model  # noqa: E402
-from tests.train_helpers import (  # noqa: E402
+from tests.export_support import GGUF_PARTS, add_run, gguf_reader
+from tests.llama_support import LlamaRelease, LlamaTools
+from tests.ports import free_port
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
+from tests.tiny_model import SEQUENCE_LEN, make_tiny_model
+from tests.train_helpers import (
     command,
     group_alive,
     kill_jobs,
@@ -48,6 +41,7 @@ from tests.train_helpers import (  # noqa: E402
     wait_for,
 )
 
+pytestmark = [pytest.mark.gguf, GGUF_PARTS]
 RUN = "my_project_20261203-120000"
 
 
@@ -137,7 +131,7 @@ def test_q4_k_m_export_of_a_full_model_converts_quantizes_and_delivers(
     assert (cache / "ubuntu-x64" / "llama-quantize").is_file()
     assert sorted(p.name for p in cache.iterdir()) == ["source", "ubuntu-x64"]
 
-    reader = gguf.GGUFReader(str(gguf_path))
+    reader = gguf_reader(str(gguf_path))
     fields = reader.fields
     arch = bytes(fields["general.architecture"].parts[-1]).decode()
     assert arch == "llama"
@@ -155,7 +149,7 @@ def test_q4_k_m_export_of_a_full_model_converts_quantizes_and_delivers(
     log2 = (second[0] / "job.log").read_text()
     assert "fetching" not in log2
     assert "quantizing" not in log2  # F16 skips llama-quantize
-    f16 = gguf.GGUFReader(str(run_dir / "output" / "gguf" / f"{RUN}-F16.gguf"))
+    f16 = gguf_reader(str(run_dir / "output" / "gguf" / f"{RUN}-F16.gguf"))
     assert int(f16.fields["general.file_type"].parts[-1][0]) == 1  # MOSTLY_F16
 
     _generate(llama_tools, gguf_path)
@@ -481,7 +475,7 @@ def test_a_docker_target_exports_in_its_container_and_delivers_the_gguf(
     assert result.stdout.splitlines()[0].startswith(
         f"export: GGUF in runs/{RUN}/output/gguf/{RUN}-Q4_K_M.gguf (Q4_K_M, "
     )
-    reader = gguf.GGUFReader(str(gguf_path))
+    reader = gguf_reader(str(gguf_path))
     assert int(reader.fields["general.file_type"].parts[-1][0]) == 15  # MOSTLY_Q4_K_M
     assert "tokenizer.chat_template" in reader.fields
     # The tools went into the mounted cache: runs/.cache on this machine.

@@ -17,28 +17,24 @@ import pytest
 import trio
 
 from overbrainer.net.http_server import Request, Response, serve_http
+from tests.export_support import GGUF_PARTS, RUN_ID, gguf_reader, pod_env, pod_export_project
+from tests.llama_support import LlamaRelease
 from tests.pod_host import open_pod_host
 from tests.real_parts import needs
 from tests.runpod_fake import RunpodFake, gpu, open_fake
 from tests.sshd_support import SSHD
+from tests.tiny_model import make_tiny_model
+from tests.train_helpers import command
 
 pytestmark = [
     pytest.mark.gguf,
+    GGUF_PARTS,
     needs(
         not SSHD.exists() or shutil.which("ssh") is None or shutil.which("curl") is None,
         "needs the OpenSSH server and client and curl (the pod's watchdog)",
     ),
 ]
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("sentencepiece")
-gguf = pytest.importorskip("gguf")
-
-from tests.export_support import RUN_ID, pod_env, pod_export_project  # noqa: E402
-from tests.llama_support import LlamaRelease  # noqa: E402
-from tests.tiny_model import make_tiny_model  # noqa: E402
-from tests.train_helpers import command  # noqa: E402
 
 RUN = RUN_ID
 TARGET = """
@@ -130,7 +126,7 @@ async def test_an_export_on_a_new_pod_converts_there_and_delivers_here(
     file = f"{RUN}-Q8_0.gguf"
     delivered = run_dir / "output" / "gguf" / file
     assert out.splitlines()[0].startswith(f"export: GGUF in runs/{RUN}/output/gguf/{file} (Q8_0, ")
-    reader = gguf.GGUFReader(str(delivered))
+    reader = gguf_reader(str(delivered))
     assert "tokenizer.chat_template" in reader.fields
     exported = json.loads((job / "export.json").read_text())
     assert exported["size"] == delivered.stat().st_size

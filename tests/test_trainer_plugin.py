@@ -1,6 +1,7 @@
 """The metrics plugin inside the real transformers Trainer, on a tiny random GPT-2 on the CPU.
 
-Run with `pytest -m trainer` (nox session `trainer`); skipped when torch is not installed.
+Run with `pytest -m trainer` (nox session `trainer`); skipped when torch is not installed
+(failed under CI=true).
 """
 
 from __future__ import annotations
@@ -16,35 +17,18 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.trainer
+from overbrainer.training.metric_lines import Begin, End, Eval, Log, parse_line
+from overbrainer.training.prepare import plugin_source
+from overbrainer.training.summary import MetricsSummary
+from tests.real_parts import needs_modules
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
-
-from overbrainer.training.metric_lines import Begin, End, Eval, Log, parse_line  # noqa: E402
-from overbrainer.training.prepare import plugin_source  # noqa: E402
-from overbrainer.training.summary import MetricsSummary  # noqa: E402
-
-torch.set_num_threads(1)  # a tiny model: threads only contend on a shared machine
-Callback: Any = transformers.TrainerCallback
-DatasetBase: Any = torch.utils.data.Dataset
-MAX_STEPS = 20
-EVAL_BATCHES = 10
+pytestmark = [pytest.mark.trainer, needs_modules("torch", "transformers", "accelerate")]
 
 
-class Tokens(DatasetBase):  # type: ignore[misc]
-    """Random token sequences: a tokenizer-free causal LM dataset."""
-
-    def __init__(self, count: int, seed: int) -> None:
-        generator = torch.Generator().manual_seed(seed)
-        self.ids = torch.randint(0, 64, (count, 16), generator=generator)
-
-    def __len__(self) -> int:
-        return int(self.ids.shape[0])
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        return {"input_ids": self.ids[index], "labels": self.ids[index]}
+@pytest.fixture
+def hf() -> ModuleType:
+    """torch, transformers and the tiny Trainer (imported here: collecting needs none of them)."""
+    return importlib.import_module("tests.trainer_support")
 
 
 @pytest.fixture
@@ -63,44 +47,6 @@ def plugin(tmp_path: Path) -> Iterator[ModuleType]:
     sys.modules.pop("overbrainer_metrics", None)
 
 
-def trainer(run: Path, callbacks: list[Any], **overrides: Any) -> Any:
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        vocab_size=64,
-        n_positions=32,
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    model = transformers.GPT2LMHeadModel(config)
-    settings: dict[str, Any] = {
-        "output_dir": str(run / "output"),
-        "max_steps": MAX_STEPS,
-        "per_device_train_batch_size": 2,
-        "per_device_eval_batch_size": 1,
-        "learning_rate": 1e-3,
-        "logging_steps": 1,
-        "eval_strategy": "steps",
-        "eval_steps": 10,
-        "save_strategy": "no",
-        "report_to": "none",
-        "use_cpu": True,
-        "disable_tqdm": True,
-        "dataloader_num_workers": 0,
-        "seed": 0,
-    }
-    settings.update(overrides)
-    return transformers.Trainer(
-        model=model,
-        args=transformers.TrainingArguments(**settings),
-        train_dataset=Tokens(2 * MAX_STEPS, seed=1),
-        eval_dataset=Tokens(EVAL_BATCHES, seed=2),
-        callbacks=callbacks,
-    )
-
-
 def around(lines: list[Any], index: int) -> tuple[int, int, bool]:
     """The step of the log before line `index`, and the step of the next log and if it is eval."""
     before = next(line.metric for line in reversed(lines[:index]) if isinstance(line, Log))
@@ -113,7 +59,7 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 
 def test_plugin_writes_begin_log_eval_end_lines(
-    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hf: ModuleType, plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     metrics = run / "logs" / "metrics.jsonl"
@@ -121,8 +67,8 @@ def test_plugin_writes_begin_log_eval_end_lines(
     monkeypatch.delenv("OVERBRAINER_SNAPSHOT", raising=False)
     callbacks = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
     assert [type(c).__name__ for c in callbacks] == ["MetricsCallback"]
-    assert isinstance(callbacks[0], transformers.TrainerCallback)
-    trainer(run, callbacks).train()
+    assert isinstance(callbacks[0], hf.transformers.TrainerCallback)
+    hf.trainer(run, callbacks).train()
 
     lines = [parse_line(text) for text in metrics.read_text().splitlines()]
     kinds = [type(line).__name__ for line in lines if not isinstance(line, Eval)]
@@ -135,16 +81,16 @@ def test_plugin_writes_begin_log_eval_end_lines(
     for (_, before), (_, after) in itertools.pairwise(evals):
         if after.step > 1:  # a later step of the same evaluation: at least 2 s after the last
             assert after.step > before.step and after.time - before.time >= 2.0
-    assert all(line.total == EVAL_BATCHES for _, line in evals)
+    assert all(line.total == hf.EVAL_BATCHES for _, line in evals)
     begin, end = lines[0], lines[-1]
-    assert isinstance(begin, Begin) and begin.max_steps == MAX_STEPS
-    assert isinstance(end, End) and end.step == MAX_STEPS
+    assert isinstance(begin, Begin) and begin.max_steps == hf.MAX_STEPS
+    assert isinstance(end, End) and end.step == hf.MAX_STEPS
     logs = [line.metric for line in lines if isinstance(line, Log)]
     train_logs = [m for m in logs if m.loss is not None]
-    assert [m.step for m in train_logs] == list(range(1, MAX_STEPS + 1))
+    assert [m.step for m in train_logs] == list(range(1, hf.MAX_STEPS + 1))
     assert all(m.learning_rate is not None and m.grad_norm is not None for m in train_logs)
     assert [m.step for m in logs if m.eval_loss is not None] == [10, 20]
-    assert all(m.max_steps == MAX_STEPS and m.epoch is not None for m in logs)
+    assert all(m.max_steps == hf.MAX_STEPS and m.epoch is not None for m in logs)
     raw = records(metrics)
     assert list(raw[1]) == [
         "event",
@@ -162,7 +108,7 @@ def test_plugin_writes_begin_log_eval_end_lines(
     for text in metrics.read_text().splitlines():
         summary.add(text)
     last = train_logs[-1]
-    assert (summary.lines, summary.malformed, summary.step) == (len(lines), 0, MAX_STEPS)
+    assert (summary.lines, summary.malformed, summary.step) == (len(lines), 0, hf.MAX_STEPS)
     eval_loss = [m.eval_loss for m in logs if m.eval_loss is not None][-1]
     assert last.epoch is not None and last.loss is not None and eval_loss is not None
     assert summary.describe() == (
@@ -171,7 +117,7 @@ def test_plugin_writes_begin_log_eval_end_lines(
 
 
 def test_eval_lines_are_throttled_to_one_per_two_seconds(
-    plugin: ModuleType, tmp_path: Path
+    hf: ModuleType, plugin: ModuleType, tmp_path: Path
 ) -> None:
     ticks = iter(range(10_000))
 
@@ -179,22 +125,22 @@ def test_eval_lines_are_throttled_to_one_per_two_seconds(
         return 1_700_000_000 + 0.7 * next(ticks)  # every call is 0.7 s after the previous one
 
     metrics = tmp_path / "metrics.jsonl"
-    trainer(tmp_path, [plugin.MetricsCallback(str(metrics), clock=clock)]).train()
+    hf.trainer(tmp_path, [plugin.MetricsCallback(str(metrics), clock=clock)]).train()
     evals = [r for r in records(metrics) if r["event"] == "eval"]
     # Per evaluation: prediction step 1 at once, then the first step at least 2 s later.
     assert [r["step"] for r in evals] == [1, 4, 7, 10, 1, 4, 7, 10]
-    assert all(r["total"] == EVAL_BATCHES for r in evals)
+    assert all(r["total"] == hf.EVAL_BATCHES for r in evals)
 
 
 def test_a_snapshot_request_saves_a_checkpoint_stops_and_writes_its_proof(
-    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hf: ModuleType, plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     request = run / "snapshot.request"
     monkeypatch.setenv("OVERBRAINER_METRICS", str(run / "metrics.jsonl"))
     monkeypatch.setenv("OVERBRAINER_SNAPSHOT", str(request))
 
-    class Asker(Callback):  # type: ignore[misc]
+    class Asker(hf.Callback):  # type: ignore[misc,name-defined]
         """Plays `train stop`: writes the request file at the end of step 7."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -203,7 +149,7 @@ def test_a_snapshot_request_saves_a_checkpoint_stops_and_writes_its_proof(
 
     callbacks = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
     assert [type(c).__name__ for c in callbacks] == ["MetricsCallback", "SnapshotCallback"]
-    first = trainer(run, [Asker(), *callbacks])
+    first = hf.trainer(run, [Asker(), *callbacks])
     first.train()
 
     assert first.state.global_step == 7
@@ -226,27 +172,27 @@ def test_a_snapshot_request_saves_a_checkpoint_stops_and_writes_its_proof(
     request.unlink()
     (run / "metrics.jsonl").unlink()
     again = plugin.OverbrainerMetricsPlugin().add_callbacks_pre_trainer(cfg=None, model=None)
-    second = trainer(run, again)
+    second = hf.trainer(run, again)
     second.train(resume_from_checkpoint=str(checkpoint))
     steps = [r["step"] for r in records(run / "metrics.jsonl") if r.get("loss") is not None]
-    assert steps == list(range(8, MAX_STEPS + 1))
+    assert steps == list(range(8, hf.MAX_STEPS + 1))
 
 
 def test_a_request_at_the_last_step_changes_nothing(
-    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    hf: ModuleType, plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     request = run / "snapshot.request"
 
-    class Asker(Callback):  # type: ignore[misc]
+    class Asker(hf.Callback):  # type: ignore[misc,name-defined]
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step == MAX_STEPS:
+            if state.global_step == hf.MAX_STEPS:
                 request.write_text("requested")
 
     snapshot = plugin.SnapshotCallback(str(request))
-    done = trainer(run, [Asker(), snapshot])
+    done = hf.trainer(run, [Asker(), snapshot])
     done.train()
-    assert done.state.global_step == MAX_STEPS
+    assert done.state.global_step == hf.MAX_STEPS
     assert snapshot.reason is None
     assert not (run / "snapshot.json").exists()
     assert not (run / "output").exists() or not list((run / "output").glob("checkpoint-*"))
