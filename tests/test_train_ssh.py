@@ -83,6 +83,16 @@ def ssh_project(
     return project, env
 
 
+def held(tmp_path: Path, step: int) -> dict[str, str]:
+    """Knobs that keep the job at `step` until `release(tmp_path)`, so it cannot finish first."""
+    return {"STANDIN_HOLD": f"{step}:{tmp_path / 'release'}"}
+
+
+def release(tmp_path: Path) -> None:
+    """Let a job held by `held` go on training."""
+    (tmp_path / "release").touch()
+
+
 def remote_steps(remote: Path) -> int:
     """The highest step logged by the only run's job on the target."""
     files = list(remote.glob("*/metrics.jsonl"))
@@ -195,7 +205,7 @@ def test_ctrl_c_detaches_attach_follows_and_a_dropped_connection_is_made_again(
     sshd: Sshd, remote: Path, tmp_path: Path, client: SshClient
 ) -> None:
     project, env = ssh_project(
-        tmp_path, sshd, remote, client, STANDIN_PACE="0.1", STANDIN_STEPS="40"
+        tmp_path, sshd, remote, client, STANDIN_STEPS="40", **held(tmp_path, 3)
     )
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
     pid = record(project, run_id)["job"]["pid"]
@@ -205,6 +215,7 @@ def test_ctrl_c_detaches_attach_follows_and_a_dropped_connection_is_made_again(
     try:
         wait_for(lambda: "train: job running" in err.read_text(), 30)
         drop_connections(client, attach, sshd)  # the connection drops while following
+        release(tmp_path)
         out, _ = attach.communicate(timeout=60)
     finally:
         attach.kill()
@@ -226,7 +237,7 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
     server = make_sshd(tmp_path / "own_sshd")  # stopped in the middle, so not the shared one
     server.start()
     try:
-        project, env = ssh_project(tmp_path, server, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+        project, env = ssh_project(tmp_path, server, remote, **held(tmp_path, 3))
         err = tmp_path / "train.err"
         train = start_train(project, env, err)
         try:
@@ -254,6 +265,7 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
         assert record(project, run_id)["state"] == "running"
         assert group_alive(record(project, run_id)["job"]["pid"])  # never killed by the loss
         server.start()
+        release(tmp_path)
         attach = overbrainer(project, env, "train", "attach", run_id, timeout=90)
         assert attach.returncode == 0, attach.stderr
         assert record(project, run_id)["state"] == "succeeded"
@@ -264,7 +276,7 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
 def test_stop_snapshots_retrieves_the_checkpoint_and_resume_continues(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_STEPS="40", **held(tmp_path, 3))
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
     stop = overbrainer(project, env, "train", "stop", run_id, timeout=90)
     assert stop.returncode == 0, stop.stderr
@@ -290,7 +302,7 @@ def test_stop_snapshots_retrieves_the_checkpoint_and_resume_continues(
 def test_cancel_stops_the_remote_group_and_brings_its_files(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.2", STANDIN_STEPS="200")
+    project, env = ssh_project(tmp_path, sshd, remote, **held(tmp_path, 2))
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 2)
     pid = record(project, run_id)["job"]["pid"]
     result = overbrainer(project, env, "train", "cancel", run_id, timeout=90)
@@ -341,7 +353,7 @@ def test_an_unknown_client_a_missing_host_and_an_unknown_host_are_refused(
 def test_stop_beside_a_follower_writes_the_request_over_ssh_and_the_follower_collects_it(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_PACE="0.1", STANDIN_STEPS="60")
+    project, env = ssh_project(tmp_path, sshd, remote, **held(tmp_path, 3))
     train = start_train(project, env, tmp_path / "train.err")
     try:
         wait_for(lambda: remote_steps(remote) >= 3, 30)

@@ -10,9 +10,11 @@ STANDIN_EXIT (exit code, 0), STANDIN_NO_PLUGIN (1 = load no plugin), STANDIN_IGN
 TERM), STANDIN_LOG (a file where each call appends its argv), STANDIN_ENV_FILE (a file that
 gets the job's environment as JSON), STANDIN_KEEP_MERGE (1 = copy the
 merge-lora config beside STANDIN_LOG as merge.yaml), STANDIN_PREPROCESS_EXIT (exit code of
-`preprocess`, 0). `preprocess` fills `dataset_prepared_path` as Axolotl does, and `train` prints
-Axolotl's warning when it finds that folder empty. `merge-lora` copies a real `base_model`
-(one with config.json) as the merged model.
+`preprocess`, 0), STANDIN_HOLD (`STEP:FILE`: after step STEP the trainer waits until FILE exists,
+checking for stop requests as at a step end, so a test acts on a job that cannot finish first).
+`preprocess` fills `dataset_prepared_path` as Axolotl does, and `train` prints Axolotl's warning
+when it finds that folder empty. `merge-lora` copies a real `base_model` (one with config.json)
+as the merged model.
 """
 
 from __future__ import annotations
@@ -128,6 +130,22 @@ def preprocess(config_path: Path) -> int:
     return env_int("STANDIN_PREPROCESS_EXIT", 0)
 
 
+def held_at() -> tuple[int, Path]:
+    """The step STANDIN_HOLD holds at (0 = none) and the file that releases it."""
+    step, _, file = os.environ.get("STANDIN_HOLD", "0:").partition(":")
+    return int(step), Path(file)
+
+
+def hold(release: Path, callbacks: list[Any], args: Args, state: State, control: Control) -> None:
+    """Stay at this step until `release` exists or the plugin asks to stop (at most 120 s)."""
+    deadline = time.monotonic() + 120
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+        call(callbacks, "on_step_end", args, state, control)
+        if control.should_training_stop:
+            return
+
+
 def train(config_path: Path) -> int:
     config = yaml.safe_load(config_path.read_text())
     prepared = prepared_dir(config)
@@ -139,6 +157,7 @@ def train(config_path: Path) -> int:
     steps = env_int("STANDIN_STEPS", 20)
     pace = float(os.environ.get("STANDIN_PACE", "0.02"))
     eval_every = env_int("STANDIN_EVAL_EVERY", 0) if config.get("test_datasets") else 0
+    hold_step, hold_file = held_at()
     start = 0
     resume = config.get("resume_from_checkpoint")
     if resume:
@@ -161,6 +180,8 @@ def train(config_path: Path) -> int:
         call(callbacks, "on_log", args, state, control, logs=logs)
         if eval_every and step % eval_every == 0:
             evaluate(callbacks, state, args, control, step)
+        if step == hold_step:
+            hold(hold_file, callbacks, args, state, control)
         if control.should_save:
             save_checkpoint(output, step, callbacks, args, state, control)
             control.should_save = False
