@@ -54,12 +54,16 @@ def ssh_project(
     sshd: Sshd,
     remote: Path,
     client: SshClient = SshClient.OPENSSH,
+    hold_at: int = 0,
     **knobs: str,
 ) -> tuple[Path, dict[str, str]]:
     """A project whose target `box` is this machine over sshd; the env that runs it.
 
     The job gets no environment of ours over SSH, so the stand-in's knobs are written into the
-    venv's `bin/axolotl` itself."""
+    venv's `bin/axolotl` itself. `hold_at` keeps the job at that step until `release(tmp_path)`,
+    so a test acts on a job that cannot finish first."""
+    if hold_at:
+        knobs["STANDIN_HOLD"] = f"{hold_at}:{tmp_path / 'release'}"
     project = make_project(tmp_path / "p")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -83,13 +87,8 @@ def ssh_project(
     return project, env
 
 
-def held(tmp_path: Path, step: int) -> dict[str, str]:
-    """Knobs that keep the job at `step` until `release(tmp_path)`, so it cannot finish first."""
-    return {"STANDIN_HOLD": f"{step}:{tmp_path / 'release'}"}
-
-
 def release(tmp_path: Path) -> None:
-    """Let a job held by `held` go on training."""
+    """Let a job held by `hold_at` go on training."""
     (tmp_path / "release").touch()
 
 
@@ -204,9 +203,7 @@ def drop_connections(client: SshClient, command: subprocess.Popen[str], sshd: Ss
 def test_ctrl_c_detaches_attach_follows_and_a_dropped_connection_is_made_again(
     sshd: Sshd, remote: Path, tmp_path: Path, client: SshClient
 ) -> None:
-    project, env = ssh_project(
-        tmp_path, sshd, remote, client, STANDIN_STEPS="40", **held(tmp_path, 3)
-    )
+    project, env = ssh_project(tmp_path, sshd, remote, client, STANDIN_STEPS="40", hold_at=3)
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
     pid = record(project, run_id)["job"]["pid"]
     assert group_alive(pid)  # Ctrl-C left the job training on the target
@@ -237,7 +234,7 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
     server = make_sshd(tmp_path / "own_sshd")  # stopped in the middle, so not the shared one
     server.start()
     try:
-        project, env = ssh_project(tmp_path, server, remote, **held(tmp_path, 3))
+        project, env = ssh_project(tmp_path, server, remote, hold_at=3)
         err = tmp_path / "train.err"
         train = start_train(project, env, err)
         try:
@@ -276,7 +273,7 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
 def test_stop_snapshots_retrieves_the_checkpoint_and_resume_continues(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_STEPS="40", **held(tmp_path, 3))
+    project, env = ssh_project(tmp_path, sshd, remote, STANDIN_STEPS="40", hold_at=3)
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 3)
     stop = overbrainer(project, env, "train", "stop", run_id, timeout=90)
     assert stop.returncode == 0, stop.stderr
@@ -302,7 +299,7 @@ def test_stop_snapshots_retrieves_the_checkpoint_and_resume_continues(
 def test_cancel_stops_the_remote_group_and_brings_its_files(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, **held(tmp_path, 2))
+    project, env = ssh_project(tmp_path, sshd, remote, hold_at=2)
     run_id = detach_after(project, env, remote, tmp_path / "train.err", 2)
     pid = record(project, run_id)["job"]["pid"]
     result = overbrainer(project, env, "train", "cancel", run_id, timeout=90)
@@ -353,7 +350,7 @@ def test_an_unknown_client_a_missing_host_and_an_unknown_host_are_refused(
 def test_stop_beside_a_follower_writes_the_request_over_ssh_and_the_follower_collects_it(
     sshd: Sshd, remote: Path, tmp_path: Path
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, **held(tmp_path, 3))
+    project, env = ssh_project(tmp_path, sshd, remote, hold_at=3)
     train = start_train(project, env, tmp_path / "train.err")
     try:
         wait_for(lambda: remote_steps(remote) >= 3, 30)
