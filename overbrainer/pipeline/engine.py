@@ -247,13 +247,12 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     started_at = utc_now()
 
     async def record(
-        status: HistoryStatus,
-        stats: StageStats,
-        *,
-        cancelled: bool = False,
-        reason: str | None = None,
+        status: HistoryStatus, *, cancelled: bool = False, reason: str | None = None
     ) -> None:
+        # The stage's own counts on every exit path, so the line agrees with the summary (the
+        # reference tallied events when stopped, counting excluded answers as done).
         role = run.role
+        stats = run.stats
         if run.split is not None:
             stats = StageStats(excluded=run.stats.excluded)
         entry = HistoryRecord.from_stats(
@@ -289,30 +288,30 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     except LlmError as error:
         if error.stops_stage:
             line = finish()
-            await record(HistoryStatus.FAILED, run.tally)
+            await record(HistoryStatus.FAILED)
             return StageOutcome(run.stats, line, StageStopped(stage, error))
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         raise
     except OverbrainerError:
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         raise
     except BaseException:
         # Cancelled from outside, or a bug: the line still records what was done.
-        await record(HistoryStatus.INTERRUPTED, run.tally, cancelled=True)
+        await record(HistoryStatus.INTERRUPTED, cancelled=True)
         raise
     line = finish()
     if run.stop_cause is not None:
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
     if ctx.interrupt.caught:
-        await record(HistoryStatus.INTERRUPTED, run.tally)
+        await record(HistoryStatus.INTERRUPTED)
         return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
         capped = ctx.spend.error()
-        await record(HistoryStatus.INTERRUPTED, run.tally, reason=capped.reason)
+        await record(HistoryStatus.INTERRUPTED, reason=capped.reason)
         return StageOutcome(run.stats, line, capped)
     if run.stats.failed:
-        await record(HistoryStatus.FAILED, run.stats)
+        await record(HistoryStatus.FAILED)
         return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
-    await record(HistoryStatus.OK, run.stats)
+    await record(HistoryStatus.OK)
     return StageOutcome(run.stats, line)

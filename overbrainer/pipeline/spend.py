@@ -108,6 +108,12 @@ def counted_usage(request: CompletionRequest, completion: Completion) -> tuple[U
     return estimate, True
 
 
+def unreadable_usage(request: CompletionRequest) -> Usage:
+    """What a paid reply we could not read counts: its prompt estimated as for a reply without
+    usage, and its whole `max_tokens` out, the most the provider may bill for it."""
+    return Usage(estimate_tokens(request.system, request.prompt), request.max_tokens)
+
+
 @attrs.define(eq=False)
 class Reservation:
     """The worst-case cost of one request in flight; settle or release it exactly once.
@@ -124,6 +130,18 @@ class Reservation:
         self._close()
         self.ledger.spent += cost
         self.ledger.estimated = self.ledger.estimated or estimated
+
+    def pay(self, cost: Fraction) -> bool:
+        """An attempt was paid for (estimated) and its request is tried again: count `cost` and
+        keep the reservation for the next attempt; False, and the cap refuses new requests, when
+        that attempt no longer fits."""
+        ledger = self.ledger
+        ledger.spent += cost
+        ledger.estimated = True
+        if ledger.limit is not None and ledger.spent + ledger.reserved > decimal(ledger.limit):
+            ledger.refuse(self.amount)
+            return False
+        return True
 
     def release(self) -> None:
         """The request ended without a reply to pay for: its reservation is given back."""
