@@ -47,9 +47,9 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
-  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage instead (not counted):
-  no new request, the ones in flight finish; so does the same client error for 3 items in a
-  row (``RepeatedError``);
+  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage too (the item still
+  counts as failed, and the next run asks it again): no new request, the ones in flight
+  finish; so does the same client error for 3 items in a row (``RepeatedError``);
 - ``run.retrying(item_id, message)``: a retryable ``ItemFailed`` (e.g. a parse re-ask);
 - ``run.each(items, work)``: ``await work(item)`` for each item with at most
   ``[pipeline] concurrency`` at once, admitting no new item once ``admitting()`` is False;
@@ -66,8 +66,10 @@ The driver ``run_stage(ctx, stage, body)``:
   Ctrl-C (the first after a stop) or the end of that grace cancels them;
 - publishes ``StageFinished``, makes the summary line for stdout
   («{stage}: {done} done, {skipped} skipped, {failed} failed, {excluded} excluded;
-  tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
-  line on every exit path (``ok`` / ``failed`` / ``interrupted``);
+  tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown» when the role's price is
+  unknown; a stage that sent nothing at a known price cost $0), and appends the history line
+  on every exit path (``ok`` / ``failed`` / ``interrupted``) with the same counts as the
+  summary (the reference tallied events when a stage stopped);
 - then returns a ``StageOutcome``: the stats, the summary line, and the error the stage fails
   with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1; the history line is
   ``interrupted`` with its ``reason``), ``StageItemsFailed``

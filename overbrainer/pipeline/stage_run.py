@@ -91,7 +91,8 @@ class StageRun:
         self.stage = stage
         role_name = stage_role_name(stage)
         self.role: StageRole | None = None if role_name is None else ctx.roles.get(role_name)
-        self.stats = StageStats()
+        # At a known price a stage that sends nothing cost $0, not an unknown amount.
+        self.stats = StageStats(cost=None if self.price is None else 0.0)
         self.in_flight = 0
         self.held_back = False
         self.estimated = False
@@ -284,16 +285,17 @@ class StageRun:
             self.ctx.bus.publish(ItemDone(self.stage, item_id))
 
     def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good; an error fatal for the stage stops it (see `stop`).
+        """The item failed for good (counted, like every item the provider refused); an error
+        fatal for the stage stops it too (see `stop`), and the next run asks the item again.
 
-        The item of a fatal error is not counted: the next run asks it again. The same client
-        error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request) stops it too.
+        The same client error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request)
+        stops it too.
         """
+        self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
+        self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
         if isinstance(error, LlmError) and error.stops_stage:
             self.stop(error)
             return
-        self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
-        self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
         if isinstance(error, StatusError) and not error.retryable:
             last, count = self._repeated
             count = count + 1 if error.message == last else 1
