@@ -276,7 +276,8 @@ class StageRun:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
             self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self.ctx.bus.publish(ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written))
+        done = ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written)
+        self.ctx.bus.publish(done)
 
     def skipped(self, item_id: str | None = None, count: int = 1) -> None:
         """Items already stored: counted, and announced when `item_id` is given."""
