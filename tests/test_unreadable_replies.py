@@ -57,6 +57,7 @@ async def test_unreadable_paid_replies_are_counted_and_the_cap_holds(tmp_path: P
     assert found is not None, result.stderr
     assert found.group(1) == usd(counted)[1:]
     assert "could not be read: counted as its prompt and its whole max_tokens" in result.stderr
+    assert "a reply had no token usage" not in result.stderr
     [line] = history(root)
     assert (line.status, line.failed, line.cost_estimated) == (HistoryStatus.INTERRUPTED, n, True)
     assert line.cost is not None and abs(decimal(line.cost) - counted) < Fraction(1, 10**9)

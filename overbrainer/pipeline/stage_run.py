@@ -199,7 +199,8 @@ class StageRun:
                 return None
             usage = unreadable_usage(request)
             self._warn_unreadable()
-            lost.add(usage, self.add_usage(usage, estimated=True))
+            lost.add(usage, self.add_usage(usage))
+            self.estimated = True  # said by its own warning, not the one of replies without usage
             return Fraction(0) if price is None else exact_cost(usage, price)
 
         def on_retry(_attempt: int, error: Exception, wait: float) -> None:
