@@ -62,13 +62,13 @@ async def test_answers_stores_every_answer_then_a_rerun_sends_nothing(tmp_path: 
         second = await overbrainer(root, "answers", url=stub.url)
         assert second.code == 0, second.stderr
         assert second.out_lines == [
-            "answers: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+            "answers: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost $0.0000"
         ]
         assert [r for r in stub.requests[asked:] if r.is_completion] == []
     lines = history(root)
     assert [(h.stage.value, h.status, h.done, h.skipped, h.cost) for h in lines] == [
         ("answers", HistoryStatus.OK, 4, 0, 0.8),
-        ("answers", HistoryStatus.OK, 0, 4, None),
+        ("answers", HistoryStatus.OK, 0, 4, 0.0),
     ]
     assert (lines[0].provider, lines[0].model) == ("stub", "parent-model")
     assert (lines[0].input_tokens, lines[0].output_tokens) == (400, 200)
@@ -154,7 +154,7 @@ async def test_a_401_stops_the_stage_and_keeps_the_finished_answers(tmp_path: Pa
         assert len(stub.completions) == 2
     assert result.code == 1
     assert result.out_lines == [
-        "answers: 1 done, 0 skipped, 0 failed, 0 excluded; tokens 100 in, 50 out; cost unknown"
+        "answers: 1 done, 0 skipped, 1 failed, 0 excluded; tokens 100 in, 50 out; cost unknown"
     ]
     assert result.stderr.strip().splitlines()[-1] == (
         "error: answers stopped: HTTP 401: authentication failed, check the provider API key"
@@ -162,7 +162,7 @@ async def test_a_401_stops_the_stage_and_keeps_the_finished_answers(tmp_path: Pa
     assert "sk-secret" not in result.stderr
     assert [e.id for e in read_examples(root)] == [questions[0].id]
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 1, 0)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 1, 1)
 
 
 async def test_a_timeout_is_retried(tmp_path: Path) -> None:
@@ -185,14 +185,14 @@ async def test_a_provider_that_refuses_connections_stops_the_stage_at_once(
     result = await overbrainer(root, "answers", url=f"http://127.0.0.1:{port}/v1", limit=20)
     assert result.code == 1, result.stderr
     assert result.out_lines == [
-        "answers: 0 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+        "answers: 0 done, 0 skipped, 1 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
     ]
     err = result.stderr.splitlines()
     # The price listing, then both items' first attempts: three refusals in a row.
     assert err[-1] == f"error: cannot reach provider `stub` at 127.0.0.1:{port}: connection refused"
     assert read_examples(root) == []
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 0)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 1)
 
 
 async def test_a_template_that_cannot_render_stops_force_before_it_rewrites(

@@ -55,9 +55,9 @@ async def test_a_fresh_project_is_estimated_from_its_topics_and_prompts(tmp_path
     assert counts == {"subtopics": ("2", "2"), "questions": ("4", "4"), "answers": ("8", "8")}
     answers = lines["answers"]
     assert answers["basis"] == "from the prompts"
-    assert number(answers["tout"]) == 8 * MAX_TOKENS * 0.25
+    assert number(answers["tout"]) == 8 * 1200
     tin = number(answers["tin"])
-    assert number(answers["low"]) == money(tin * PARENT[0] + 8 * MAX_TOKENS * 0.25 * PARENT[1])
+    assert number(answers["low"]) == money(tin * PARENT[0] + 8 * 1200 * PARENT[1])
     assert number(answers["high"]) == money(tin * PARENT[0] + 8 * MAX_TOKENS * PARENT[1])
     # The parent's provider (openai protocol) has a batch API at half price by default.
     assert number(answers["batch_low"]) == money(number(answers["low"]) / 2)

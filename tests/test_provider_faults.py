@@ -88,10 +88,10 @@ async def test_a_dead_provider_stops_the_stage_within_seconds_naming_the_host(
         f"error: cannot reach provider `stub` at 127.0.0.1:{port}: connection refused"
     )
     assert result.out_lines == [
-        "answers: 0 done, 0 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
+        "answers: 0 done, 0 skipped, 1 failed, 0 excluded; tokens 0 in, 0 out; cost unknown"
     ]
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 0)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 0, 1)
 
 
 async def test_a_provider_killed_midway_stops_the_stage_soon_after(tmp_path: Path) -> None:
@@ -173,10 +173,10 @@ async def test_a_401_midway_keeps_every_answer_received_and_sends_nothing_after(
     )
     assert sorted(e.messages[0].content for e in read_examples(root)) == sorted([first, second])
     assert result.out_lines == [
-        "answers: 2 done, 0 skipped, 0 failed, 0 excluded; tokens 200 in, 100 out; cost unknown"
+        "answers: 2 done, 0 skipped, 1 failed, 0 excluded; tokens 200 in, 100 out; cost unknown"
     ]
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 2, 0)
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 2, 1)
 
 
 async def test_a_401_on_a_list_request_sends_nothing_after_it(tmp_path: Path) -> None:

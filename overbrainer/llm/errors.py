@@ -31,6 +31,11 @@ class LlmError(OverbrainerError):
         """Seconds the server asked us to wait, if it said."""
         return None
 
+    @property
+    def billed(self) -> bool:
+        """Whether the provider answered 2xx, so it may bill the attempt we could not read."""
+        return False
+
 
 class StatusError(LlmError):
     """A non-2xx answer: `HTTP {status}: {message}`."""
@@ -111,6 +116,10 @@ class MalformedBody(InvalidResponse):
 
     @property
     def retryable(self) -> bool:
+        return True
+
+    @property
+    def billed(self) -> bool:
         return True
 
 

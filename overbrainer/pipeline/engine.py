@@ -47,9 +47,9 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
-  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage instead (not counted):
-  no new request, the ones in flight finish; so does the same client error for 3 items in a
-  row (``RepeatedError``);
+  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage too (the item still
+  counts as failed, and the next run asks it again): no new request, the ones in flight
+  finish; so does the same client error for 3 items in a row (``RepeatedError``);
 - ``run.retrying(item_id, message)``: a retryable ``ItemFailed`` (e.g. a parse re-ask);
 - ``run.each(items, work)``: ``await work(item)`` for each item with at most
   ``[pipeline] concurrency`` at once, admitting no new item once ``admitting()`` is False;
@@ -66,8 +66,10 @@ The driver ``run_stage(ctx, stage, body)``:
   Ctrl-C (the first after a stop) or the end of that grace cancels them;
 - publishes ``StageFinished``, makes the summary line for stdout
   («{stage}: {done} done, {skipped} skipped, {failed} failed, {excluded} excluded;
-  tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown»), and appends the history
-  line on every exit path (``ok`` / ``failed`` / ``interrupted``);
+  tokens {in} in, {out} out; cost ${cost:.4f}», or «; cost unknown» when the role's price is
+  unknown; a stage that sent nothing at a known price cost $0), and appends the history line
+  on every exit path (``ok`` / ``failed`` / ``interrupted``) with the same counts as the
+  summary (the reference tallied events when a stage stopped);
 - then returns a ``StageOutcome``: the stats, the summary line, and the error the stage fails
   with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1; the history line is
   ``interrupted`` with its ``reason``), ``StageItemsFailed``
@@ -247,13 +249,12 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     started_at = utc_now()
 
     async def record(
-        status: HistoryStatus,
-        stats: StageStats,
-        *,
-        cancelled: bool = False,
-        reason: str | None = None,
+        status: HistoryStatus, *, cancelled: bool = False, reason: str | None = None
     ) -> None:
+        # The stage's own counts on every exit path, so the line agrees with the summary (the
+        # reference tallied events when stopped, counting excluded answers as done).
         role = run.role
+        stats = run.stats
         if run.split is not None:
             stats = StageStats(excluded=run.stats.excluded)
         entry = HistoryRecord.from_stats(
@@ -289,30 +290,30 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     except LlmError as error:
         if error.stops_stage:
             line = finish()
-            await record(HistoryStatus.FAILED, run.tally)
+            await record(HistoryStatus.FAILED)
             return StageOutcome(run.stats, line, StageStopped(stage, error))
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         raise
     except OverbrainerError:
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         raise
     except BaseException:
         # Cancelled from outside, or a bug: the line still records what was done.
-        await record(HistoryStatus.INTERRUPTED, run.tally, cancelled=True)
+        await record(HistoryStatus.INTERRUPTED, cancelled=True)
         raise
     line = finish()
     if run.stop_cause is not None:
-        await record(HistoryStatus.FAILED, run.tally)
+        await record(HistoryStatus.FAILED)
         return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
     if ctx.interrupt.caught:
-        await record(HistoryStatus.INTERRUPTED, run.tally)
+        await record(HistoryStatus.INTERRUPTED)
         return StageOutcome(run.stats, line, StageInterrupted())
     if run.held_back and ctx.spend.reached:
         capped = ctx.spend.error()
-        await record(HistoryStatus.INTERRUPTED, run.tally, reason=capped.reason)
+        await record(HistoryStatus.INTERRUPTED, reason=capped.reason)
         return StageOutcome(run.stats, line, capped)
     if run.stats.failed:
-        await record(HistoryStatus.FAILED, run.stats)
+        await record(HistoryStatus.FAILED)
         return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
-    await record(HistoryStatus.OK, run.stats)
+    await record(HistoryStatus.OK)
     return StageOutcome(run.stats, line)

@@ -6,10 +6,11 @@ an answer (one request each). Stages not run yet are predicted from the topics' 
 configuration, so a fresh project gets an estimate of the whole dataset.
 
 Tokens per request come from this project's history where the stage has answered requests
-before (its average input and output per item), else from the prompt: input as the prompt's
-UTF-8 bytes / 3 (the rule the pipeline uses for replies without usage), output as
-`OUTPUT_FRACTION` of the role's `max_tokens`. The cost range runs from those expected tokens
-(low) to every request writing its whole `max_tokens` (high, the spend cap's worst case).
+before (its average input and output per item handled, excluded answers included), else from
+the prompt: input as the prompt's UTF-8 bytes / 3 (the rule the pipeline uses for replies
+without usage), output as the role's prior `OUTPUT_PRIOR` (at most its `max_tokens`). The cost
+range runs from those expected tokens (low) to every request writing its whole `max_tokens`
+(high, the spend cap's worst case).
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from overbrainer.storage import (
     read_records,
 )
 
-OUTPUT_FRACTION = 0.25
-"""Expected output of a request without history, as a share of the role's `max_tokens`."""
+OUTPUT_PRIOR = {Stage.SUBTOPICS: 400, Stage.QUESTIONS: 400, Stage.ANSWERS: 1200}
+"""Output tokens a request is expected to write when the history has none of its stage: the
+generator's list of subtopics or of a batch of questions, the parent's answer with its
+reasoning. A quarter of `max_tokens` (4,096 of the default 16,384) put the low end far above
+what runs cost."""
 BYTES_PER_TOKEN = 3
 PAID_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS)
 BATCH_STAGES = frozenset({Stage.ANSWERS})
@@ -132,12 +136,13 @@ def _history_averages(project: Project) -> dict[Stage, tuple[float, float, float
     """Per stage: input and output tokens per item, and requests per item (1 where unknown)."""
     totals: dict[Stage, list[int]] = {}
     for record in read_history(project.history):
-        if record.done <= 0 or record.stage not in PAID_STAGES or record.cost_estimated:
+        handled = record.done + record.excluded
+        if handled <= 0 or record.stage not in PAID_STAGES or record.cost_estimated:
             continue
         total = totals.setdefault(record.stage, [0, 0, 0])
         total[0] += record.input_tokens
         total[1] += record.output_tokens
-        total[2] += record.done
+        total[2] += handled
     return {stage: (i / done, o / done, 1.0) for stage, (i, o, done) in totals.items() if done}
 
 
@@ -180,7 +185,7 @@ def estimate_stages(
             prompt = left.requests * template + left.prompt_bytes
             expected = Usage(
                 math.ceil(prompt / BYTES_PER_TOKEN),
-                round(left.requests * role.max_tokens * OUTPUT_FRACTION),
+                left.requests * min(OUTPUT_PRIOR[stage], role.max_tokens),
             )
             worst_in = expected.input_tokens
         estimates.append(

@@ -11,6 +11,7 @@ lets a request pass the cap, nor refuses one that fits exactly.
 
 from __future__ import annotations
 
+import logging
 import math
 from fractions import Fraction
 from types import TracebackType
@@ -21,6 +22,8 @@ import trio
 from overbrainer.llm import Completion, CompletionRequest
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.usage import Price, Usage
+
+log = logging.getLogger(__name__)
 
 MESSAGE_TOKENS = 16
 """Tokens a chat message may add to its text (role markers, separators), generously."""
@@ -40,7 +43,8 @@ def usd(amount: float | Fraction) -> str:
 
 
 class SpendCapReached(WorkFailed):
-    """The next request could pass `[pipeline] max_cost_usd` / `--max-cost` (exit 1)."""
+    """The next request could pass `[pipeline] max_cost_usd` / `--max-cost` (exit 1); one line
+    that says what to change when a single request's worst case is above the cap."""
 
     def __init__(
         self,
@@ -51,9 +55,16 @@ class SpendCapReached(WorkFailed):
     ) -> None:
         self.reason = f"spend cap reached: {usd(spent)} of {usd(limit)}"
         """What the history line records as the reason the stage stopped."""
-        super().__init__(
-            f"{self.reason} (the next request could cost up to {usd(refused)}); {hint}"
-        )
+        if refused > decimal(limit):
+            # No rerun gets past it, so "run again" would send the user round in circles.
+            super().__init__(
+                f"the spend cap {usd(limit)} is below one request's worst case {usd(refused)}: "
+                "raise --max-cost or lower max_tokens"
+            )
+        else:
+            super().__init__(
+                f"{self.reason} (the next request could cost up to {usd(refused)}); {hint}"
+            )
         self.limit = limit
         self.spent = spent
 
@@ -108,6 +119,12 @@ def counted_usage(request: CompletionRequest, completion: Completion) -> tuple[U
     return estimate, True
 
 
+def unreadable_usage(request: CompletionRequest) -> Usage:
+    """What a paid reply we could not read counts: its prompt estimated as for a reply without
+    usage, and its whole `max_tokens` out, the most the provider may bill for it."""
+    return Usage(estimate_tokens(request.system, request.prompt), request.max_tokens)
+
+
 @attrs.define(eq=False)
 class Reservation:
     """The worst-case cost of one request in flight; settle or release it exactly once.
@@ -125,6 +142,18 @@ class Reservation:
         self.ledger.spent += cost
         self.ledger.estimated = self.ledger.estimated or estimated
 
+    def pay(self, cost: Fraction) -> bool:
+        """An attempt was paid for (estimated) and its request is tried again: count `cost` and
+        keep the reservation for the next attempt; False, and the cap refuses new requests, when
+        that attempt no longer fits."""
+        ledger = self.ledger
+        ledger.spent += cost
+        ledger.estimated = True
+        if ledger.limit is not None and ledger.spent + ledger.reserved > decimal(ledger.limit):
+            ledger.refuse(self.amount)
+            return False
+        return True
+
     def release(self) -> None:
         """The request ended without a reply to pay for: its reservation is given back."""
         self._close()
@@ -133,6 +162,7 @@ class Reservation:
         if self.open:
             self.open = False
             self.ledger.reserved -= self.amount
+            self.ledger.in_flight -= 1
             self.ledger.changed()
 
     def __enter__(self) -> Reservation:
@@ -158,6 +188,10 @@ class SpendCap:
     """Whether some counted cost was estimated, because a reply had no usage."""
     refused: Fraction | None = None
     """The reservation the cap refused, once one was: no request starts after it."""
+    in_flight: int = 0
+    """Reservations open now: the requests the cap lets run at once."""
+    throttled: bool = False
+    """Whether the cap has held a request back while others were in flight (said once)."""
     _settled: trio.Event = attrs.field(factory=trio.Event, init=False)
     _line: trio.Lock = attrs.field(factory=trio.Lock, init=False)
 
@@ -182,12 +216,28 @@ class SpendCap:
             while not self.reached:
                 if self.fits(amount):
                     self.reserved += amount
+                    self.in_flight += 1
                     return Reservation(self, amount)
                 if self.reserved == 0:
                     self.refused = amount
                     return None
+                self._say_throttled(amount)
                 await self._settled.wait()
         return None
+
+    def _say_throttled(self, amount: Fraction) -> None:
+        """Once per command: the cap, not `[pipeline] concurrency`, sets how many run at once."""
+        if self.throttled or self.limit is None:
+            return
+        self.throttled = True
+        at_once = f"{self.in_flight} request{'' if self.in_flight == 1 else 's'}"
+        log.warning(
+            "the spend cap %s lets only %s run at once: each reserves its worst case (up to %s) "
+            "until its reply comes; lower max_tokens to run more at once",
+            usd(self.limit),
+            at_once,
+            usd(amount),
+        )
 
     def refuse(self, amount: Fraction) -> None:
         """No new request starts: one costing `amount` did not fit (a batch's next item)."""

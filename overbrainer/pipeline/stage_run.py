@@ -30,7 +30,7 @@ from overbrainer.llm import (
 )
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
-from overbrainer.pipeline.spend import counted_usage, exact_cost, worst_usage
+from overbrainer.pipeline.spend import counted_usage, exact_cost, unreadable_usage, worst_usage
 from overbrainer.storage import SplitCounts
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,38 @@ class Paid:
     estimated: bool = False
 
 
+@attrs.define
+class _Lost:
+    """The usage and cost of a request's attempts that were paid but could not be read."""
+
+    usage: Usage | None = None
+    cost: float | None = None
+
+    def add(self, usage: Usage, cost: float | None) -> None:
+        """One more unreadable attempt."""
+        self.usage = usage if self.usage is None else self.usage + usage
+        if cost is not None:
+            self.cost = cost if self.cost is None else self.cost + cost
+
+
+@attrs.define
+class _RequestGate:
+    """The `Gate` of one request: the stage's, closed too once the cap refuses its retry."""
+
+    run: StageRun
+    capped: bool = False
+
+    @property
+    def closed(self) -> bool:
+        """True once the stage is closed or the cap refused the next attempt."""
+        return self.capped or self.run.closed
+
+    async def wait_closed(self) -> None:
+        """Return once closed."""
+        if not self.capped:
+            await self.run.wait_closed()
+
+
 class StageRun:
     """One running stage: its stats, the events it publishes and its admission of new items."""
 
@@ -59,9 +91,8 @@ class StageRun:
         self.stage = stage
         role_name = stage_role_name(stage)
         self.role: StageRole | None = None if role_name is None else ctx.roles.get(role_name)
-        self.stats = StageStats()
-        # The reference's event tally, used for the history of a stopped or interrupted stage.
-        self.tally = StageStats()
+        # At a known price a stage that sends nothing cost $0, not an unknown amount.
+        self.stats = StageStats(cost=None if self.price is None else 0.0)
         self.in_flight = 0
         self.held_back = False
         self.estimated = False
@@ -72,6 +103,7 @@ class StageRun:
         """The error that stopped the stage (401/403, an unreachable provider, …), if any."""
         self._halted = trio.Event()
         self._repeated: tuple[str, int] = ("", 0)
+        self._unreadable_said = False
 
     @property
     def closed(self) -> bool:
@@ -147,7 +179,9 @@ class StageRun:
         retried (the cap refused it, or Ctrl-C or a stop of the stage barred it).
 
         Its worst-case cost is reserved before it starts and settled with what the reply
-        counts (`pipeline/spend.py` has the rule); an error releases the reservation.
+        counts (`pipeline/spend.py` has the rule); an error releases the reservation. A 2xx
+        reply that cannot be read was paid for all the same: each is counted by
+        `unreadable_usage`, and its retry goes on only while the cap still covers it.
         """
         assert self.role is not None, "this stage has no role"
         price = self.price
@@ -156,20 +190,59 @@ class StageRun:
         if reservation is None:
             self.held_back = True
             return None
+        gate = _RequestGate(self)
+        lost = _Lost()
+
+        def unreadable(error: BaseException | None) -> Fraction | None:
+            """The cost of `error` when it is a paid reply we could not read, counted."""
+            if not (isinstance(error, LlmError) and error.billed):
+                return None
+            usage = unreadable_usage(request)
+            self._warn_unreadable()
+            lost.add(usage, self.add_usage(usage))
+            self.estimated = True  # said by its own warning, not the one of replies without usage
+            return Fraction(0) if price is None else exact_cost(usage, price)
+
+        def on_retry(_attempt: int, error: Exception, wait: float) -> None:
+            cost = unreadable(error)
+            if cost is not None and not reservation.pay(cost):
+                gate.capped = True
+                self.held_back = True
+                return
+            self.retrying(item_id, retry_message(error, wait))
+
         with reservation:
             if self.closed:
                 return None
             try:
-                completion = await self.role.client.complete(
-                    request, self.on_retry(item_id), gate=self
-                )
-            except RetryHalted:
-                return None  # Ctrl-C or a stop barred its retry: left for the next run
+                completion = await self.role.client.complete(request, on_retry, gate=gate)
+            except RetryHalted as halted:
+                # Barred right after an unreadable reply, which on_retry never saw.
+                if (owed := unreadable(halted.__cause__)) is not None:
+                    reservation.settle(owed, estimated=True)
+                return None  # Ctrl-C, a stop or the cap barred its retry: left for the next run
+            except LlmError as error:
+                if (owed := unreadable(error)) is not None:
+                    reservation.settle(owed, estimated=True)
+                raise
             usage, estimated = counted_usage(request, completion)
             reservation.settle(
                 Fraction(0) if price is None else exact_cost(usage, price), estimated=estimated
             )
-        return Paid(completion, usage, self.add_usage(usage, estimated), estimated)
+        cost = self.add_usage(usage, estimated)
+        if lost.usage is None:
+            return Paid(completion, usage, cost, estimated)
+        total = lost.cost if cost is None or lost.cost is None else lost.cost + cost
+        return Paid(completion, lost.usage + usage, total, True)
+
+    def _warn_unreadable(self) -> None:
+        if not self._unreadable_said:
+            self._unreadable_said = True
+            log.warning(
+                "%s: a paid reply could not be read: counted as its prompt and its whole "
+                "max_tokens, marked `(estimated)`",
+                self.stage,
+            )
 
     def add_usage(
         self, usage: Usage, estimated: bool = False, price: Price | None = None
@@ -204,27 +277,27 @@ class StageRun:
             self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
         else:
             self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
-        self._publish_done(ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written))
+        done = ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written)
+        self.ctx.bus.publish(done)
 
     def skipped(self, item_id: str | None = None, count: int = 1) -> None:
         """Items already stored: counted, and announced when `item_id` is given."""
         self.stats = attrs.evolve(self.stats, skipped=self.stats.skipped + count)
-        self.tally = attrs.evolve(self.tally, skipped=self.tally.skipped + count)
         if item_id is not None:
             self.ctx.bus.publish(ItemDone(self.stage, item_id))
 
     def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good; an error fatal for the stage stops it (see `stop`).
+        """The item failed for good (counted, like every item the provider refused); an error
+        fatal for the stage stops it too (see `stop`), and the next run asks the item again.
 
-        The item of a fatal error is not counted: the next run asks it again. The same client
-        error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request) stops it too.
+        The same client error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request)
+        stops it too.
         """
+        self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
+        self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
         if isinstance(error, LlmError) and error.stops_stage:
             self.stop(error)
             return
-        self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
-        self.tally = attrs.evolve(self.tally, failed=self.tally.failed + 1)
-        self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
         if isinstance(error, StatusError) and not error.retryable:
             last, count = self._repeated
             count = count + 1 if error.message == last else 1
@@ -237,15 +310,6 @@ class StageRun:
     def retrying(self, item_id: str, message: str) -> None:
         """An attempt failed and the item will be tried again in this run."""
         self.ctx.bus.publish(ItemFailed(self.stage, item_id, message, retryable=True))
-
-    def _publish_done(self, event: ItemDone) -> None:
-        if event.usage is not None:
-            price_known = event.cost is not None
-            tally = self.tally.add_usage(event.usage)
-            if price_known:
-                tally = attrs.evolve(tally, cost=(tally.cost or 0.0) + (event.cost or 0.0))
-            self.tally = attrs.evolve(tally, done=tally.done + 1)
-        self.ctx.bus.publish(event)
 
     async def each(self, items: Iterable[T], work: Callable[[T], Awaitable[None]]) -> None:
         """`work(item)` for each item, `concurrency` at once, while new items are admitted.
