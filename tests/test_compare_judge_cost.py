@@ -19,7 +19,13 @@ from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.events.types import Stage
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.usage import Price, Usage
-from overbrainer.pipeline.spend import estimate_tokens, exact_cost, usd, worst_usage
+from overbrainer.pipeline.spend import (
+    estimate_tokens,
+    exact_cost,
+    unreadable_usage,
+    usd,
+    worst_usage,
+)
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage.history import HistoryStatus, format_history
 from tests.compare_support import (
@@ -32,6 +38,7 @@ from tests.compare_support import (
     scripted_judge,
 )
 from tests.pipeline_support import history, overbrainer, start, wait_until
+from tests.test_spend_cap import request_of
 
 JUDGE_PRICE = Price(10.0, 20.0)
 EACH = exact_cost(Usage(50, 10), JUDGE_PRICE)
@@ -270,3 +277,35 @@ async def test_replies_without_usage_are_estimated_and_marked(tmp_path: Path) ->
     assert (usage["input_tokens"], usage["estimated"]) == (tokens_in, True)
     every = await overbrainer(root, "history", "--all", url=stub.url)
     assert every.out_lines[0].endswith(" (estimated)")
+
+
+async def test_an_unreadable_judge_reply_is_counted_and_the_cap_stops_its_retry(
+    tmp_path: Path,
+) -> None:
+    root = make_compare_project(tmp_path / "p", concurrency=1)
+    compare_id = answered_compare(root)
+    worst = _worst(root, compare_id)
+    async with open_stub(lambda _: Reply(body=b"<html>502 bad gateway</html>")) as stub:
+        stub.models = JUDGE_PRICES
+        # The first ask fits; once its unreadable reply is counted, its retry does not.
+        cap = float(worst) * 1.001
+        result = await overbrainer(
+            root, "compare", "--rejudge", compare_id, "--max-cost", repr(cap), url=stub.url
+        )
+        asked = [r for r in stub.requests if r.is_completion]
+    # Before, an unreadable reply was free: all its retries went out and the judging cost $0.
+    assert len(asked) == 1
+    paid = exact_cost(unreadable_usage(request_of(asked[0])), JUDGE_PRICE)
+    assert result.code == 1, result.stderr
+    found = CAPPED.fullmatch(result.stderr.strip().splitlines()[-1])
+    assert found is not None, result.stderr
+    assert found.group(1) == usd(paid)[1:]
+    assert "judge: a paid reply could not be read: counted as its prompt" in result.stderr
+    [line] = history(root)
+    assert (line.stage, line.status, line.cost_estimated) == (
+        Stage.JUDGE,
+        HistoryStatus.INTERRUPTED,
+        True,
+    )
+    assert line.output_tokens == 256
+    assert line.cost == pytest.approx(float(paid))

@@ -11,15 +11,41 @@ import trio
 
 from overbrainer.compare.report import JudgeUsage
 from overbrainer.events.types import Stage, StageStats
-from overbrainer.llm import Completion, CompletionRequest, ProtocolClient
+from overbrainer.llm import Completion, CompletionRequest, LlmError, ProtocolClient, RetryHalted
 from overbrainer.model.usage import Price
-from overbrainer.pipeline.spend import SpendCap, counted_usage, exact_cost, worst_usage
+from overbrainer.pipeline.spend import (
+    SpendCap,
+    counted_usage,
+    exact_cost,
+    unreadable_usage,
+    worst_usage,
+)
 from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
 
 log = logging.getLogger(__name__)
 
 HISTORY_BOUND = 5.0
 """Seconds a cancelled judging waits for its history line to be written."""
+
+
+@attrs.define
+class _CapGate:
+    """The retry `Gate` of one judge request: closed once the cap refuses its next attempt."""
+
+    _shut: trio.Event = attrs.Factory(trio.Event)
+
+    @property
+    def closed(self) -> bool:
+        """True once the cap refused the next attempt."""
+        return self._shut.is_set()
+
+    def close(self) -> None:
+        """No further attempt: the cap no longer covers it."""
+        self._shut.set()
+
+    async def wait_closed(self) -> None:
+        """Return once closed."""
+        await self._shut.wait()
 
 
 class CapRefused(Exception):
@@ -46,26 +72,61 @@ class JudgeSpend:
         """One judge request, its retries included; CapRefused when the cap refuses it.
 
         Its worst case is reserved before it starts and settled with the reply's usage (or
-        the estimate when the reply has none); a request that fails releases it.
+        the estimate when the reply has none); a request that fails releases it. A 2xx reply
+        that cannot be read was paid for all the same: each counts its prompt and its whole
+        `max_tokens`, and its retry goes on only while the cap still covers it.
         """
         price = self.price
         worst = Fraction(0) if price is None else exact_cost(worst_usage(request), price)
         reservation = await self.cap.reserve(worst)
         if reservation is None:
             raise CapRefused()
+        gate = _CapGate()
+
+        def unreadable(error: BaseException | None) -> Fraction | None:
+            """The cost of `error` when it is a paid reply we could not read, counted."""
+            if not (isinstance(error, LlmError) and error.billed):
+                return None
+            usage = unreadable_usage(request)
+            self.stats = self.stats.add_usage(usage, price)
+            self._say_estimated(
+                "judge: a paid reply could not be read: counted as its prompt and its whole "
+                "max_tokens, marked `(estimated)`"
+            )
+            return Fraction(0) if price is None else exact_cost(usage, price)
+
+        def on_retry(_attempt: int, error: Exception, _wait: float) -> None:
+            cost = unreadable(error)
+            if cost is not None and not reservation.pay(cost):
+                gate.close()
+
         with reservation:
-            completion = await client.complete(request)
+            try:
+                completion = await client.complete(request, on_retry, gate=gate)
+            except RetryHalted as halted:  # the cap refused the retry of an unreadable reply
+                if (owed := unreadable(halted.__cause__)) is not None:
+                    reservation.settle(owed, estimated=True)
+                raise CapRefused() from None
+            except LlmError as error:
+                if (owed := unreadable(error)) is not None:
+                    reservation.settle(owed, estimated=True)
+                raise
             usage, estimated = counted_usage(request, completion)
             cost = Fraction(0) if price is None else exact_cost(usage, price)
             reservation.settle(cost, estimated=estimated)
         self.stats = self.stats.add_usage(usage, price)
-        if estimated and not self.estimated:
-            self.estimated = True
-            log.warning(
+        if estimated:
+            self._say_estimated(
                 "judge: a reply had no token usage: its tokens and cost are estimated "
                 "from its text (UTF-8 bytes / 3), marked `(estimated)`"
             )
         return completion
+
+    def _say_estimated(self, warning: str) -> None:
+        """Mark the judging's figures estimated; the first reason is said once."""
+        if not self.estimated:
+            self.estimated = True
+            log.warning(warning)
 
     def count(self, *, done: int = 0, skipped: int = 0, failed: int = 0) -> None:
         """Add to the verdicts written, the ones found done, the questions failed."""
