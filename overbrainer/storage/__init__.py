@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
+    from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import ForceState, save_force_state
     from overbrainer.storage.history import (
         HistoryRecord,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from overbrainer.storage.json_doc import NotJson, load_document
     from overbrainer.storage.jsonl import (
         Appender,
-        DataError,
         Stamp,
         file_stamp,
         open_appender,
@@ -65,12 +65,14 @@ __all__ = [
     "Appender",
     "BatchRecord",
     "DataError",
+    "DiskFull",
     "Example",
     "Exclusion",
     "ForceState",
     "Head",
     "HistoryRecord",
     "HistoryStatus",
+    "InvalidRecord",
     "Message",
     "Meta",
     "NotJson",
@@ -105,6 +107,7 @@ __all__ = [
     "rewrite_from",
     "save_force_state",
     "settle",
+    "space_for",
     "submitted",
     "subtopic_id",
     "utc_now",
@@ -117,13 +120,15 @@ __getattr__ = lazy_face(
     {
         "Appender": "jsonl",
         "BatchRecord": "batches",
-        "DataError": "jsonl",
+        "DataError": "errors",
+        "DiskFull": "errors",
         "Example": "records",
         "Exclusion": "records",
         "ForceState": "force_state",
         "Head": "replacement",
         "HistoryRecord": "history",
         "HistoryStatus": "history",
+        "InvalidRecord": "errors",
         "Message": "records",
         "Meta": "records",
         "NotJson": "json_doc",
@@ -158,6 +163,7 @@ __getattr__ = lazy_face(
         "rewrite_from": "jsonl",
         "save_force_state": "force_state",
         "settle": "replacement",
+        "space_for": "errors",
         "submitted": "batches",
         "subtopic_id": "ids",
         "utc_now": "history",

@@ -14,7 +14,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.storage.atomic import sync_directory, write_atomic
-from overbrainer.storage.jsonl import DataError
+from overbrainer.storage.errors import InvalidRecord
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 INTENT_PREFIX = "intent-"
@@ -83,7 +83,7 @@ def read_batches(directory: Path) -> list[BatchRecord]:
         try:
             records.append(BatchRecord.from_json(path.read_text(encoding="utf-8")))
         except ValueError as error:
-            raise DataError(f"{path}: not a batch record", str(error)) from None
+            raise InvalidRecord(f"{path}: not a batch record", str(error)) from None
     return sorted(records, key=lambda record: (record.created, record.tag))
 
 
