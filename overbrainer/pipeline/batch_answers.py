@@ -36,6 +36,7 @@ from overbrainer.pipeline.answers import (
     build_example,
     hiding_warning,
     pending_questions,
+    read_stored,
     system_prompts,
 )
 from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
@@ -144,11 +145,11 @@ class _BatchStage:
         ctx, run = self.ctx, self.run_
         if self.warning is not None and self.role.reasoning:
             log.warning("parent %s: %s", self.role.model, self.warning)
+        # Read first, so that a bad data line fails before a force begins.
+        stored = await read_in_thread(lambda: read_stored(ctx))
         async with replacing(ctx, "answers") as replacement:
             self.redo = set(replacement.pending(ctx.selected_topic_names))
-            pending, skipped, gone, self.questions = await read_in_thread(
-                lambda: pending_questions(ctx, self.redo)
-            )
+            pending, skipped, gone, self.questions = pending_questions(ctx, self.redo, stored)
             replacement.forget(gone)
             attached = await self._attach()
             waiting = {question for record in attached for question in record.questions}
