@@ -11,16 +11,18 @@ import attrs
 from overbrainer.config.settings import Protocol, Role, Topic
 from overbrainer.llm import Completion, LlmError, wire_of
 from overbrainer.model.finish import FinishReason, ReasoningKind
-from overbrainer.pipeline.blocking import appending, read_in_thread
+from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage import (
+    BatchRecord,
     Example,
     Exclusion,
     Message,
     Meta,
     Question,
     batched_questions,
+    drop_intents,
     example_id,
     read_current,
     read_records,
@@ -144,6 +146,16 @@ def pending_questions(
     return pending, skipped, redo - by_id.keys(), by_id
 
 
+def intent_dropped(record: BatchRecord, why: str) -> str:
+    """The warning for an intent (a batch submit never confirmed) dropped so that its questions
+    are asked again."""
+    return (
+        f"answers: a batch of {len(record.questions)} question(s) was being submitted at "
+        f"{record.created} when the command stopped and {why}: its questions are asked again "
+        "(if the provider's console shows it, cancel it there)"
+    )
+
+
 def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]:
     """Each of `topics`' rendered `answer_system.txt`."""
     template = ctx.template("answer_system.txt")
@@ -178,7 +190,11 @@ async def _answer_pending(
     redo = set(replacement.pending(ctx.selected_topic_names))
     pending, skipped, gone, _ = pending_questions(ctx, redo, stored)
     replacement.forget(gone)
-    batched = await read_in_thread(lambda: batched_questions(ctx.project.state / "batches"))
+    batches = ctx.project.state / "batches"
+    # An intent holds no batch ID to collect: kept, it would hold its questions back forever.
+    for record in await write_in_thread(lambda: drop_intents(batches)):
+        log.warning("%s", intent_dropped(record, "a plain `answers` cannot look it up"))
+    batched = await read_in_thread(lambda: batched_questions(batches))
     if batched:
         before = len(pending)
         pending = [question for question in pending if question.id not in batched]

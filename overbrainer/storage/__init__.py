@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from overbrainer.storage.batches import (
         BatchRecord,
         batched_questions,
+        drop_intents,
         read_batches,
         remove_batch,
         submitted,
@@ -89,6 +90,7 @@ __all__ = [
     "begin",
     "compact",
     "current",
+    "drop_intents",
     "example_head",
     "example_id",
     "file_stamp",
@@ -145,6 +147,7 @@ __getattr__ = lazy_face(
         "begin": "replacement",
         "compact": "replacement",
         "current": "replacement",
+        "drop_intents": "batches",
         "example_head": "records",
         "example_id": "records",
         "file_stamp": "jsonl",
