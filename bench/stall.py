@@ -110,7 +110,7 @@ async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
 
 async def old_answers(ctx: StageContext, run: StageRun) -> None:
     """The resume read as it was: the same blocking function, on the loop."""
-    pending, skipped, _, _ = answers.pending_questions(ctx, set())
+    pending, skipped, _, _ = answers.pending_questions(ctx, set(), answers.read_stored(ctx))
     run.skipped(count=skipped)
     run.start(len(pending))
     await trio.lowlevel.checkpoint()

@@ -77,6 +77,10 @@ class FakeBatches:
         self.hold = False
         self.refuse: int | None = None
         """A status every batch creation is answered with (no batch is made)."""
+        self.drop_uploads = False
+        """Close the connection on every file upload without answering (no file is kept)."""
+        self.listing = True
+        """False: `GET /batches` is 404, as on a provider that cannot list its batches."""
         self.url = ""
         self.batches: dict[str, FakeBatch] = {}
         self.files: dict[str, bytes] = {}
@@ -107,7 +111,7 @@ class FakeBatches:
             body = json.loads(request.body)
             return _json(self._chat_answer(body, self.singles))
         if method == "POST" and path == "files":
-            return self._upload(request)
+            return Response(drop=True) if self.drop_uploads else self._upload(request)
         match = re.fullmatch(r"files/([\w-]+)/content", path)
         if method == "GET" and match:
             content = self.files.get(match[1])
@@ -118,6 +122,8 @@ class FakeBatches:
                 return self._create_inline(request.body)
             return self._create_openai(body)
         if method == "GET" and path == "batches":
+            if not self.listing:
+                return _not_found()
             data = [self._openai_object(b) for b in self.batches.values() if b.kind == "openai"]
             return _json({"object": "list", "data": data, "has_more": False})
         match = re.fullmatch(r"batches/([\w-]+)(/cancel)?", path)

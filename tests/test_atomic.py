@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.storage.atomic import write_atomic, write_atomic_chunks
+from overbrainer.storage.errors import DiskFull
 
 
 def test_the_content_is_replaced_whole_and_no_temp_is_left(tmp_path: Path) -> None:
@@ -51,10 +52,25 @@ def test_a_failing_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None
 
     with pytest.raises(OSError, match="No space left") as caught:
         write_atomic_chunks(path, failing())
-    # The error names the temp file it could not write.
-    assert Path(str(caught.value.filename)).name.startswith(".train.jsonl.")
+    # A full disk names the file being replaced (the temp file is gone): one line for the user.
+    assert isinstance(caught.value, DiskFull)
+    assert caught.value.filename == str(path)
+    assert caught.value.message == f"cannot access {path}: No space left on device"
     assert path.read_bytes() == b"old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]
+
+
+def test_another_failing_write_names_the_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+
+    def failing() -> Iterator[bytes]:
+        yield b"new, half"
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(OSError, match="Input/output") as caught:
+        write_atomic_chunks(path, failing())
+    assert not isinstance(caught.value, DiskFull)
+    assert Path(str(caught.value.filename)).name.startswith(".train.jsonl.")
 
 
 def test_any_error_while_producing_the_content_leaves_no_temp(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from overbrainer.llm.batches import BatchItem
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.pipeline.batch_answers import chunks
 from overbrainer.storage.history import HistoryStatus
+from overbrainer.storage.records import Question
 from tests.batch_fakes import open_fake
 from tests.pipeline_support import (
     history,
@@ -337,3 +338,88 @@ def test_items_are_cut_into_batches_within_the_api_limits() -> None:
     items = [BatchItem(str(size), CompletionRequest("q")) for size in (10, 10, 10, 10, 60, 50)]
     cut = chunks(Api(), items)  # type: ignore[arg-type]
     assert [[int(i.custom_id) for i in chunk] for chunk in cut] == [[10, 10, 10], [10, 60], [50]]
+
+
+def write_intent(root: Path, questions: list[Question]) -> None:
+    """An intent (no batch ID) for `questions`, as a submit that never got its answer leaves."""
+    directory = root / ".overbrainer" / "batches"
+    directory.mkdir(parents=True, exist_ok=True)
+    intent = {
+        "id": None,
+        "tag": "0123456789abcdef",
+        "provider": "stub",
+        "model": "parent-model",
+        "created": "2026-12-03T18:23:02Z",
+        "questions": [q.id for q in questions],
+    }
+    (directory / "intent-0123456789abcdef.json").write_text(json.dumps(intent))
+
+
+DROPPED = (
+    "a batch of 2 question(s) was being submitted at 2026-12-03T18:23:02Z when the command "
+    "stopped and {}: its questions are asked again"
+)
+
+
+async def test_a_failed_upload_leaves_no_intent_and_the_next_run_submits_again(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 4)
+    async with open_fake() as fake:
+        fake.drop_uploads = True
+        failed = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert failed.code == 1, failed.stderr
+        assert "Traceback" not in failed.stderr
+        assert failed.out_lines[0].startswith("answers: 0 done, 0 skipped, 4 failed")
+        # No file got there, so no batch can exist: nothing is left to hold the questions.
+        assert batch_files(root) == []
+        assert fake.submissions == 0
+
+        fake.drop_uploads = False
+        rerun = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert rerun.code == 0, rerun.stderr
+        assert fake.submissions == 1
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []
+
+
+async def test_an_intent_the_provider_cannot_look_up_is_dropped_by_batch_and_cancel(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 2)
+    write_intent(root, questions)
+    async with open_fake() as fake:
+        fake.listing = False
+        cancel = await overbrainer(root, "answers", "--batch", "--cancel", url=fake.url, env=FAST)
+        assert cancel.code == 0, cancel.stderr
+        why = "its batch cannot be looked up (HTTP 404: not found)"
+        assert DROPPED.format(why) in cancel.stderr
+        assert batch_files(root) == []
+
+        write_intent(root, questions)
+        done = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
+        assert done.code == 0, done.stderr
+        assert DROPPED.format(why) in done.stderr
+        assert fake.submissions == 1
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []
+
+
+@pytest.mark.parametrize("force", [False, True])
+async def test_a_plain_answers_drops_an_intent_and_asks_its_questions(
+    tmp_path: Path, force: bool
+) -> None:
+    root = make_project(tmp_path / "p")
+    questions = write_questions(root, 2)
+    write_intent(root, questions)
+    async with open_fake() as fake:
+        args = ("answers", "--force") if force else ("answers",)
+        done = await overbrainer(root, *args, url=fake.url, env=FAST)
+        assert fake.singles == 2
+    assert done.code == 0, done.stderr
+    assert DROPPED.format("a plain `answers` cannot look it up") in done.stderr
+    assert done.out_lines[0].startswith("answers: 2 done, 0 skipped, 0 failed")
+    assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
+    assert batch_files(root) == []

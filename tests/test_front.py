@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -17,8 +18,34 @@ from overbrainer.ui.front import CliFrontend, TuiFrontend
 from tests.tasks import live_tasks
 
 
+@pytest.fixture(autouse=True)
+def restored_signals() -> Iterator[None]:
+    """This process's SIGINT and SIGTERM handlers as they were: a caught one leaves them ignored."""
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
 def send_sigint() -> None:
     os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.sigint
+async def test_after_a_caught_sigint_later_ones_are_ignored_to_the_end() -> None:
+    async with CliFrontend().interrupt() as interrupt:
+        send_sigint()
+        await until_caught(interrupt)
+    # The orderly exit has begun: nothing may cut it short (tests/test_repeated_interrupt.py).
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+
+
+async def test_without_a_sigint_the_handlers_come_back() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    async with CliFrontend().interrupt():
+        assert signal.getsignal(signal.SIGINT) != before
+    assert signal.getsignal(signal.SIGINT) == before
 
 
 async def until_caught(interrupt: Interrupt) -> None:

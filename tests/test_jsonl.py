@@ -251,9 +251,7 @@ def test_a_failed_rewrite_leaves_the_old_file_and_no_temp(tmp_path: Path) -> Non
         yield B.to_json()
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(
-        DataError, match=r"^cannot access .*\.train\.jsonl\.[0-9a-f]{16}\.tmp: No space left"
-    ):
+    with pytest.raises(DataError, match=r"^cannot access .*/train\.jsonl: No space left"):
         rewrite(path, failing())
     assert path.read_bytes() == _line(A)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]

@@ -29,8 +29,8 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     try:
         result = trio.run(flow)
         code = EXIT_OK if result is None else result
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt as error:
+        code = _interrupted(error)
     except OverbrainerError as error:
         code = _report(error)
     except BaseExceptionGroup as group:
@@ -42,9 +42,23 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
         found = meaningful_error(group)
         if found is None:
             raise
-        code = EXIT_INTERRUPTED if isinstance(found, KeyboardInterrupt) else _report(found)
+        code = _interrupted(found) if isinstance(found, KeyboardInterrupt) else _report(found)
     sys.stdout.flush()
     sys.exit(code)
+
+
+def _interrupted(error: KeyboardInterrupt) -> int:
+    """130, after the line of the flow's own error that a Ctrl-C came during (a signal Trio
+    had queued when the orderly exit began lands as KeyboardInterrupt there)."""
+    seen: BaseException | None = error.__context__
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        if isinstance(seen, OverbrainerError):
+            _report(seen)
+            break
+        visited.add(id(seen))
+        seen = seen.__context__
+    return EXIT_INTERRUPTED
 
 
 def _report(error: OverbrainerError) -> int:

@@ -44,7 +44,7 @@ from overbrainer.pipeline.estimate import (
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
-from overbrainer.storage import Subtopic, read_current
+from overbrainer.storage import Question, Subtopic, read_current
 from overbrainer.training import refuse_if_training_cannot_start, warn_if_a_run_still_trains
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,17 @@ def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
     )
     have = {subtopic.topic for subtopic in stored}
     return any(name not in have for name in names)
+
+
+def _check_questions(project: Project) -> None:
+    """Read `questions.jsonl` whole: a bad line is bad input (`InvalidRecord`), which must stop
+    `questions` before the subtopics stage it runs first asks or writes anything."""
+    read_current(
+        project.data_file("questions"),
+        project.force_state("questions"),
+        Question.from_json,
+        lambda question: question.id,
+    )
 
 
 @attrs.frozen
@@ -289,6 +300,7 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
             project, frozenset(t.name for t in topics)
         ):
+            _check_questions(project)
             planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
         max_cost = request.max_cost
         cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost

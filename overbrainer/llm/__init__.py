@@ -5,7 +5,14 @@ from typing import TYPE_CHECKING
 from overbrainer.model.face import lazy_face
 
 if TYPE_CHECKING:
-    from overbrainer.llm.batches import BatchApi, BatchItem, BatchResult, BatchStatus, batch_api
+    from overbrainer.llm.batches import (
+        BatchApi,
+        BatchItem,
+        BatchResult,
+        BatchStatus,
+        NotSubmitted,
+        batch_api,
+    )
     from overbrainer.llm.client import LlmClient, ProtocolClient
     from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
     from overbrainer.llm.errors import (
@@ -39,6 +46,7 @@ __all__ = [
     "InvalidResponse",
     "LlmClient",
     "LlmError",
+    "NotSubmitted",
     "OnRetry",
     "PriceBook",
     "ProtocolClient",
@@ -70,6 +78,7 @@ __getattr__ = lazy_face(
         "BatchItem": "batches",
         "BatchResult": "batches",
         "BatchStatus": "batches",
+        "NotSubmitted": "batches",
         "Completion": "types",
         "CompletionRequest": "types",
         "EMBEDDER": "connect",

@@ -6,19 +6,23 @@ import logging
 import re
 from collections.abc import Iterable
 
+import attrs
+
 from overbrainer.config.settings import Protocol, Role, Topic
 from overbrainer.llm import Completion, LlmError, wire_of
 from overbrainer.model.finish import FinishReason, ReasoningKind
-from overbrainer.pipeline.blocking import appending, read_in_thread
+from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage import (
+    BatchRecord,
     Example,
     Exclusion,
     Message,
     Meta,
     Question,
     batched_questions,
+    drop_intents,
     example_id,
     read_current,
     read_records,
@@ -98,15 +102,17 @@ def build_example(
     return Example(question.id, question.topic, question.subtopic, tuple(messages), meta)
 
 
-def pending_questions(
-    ctx: StageContext, redo: set[str]
-) -> tuple[list[Question], int, set[str], dict[str, Question]]:
-    """The selected questions to answer, in file order; how many are answered; which of the
-    `redo` IDs (answers a force replaces) no longer have a question; every question by ID.
+@attrs.frozen
+class Stored:
+    """The questions and the answered question IDs, read before a force begins: a bad line
+    in either file then stops the stage before it writes anything."""
 
-    A question is answered when `answers.jsonl` has a record of its ID, unless a force is
-    still to replace that record. Blocking: it reads every question and every stored answer.
-    """
+    questions: list[Question]
+    answered: set[str]
+
+
+def read_stored(ctx: StageContext) -> Stored:
+    """Every question (as readers see them) and every answered ID. Blocking: reads both files."""
     project = ctx.project
     questions = read_current(
         project.data_file("questions"),
@@ -114,19 +120,40 @@ def pending_questions(
         Question.from_json,
         lambda question: question.id,
     )
-    answered = set(read_records(project.data_file("answers"), example_id))
+    return Stored(questions, set(read_records(project.data_file("answers"), example_id)))
+
+
+def pending_questions(
+    ctx: StageContext, redo: set[str], stored: Stored
+) -> tuple[list[Question], int, set[str], dict[str, Question]]:
+    """The selected questions to answer, in file order; how many are answered; which of the
+    `redo` IDs (answers a force replaces) no longer have a question; every question by ID.
+
+    A question is answered when `answers.jsonl` has a record of its ID, unless a force is
+    still to replace that record.
+    """
     selected = ctx.selected_topic_names
     pending: list[Question] = []
     skipped = 0
-    for question in questions:
+    for question in stored.questions:
         if question.topic not in selected:
             continue
-        if question.id in answered and question.id not in redo:
+        if question.id in stored.answered and question.id not in redo:
             skipped += 1
         else:
             pending.append(question)
-    by_id = {question.id: question for question in questions}
+    by_id = {question.id: question for question in stored.questions}
     return pending, skipped, redo - by_id.keys(), by_id
+
+
+def intent_dropped(record: BatchRecord, why: str) -> str:
+    """The warning for an intent (a batch submit never confirmed) dropped so that its questions
+    are asked again."""
+    return (
+        f"answers: a batch of {len(record.questions)} question(s) was being submitted at "
+        f"{record.created} when the command stopped and {why}: its questions are asked again "
+        "(if the provider's console shows it, cancel it there)"
+    )
 
 
 def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]:
@@ -141,23 +168,33 @@ def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]
 async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     """Answer every selected question not in `answers.jsonl` (or whose answer a force
     replaces), `concurrency` at a time."""
-    # Rendered first, so a template that cannot render fails before a force begins.
+    # Rendered and read first, so that a template that cannot render or a bad data line
+    # fails before a force begins.
     systems = system_prompts(ctx, ctx.topics)
+    stored = await read_in_thread(lambda: read_stored(ctx))
     async with replacing(ctx, "answers") as replacement:
-        await _answer_pending(ctx, run, replacement, systems)
+        await _answer_pending(ctx, run, replacement, systems, stored)
 
 
 async def _answer_pending(
-    ctx: StageContext, run: StageRun, replacement: Replacement, systems: dict[str, str]
+    ctx: StageContext,
+    run: StageRun,
+    replacement: Replacement,
+    systems: dict[str, str],
+    stored: Stored,
 ) -> None:
     """Answer the pending questions, appending each answer as it comes."""
     assert run.role is not None
     role_client = run.role
     role = role_client.role
     redo = set(replacement.pending(ctx.selected_topic_names))
-    pending, skipped, gone, _ = await read_in_thread(lambda: pending_questions(ctx, redo))
+    pending, skipped, gone, _ = pending_questions(ctx, redo, stored)
     replacement.forget(gone)
-    batched = await read_in_thread(lambda: batched_questions(ctx.project.state / "batches"))
+    batches = ctx.project.state / "batches"
+    # An intent holds no batch ID to collect: kept, it would hold its questions back forever.
+    for record in await write_in_thread(lambda: drop_intents(batches)):
+        log.warning("%s", intent_dropped(record, "a plain `answers` cannot look it up"))
+    batched = await read_in_thread(lambda: batched_questions(batches))
     if batched:
         before = len(pending)
         pending = [question for question in pending if question.id not in batched]

@@ -25,6 +25,7 @@ from overbrainer.llm import (
     BatchResult,
     BatchStatus,
     LlmError,
+    NotSubmitted,
     ProtocolClient,
     RetryHalted,
     StatusError,
@@ -35,7 +36,9 @@ from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import (
     build_example,
     hiding_warning,
+    intent_dropped,
     pending_questions,
+    read_stored,
     system_prompts,
 )
 from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
@@ -144,11 +147,11 @@ class _BatchStage:
         ctx, run = self.ctx, self.run_
         if self.warning is not None and self.role.reasoning:
             log.warning("parent %s: %s", self.role.model, self.warning)
+        # Read first, so that a bad data line fails before a force begins.
+        stored = await read_in_thread(lambda: read_stored(ctx))
         async with replacing(ctx, "answers") as replacement:
             self.redo = set(replacement.pending(ctx.selected_topic_names))
-            pending, skipped, gone, self.questions = await read_in_thread(
-                lambda: pending_questions(ctx, self.redo)
-            )
+            pending, skipped, gone, self.questions = pending_questions(ctx, self.redo, stored)
             replacement.forget(gone)
             attached = await self._attach()
             waiting = {question for record in attached for question in record.questions}
@@ -198,16 +201,17 @@ class _BatchStage:
                 )
                 continue
             if record.id is None:
-                found = await self._call("batch", functools.partial(self.api.find, record.tag))
+                found = None
+                try:
+                    found = await self._call("batch", functools.partial(self.api.find, record.tag))
+                except StatusError as error:
+                    # The provider cannot list its batches (404 and the like): the intent
+                    # can never be resolved, so it must not hold its questions back.
+                    why = f"its batch cannot be looked up ({error.message})"
+                else:
+                    why = "no batch with its tag was found"
                 if found is None:
-                    log.warning(
-                        "answers: a batch of %d question(s) was being submitted at %s when "
-                        "the command stopped and no batch with its tag was found: its "
-                        "questions are asked again (if the provider's console shows it, "
-                        "cancel it there)",
-                        len(record.questions),
-                        record.created,
-                    )
+                    log.warning("%s", intent_dropped(record, why))
                     await write_in_thread(functools.partial(remove_batch, self.directory, record))
                     continue
                 record = await write_in_thread(
@@ -276,8 +280,9 @@ class _BatchStage:
             batch_id = await self.api.submit(items, intent.tag)
         except LlmError as error:
             reservation.release()
-            if isinstance(error, StatusError):
-                # The provider refused it: no batch was made, nothing to reconcile.
+            if isinstance(error, (StatusError, NotSubmitted)):
+                # Refused, or its input never got there: no batch was made, nothing to
+                # reconcile, so no intent may strand its questions.
                 await write_in_thread(lambda: remove_batch(self.directory, intent))
             # Else (no answer) it may have been made: the intent stays for the next run.
             for item in items:

@@ -108,7 +108,13 @@ from overbrainer.pipeline.context import (
     stage_role_name,
 )
 from overbrainer.pipeline.stage_run import Body, StageRun, summary_line
-from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
+from overbrainer.storage import (
+    HistoryRecord,
+    HistoryStatus,
+    InvalidRecord,
+    append_history,
+    utc_now,
+)
 
 __all__ = [
     "INTERRUPTED_LINE",
@@ -243,7 +249,9 @@ class StageOutcome:
 async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome:
     """Run one stage body: history line on every exit path; the outcome holds the summary.
 
-    An error that ends the stage before its summary (a bad data line, a bug) is raised.
+    An error that ends the stage before its summary (a bad data line, a bug) is raised. A bad
+    data line is bad input, found by the body's reads before it writes anything: the stage
+    did nothing, so it writes nothing either, not even its history line (as `run` does).
     """
     run = StageRun(ctx, stage)
     started_at = utc_now()
@@ -293,6 +301,8 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             await record(HistoryStatus.FAILED)
             return StageOutcome(run.stats, line, StageStopped(stage, error))
         await record(HistoryStatus.FAILED)
+        raise
+    except InvalidRecord:
         raise
     except OverbrainerError:
         await record(HistoryStatus.FAILED)

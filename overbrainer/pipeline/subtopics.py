@@ -56,16 +56,22 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
     and stay stored until its new set is: then they are dropped at once.
     """
     template = ctx.template("subtopics.txt")
+    # Read first, so that a bad data line fails before a force begins.
+    rejected, stored = await read_in_thread(lambda: _read_stored(ctx))
     async with replacing(ctx, "subtopics") as replacement:
-        await _fill_topics(ctx, run, replacement, template)
+        await _fill_topics(ctx, run, replacement, template, rejected, stored)
 
 
 async def _fill_topics(
-    ctx: StageContext, run: StageRun, replacement: Replacement, template: Template
+    ctx: StageContext,
+    run: StageRun,
+    replacement: Replacement,
+    template: Template,
+    rejected: list[RejectedSubtopic],
+    stored: list[Subtopic],
 ) -> None:
     old = replacement.old_ids(ctx.selected_topic_names)
     forced = replacement.pending(ctx.selected_topic_names)
-    rejected, stored = await read_in_thread(lambda: _read_stored(ctx))
     have: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     mine: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     for subtopic in stored:

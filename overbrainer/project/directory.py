@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.storage import space_for
 
 FORMAT_VERSION = 1
 """The project format this overbrainer reads and writes."""
@@ -204,8 +205,9 @@ def project_lock(project: Project) -> Iterator[None]:
                     f"another overbrainer ({_holder(project.lock_file)}) is using this project"
                 ) from None
             raise ProjectError(f"cannot lock {project.lock_file}: {error.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        with space_for(project.lock_file, "lock"):
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
         try:
             yield
         finally:

@@ -14,7 +14,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.storage.atomic import sync_directory, write_atomic
-from overbrainer.storage.jsonl import DataError
+from overbrainer.storage.errors import InvalidRecord
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 INTENT_PREFIX = "intent-"
@@ -74,6 +74,14 @@ def remove_batch(directory: Path, record: BatchRecord) -> None:
     sync_directory(directory)
 
 
+def drop_intents(directory: Path) -> list[BatchRecord]:
+    """Remove every intent (a record without a batch ID) of `directory`; the removed ones."""
+    intents = [record for record in read_batches(directory) if record.id is None]
+    for record in intents:
+        remove_batch(directory, record)
+    return intents
+
+
 def read_batches(directory: Path) -> list[BatchRecord]:
     """Every record and intent in `directory`, oldest first; `DataError` names a bad file."""
     if not directory.is_dir():
@@ -83,7 +91,7 @@ def read_batches(directory: Path) -> list[BatchRecord]:
         try:
             records.append(BatchRecord.from_json(path.read_text(encoding="utf-8")))
         except ValueError as error:
-            raise DataError(f"{path}: not a batch record", str(error)) from None
+            raise InvalidRecord(f"{path}: not a batch record", str(error)) from None
     return sorted(records, key=lambda record: (record.created, record.tag))
 
 

@@ -23,7 +23,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.storage.atomic import sync_directory, write_atomic
-from overbrainer.storage.jsonl import DataError
+from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord
 
 
 @codec.record("force state", strict=False, require=("topics", "pending", "dropped"))
@@ -85,7 +85,7 @@ def load_force_state(path: Path) -> ForceState | None:
     try:
         return ForceState.from_json(text)
     except ValueError:
-        raise DataError(
+        raise InvalidRecord(
             f"{path}: not a valid force state (delete it to abandon the unfinished --force)"
         ) from None
 
@@ -100,5 +100,7 @@ def save_force_state(path: Path, state: ForceState) -> None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, state.to_json() + "\n")
+    except DiskFull:
+        raise
     except OSError as error:
         raise DataError(f"cannot write {path}", error.strerror or type(error).__name__) from None

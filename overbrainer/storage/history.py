@@ -13,7 +13,8 @@ import attrs
 from overbrainer.events.types import Stage, StageStats
 from overbrainer.model import codec
 from overbrainer.model.redact import redact
-from overbrainer.storage.jsonl import DataError, open_appender
+from overbrainer.storage.errors import DataError
+from overbrainer.storage.jsonl import open_appender
 
 log = logging.getLogger(__name__)
 

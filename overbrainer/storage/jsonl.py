@@ -17,8 +17,21 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar, cast
 
-from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 from overbrainer.storage.atomic import write_atomic_chunks
+from overbrainer.storage.errors import NO_SPACE, DataError, DiskFull, InvalidRecord
+
+__all__ = [
+    "Appender",
+    "DataError",
+    "Stamp",
+    "file_stamp",
+    "open_appender",
+    "open_file_appender",
+    "read_records",
+    "read_records_at",
+    "rewrite",
+    "rewrite_from",
+]
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +42,9 @@ _READ_BLOCK = 1 << 22
 _WRITE_BATCH = 1024
 
 
-class DataError(OverbrainerError):
-    """A data file cannot be read or written, or holds an invalid record."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, cause: str | None = None) -> None:
-        super().__init__(message if not cause else f"{message}: {cause}")
-        self.cause = cause
-
-
 def _access_error(path: Path, error: OSError) -> DataError:
+    if error.errno in NO_SPACE:
+        return DiskFull(path, error)
     return DataError(f"cannot access {path}", error.strerror or type(error).__name__)
 
 
@@ -113,7 +118,7 @@ def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
                 for line in _split_lines(block):
                     number += 1
                     if line is None:
-                        raise DataError(f"{path}:{number}: invalid record", "not valid UTF-8")
+                        raise InvalidRecord(f"{path}:{number}: invalid record", "not valid UTF-8")
                     start = offset
                     length = len(line) if line.isascii() else len(line.encode("utf-8"))
                     offset += length + 1
@@ -123,7 +128,7 @@ def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
                         append(parse(line, start, length))
                     except ValueError as error:
                         message = f"{path}:{number}: invalid record"
-                        raise DataError(message, str(error)) from error
+                        raise InvalidRecord(message, str(error)) from error
     except FileNotFoundError:
         return []
     except OSError as error:

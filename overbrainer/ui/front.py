@@ -52,20 +52,39 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextlib.asynccontextmanager
 async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
-    """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable."""
-    with contextlib.ExitStack() as stack:
-        try:
-            receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
-        except (RuntimeError, ValueError) as error:
-            log.warning("cannot catch Ctrl-C: %s", error)
-            yield False
-            return
-        async with unwrapped(), trio.open_nursery() as nursery:
-            nursery.start_soon(_watch_signals, receiver, on_signal)
+    """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable.
+
+    Once one came, the orderly exit it began is never cut short: leaving, the signals are
+    ignored for the rest of the process (the exit code already says 130), instead of going
+    back to the handler that would kill it mid-exit. `SIG_IGN`, not a Python handler: Python
+    resets its own handlers to the default one while it finalizes, but leaves an ignored
+    signal ignored.
+    """
+    came = False
+
+    def noted() -> None:
+        nonlocal came
+        came = True
+        on_signal()
+
+    try:
+        with contextlib.ExitStack() as stack:
             try:
-                yield True
-            finally:
-                nursery.cancel_scope.cancel()
+                receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
+            except (RuntimeError, ValueError) as error:
+                log.warning("cannot catch Ctrl-C: %s", error)
+                yield False
+                return
+            async with unwrapped(), trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_signals, receiver, noted)
+                try:
+                    yield True
+                finally:
+                    nursery.cancel_scope.cancel()
+    finally:
+        if came:
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
 
 
 class CliFrontend:

@@ -6,10 +6,23 @@ from overbrainer.config.settings import BatchApi as Kind
 from overbrainer.llm.batches.anthropic import AnthropicBatches
 from overbrainer.llm.batches.inline import InlineBatches
 from overbrainer.llm.batches.openai import OpenAiBatches
-from overbrainer.llm.batches.types import BatchApi, BatchItem, BatchResult, BatchStatus
+from overbrainer.llm.batches.types import (
+    BatchApi,
+    BatchItem,
+    BatchResult,
+    BatchStatus,
+    NotSubmitted,
+)
 from overbrainer.llm.http import HttpClient
 
-__all__ = ["BatchApi", "BatchItem", "BatchResult", "BatchStatus", "batch_api"]
+__all__ = [
+    "BatchApi",
+    "BatchItem",
+    "BatchResult",
+    "BatchStatus",
+    "NotSubmitted",
+    "batch_api",
+]
 
 
 def batch_api(kind: Kind, http: HttpClient, model: str) -> BatchApi:

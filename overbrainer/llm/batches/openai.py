@@ -7,7 +7,13 @@ import secrets
 from collections.abc import Sequence
 
 from overbrainer.llm import openai
-from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus, jsonl_results
+from overbrainer.llm.batches.types import (
+    BatchItem,
+    BatchResult,
+    BatchStatus,
+    NotSubmitted,
+    jsonl_results,
+)
 from overbrainer.llm.errors import InvalidResponse, LlmError
 from overbrainer.llm.http import HttpClient
 from overbrainer.llm.types import Json
@@ -105,8 +111,11 @@ class OpenAiBatches:
         """Upload the input file (`purpose=batch`), then create the batch of it."""
         content = b"".join(batch_line(self.model, item) for item in items)
         body, content_type = multipart({"purpose": "batch"}, f"{tag}.jsonl", content)
-        uploaded = await self.http.post_content("files", body, content_type)
-        file_id = _id_of(uploaded, "uploaded file")
+        try:
+            uploaded = await self.http.post_content("files", body, content_type)
+            file_id = _id_of(uploaded, "uploaded file")
+        except LlmError as error:
+            raise NotSubmitted(error) from error
         created = await self.http.post(
             "batches",
             {

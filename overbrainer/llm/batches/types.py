@@ -8,6 +8,7 @@ from typing import Protocol as TypingProtocol
 
 import attrs
 
+from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import Completion, CompletionRequest, Json
 
 
@@ -85,3 +86,16 @@ def jsonl_results(text: str, result_of: Callable[[Json], BatchResult | None]) ->
         if result is not None:
             found.append(result)
     return found
+
+
+class NotSubmitted(LlmError):
+    """A submit that failed before the provider could make the batch (its input file never
+    got there): unlike a create with no answer, nothing may be running to reconcile later."""
+
+    def __init__(self, cause: LlmError) -> None:
+        super().__init__(cause.message)
+        self.cause = cause
+
+    @property
+    def stops_stage(self) -> bool:
+        return self.cause.stops_stage
