@@ -170,7 +170,10 @@ async def test_kill_9_after_submission_then_a_rerun_reattaches(tmp_path: Path) -
     assert batch_files(root) == []
 
 
-async def test_an_intent_left_by_a_crash_is_reconciled_by_its_tag(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plain_first", [False, True], ids=["batch", "plain-then-batch"])
+async def test_an_intent_left_by_a_crash_is_reconciled_by_its_tag(
+    tmp_path: Path, plain_first: bool
+) -> None:
     root = make_project(tmp_path / "p")
     questions = write_questions(root, 2)
     async with open_fake() as fake:
@@ -187,6 +190,16 @@ async def test_an_intent_left_by_a_crash_is_reconciled_by_its_tag(tmp_path: Path
         (directory / "batch_1.json").unlink()
         (directory / f"intent-{record['tag']}.json").write_text(json.dumps({**record, "id": None}))
         fake.hold = False
+        if plain_first:
+            # The batch exists and is billed: a plain `answers` must not ask its questions again.
+            plain = await overbrainer(root, "answers", url=fake.url, env=FAST)
+            assert plain.code == 0, plain.stderr
+            assert fake.singles == 0
+            assert (
+                f"2 question(s) are in batches submitted earlier and are not asked again: {COLLECT}"
+                in (plain.stderr)
+            )
+            assert [p.name for p in batch_files(root)] == ["batch_1.json"]
         rerun = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
         assert rerun.code == 0, rerun.stderr
         assert fake.submissions == 1
@@ -419,7 +432,7 @@ async def test_a_plain_answers_drops_an_intent_and_asks_its_questions(
         done = await overbrainer(root, *args, url=fake.url, env=FAST)
         assert fake.singles == 2
     assert done.code == 0, done.stderr
-    assert DROPPED.format("a plain `answers` cannot look it up") in done.stderr
+    assert DROPPED.format("no batch with its tag was found") in done.stderr
     assert done.out_lines[0].startswith("answers: 2 done, 0 skipped, 0 failed")
     assert sorted(e.id for e in read_examples(root)) == sorted(q.id for q in questions)
     assert batch_files(root) == []

@@ -4,31 +4,42 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
 from overbrainer.config.settings import Protocol, Role, Topic
-from overbrainer.llm import Completion, LlmError, wire_of
+from overbrainer.llm import (
+    Completion,
+    LlmError,
+    ProtocolClient,
+    batch_api,
+    wire_of,
+    with_retry,
+)
 from overbrainer.model.finish import FinishReason, ReasoningKind
-from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
+from overbrainer.pipeline.batch_intents import resolve_intent
+from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage import (
-    BatchRecord,
     Example,
     Exclusion,
     Message,
     Meta,
     Question,
     batched_questions,
-    drop_intents,
     example_id,
+    read_batches,
     read_current,
     read_records,
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 PROTOCOL_HIDES = (
     "the {} protocol never returns raw reasoning: every answer will be excluded from training"
@@ -146,16 +157,6 @@ def pending_questions(
     return pending, skipped, redo - by_id.keys(), by_id
 
 
-def intent_dropped(record: BatchRecord, why: str) -> str:
-    """The warning for an intent (a batch submit never confirmed) dropped so that its questions
-    are asked again."""
-    return (
-        f"answers: a batch of {len(record.questions)} question(s) was being submitted at "
-        f"{record.created} when the command stopped and {why}: its questions are asked again "
-        "(if the provider's console shows it, cancel it there)"
-    )
-
-
 def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]:
     """Each of `topics`' rendered `answer_system.txt`."""
     template = ctx.template("answer_system.txt")
@@ -163,6 +164,27 @@ def system_prompts(ctx: StageContext, topics: Iterable[Topic]) -> dict[str, str]
         topic.name: template.render(topic=topic.name, description=topic.description)
         for topic in topics
     }
+
+
+async def resolve_intents(ctx: StageContext, run: StageRun, batches: Path) -> None:
+    """Look up the batches whose submit was never confirmed: a found one holds its questions
+    for `answers --batch`, the others are dropped (`pipeline/batch_intents.py`)."""
+    intents = [r for r in await read_in_thread(lambda: read_batches(batches)) if r.id is None]
+    if not intents:
+        return
+    assert run.role is not None
+    provider = ctx.settings.provider_of(run.role.role)
+    client = run.role.client
+    api = None
+    if provider.batch_kind is not None and isinstance(client, ProtocolClient):
+        api = batch_api(provider.batch_kind, client.http, run.role.role.model)
+
+    async def call(what: str, op: Callable[[], Awaitable[T]]) -> T:
+        assert isinstance(client, ProtocolClient)  # only called with an `api`
+        return await with_retry(client.retry, op, run.on_retry(what), gate=run)
+
+    for record in intents:
+        await resolve_intent(api, call, batches, record)
 
 
 async def answers_stage(ctx: StageContext, run: StageRun) -> None:
@@ -191,9 +213,7 @@ async def _answer_pending(
     pending, skipped, gone, _ = pending_questions(ctx, redo, stored)
     replacement.forget(gone)
     batches = ctx.project.state / "batches"
-    # An intent holds no batch ID to collect: kept, it would hold its questions back forever.
-    for record in await write_in_thread(lambda: drop_intents(batches)):
-        log.warning("%s", intent_dropped(record, "a plain `answers` cannot look it up"))
+    await resolve_intents(ctx, run, batches)
     batched = await read_in_thread(lambda: batched_questions(batches))
     if batched:
         before = len(pending)

@@ -36,11 +36,11 @@ from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import (
     build_example,
     hiding_warning,
-    intent_dropped,
     pending_questions,
     read_stored,
     system_prompts,
 )
+from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import replacing
@@ -201,22 +201,10 @@ class _BatchStage:
                 )
                 continue
             if record.id is None:
-                found = None
-                try:
-                    found = await self._call("batch", functools.partial(self.api.find, record.tag))
-                except StatusError as error:
-                    # The provider cannot list its batches (404 and the like): the intent
-                    # can never be resolved, so it must not hold its questions back.
-                    why = f"its batch cannot be looked up ({error.message})"
-                else:
-                    why = "no batch with its tag was found"
-                if found is None:
-                    log.warning("%s", intent_dropped(record, why))
-                    await write_in_thread(functools.partial(remove_batch, self.directory, record))
+                resolved = await resolve_intent(self.api, self._call, self.directory, record)
+                if resolved is None:
                     continue
-                record = await write_in_thread(
-                    functools.partial(submitted, self.directory, record, found)
-                )
+                record = resolved
             log.info(
                 "answers: re-attached to batch %s (%d question(s))",
                 record.id,

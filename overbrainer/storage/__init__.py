@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from overbrainer.storage.batches import (
         BatchRecord,
         batched_questions,
-        drop_intents,
         read_batches,
         remove_batch,
         submitted,
@@ -90,7 +89,6 @@ __all__ = [
     "begin",
     "compact",
     "current",
-    "drop_intents",
     "example_head",
     "example_id",
     "file_stamp",
@@ -147,7 +145,6 @@ __getattr__ = lazy_face(
         "begin": "replacement",
         "compact": "replacement",
         "current": "replacement",
-        "drop_intents": "batches",
         "example_head": "records",
         "example_id": "records",
         "file_stamp": "jsonl",

@@ -74,14 +74,6 @@ def remove_batch(directory: Path, record: BatchRecord) -> None:
     sync_directory(directory)
 
 
-def drop_intents(directory: Path) -> list[BatchRecord]:
-    """Remove every intent (a record without a batch ID) of `directory`; the removed ones."""
-    intents = [record for record in read_batches(directory) if record.id is None]
-    for record in intents:
-        remove_batch(directory, record)
-    return intents
-
-
 def read_batches(directory: Path) -> list[BatchRecord]:
     """Every record and intent in `directory`, oldest first; `DataError` names a bad file."""
     if not directory.is_dir():
