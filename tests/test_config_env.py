@@ -244,11 +244,36 @@ def test_dotenv_keys_are_checked_like_the_shell(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("dotenv", "line"),
-    [("A=1\nB=2\nsk-or-v1-SECRET\n", 3), ("A=1\nKEY VALUE=sk-SECRET\n", 2), ('X="sk-SECRET\n', 1)],
+    [
+        ("A=1\nB=2\nsk-or-v1-SECRET\n", 3),
+        ("A=1\nKEY VALUE=sk-SECRET\n", 2),
+        ('X="sk-SECRET\n', 1),
+        ("A=1\n# two words\nK=two words\n", 3),
+        ("K=sk one # a comment\n", 1),
+        ("export K=\ttab\tsk\n", 1),
+    ],
 )
 def test_dotenv_syntax_error_names_the_line_only(tmp_path: Path, dotenv: str, line: int) -> None:
     message = failure(write(tmp_path, dotenv=dotenv), {})
     assert message == f"cannot parse .env (syntax error at line {line})"
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ("K=one # a comment\n", "one"),
+        ('K="two words"  # quoted\n', "two words"),
+        ("K='two words'\n", "two words"),
+        ("K=  padded  \n", "padded"),
+        ("K=a#b\n", "a#b"),
+    ],
+)
+def test_dotenv_values_the_reference_reads_alike_still_load(
+    tmp_path: Path, line: str, value: str
+) -> None:
+    env: dict[str, str] = {}
+    load_settings(write(tmp_path, dotenv=line), env)
+    assert env["K"] == value
 
 
 def test_dotenv_that_is_not_utf8_names_the_file_and_byte(tmp_path: Path) -> None:
