@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.pipeline_support import make_project, overbrainer
+from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.storage.jsonl import read_records
+from overbrainer.storage.records import Subtopic
+from tests.pipeline_support import make_project, overbrainer, read_examples, write_questions
 
 
 async def test_a_dotenv_value_with_a_space_is_a_syntax_error_naming_its_line(
@@ -16,3 +19,32 @@ async def test_a_dotenv_value_with_a_space_is_a_syntax_error_naming_its_line(
     assert result.code == 2
     assert result.stdout == ""
     assert result.stderr == "error: cannot parse .env (syntax error at line 3)\n"
+
+
+async def test_a_record_separator_is_an_answer_not_blank_space(tmp_path: Path) -> None:
+    # Rust trims Unicode White_Space only: U+001E is content, so the answer is not `empty`.
+    root = make_project(tmp_path / "p")
+    write_questions(root, 1)
+
+    def separator(_request: Recorded) -> Reply:
+        return Reply(content="\x1e", reasoning="The user asks. Let me think.", usage=(10, 5))
+
+    async with open_stub(separator) as stub:
+        result = await overbrainer(root, "answers", url=stub.url)
+    assert result.code == 0, result.stderr
+    [example] = read_examples(root)
+    assert example.meta.excluded is None
+    assert example.messages[-1].content == "\x1e"
+
+
+async def test_list_items_keep_a_trailing_record_separator(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+
+    def names(_request: Recorded) -> Reply:
+        return Reply(content='["Moves\\u001e", " Traits\\u001f "]', usage=(10, 5))
+
+    async with open_stub(names) as stub:
+        result = await overbrainer(root, "subtopics", "--topic", "ownership", url=stub.url)
+    assert result.code == 0, result.stderr
+    stored = read_records(root / "data" / "subtopics.jsonl", Subtopic.from_json)
+    assert [s.name for s in stored] == ["Moves\x1e", "Traits\x1f"]

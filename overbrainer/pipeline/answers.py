@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from overbrainer.config.settings import Protocol, Role, Topic
 from overbrainer.llm import Completion, LlmError, wire_of
 from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.model.rust_text import trim
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
@@ -60,7 +61,7 @@ def exclusion(completion: Completion, kind: ReasoningKind, reasoning: bool) -> E
         return Exclusion.TRUNCATED
     if completion.finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER):
         return Exclusion.REFUSED
-    if not completion.content.strip():
+    if not trim(completion.content):
         return Exclusion.EMPTY
     if reasoning and kind is not ReasoningKind.RAW:
         return Exclusion.NO_RAW_REASONING
