@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
@@ -48,3 +49,15 @@ async def test_list_items_keep_a_trailing_record_separator(tmp_path: Path) -> No
     assert result.code == 0, result.stderr
     stored = read_records(root / "data" / "subtopics.jsonl", Subtopic.from_json)
     assert [s.name for s in stored] == ["Moves\x1e", "Traits\x1f"]
+
+
+async def test_a_hard_linked_lock_file_is_refused_in_the_references_words(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    lock = root / ".overbrainer" / "lock"
+    lock.write_text("")
+    os.link(lock, tmp_path / "second-name")
+    result = await overbrainer(root, "split", url="http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert result.stderr == f"error: refusing to use {lock}: it is a symbolic link\n"
