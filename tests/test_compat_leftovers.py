@@ -61,3 +61,11 @@ async def test_a_hard_linked_lock_file_is_refused_in_the_references_words(
     result = await overbrainer(root, "split", url="http://127.0.0.1:9/v1")
     assert result.code == 2
     assert result.stderr == f"error: refusing to use {lock}: it is a symbolic link\n"
+
+
+async def test_split_help_says_what_orphaned_answers_are(tmp_path: Path) -> None:
+    result = await overbrainer(tmp_path, "split", "--help", url="http://127.0.0.1:9/v1")
+    assert result.code == 0
+    text = " ".join(result.stdout.split())
+    assert "are orphaned answers: they stay in data/answers.jsonl" in text
+    assert "counted as orphaned" in text
