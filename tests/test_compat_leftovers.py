@@ -69,3 +69,36 @@ async def test_split_help_says_what_orphaned_answers_are(tmp_path: Path) -> None
     text = " ".join(result.stdout.split())
     assert "are orphaned answers: they stay in data/answers.jsonl" in text
     assert "counted as orphaned" in text
+
+
+async def test_a_mistyped_command_gets_a_suggestion(tmp_path: Path) -> None:
+    result = await overbrainer(tmp_path, "splt", url="http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert result.stderr == (
+        "error: No such command 'splt'. Did you mean 'split'?; see `overbrainer --help`\n"
+    )
+
+
+async def test_a_mistyped_config_key_gets_a_suggestion(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", pipeline="dedup_treshold = 0.5")
+    env = {"OVERBRAINER_PIPELINE__CONCURENCY": "3"}
+    result = await overbrainer(root, "config", "check", url="http://127.0.0.1:9/v1", env=env)
+    assert result.code == 2
+    assert result.stderr == (
+        "error: invalid configuration:\n"
+        "  unknown field `pipeline.concurency` (from OVERBRAINER_PIPELINE__CONCURENCY), "
+        "did you mean `pipeline.concurrency`?\n"
+        "  unknown field `pipeline.dedup_treshold`, did you mean `pipeline.dedup_threshold`?\n"
+    )
+
+
+async def test_an_unknown_variant_lists_the_allowed_values(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / "overbrainer.toml"
+    config.write_text(config.read_text().replace('protocol = "openai"', 'protocol = "openia"'))
+    result = await overbrainer(root, "config", "check", url="http://127.0.0.1:9/v1")
+    assert result.code == 2
+    assert result.stderr == (
+        "error: invalid configuration: `providers.stub.protocol`: unknown variant, "
+        "expected one of `openai`, `anthropic`, `stub`\n"
+    )

@@ -152,13 +152,15 @@ def test_env_only_keys_come_from_the_environment(tmp_path: Path) -> None:
         (
             '[targets.pod]\nkind = "runpod"\ngpu_type = "A100"\nmax_hours = 1.0\n'
             'gpu_types = "auto"\n',
-            "targets.pod.gpu_type",
+            "targets.pod.gpu_type, did you mean `targets.pod.gpu_types`?",
         ),
     ],
 )
 def test_unknown_keys_in_the_file(tmp_path: Path, extra: str, field: str) -> None:
     text = extra + BASE if not extra.startswith("[") else BASE + extra
-    assert failure(write(tmp_path, text), {}) == f"invalid configuration: unknown field `{field}`"
+    key, _, hint = field.partition(", ")
+    expected = f"invalid configuration: unknown field `{key}`" + (f", {hint}" if hint else "")
+    assert failure(write(tmp_path, text), {}) == expected
 
 
 @pytest.mark.parametrize(
@@ -170,10 +172,17 @@ def test_unknown_keys_in_the_file(tmp_path: Path, extra: str, field: str) -> Non
     ],
 )
 def test_unknown_keys_in_the_environment(tmp_path: Path, name: str, field: str) -> None:
-    assert (
-        failure(write(tmp_path), {name: "1"})
-        == f"invalid configuration: unknown field `{field}` (from {name})"
+    message = failure(write(tmp_path), {name: "1"})
+    assert message.startswith(f"invalid configuration: unknown field `{field}` (from {name})")
+
+
+def test_a_mistyped_key_gets_the_closest_known_one(tmp_path: Path) -> None:
+    message = failure(write(tmp_path), {"OVERBRAINER_PIPELINE__CONCURENCY": "1"})
+    assert message == (
+        "invalid configuration: unknown field `pipeline.concurency` "
+        "(from OVERBRAINER_PIPELINE__CONCURENCY), did you mean `pipeline.concurrency`?"
     )
+    assert "did you mean" not in failure(write(tmp_path), {"OVERBRAINER_NOPE": "1"})
 
 
 def test_a_variable_for_a_target_or_provider_the_file_lacks_names_it(tmp_path: Path) -> None:
