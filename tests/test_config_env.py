@@ -152,13 +152,15 @@ def test_env_only_keys_come_from_the_environment(tmp_path: Path) -> None:
         (
             '[targets.pod]\nkind = "runpod"\ngpu_type = "A100"\nmax_hours = 1.0\n'
             'gpu_types = "auto"\n',
-            "targets.pod.gpu_type",
+            "targets.pod.gpu_type, did you mean `targets.pod.gpu_types`?",
         ),
     ],
 )
 def test_unknown_keys_in_the_file(tmp_path: Path, extra: str, field: str) -> None:
     text = extra + BASE if not extra.startswith("[") else BASE + extra
-    assert failure(write(tmp_path, text), {}) == f"invalid configuration: unknown field `{field}`"
+    key, _, hint = field.partition(", ")
+    expected = f"invalid configuration: unknown field `{key}`" + (f", {hint}" if hint else "")
+    assert failure(write(tmp_path, text), {}) == expected
 
 
 @pytest.mark.parametrize(
@@ -170,10 +172,17 @@ def test_unknown_keys_in_the_file(tmp_path: Path, extra: str, field: str) -> Non
     ],
 )
 def test_unknown_keys_in_the_environment(tmp_path: Path, name: str, field: str) -> None:
-    assert (
-        failure(write(tmp_path), {name: "1"})
-        == f"invalid configuration: unknown field `{field}` (from {name})"
+    message = failure(write(tmp_path), {name: "1"})
+    assert message.startswith(f"invalid configuration: unknown field `{field}` (from {name})")
+
+
+def test_a_mistyped_key_gets_the_closest_known_one(tmp_path: Path) -> None:
+    message = failure(write(tmp_path), {"OVERBRAINER_PIPELINE__CONCURENCY": "1"})
+    assert message == (
+        "invalid configuration: unknown field `pipeline.concurency` "
+        "(from OVERBRAINER_PIPELINE__CONCURENCY), did you mean `pipeline.concurrency`?"
     )
+    assert "did you mean" not in failure(write(tmp_path), {"OVERBRAINER_NOPE": "1"})
 
 
 def test_a_variable_for_a_target_or_provider_the_file_lacks_names_it(tmp_path: Path) -> None:
@@ -244,11 +253,36 @@ def test_dotenv_keys_are_checked_like_the_shell(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("dotenv", "line"),
-    [("A=1\nB=2\nsk-or-v1-SECRET\n", 3), ("A=1\nKEY VALUE=sk-SECRET\n", 2), ('X="sk-SECRET\n', 1)],
+    [
+        ("A=1\nB=2\nsk-or-v1-SECRET\n", 3),
+        ("A=1\nKEY VALUE=sk-SECRET\n", 2),
+        ('X="sk-SECRET\n', 1),
+        ("A=1\n# two words\nK=two words\n", 3),
+        ("K=sk one # a comment\n", 1),
+        ("export K=\ttab\tsk\n", 1),
+    ],
 )
 def test_dotenv_syntax_error_names_the_line_only(tmp_path: Path, dotenv: str, line: int) -> None:
     message = failure(write(tmp_path, dotenv=dotenv), {})
     assert message == f"cannot parse .env (syntax error at line {line})"
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ("K=one # a comment\n", "one"),
+        ('K="two words"  # quoted\n', "two words"),
+        ("K='two words'\n", "two words"),
+        ("K=  padded  \n", "padded"),
+        ("K=a#b\n", "a#b"),
+    ],
+)
+def test_dotenv_values_the_reference_reads_alike_still_load(
+    tmp_path: Path, line: str, value: str
+) -> None:
+    env: dict[str, str] = {}
+    load_settings(write(tmp_path, dotenv=line), env)
+    assert env["K"] == value
 
 
 def test_dotenv_that_is_not_utf8_names_the_file_and_byte(tmp_path: Path) -> None:

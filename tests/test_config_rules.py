@@ -75,7 +75,9 @@ def test_syntax_error_gives_line_and_column_only(tmp_path: Path) -> None:
 
 def test_unknown_field(tmp_path: Path) -> None:
     text = HEAD + ROLES.replace('model = "g"', 'model = "g", modle = "h"')
-    assert problems(tmp_path, text) == ["unknown field `roles.generator.modle`"]
+    assert problems(tmp_path, text) == [
+        "unknown field `roles.generator.modle`, did you mean `roles.generator.model`?"
+    ]
 
 
 def test_missing_field(tmp_path: Path) -> None:
@@ -86,7 +88,10 @@ def test_missing_field(tmp_path: Path) -> None:
 
 def test_unknown_variant(tmp_path: Path) -> None:
     text = HEAD.replace('protocol = "anthropic"', 'protocol = "grpc"') + ROLES
-    assert problems(tmp_path, text) == ["`providers.claude.protocol`: unknown variant"]
+    assert problems(tmp_path, text) == [
+        "`providers.claude.protocol`: unknown variant, expected one of `openai`, `anthropic`, "
+        "`stub`"
+    ]
 
 
 def test_a_single_parse_problem_stays_on_one_line(tmp_path: Path) -> None:

@@ -110,19 +110,6 @@ async def test_the_embedded_transport_answers_like_the_stand_in() -> None:
     assert [r.path for r in transport.stub.requests] == ["/v1/models", "/v1/chat/completions"]
 
 
-async def test_a_missing_key_stops_a_stage_command_before_any_request(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p")
-    # A host that does not resolve: had a request been tried, the error would say so.
-    result = await overbrainer(root, "subtopics", url="http://provider.invalid/v1")
-    assert result.code == 2
-    assert result.stdout == ""
-    assert result.stderr == (
-        "error: providers.stub.api_key is not set (set OVERBRAINER_PROVIDERS__STUB__API_KEY); "
-        "roles.generator uses it\n"
-    )
-    assert not (root / "data").exists()
-
-
 async def test_a_vault_key_without_vault_addr_stops_a_stage_before_any_request(
     tmp_path: Path,
 ) -> None:

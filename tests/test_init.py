@@ -83,12 +83,13 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
         "use it\n"
     )
     (demo / ".env").write_text((demo / ".env.example").read_text())
+    # No key is a warning, not a refusal: a self-hosted server on another machine needs none.
     empty = overbrainer("config", "check", cwd=demo)
-    assert empty.returncode == 2
-    assert empty.stderr == (
-        "error: providers.openrouter.api_key is empty "
-        "(set OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY); roles.generator and roles.parent "
-        "use it\n"
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stderr.endswith(
+        " WARN providers.openrouter.api_key is empty "
+        "(set OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY if openrouter.ai needs one): its "
+        "requests go without an auth header; roles.generator and roles.parent use it\n"
     )
     (demo / ".env").write_text(
         (demo / ".env.example")

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from overbrainer.model.rust_text import trim
 from overbrainer.pipeline.listparse import string_array
 
 
@@ -106,6 +107,22 @@ def test_nothing_is_none(text: str) -> None:
 
 @given(st.lists(st.text()))
 def test_any_json_array_of_strings_reads_back_trimmed(items: list[str]) -> None:
-    expected = [item.strip() for item in items if item.strip()]
+    expected = [trim(item) for item in items if trim(item)]
     result = string_array("Sure! " + json.dumps(items) + " Done.")
     assert result == (expected or None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # U+001C..U+001F are whitespace to Python, text to the reference (Rust White_Space).
+        ('["\\u001e", "a"]', ["\x1e", "a"]),
+        ('["Moves\\u001e", " Traits\\u001f"]', ["Moves\x1e", "Traits\x1f"]),
+        ("- x\x1e\n- y", ["x\x1e", "y"]),
+        ("-\x1eitem\n- b", ["b"]),
+        ("\x1e- x\n* y", ["y"]),
+        ("1.\x1fitem\n\u3000- y\u2028", ["\x1fitem", "y"]),
+    ],
+)
+def test_only_unicode_white_space_is_whitespace(text: str, expected: list[str]) -> None:
+    assert string_array(text) == expected

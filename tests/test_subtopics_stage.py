@@ -90,18 +90,37 @@ async def test_rejected_and_stored_names_are_never_stored_again(tmp_path: Path) 
     assert stats.done == 1
 
 
-async def test_a_short_answer_still_counts_done_and_the_rerun_asks_for_the_rest(
+async def test_a_short_answer_is_asked_again_for_the_rest_in_the_same_run(
     tmp_path: Path,
 ) -> None:
     async with harness(tmp_path, OWNERSHIP) as h:
-        h.stub.queue(_reply("Borrowing", "borrowing"))
+        h.stub.queue(_reply("Borrowing", "borrowing"), _reply("Borrowing", "Lifetimes", "Moves"))
+        stats = await h.run(Stage.SUBTOPICS, subtopics_stage)
+        prompts = [r.prompt or "" for r in h.stub.completions]
+    assert stats.done == 1
+    assert stats.usage == Usage(200, 100)
+    assert [(e.id, e.usage, e.written) for e in h.done_events()] == [
+        ("ownership", Usage(200, 100), 3)
+    ]
+    assert len(prompts) == 2
+    assert "List 3 distinct" in prompts[0]
+    assert "List 2 distinct" in prompts[1]
+    assert [s.name for s in h.subtopics()] == ["Borrowing", "Lifetimes", "Moves"]
+
+
+async def test_a_topic_left_short_counts_done_and_the_rerun_asks_for_the_rest(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, OWNERSHIP) as h:
+        # One new name, then `max_retries` (2) answers with nothing new: the topic stops short.
+        h.stub.queue(*[_reply("Borrowing", "borrowing")] * 3)
         first = await h.run(Stage.SUBTOPICS, subtopics_stage)
         h.stub.queue(_reply("Borrowing", "Lifetimes", "Moves"))
         second = await h.run(Stage.SUBTOPICS, subtopics_stage)
         prompts = [r.prompt or "" for r in h.stub.completions]
     assert (first.done, second.done) == (1, 1)
-    assert "List 3 distinct" in prompts[0]
-    assert "List 2 distinct" in prompts[1]
+    assert len(prompts) == 4
+    assert "List 2 distinct" in prompts[3]
     assert [s.name for s in h.subtopics()] == ["Borrowing", "Lifetimes", "Moves"]
 
 

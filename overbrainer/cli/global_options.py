@@ -102,6 +102,16 @@ class GlobalOptionsGroup(click.Group):
         """Every command name, loaded or not."""
         return sorted(set(self.commands) | set(self.lazy_commands))
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's; a mistyped name first loads every command, so that click's «Did you
+        mean» (drawn from the loaded ones) can name any of them."""
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            for name in self.lazy_commands:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command, importing its module the first time it is asked for."""
         if cmd_name not in self.commands and cmd_name in self.lazy_commands:

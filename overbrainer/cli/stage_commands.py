@@ -87,7 +87,14 @@ def answers(
     _pipeline_command(request)
 
 
-@cli.command()
+SPLIT_HELP = """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers.
+
+Answers left by a topic no longer in overbrainer.toml, or by a question no longer in
+data/questions.jsonl (after `questions --force`), are orphaned answers: they stay in
+data/answers.jsonl, are left out of train and eval, and are counted as orphaned."""
+
+
+@cli.command(help=SPLIT_HELP)
 @click.option(
     "--topic",
     metavar="NAME",

@@ -35,6 +35,34 @@ class EnvStr(str):
     __slots__ = ()
 
 
+def _spaced_unquoted(line: str) -> bool:
+    """Whether the entry's unquoted value goes on after a space (`K=two words`).
+
+    python-dotenv keeps such a value whole; the reference's dotenv ends an unquoted value at
+    a space and refuses anything but a `#` comment after it, so the same `.env` works in both
+    only if we refuse it too. Quotes and `\\ ` escapes are read as it reads them.
+    """
+    value = line.partition("=")[2].lstrip(" \t").rstrip("\r\n")
+    quote = ""
+    escaped = ended = False
+    for char in value:
+        if ended:
+            if char in " \t":
+                continue
+            return char != "#"
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in " \t":
+            ended = True
+    return False
+
+
 def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[str]:
     """Put `.env` entries into `environ` without overriding it; return the keys it added.
 
@@ -51,7 +79,11 @@ def load_dotenv(project_dir: Path, environ: MutableMapping[str, str]) -> list[st
     entries: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
         # A line without `=` is refused too: it is most often a pasted secret.
-        if binding.error or (binding.key is not None and binding.value is None):
+        if (
+            binding.error
+            or (binding.key is not None and binding.value is None)
+            or (binding.key is not None and _spaced_unquoted(binding.original.string))
+        ):
             raise ConfigError(f"cannot parse .env (syntax error at line {binding.original.line})")
         if binding.key is None or binding.key in entries or binding.value is None:
             continue

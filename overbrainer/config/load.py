@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+import enum
 import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping, MutableMapping
+import typing
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -192,10 +195,14 @@ def _converter() -> cattrs.Converter:
 _CONVERTER = _converter()
 
 
-def _problems(error: BaseException, path: str) -> list[str]:
+def _problems(error: BaseException, path: str, tp: object = None) -> list[str]:
+    """The user's lines for a structuring error at `path` (`tp`: the type expected there)."""
     if isinstance(error, cattrs.errors.ForbiddenExtraKeysError):
+        prefix = f"{path}." if path else ""
+        known = [field.name for field in attrs.fields(error.cl)] if attrs.has(error.cl) else []
         return [
-            f"unknown field `{path + '.' if path else ''}{k}`" for k in sorted(error.extra_fields)
+            f"unknown field `{prefix}{key}`{_did_you_mean(key, known, prefix)}"
+            for key in sorted(error.extra_fields)
         ]
     if isinstance(error, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
         found: list[str] = []
@@ -203,7 +210,8 @@ def _problems(error: BaseException, path: str) -> list[str]:
         for inner, note in with_notes:
             name = getattr(note, "name", None)
             name = name if name is not None else getattr(note, "index", "?")
-            found += _problems(inner, f"{path}.{name}" if path else str(name))
+            inner_path = f"{path}.{name}" if path else str(name)
+            found += _problems(inner, inner_path, getattr(note, "type", None))
         for inner in without:
             found += _problems(inner, path)
         return found
@@ -212,8 +220,27 @@ def _problems(error: BaseException, path: str) -> list[str]:
     if isinstance(error, _WrongType):
         return [f"`{path}` has the wrong type, expected {error.expected}"]
     if isinstance(error, ValueError):
-        return [f"`{path}`: unknown variant"]
+        return [f"`{path}`: unknown variant{_expected_variants(tp)}"]
     return [f"`{path}`: invalid value"]
+
+
+def _did_you_mean(key: str, known: Sequence[str], prefix: str) -> str:
+    """`, did you mean `x.y`?` for the known key closest to a mistyped one; empty if none is."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    return f", did you mean `{prefix}{close[0]}`?" if close else ""
+
+
+def _expected_variants(tp: object) -> str:
+    """`, expected one of `a`, `b`` for an enum (or optional enum) field; empty otherwise.
+
+    The reference drops the value given (it may be a secret); the allowed ones are not.
+    """
+    choices = [arg for arg in (tp, *typing.get_args(tp)) if isinstance(arg, type)]
+    for choice in choices:
+        if issubclass(choice, enum.Enum):
+            names = ", ".join(f"`{member.value}`" for member in choice)
+            return f", expected one of {names}"
+    return ""
 
 
 def _name_env_var(problem: str, paths: Mapping[tuple[str, ...], object]) -> str:
@@ -224,7 +251,11 @@ def _name_env_var(problem: str, paths: Mapping[tuple[str, ...], object]) -> str:
     path = tuple(key[1].split("."))
     if path not in paths:
         return problem
-    return f"{problem} (from {ENV_PREFIX}{'__'.join(path).upper()})"
+    variable = f"{ENV_PREFIX}{'__'.join(path).upper()}"
+    if problem.startswith("unknown field"):
+        # Right after the key: a suggestion, if any, stays at the end.
+        return f"{problem[: key.end()]} (from {variable}){problem[key.end() :]}"
+    return f"{problem} (from {variable})"
 
 
 def syntax_error_at(text: str, error: tomllib.TOMLDecodeError) -> str:

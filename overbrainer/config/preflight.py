@@ -1,14 +1,16 @@
 """The pre-flight: what would surely make a command fail, found before any request is sent.
 
-It needs no network: an unset base URL, a missing key, a `vault:` reference that cannot be
-resolved here (no `VAULT_ADDR`, no token). A provider on a loopback address (a local Ollama,
-llama.cpp or vLLM server) needs no key: those servers accept requests without one, and one that
-wants a key answers 401, which `config check --online` reports.
+It needs no network: an unset base URL, a `vault:` reference that cannot be resolved here (no
+`VAULT_ADDR`, no token). A provider without a key is not refused: as in the reference, its
+requests go without an auth header, which suits a self-hosted Ollama, llama.cpp or vLLM server
+on this machine or another. Off loopback that is more often a forgotten key, so it is a
+warning; a server that wants a key answers 401, which `config check --online` reports.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -18,6 +20,13 @@ from overbrainer.config.errors import ConfigError
 from overbrainer.config.report import secrets_of
 from overbrainer.config.secrets import unresolvable
 from overbrainer.config.settings import Protocol, Provider, Settings
+
+log = logging.getLogger(__name__)
+
+KEYLESS = (
+    "{key} {state} (set {env}__API_KEY if {host} needs one): its requests go without an "
+    "auth header; {users}"
+)
 
 
 class PreflightError(ConfigError):
@@ -46,22 +55,56 @@ def is_loopback(url: str) -> bool:
         return False
 
 
+def has_key(provider: Provider) -> bool:
+    """Whether the provider has a key to send: a blank one counts as none (`API_KEY=`)."""
+    return provider.api_key is not None and bool(provider.api_key.text.strip())
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx2.URL(url).host or url
+    except (httpx2.InvalidURL, ValueError):
+        return url
+
+
 def _provider_problems(
     name: str, provider: Provider, users: str, environ: Mapping[str, str], home: Path | None
 ) -> list[str]:
     if provider.protocol is Protocol.STUB:
         return []
-    env_name = f"OVERBRAINER_PROVIDERS__{name.upper()}"
     if provider.base_url is None:
+        env_name = f"OVERBRAINER_PROVIDERS__{name.upper()}"
         return [f"providers.{name}.base_url is not set (set {env_name}__BASE_URL); {users}"]
-    key = f"providers.{name}.api_key"
-    if provider.api_key is None or not provider.api_key.text.strip():
-        if is_loopback(provider.base_url):
-            return []
-        state = "is not set" if provider.api_key is None else "is empty"
-        return [f"{key} {state} (set {env_name}__API_KEY); {users}"]
-    problem = unresolvable(provider.api_key, key, environ, home)
+    if provider.api_key is None or not has_key(provider):
+        return []
+    problem = unresolvable(provider.api_key, f"providers.{name}.api_key", environ, home)
     return [] if problem is None else [problem]
+
+
+def _keyless_warning(name: str, provider: Provider, users: str) -> str | None:
+    if provider.protocol is Protocol.STUB or provider.base_url is None or has_key(provider):
+        return None
+    if is_loopback(provider.base_url):
+        return None
+    return KEYLESS.format(
+        key=f"providers.{name}.api_key",
+        state="is not set" if provider.api_key is None else "is empty",
+        env=f"OVERBRAINER_PROVIDERS__{name.upper()}",
+        host=_host(provider.base_url),
+        users=users,
+    )
+
+
+def _role_users(settings: Settings, role_names: Sequence[str]) -> dict[str, str]:
+    """Each provider the named roles use, with «roles.x and roles.y use it»."""
+    users: dict[str, list[str]] = {}
+    for name, role in settings.roles.all():
+        if name in role_names:
+            users.setdefault(role.provider, []).append(f"roles.{name}")
+    return {
+        provider: f"{' and '.join(roles)} use{'s' if len(roles) == 1 else ''} it"
+        for provider, roles in users.items()
+    }
 
 
 def role_problems(
@@ -74,16 +117,21 @@ def role_problems(
 
     Blocking (it may read `~/.vault-token`): call it off the event loop.
     """
-    users: dict[str, list[str]] = {}
-    for name, role in settings.roles.all():
-        if name in role_names:
-            users.setdefault(role.provider, []).append(f"roles.{name}")
     problems: list[str] = []
-    for provider_name, roles in users.items():
+    for provider_name, used_by in _role_users(settings, role_names).items():
         provider = settings.providers[provider_name]
-        used_by = f"{' and '.join(roles)} use{'s' if len(roles) == 1 else ''} it"
         problems += _provider_problems(provider_name, provider, used_by, environ, home)
     return problems
+
+
+def role_warnings(settings: Settings, role_names: Sequence[str]) -> list[str]:
+    """What may not work for the named roles' providers: a keyless one off loopback."""
+    warnings: list[str] = []
+    for provider_name, used_by in _role_users(settings, role_names).items():
+        warning = _keyless_warning(provider_name, settings.providers[provider_name], used_by)
+        if warning is not None:
+            warnings.append(warning)
+    return warnings
 
 
 def config_problems(
@@ -100,13 +148,20 @@ def config_problems(
     return problems
 
 
+def config_warnings(settings: Settings) -> list[str]:
+    """`config check`'s warnings: what may not work for any configured role."""
+    return role_warnings(settings, [name for name, _ in settings.roles.all()])
+
+
 def check_roles(
     settings: Settings,
     role_names: Sequence[str],
     environ: Mapping[str, str],
     home: Path | None = None,
 ) -> None:
-    """Raise `PreflightError` when the named roles surely cannot work."""
+    """Raise `PreflightError` when the named roles surely cannot work; log what may not."""
+    for warning in role_warnings(settings, role_names):
+        log.warning(warning)
     problems = role_problems(settings, role_names, environ, home)
     if problems:
         raise PreflightError.of(problems)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import trio
 
-from overbrainer.config.preflight import PreflightError, config_problems
+from overbrainer.config.preflight import PreflightError, config_problems, config_warnings
 from overbrainer.config.settings import Settings
 from overbrainer.llm import RoleCheck, check_online
 from overbrainer.targets import LocalExecutor, kind_of
@@ -18,6 +19,8 @@ from overbrainer.training import (
     expand_venv,
     find_axolotl,
 )
+
+log = logging.getLogger(__name__)
 
 
 async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None]:
@@ -51,7 +54,10 @@ async def preflight(
     settings: Settings, environ: Mapping[str, str], more: Sequence[str] = ()
 ) -> None:
     """Raise `PreflightError` on what would surely fail (no network: see config.preflight);
-    `more`: the problems found beside it (a training target without Axolotl)."""
+    `more`: the problems found beside it (a training target without Axolotl). Warnings are
+    logged first."""
+    for warning in config_warnings(settings):
+        log.warning(warning)
     problems = await trio.to_thread.run_sync(config_problems, settings, environ)
     problems = [*problems, *more]
     if problems:

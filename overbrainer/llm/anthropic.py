@@ -16,6 +16,7 @@ from overbrainer.llm.types import (
     Reasoning,
     ReasoningKind,
 )
+from overbrainer.model.rust_text import trim
 
 MESSAGES_PATH = "messages"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -72,7 +73,7 @@ def parse_message(answer: Json) -> Completion:
                 texts.append(text)
         elif kind == "thinking":
             thought = block.get("thinking")
-            if isinstance(thought, str) and thought.strip():
+            if isinstance(thought, str) and trim(thought):
                 thoughts.append(thought)
             else:
                 redacted = True

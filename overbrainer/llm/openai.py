@@ -16,6 +16,7 @@ from overbrainer.llm.types import (
     Reasoning,
     ReasoningKind,
 )
+from overbrainer.model.rust_text import trim
 from overbrainer.model.usage import Usage
 
 CHAT_PATH = "chat/completions"
@@ -79,7 +80,7 @@ def _count(value: Json) -> int:
 
 
 def _nonblank(value: Json) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
+    return value if isinstance(value, str) and trim(value) else None
 
 
 def read_usage(usage: Json, input_key: str, output_key: str) -> Usage:
@@ -169,8 +170,8 @@ def split_think(content: str) -> tuple[str, Reasoning]:
     before, marker, after = content.partition("</think>")
     if not marker:
         return content, Reasoning.none()
-    thought = before.strip().removeprefix("<think>").strip()
-    answer = after.strip()
+    thought = trim(trim(before).removeprefix("<think>"))
+    answer = trim(after)
     if not thought:
         return answer, Reasoning.none()
     return answer, Reasoning(thought, ReasoningKind.RAW)

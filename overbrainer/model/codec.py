@@ -26,6 +26,8 @@ import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from overbrainer.model.serde_float import SerdeFloatEncoder
+
 __all__ = [
     "JsonRecord",
     "Style",
@@ -65,6 +67,15 @@ _DUMPS: dict[Style, Callable[[Any], str]] = {
     ).encode,
     Style.SPACED: json.JSONEncoder(check_circular=False).encode,
     Style.PRETTY: lambda value: _PRETTY(value) + "\n",
+}
+# Records holding floats are written as serde_json writes them (`0.00002`, not `2e-05`); the
+# others keep the faster C encoder, which gives the same text without floats.
+_SERDE_PRETTY = SerdeFloatEncoder(ensure_ascii=False, indent=2, check_circular=False).encode
+_SERDE_DUMPS: dict[Style, Callable[[Any], str]] = {
+    Style.COMPACT: SerdeFloatEncoder(
+        ensure_ascii=False, separators=(",", ":"), check_circular=False
+    ).encode,
+    Style.PRETTY: lambda value: _SERDE_PRETTY(value) + "\n",
 }
 
 
@@ -185,9 +196,29 @@ def dumps(value: Any) -> str:
     cls = type(value)
     text = _TEXTS.get(cls)
     if text is None:
-        writer, layout = _writer_of(cls), _DUMPS[_SPECS[cls].style]
+        writer, layout = _writer_of(cls), _layout(cls)
         text = _TEXTS[cls] = lambda record: layout(writer(record))
     return text(value)
+
+
+def _layout(cls: type[Any]) -> Callable[[Any], str]:
+    style = _SPECS[cls].style
+    if style in _SERDE_DUMPS and _holds_float(cls, set()):
+        return _SERDE_DUMPS[style]
+    return _DUMPS[style]
+
+
+def _holds_float(tp: Any, seen: set[type[Any]]) -> bool:
+    """Whether a value of type `tp` may hold a float (through records, unions and lists)."""
+    if tp is float:
+        return True
+    if isinstance(tp, type) and attrs.has(tp):
+        if tp in seen:
+            return False
+        seen.add(tp)
+        attrs.resolve_types(tp)
+        return any(_holds_float(field.type, seen) for field in attrs.fields(tp))
+    return any(_holds_float(arg, seen) for arg in get_args(tp))
 
 
 def load_json(text: str | bytes) -> Any:

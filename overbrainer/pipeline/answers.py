@@ -20,6 +20,7 @@ from overbrainer.llm import (
     with_retry,
 )
 from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.model.rust_text import trim
 from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
@@ -75,7 +76,7 @@ def exclusion(completion: Completion, kind: ReasoningKind, reasoning: bool) -> E
         return Exclusion.TRUNCATED
     if completion.finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER):
         return Exclusion.REFUSED
-    if not completion.content.strip():
+    if not trim(completion.content):
         return Exclusion.EMPTY
     if reasoning and kind is not ReasoningKind.RAW:
         return Exclusion.NO_RAW_REASONING

@@ -1,7 +1,8 @@
 """`string_array`: read a list of strings out of a model's answer, leniently.
 
 The answer may wrap its JSON array in prose, a code fence or an object, or be cut off by the
-token limit; failing that, a plain bulleted or numbered list will do.
+token limit; failing that, a plain bulleted or numbered list will do. Whitespace is the
+reference's (Unicode White_Space): a U+001E record separator is text, not a space.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import json.decoder
 import re
 from collections.abc import Callable
 
+from overbrainer.model.rust_text import WHITE_SPACE_CLASS, is_whitespace, trim, trim_start
+
 # The stdlib's own JSON string reader (C-accelerated); typeshed does not declare it.
 _scan_string: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A bullet (`-`, `*`, `•`) then whitespace or the end, or digits then `.` or `)`.
-_MARKER = re.compile(r"(?:[-*•](?=\s|$)|[0-9]+[.)])")
+_MARKER = re.compile(rf"(?:[-*•](?={WHITE_SPACE_CLASS}|$)|[0-9]+[.)])")
 
 
 def _array_at(text: str, start: int) -> list[str]:
@@ -24,7 +27,7 @@ def _array_at(text: str, start: int) -> list[str]:
     end = len(text)
     while pos < end:
         char = text[pos]
-        if char == "," or char.isspace():
+        if char == "," or is_whitespace(char):
             pos += 1
             continue
         if char != '"':
@@ -35,7 +38,7 @@ def _array_at(text: str, start: int) -> list[str]:
             break
         if _SURROGATE.search(value):  # a lone surrogate escape, which JSON text cannot hold
             break
-        value = value.strip()
+        value = trim(value)
         if value:
             items.append(value)
     return items
@@ -44,11 +47,11 @@ def _array_at(text: str, start: int) -> list[str]:
 def _plain_list(text: str) -> list[str]:
     items = []
     for line in text.split("\n"):
-        line = line.lstrip()
+        line = trim_start(line)
         marker = _MARKER.match(line)
         if marker is None:
             continue
-        item = line[marker.end() :].strip()
+        item = trim(line[marker.end() :])
         if item:
             items.append(item)
     return items

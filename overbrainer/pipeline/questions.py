@@ -22,6 +22,7 @@ from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
+from overbrainer.pipeline.shortfall import Shortfall
 from overbrainer.storage import (
     Appender,
     Question,
@@ -69,7 +70,12 @@ def _kept(slot: _Slot) -> set[str]:
 
 
 async def _fill(
-    ctx: StageContext, run: StageRun, slot: _Slot, appender: Appender, replacement: Replacement
+    ctx: StageContext,
+    run: StageRun,
+    slot: _Slot,
+    appender: Appender,
+    replacement: Replacement,
+    shortfall: Shortfall,
 ) -> None:
     """Ask for batches until the subtopic is full or the generator stops giving new ones.
 
@@ -117,6 +123,7 @@ async def _fill(
         slot.accepted.extend(admitted)
     if len(slot.accepted) < target:
         log.warning(STOPPED_SHORT.format(name=subtopic.name, n=len(slot.accepted), target=target))
+    shortfall.add(len(slot.accepted), target)
     await replacement.complete(topic.name, subtopic.id, _kept(slot))
     run.done(subtopic.id, usage, cost, estimated=estimated, written=written)
 
@@ -229,9 +236,11 @@ async def _fill_subtopics(ctx: StageContext, run: StageRun, replacement: Replace
     order = {s.id: index for index, s in enumerate(subtopics)}
     slots.sort(key=lambda slot: order[slot.subtopic.id])
 
+    shortfall = Shortfall("subtopic", "questions")
     async with appending(ctx.project.data_file("questions")) as appender:
 
         async def fill(slot: _Slot) -> None:
-            await _fill(ctx, run, slot, appender, replacement)
+            await _fill(ctx, run, slot, appender, replacement, shortfall)
 
         await run.each(slots, fill)
+    shortfall.warn(run.stage)

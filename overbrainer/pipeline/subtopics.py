@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import logging
+
+import attrs
+
+from overbrainer.config.settings import Topic
 from overbrainer.llm import LlmError
-from overbrainer.pipeline.ask import ask_list
+from overbrainer.model.usage import Usage
+from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.replacing import Replacement, replacing
+from overbrainer.pipeline.shortfall import Shortfall
 from overbrainer.project.templates import Template
 from overbrainer.storage import (
+    Appender,
     RejectedSubtopic,
     Subtopic,
     read_current,
     read_records,
     rejected_from_json,
     subtopic_id,
+)
+
+log = logging.getLogger(__name__)
+
+STOPPED_SHORT = (
+    "topic `{name}`: stopped at {n} of {target} subtopics, the generator kept repeating itself"
 )
 
 
@@ -90,23 +104,64 @@ async def _fill_topics(
     run.skipped(count=len(ctx.topics) - len(short))
     run.start(len(short))
     async with appending(ctx.project.data_file("subtopics")) as appender:
+        filler = _Filler(ctx, run, template, appender, replacement, Shortfall("topic", "subtopics"))
         for topic in short:
             if not run.admitting():
+                break
+            await filler.fill(topic, have[topic.name], mine[topic.name])
+        filler.shortfall.warn(run.stage)
+
+
+@attrs.frozen
+class _Filler:
+    """What filling a topic needs: the stage, its template and file, its force, its shortfall."""
+
+    ctx: StageContext
+    run: StageRun
+    template: Template
+    appender: Appender
+    replacement: Replacement
+    shortfall: Shortfall
+
+    async def fill(self, topic: Topic, avoid: set[str], kept: set[str]) -> None:
+        """Ask for the topic's missing subtopics until it is full or the generator stops giving
+        new ones (`max(max_retries, 1)` answers in a row with no new name), as `questions`
+        fills a subtopic; the reference asks once and leaves a short topic to the next run.
+
+        `avoid` (stored and rejected IDs) and `kept` (the topic's current IDs) grow. Under a
+        force, the topic's old subtopics are dropped once this ends with `done`.
+        """
+        run = self.run
+        patience = max(self.ctx.settings.pipeline.max_retries, 1)
+        stalls = 0
+        usage = Usage()
+        cost: float | None = None
+        estimated = False
+        written = 0
+        while len(kept) < topic.subtopics and stalls < patience:
+            if not run.admitting():
                 return
-            missing = topic.subtopics - counts[topic.name]
-            prompt = template.render(topic=topic.name, description=topic.description, count=missing)
+            missing = topic.subtopics - len(kept)
+            prompt = self.template.render(
+                topic=topic.name, description=topic.description, count=missing
+            )
             try:
                 asked = await ask_list(run, topic.name, prompt)
             except LlmError as error:
                 run.failed(topic.name, error)
-                continue
+                return
             if asked is None:
                 return
-            new = new_subtopics(topic.name, asked.items, have[topic.name], missing)
-            # One write: a crash keeps the topic's whole new set or none of it.
-            appender.append_all(subtopic.to_json() for subtopic in new)
-            kept = mine[topic.name] | {subtopic.id for subtopic in new}
-            await replacement.complete(topic.name, topic.name, kept)
-            run.done(
-                topic.name, asked.usage, asked.cost, estimated=asked.estimated, written=len(new)
-            )
+            usage, cost = usage + asked.usage, add_cost(cost, asked.cost)
+            estimated = estimated or asked.estimated
+            new = new_subtopics(topic.name, asked.items, avoid, missing)
+            # One write per answer: a crash keeps its whole new set or none of it.
+            self.appender.append_all(subtopic.to_json() for subtopic in new)
+            kept.update(subtopic.id for subtopic in new)
+            written += len(new)
+            stalls = 0 if new else stalls + 1
+        if len(kept) < topic.subtopics:
+            log.warning(STOPPED_SHORT.format(name=topic.name, n=len(kept), target=topic.subtopics))
+        self.shortfall.add(len(kept), topic.subtopics)
+        await self.replacement.complete(topic.name, topic.name, kept)
+        run.done(topic.name, usage, cost, estimated=estimated, written=written)

@@ -169,11 +169,13 @@ def open_project(start: Path) -> Project:
 
 
 def _refuse_links(path: Path) -> None:
+    # The reference says «symbolic link» for a hard-linked file too; its literal is kept.
+    refused = ProjectError(f"refusing to use {path}: it is a symbolic link")
     if path.is_symlink():
-        raise ProjectError(f"refusing to use {path}: it is a symbolic link")
+        raise refused
     with contextlib.suppress(FileNotFoundError):
         if path.is_file() and path.stat().st_nlink > 1:
-            raise ProjectError(f"refusing to use {path}: it is a hard link")
+            raise refused
 
 
 def _holder(lock_file: Path) -> str:
