@@ -15,11 +15,13 @@ from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
 from tests.ports import free_port
 from tests.train_helpers import (
     group_alive,
+    hold_at,
     kill_jobs,
     make_project,
     only_run,
     overbrainer,
     record,
+    release,
     run_ids,
     standin_env,
     start_and_detach,
@@ -157,11 +159,12 @@ def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) 
 def test_ctrl_c_detaches_and_attach_collects_the_end(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
     run_id = start_and_detach(project, env, tmp_path / "train.err")
     pid = record(project, run_id)["job"]["pid"]
     assert group_alive(pid)
     assert record(project, run_id)["state"] == "running"
+    release(tmp_path)
     result = overbrainer(project, env, "train", "attach", run_id)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == (
@@ -177,7 +180,7 @@ def test_ctrl_c_detaches_and_attach_collects_the_end(
 def test_stop_saves_a_snapshot_and_resume_continues_from_it(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    env = standin_env(bin_dir, STANDIN_STEPS="40", **hold_at(tmp_path, 2))
     run_id = start_and_detach(project, env, tmp_path / "train.err")
     stop = overbrainer(project, env, "train", "stop", run_id)
     assert stop.returncode == 0, stop.stderr
@@ -225,7 +228,7 @@ def test_stop_saves_a_snapshot_and_resume_continues_from_it(
 def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="40")
+    env = standin_env(bin_dir, STANDIN_STEPS="40", **hold_at(tmp_path, 2))
     with training(project, env, tmp_path / "train.err") as train:
         run_id = only_run(project)
         stop = overbrainer(project, env, "train", "stop", run_id)
@@ -244,7 +247,7 @@ def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
 def test_cancel_stops_the_group_and_records_it(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
     run_id = start_and_detach(project, env, tmp_path / "train.err")
     pid = record(project, run_id)["job"]["pid"]
     result = overbrainer(project, env, "train", "cancel", run_id)
@@ -261,7 +264,7 @@ def test_cancel_stops_the_group_and_records_it(
 def test_a_job_killed_outside_overbrainer_is_lost(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
     err = tmp_path / "train.err"
     with training(project, env, err) as train:
         run_id = only_run(project)
@@ -371,12 +374,13 @@ def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) 
 def test_attach_adopts_a_job_started_but_not_recorded(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
     run_id = start_and_detach(project, env, tmp_path / "train.err")
     # As if overbrainer was killed -9 between spawning the job and saving the record.
     path = project / "runs" / run_id / "run.json"
     saved = json.loads(path.read_text())
     path.write_text(json.dumps(saved | {"state": "preparing", "job": None}))
+    release(tmp_path)
     result = overbrainer(project, env, "train", "attach", run_id)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
@@ -436,13 +440,14 @@ def test_the_axolotl_of_the_venv_trains(project: Path, tmp_path: Path) -> None:
 def test_kill_9_of_the_follower_leaves_the_job_training(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="30")
+    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
     with training(project, env, tmp_path / "train.err") as train:
         train.kill()
         train.wait(timeout=10)
     run_id = only_run(project)
     assert record(project, run_id)["state"] == "running"
     assert group_alive(record(project, run_id)["job"]["pid"])
+    release(tmp_path)
     result = overbrainer(project, env, "train", "attach", run_id)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
@@ -451,7 +456,7 @@ def test_kill_9_of_the_follower_leaves_the_job_training(
 def test_stop_cancels_a_job_that_never_saves_its_snapshot(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_PACE="0.1", STANDIN_STEPS="100")
+    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
     env |= {"STANDIN_IGNORE_SNAPSHOT": "1", "OVERBRAINER_TEST_STOP_LIMITS_S": "1,1"}
     run_id = start_and_detach(project, env, tmp_path / "train.err")
     result = overbrainer(project, env, "train", "stop", run_id)

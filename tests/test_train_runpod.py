@@ -524,9 +524,20 @@ async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
     assert setup.fake.pods == {}
 
 
+def kept_host_key(setup: Setup) -> bool:
+    """Whether the only run has kept the pod's host-key line of Runpod's log in `.pod/pod.log`."""
+    kept = list((setup.project / "runs").glob("*/.pod/pod.log"))
+    return len(kept) == 1 and " container overbrainer-host-key " in kept[0].read_text()
+
+
 async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
     slow_job(setup)
-    run_id = await detached_run(setup)
+    # Detached once the log capture (which runs beside the job) has kept the pod's first lines.
+    code, err = await interrupt_when(
+        setup, lambda: remote_steps(setup.pods_root) >= 2 and kept_host_key(setup)
+    )
+    assert code == 130, err
+    run_id = only_run(setup.project)
     kept = (setup.project / "runs" / run_id / ".pod" / "pod.log").read_text().splitlines()
     bodies = [line.split(" ", 1)[1] for line in kept]
     assert bodies[:2] == [

@@ -24,9 +24,11 @@ from tests.train_helpers import (
     only_run,
     overbrainer,
     record,
+    release,
     standin_gpu,
     wait_for,
 )
+from tests.train_helpers import hold_at as held
 
 TARGET = """
 [targets.box]
@@ -63,7 +65,7 @@ def ssh_project(
     venv's `bin/axolotl` itself. `hold_at` keeps the job at that step until `release(tmp_path)`,
     so a test acts on a job that cannot finish first."""
     if hold_at:
-        knobs["STANDIN_HOLD"] = f"{hold_at}:{tmp_path / 'release'}"
+        knobs |= held(tmp_path, hold_at)
     project = make_project(tmp_path / "p")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -85,11 +87,6 @@ def ssh_project(
         "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
     }
     return project, env
-
-
-def release(tmp_path: Path) -> None:
-    """Let a job held by `hold_at` go on training."""
-    (tmp_path / "release").touch()
 
 
 def remote_steps(remote: Path) -> int:

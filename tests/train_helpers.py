@@ -71,6 +71,17 @@ def standin_env(bin_dir: Path, **knobs: str) -> dict[str, str]:
     return env
 
 
+def hold_at(tmp_path: Path, step: int) -> dict[str, str]:
+    """Stand-in knobs that keep the job at `step` until `release(tmp_path)`, still honouring
+    stop requests, so a test acts on a job that cannot finish first however loaded the machine."""
+    return {"STANDIN_HOLD": f"{step}:{tmp_path / 'release'}"}
+
+
+def release(tmp_path: Path) -> None:
+    """Let a job held by `hold_at` go on training."""
+    (tmp_path / "release").touch()
+
+
 def axolotl_on_path(monkeypatch: pytest.MonkeyPatch, bin_dir: Path) -> None:
     """This process's PATH (which the commands it starts inherit) with a do-nothing `axolotl`
     first: `config check` of a project whose training target is this machine passes."""
