@@ -2,11 +2,14 @@
 
 What `StageRun.complete` does around every paid request, without the request: the worst-case
 cost of the request, a reservation under a cap, the reply's cost settled. "arithmetic" is the
-two costs and one cap check alone; "ledger" adds the reservation (its fair lock) and the
+two costs and one cap check alone (the worst-case usage counted beforehand), in integer `Money`
+at the role's per-token rates (worked out once per stage); "fractions" is the same in exact
+fractions of the decimals, as the ledger counted before (`exact_cost` and a check against the
+cap's decimal). "ledger" adds the worst-case usage, the reservation (its fair lock) and the
 settlement, one request at a time; "256 in flight" keeps 256 requests reserved at once, as a
 stage at concurrency 256 does, and settles them in turn. Prices are OpenRouter-style per-token
-decimal strings turned into per-million floats, as `llm/pricing.py` reads them, so they carry
-float noise (1e-7 × 1e6 is 0.09999999999999999). Best of 5 runs, in µs per request.
+decimal strings turned into per-million floats, as `llm/pricing.py` reads them, so they may
+carry float noise (1e-7 × 1e6 is 0.09999999999999999). Best of 5 runs, in µs per request.
 
 Run: `python bench/spend.py [--requests 20000]`. Figures are printed, never asserted.
 """
@@ -18,16 +21,19 @@ import os
 import random
 import time
 from collections.abc import Callable
+from fractions import Fraction
 
 import trio
 
 from overbrainer.llm import CompletionRequest
 from overbrainer.model.usage import Price, Usage
+from overbrainer.pipeline.money import decimal, token_rates
 from overbrainer.pipeline.spend import SpendCap, exact_cost, worst_usage
 
 RUNS = 5
 IN_FLIGHT = 256
 PRICE = Price(float("0.0000001") * 1e6, float("0.0000025") * 1e6)
+RATES = token_rates(PRICE)
 CAP = 1_000_000.0
 """High enough that every request fits: the figures are the arithmetic, not the waiting."""
 
@@ -51,10 +57,21 @@ def best(measure: Callable[[], float]) -> float:
 def arithmetic(work: list[tuple[CompletionRequest, Usage]]) -> float:
     """µs per request: the worst-case cost, the real cost and one cap check."""
     cap = SpendCap(CAP)
+    worsts = [(worst_usage(request), usage) for request, usage in work]
     started = time.perf_counter()
-    for request, usage in work:
-        worst = exact_cost(worst_usage(request), PRICE)
-        cap.fits(worst)
+    for worst, usage in worsts:
+        cap.fits(RATES.cost(worst))
+        RATES.cost(usage)
+    return (time.perf_counter() - started) / len(work) * 1e6
+
+
+def fractions(work: list[tuple[CompletionRequest, Usage]]) -> float:
+    """µs per request: the same in exact fractions, as the ledger counted before."""
+    spent = Fraction(0)
+    worsts = [(worst_usage(request), usage) for request, usage in work]
+    started = time.perf_counter()
+    for worst, usage in worsts:
+        _ = spent + exact_cost(worst, PRICE) <= decimal(CAP)
         exact_cost(usage, PRICE)
     return (time.perf_counter() - started) / len(work) * 1e6
 
@@ -66,10 +83,10 @@ def ledger(work: list[tuple[CompletionRequest, Usage]]) -> float:
         cap = SpendCap(CAP)
         started = time.perf_counter()
         for request, usage in work:
-            reservation = await cap.reserve(exact_cost(worst_usage(request), PRICE))
+            reservation = await cap.reserve(RATES.cost(worst_usage(request)))
             assert reservation is not None
             with reservation:
-                reservation.settle(exact_cost(usage, PRICE))
+                reservation.settle(RATES.cost(usage))
         return (time.perf_counter() - started) / len(work) * 1e6
 
     return trio.run(main)
@@ -83,14 +100,14 @@ def in_flight(work: list[tuple[CompletionRequest, Usage]]) -> float:
         window = []
         started = time.perf_counter()
         for request, usage in work:
-            reservation = await cap.reserve(exact_cost(worst_usage(request), PRICE))
+            reservation = await cap.reserve(RATES.cost(worst_usage(request)))
             assert reservation is not None
             window.append((reservation, usage))
             if len(window) == IN_FLIGHT:
                 oldest, counted = window.pop(0)
-                oldest.settle(exact_cost(counted, PRICE))
+                oldest.settle(RATES.cost(counted))
         for reservation, usage in window:
-            reservation.settle(exact_cost(usage, PRICE))
+            reservation.settle(RATES.cost(usage))
         return (time.perf_counter() - started) / len(work) * 1e6
 
     return trio.run(main)
@@ -104,6 +121,7 @@ def main() -> None:
     work = requests(args.requests)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     print(f"arithmetic (2 costs + 1 cap check): {best(lambda: arithmetic(work)):.2f} us/request")
+    print(f"fractions (the same, as before): {best(lambda: fractions(work)):.2f} us/request")
     print(f"ledger (reserve + settle): {best(lambda: ledger(work)):.2f} us/request")
     print(f"{IN_FLIGHT} in flight: {best(lambda: in_flight(work)):.2f} us/request")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
