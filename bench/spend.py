@@ -9,7 +9,8 @@ cap's decimal). "ledger" adds the worst-case usage, the reservation (its fair lo
 settlement, one request at a time; "256 in flight" keeps 256 requests reserved at once, as a
 stage at concurrency 256 does, and settles them in turn. Prices are OpenRouter-style per-token
 decimal strings turned into per-million floats, as `llm/pricing.py` reads them, so they may
-carry float noise (1e-7 × 1e6 is 0.09999999999999999). Best of 5 runs, in µs per request.
+carry float noise (1e-7 × 1e6 is 0.09999999999999999). Best of 5 runs, in µs of this process's
+CPU time per request (CPU, not wall, time: the machine is shared).
 
 Run: `python bench/spend.py [--requests 20000]`. Figures are printed, never asserted.
 """
@@ -58,22 +59,22 @@ def arithmetic(work: list[tuple[CompletionRequest, Usage]]) -> float:
     """µs per request: the worst-case cost, the real cost and one cap check."""
     cap = SpendCap(CAP)
     worsts = [(worst_usage(request), usage) for request, usage in work]
-    started = time.perf_counter()
+    started = time.process_time()
     for worst, usage in worsts:
         cap.fits(RATES.cost(worst))
         RATES.cost(usage)
-    return (time.perf_counter() - started) / len(work) * 1e6
+    return (time.process_time() - started) / len(work) * 1e6
 
 
 def fractions(work: list[tuple[CompletionRequest, Usage]]) -> float:
     """µs per request: the same in exact fractions, as the ledger counted before."""
     spent = Fraction(0)
     worsts = [(worst_usage(request), usage) for request, usage in work]
-    started = time.perf_counter()
+    started = time.process_time()
     for worst, usage in worsts:
         _ = spent + exact_cost(worst, PRICE) <= decimal(CAP)
         exact_cost(usage, PRICE)
-    return (time.perf_counter() - started) / len(work) * 1e6
+    return (time.process_time() - started) / len(work) * 1e6
 
 
 def ledger(work: list[tuple[CompletionRequest, Usage]]) -> float:
@@ -81,13 +82,13 @@ def ledger(work: list[tuple[CompletionRequest, Usage]]) -> float:
 
     async def main() -> float:
         cap = SpendCap(CAP)
-        started = time.perf_counter()
+        started = time.process_time()
         for request, usage in work:
             reservation = await cap.reserve(RATES.cost(worst_usage(request)))
             assert reservation is not None
             with reservation:
                 reservation.settle(RATES.cost(usage))
-        return (time.perf_counter() - started) / len(work) * 1e6
+        return (time.process_time() - started) / len(work) * 1e6
 
     return trio.run(main)
 
@@ -98,7 +99,7 @@ def in_flight(work: list[tuple[CompletionRequest, Usage]]) -> float:
     async def main() -> float:
         cap = SpendCap(CAP)
         window = []
-        started = time.perf_counter()
+        started = time.process_time()
         for request, usage in work:
             reservation = await cap.reserve(RATES.cost(worst_usage(request)))
             assert reservation is not None
@@ -108,7 +109,7 @@ def in_flight(work: list[tuple[CompletionRequest, Usage]]) -> float:
                 oldest.settle(RATES.cost(counted))
         for reservation, usage in window:
             reservation.settle(RATES.cost(usage))
-        return (time.perf_counter() - started) / len(work) * 1e6
+        return (time.process_time() - started) / len(work) * 1e6
 
     return trio.run(main)
 
