@@ -24,7 +24,7 @@ from overbrainer.llm import Completion, CompletionRequest
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.money import Money, in_usd, money_down, money_up
-from overbrainer.pipeline.money import decimal as decimal  # the checks of the ledger use it
+from overbrainer.pipeline.money import decimal as decimal  # tests check the figures with it
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +189,14 @@ class Reservation:
 class SpendCap:
     """The spend of a command (every stage of `run` shares one) and its reservations."""
 
-    limit: float | None = None
+    limit: float | None = attrs.field(default=None, on_setattr=attrs.setters.frozen)
+    """The cap in USD, None for none; fixed, since `limit_money` is worked out from it."""
     estimated: bool = False
     """Whether some counted cost was estimated, because a reply had no usage."""
     spent_money: int = attrs.field(default=0, init=False)
+    """What was spent."""
     reserved_money: int = attrs.field(default=0, init=False)
+    """What the requests in flight may still cost: the sum of their open reservations."""
     refused_money: Money | None = attrs.field(default=None, init=False)
     """The reservation the cap refused, once one was: no request starts after it."""
     limit_money: Money | None = attrs.field(init=False)
