@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from fractions import Fraction
 from pathlib import Path
 
 import attrs
@@ -13,13 +12,8 @@ from overbrainer.compare.report import JudgeUsage
 from overbrainer.events.types import Stage, StageStats
 from overbrainer.llm import Completion, CompletionRequest, LlmError, ProtocolClient, RetryHalted
 from overbrainer.model.usage import Price
-from overbrainer.pipeline.spend import (
-    SpendCap,
-    counted_usage,
-    exact_cost,
-    unreadable_usage,
-    worst_usage,
-)
+from overbrainer.pipeline.money import Money, TokenRates, token_rates
+from overbrainer.pipeline.spend import SpendCap, counted_usage, unreadable_usage, worst_usage
 from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
 
 log = logging.getLogger(__name__)
@@ -67,6 +61,12 @@ class JudgeSpend:
     estimated: bool = False
     """Some reply had no usage: its tokens and cost are estimated from its text."""
     started_at: str = attrs.Factory(utc_now)
+    rates: TokenRates = attrs.field(init=False)
+    """`price` per token, exact: what the cap counts per request."""
+
+    @rates.default
+    def _rates(self) -> TokenRates:
+        return token_rates(self.price)
 
     async def complete(self, client: ProtocolClient, request: CompletionRequest) -> Completion:
         """One judge request, its retries included; CapRefused when the cap refuses it.
@@ -76,14 +76,13 @@ class JudgeSpend:
         that cannot be read was paid for all the same: each counts its prompt and its whole
         `max_tokens`, and its retry goes on only while the cap still covers it.
         """
-        price = self.price
-        worst = Fraction(0) if price is None else exact_cost(worst_usage(request), price)
-        reservation = await self.cap.reserve(worst)
+        price, rates = self.price, self.rates
+        reservation = await self.cap.reserve(rates.cost(worst_usage(request)))
         if reservation is None:
             raise CapRefused()
         gate = _CapGate()
 
-        def unreadable(error: BaseException | None) -> Fraction | None:
+        def unreadable(error: BaseException | None) -> Money | None:
             """The cost of `error` when it is a paid reply we could not read, counted."""
             if not (isinstance(error, LlmError) and error.billed):
                 return None
@@ -93,7 +92,7 @@ class JudgeSpend:
                 "judge: a paid reply could not be read: counted as its prompt and its whole "
                 "max_tokens, marked `(estimated)`"
             )
-            return Fraction(0) if price is None else exact_cost(usage, price)
+            return rates.cost(usage)
 
         def on_retry(_attempt: int, error: Exception, _wait: float) -> None:
             cost = unreadable(error)
@@ -112,8 +111,7 @@ class JudgeSpend:
                     reservation.settle(owed, estimated=True)
                 raise
             usage, estimated = counted_usage(request, completion)
-            cost = Fraction(0) if price is None else exact_cost(usage, price)
-            reservation.settle(cost, estimated=estimated)
+            reservation.settle(rates.cost(usage), estimated=estimated)
         self.stats = self.stats.add_usage(usage, price)
         if estimated:
             self._say_estimated(

@@ -13,7 +13,6 @@ import logging
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from fractions import Fraction
 from typing import TypeVar
 
 import attrs
@@ -43,8 +42,9 @@ from overbrainer.pipeline.answers import (
 from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.money import NO_MONEY, Money, token_rates
 from overbrainer.pipeline.replacing import replacing
-from overbrainer.pipeline.spend import Reservation, counted_usage, exact_cost, worst_usage
+from overbrainer.pipeline.spend import Reservation, counted_usage, worst_usage
 from overbrainer.storage import (
     BatchRecord,
     Question,
@@ -127,6 +127,7 @@ class _BatchStage:
             raise TypeError("the parent's provider has no batch API")
         self.api = batch_api(kind, client.http, self.role.model)
         self.price = discounted(run.price, provider.discount or 1.0)
+        self.rates = token_rates(self.price)
         self.directory = ctx.project.state / "batches"
         self.warning = hiding_warning(provider.protocol, self.role.model)
         self.questions: dict[str, Question] = {}
@@ -228,9 +229,9 @@ class _BatchStage:
             if run.closed:
                 break
             worsts = [self._worst(item) for item in chunk]
-            fitting, total = 0, Fraction(0)
-            while fitting < len(chunk) and spend.fits(total + worsts[fitting]):
-                total += worsts[fitting]
+            fitting, total = 0, NO_MONEY
+            while fitting < len(chunk) and spend.fits(Money(total + worsts[fitting])):
+                total = Money(total + worsts[fitting])
                 fitting += 1
             if fitting == 0:
                 spend.refuse(worsts[0])
@@ -242,13 +243,11 @@ class _BatchStage:
                 run.held_back = True
                 break
 
-    def _worst(self, item: BatchItem) -> Fraction:
+    def _worst(self, item: BatchItem) -> Money:
         """The most `item` can cost at the batch price (0 when the price is unknown)."""
-        if self.price is None:
-            return Fraction(0)
-        return exact_cost(worst_usage(item.request), self.price)
+        return self.rates.cost(worst_usage(item.request))
 
-    async def _submit_one(self, items: list[BatchItem], worst: Fraction) -> None:
+    async def _submit_one(self, items: list[BatchItem], worst: Money) -> None:
         """One batch: intent, reservation, submit, record (shielded); added to `left`."""
         run = self.run_
         intent = BatchRecord(
@@ -331,7 +330,7 @@ class _BatchStage:
             lambda: set(read_records(answers_file, example_id)) - self.redo
         )
         keep_system = ctx.settings.pipeline.include_system_prompt
-        paid = Fraction(0)
+        paid = NO_MONEY
         unanswered = 0
         async with appending(answers_file) as appender:
             for question_id in record.questions:
@@ -353,8 +352,7 @@ class _BatchStage:
                 system = self.systems.get(question.topic)
                 request = run.request(question.text, system)
                 usage, estimated = counted_usage(request, result.completion)
-                if self.price is not None:
-                    paid += exact_cost(usage, self.price)
+                paid = Money(paid + self.rates.cost(usage))
                 cost = run.add_usage(usage, estimated, self.price)
                 example = build_example(
                     question,

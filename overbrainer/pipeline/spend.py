@@ -5,8 +5,9 @@ granted only while `spent + reserved + this reservation <= cap`. When a reply co
 reservation is settled with its real cost (or an estimate, when the reply carries no usage);
 a request that fails without a reply releases it. A reservation that does not fit waits for the
 ones in flight to settle; one that does not fit with nothing in flight stops the command.
-Amounts are exact fractions of the decimal prices and cap (`0.1` is 1/10), so rounding never
-lets a request pass the cap, nor refuses one that fits exactly.
+Amounts are exact: integer `Money` (1e-30 USD) of the decimal prices and cap (`0.1` is 1/10),
+so rounding never lets a request pass the cap, nor refuses one that fits exactly
+(`pipeline/money.py` says why the unit holds every price).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import trio
 from overbrainer.llm import Completion, CompletionRequest
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.usage import Price, Usage
+from overbrainer.pipeline.money import Money, in_usd, money_down, money_up
+from overbrainer.pipeline.money import decimal as decimal  # tests check the figures with it
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,15 @@ LIST_FORMAT_TOKENS = 256
 
 BYTES_PER_TOKEN = 3
 """The estimate of a text's tokens when a reply has no usage: UTF-8 bytes / 3, rounded up."""
+
+
+Amount = Money | Fraction
+"""What the ledger takes: `Money`, or an exact fraction of USD (rounded up to `Money`)."""
+
+
+def money(amount: Amount) -> Money:
+    """`amount` as `Money`; a fraction finer than the unit is rounded up."""
+    return amount if isinstance(amount, int) else money_up(amount)
 
 
 def usd(amount: float | Fraction) -> str:
@@ -76,13 +88,8 @@ class UnknownPrices(UsageError):
         super().__init__("--max-cost needs known prices")
 
 
-def decimal(value: float) -> Fraction:
-    """The decimal a float was written as (its shortest repr), exactly: `0.1` is 1/10."""
-    return Fraction(repr(float(value)))
-
-
 def exact_cost(usage: Usage, price: Price) -> Fraction:
-    """What `usage` costs at `price` in USD, without rounding."""
+    """What `usage` costs at `price` in USD, without rounding: what `TokenRates.cost` counts."""
     return (
         usage.input_tokens * decimal(price.input_per_million)
         + usage.output_tokens * decimal(price.output_per_million)
@@ -133,23 +140,24 @@ class Reservation:
     """
 
     ledger: SpendCap
-    amount: Fraction
+    amount: Money
     open: bool = True
 
-    def settle(self, cost: Fraction, *, estimated: bool = False) -> None:
+    def settle(self, cost: Amount, *, estimated: bool = False) -> None:
         """The reply came: its real (or estimated) cost replaces the reservation."""
         self._close()
-        self.ledger.spent += cost
+        self.ledger.spent_money += money(cost)
         self.ledger.estimated = self.ledger.estimated or estimated
 
-    def pay(self, cost: Fraction) -> bool:
+    def pay(self, cost: Amount) -> bool:
         """An attempt was paid for (estimated) and its request is tried again: count `cost` and
         keep the reservation for the next attempt; False, and the cap refuses new requests, when
         that attempt no longer fits."""
         ledger = self.ledger
-        ledger.spent += cost
+        ledger.spent_money += money(cost)
         ledger.estimated = True
-        if ledger.limit is not None and ledger.spent + ledger.reserved > decimal(ledger.limit):
+        limit = ledger.limit_money
+        if limit is not None and ledger.spent_money + ledger.reserved_money > limit:
             ledger.refuse(self.amount)
             return False
         return True
@@ -161,7 +169,7 @@ class Reservation:
     def _close(self) -> None:
         if self.open:
             self.open = False
-            self.ledger.reserved -= self.amount
+            self.ledger.reserved_money -= self.amount
             self.ledger.in_flight -= 1
             self.ledger.changed()
 
@@ -181,13 +189,18 @@ class Reservation:
 class SpendCap:
     """The spend of a command (every stage of `run` shares one) and its reservations."""
 
-    limit: float | None = None
-    spent: Fraction = Fraction(0)
-    reserved: Fraction = Fraction(0)
+    limit: float | None = attrs.field(default=None, on_setattr=attrs.setters.frozen)
+    """The cap in USD, None for none; fixed, since `limit_money` is worked out from it."""
     estimated: bool = False
     """Whether some counted cost was estimated, because a reply had no usage."""
-    refused: Fraction | None = None
+    spent_money: int = attrs.field(default=0, init=False)
+    """What was spent."""
+    reserved_money: int = attrs.field(default=0, init=False)
+    """What the requests in flight may still cost: the sum of their open reservations."""
+    refused_money: Money | None = attrs.field(default=None, init=False)
     """The reservation the cap refused, once one was: no request starts after it."""
+    limit_money: Money | None = attrs.field(init=False)
+    """`limit` as `Money`, worked out once: the cap check is then integers only."""
     in_flight: int = 0
     """Reservations open now: the requests the cap lets run at once."""
     throttled: bool = False
@@ -195,16 +208,36 @@ class SpendCap:
     _settled: trio.Event = attrs.field(factory=trio.Event, init=False)
     _line: trio.Lock = attrs.field(factory=trio.Lock, init=False)
 
+    @limit_money.default
+    def _limit_money(self) -> Money | None:
+        return None if self.limit is None else money_down(decimal(self.limit))
+
+    @property
+    def spent(self) -> Fraction:
+        """What was spent, in USD."""
+        return in_usd(self.spent_money)
+
+    @property
+    def reserved(self) -> Fraction:
+        """What the requests in flight may still cost, in USD."""
+        return in_usd(self.reserved_money)
+
+    @property
+    def refused(self) -> Fraction | None:
+        """The reservation the cap refused, in USD, once one was."""
+        return None if self.refused_money is None else in_usd(self.refused_money)
+
     @property
     def reached(self) -> bool:
         """Whether no new request may start."""
-        return self.refused is not None
+        return self.refused_money is not None
 
-    def fits(self, amount: Fraction) -> bool:
+    def fits(self, amount: Amount) -> bool:
         """Whether a reservation of `amount` fits now: `spent + reserved + amount <= limit`."""
-        return self.limit is None or self.spent + self.reserved + amount <= decimal(self.limit)
+        limit = self.limit_money
+        return limit is None or self.spent_money + self.reserved_money + money(amount) <= limit
 
-    async def reserve(self, amount: Fraction) -> Reservation | None:
+    async def reserve(self, amount: Amount) -> Reservation | None:
         """Reserve `amount`, waiting for reservations in flight to settle while it does not fit.
 
         Requests are served in the order they asked (a trio.Lock is fair), so a big one is
@@ -212,20 +245,21 @@ class SpendCap:
         nothing else in flight, or another request was refused meanwhile. Nothing is reserved
         then.
         """
+        amount = money(amount)
         async with self._line:
             while not self.reached:
                 if self.fits(amount):
-                    self.reserved += amount
+                    self.reserved_money += amount
                     self.in_flight += 1
                     return Reservation(self, amount)
-                if self.reserved == 0:
-                    self.refused = amount
+                if self.reserved_money == 0:
+                    self.refused_money = amount
                     return None
                 self._say_throttled(amount)
                 await self._settled.wait()
         return None
 
-    def _say_throttled(self, amount: Fraction) -> None:
+    def _say_throttled(self, amount: Money) -> None:
         """Once per command: the cap, not `[pipeline] concurrency`, sets how many run at once."""
         if self.throttled or self.limit is None:
             return
@@ -236,17 +270,17 @@ class SpendCap:
             "until its reply comes; lower max_tokens to run more at once",
             usd(self.limit),
             at_once,
-            usd(amount),
+            usd(in_usd(amount)),
         )
 
-    def refuse(self, amount: Fraction) -> None:
+    def refuse(self, amount: Amount) -> None:
         """No new request starts: one costing `amount` did not fit (a batch's next item)."""
-        if self.refused is None:
-            self.refused = amount
+        if self.refused_money is None:
+            self.refused_money = money(amount)
 
-    def pay(self, cost: Fraction) -> None:
+    def pay(self, cost: Amount) -> None:
         """Count `cost` committed before this command (a batch it re-attached to)."""
-        self.spent += cost
+        self.spent_money += money(cost)
         self.changed()
 
     def changed(self) -> None:
@@ -256,5 +290,6 @@ class SpendCap:
 
     def error(self) -> SpendCapReached:
         """The error that ends a command stopped by the cap."""
-        assert self.limit is not None and self.refused is not None
-        return SpendCapReached(self.limit, self.spent, self.refused)
+        refused = self.refused
+        assert self.limit is not None and refused is not None
+        return SpendCapReached(self.limit, self.spent, refused)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from fractions import Fraction
 from typing import TypeVar
 
 import attrs
@@ -30,7 +29,8 @@ from overbrainer.llm import (
 )
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
-from overbrainer.pipeline.spend import counted_usage, exact_cost, unreadable_usage, worst_usage
+from overbrainer.pipeline.money import Money, token_rates
+from overbrainer.pipeline.spend import counted_usage, unreadable_usage, worst_usage
 from overbrainer.storage import SplitCounts
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,8 @@ class StageRun:
         self.role: StageRole | None = None if role_name is None else ctx.roles.get(role_name)
         # At a known price a stage that sends nothing cost $0, not an unknown amount.
         self.stats = StageStats(cost=None if self.price is None else 0.0)
+        self.rates = token_rates(self.price)
+        """The role's price per token, exact: what the spend cap counts per request."""
         self.in_flight = 0
         self.held_back = False
         self.estimated = False
@@ -184,16 +186,15 @@ class StageRun:
         `unreadable_usage`, and its retry goes on only while the cap still covers it.
         """
         assert self.role is not None, "this stage has no role"
-        price = self.price
-        worst = Fraction(0) if price is None else exact_cost(worst_usage(request), price)
-        reservation = await self.ctx.spend.reserve(worst)
+        rates = self.rates
+        reservation = await self.ctx.spend.reserve(rates.cost(worst_usage(request)))
         if reservation is None:
             self.held_back = True
             return None
         gate = _RequestGate(self)
         lost = _Lost()
 
-        def unreadable(error: BaseException | None) -> Fraction | None:
+        def unreadable(error: BaseException | None) -> Money | None:
             """The cost of `error` when it is a paid reply we could not read, counted."""
             if not (isinstance(error, LlmError) and error.billed):
                 return None
@@ -201,7 +202,7 @@ class StageRun:
             self._warn_unreadable()
             lost.add(usage, self.add_usage(usage))
             self.estimated = True  # said by its own warning, not the one of replies without usage
-            return Fraction(0) if price is None else exact_cost(usage, price)
+            return rates.cost(usage)
 
         def on_retry(_attempt: int, error: Exception, wait: float) -> None:
             cost = unreadable(error)
@@ -226,9 +227,7 @@ class StageRun:
                     reservation.settle(owed, estimated=True)
                 raise
             usage, estimated = counted_usage(request, completion)
-            reservation.settle(
-                Fraction(0) if price is None else exact_cost(usage, price), estimated=estimated
-            )
+            reservation.settle(rates.cost(usage), estimated=estimated)
         cost = self.add_usage(usage, estimated)
         if lost.usage is None:
             return Paid(completion, usage, cost, estimated)
