@@ -11,7 +11,6 @@ from typing import NoReturn
 
 import click
 
-from overbrainer.model.error_groups import error_leaves, meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.model.redact import redact
 
@@ -20,7 +19,11 @@ log = logging.getLogger(__name__)
 
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
-    import trio  # here, not at the top: command modules import this module to define commands
+    # Imported here, not at the top: command modules import this one to define their commands,
+    # which `--help` and completion do without running any.
+    import trio
+
+    from overbrainer.model.error_groups import error_leaves, meaningful_error
 
     code = EXIT_OK
     if threading.current_thread() is threading.main_thread():
