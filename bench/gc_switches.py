@@ -72,7 +72,7 @@ def child(work: str, variant: str, path: Path) -> None:
         if variant == "frozen":
             gc.freeze()
     if variant == "no pause" or work == "read-unpaused":
-        jsonl._no_cyclic_gc = contextlib.nullcontext  # type: ignore[assignment]
+        jsonl.collector_paused = contextlib.nullcontext  # type: ignore[attr-defined,assignment]
     lines = path.read_text(encoding="utf-8").splitlines() if work == "per-answer" else []
     gc.collect()
     gc.callbacks.append(count)

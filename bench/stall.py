@@ -1,22 +1,29 @@
 """The longest event-loop stall while `answers` resumes and `split` runs on 100,000 answers.
 
 A stall is the longest span between two of Trio's I/O checks (`LoopStalls`): how long a
-Ctrl-C, a metrics scrape or a progress refresh waits. Each stage runs in-process under the
-real engine against the stub provider (zero requests: every question is answered), and is
-measured from its body's start to its end. "On the loop" runs the same blocking functions
-directly on the event loop, as the stages did before they moved their file work to threads.
+Ctrl-C, a metrics scrape or a progress refresh waits. It cannot see a worker thread holding
+the GIL in one long C call (freeing a big list, a full cycle collection): the loop then waits
+to wake up, outside its passes. So the bench also serves the real metrics endpoint and
+scrapes it from another process every 10 ms while the stage runs; the longest scrape is what
+Prometheus would see. Each stage runs in-process under the real engine against the stub
+provider (zero requests: every question is answered), and is measured from its body's start
+to its end. "On the loop" runs the same blocking functions directly on the event loop, as the
+stages did before they moved their file work to threads.
 
-Run: `python bench/stall.py [--answers 100000] [--rounds 2]`. Figures are printed, never
-asserted.
+Run: `python bench/stall.py [--answers 100000] [--rounds 2] [--only split]`. Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import attrs
@@ -31,7 +38,10 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import Stage
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
 from overbrainer.llm.connect import RoleClient
+from overbrainer.metrics.endpoint import metrics_handler
+from overbrainer.metrics.observer import MetricsObserver
 from overbrainer.model.finish import FinishReason, ReasoningKind
+from overbrainer.net.http_server import serve_http
 from overbrainer.pipeline import answers, split_stage
 from overbrainer.pipeline.engine import Body, StageContext, StageRun, load_templates, run_stage
 from overbrainer.pipeline.spend import SpendCap
@@ -42,6 +52,38 @@ from overbrainer.storage.records import Example, Exclusion, Message, Meta, Quest
 TOPICS = 10
 SUBTOPICS = 100  # per topic
 PARENT = Role(provider="stub", model="parent-model")
+SCRAPER = """
+import json, select, socket, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+request = b"GET /metrics HTTP/1.1\\r\\nHost: bench\\r\\nConnection: close\\r\\n\\r\\n"
+scrapes = []
+print("ready", flush=True)
+while not select.select([sys.stdin], [], [], 0.01)[0]:  # every 10 ms until stdin closes
+    start = time.monotonic()
+    with socket.create_connection((host, port)) as connection:
+        connection.sendall(request)
+        while connection.recv(65536):
+            pass
+    scrapes.append((start, time.monotonic() - start))
+json.dump(scrapes, sys.stdout)
+"""
+"""A Prometheus stand-in: `[start, seconds]` of each scrape (monotonic clock, shared by
+the processes of one machine), printed when its stdin closes."""
+
+
+Finish = Callable[[float], Awaitable["Scrapes"]]
+"""Ends the scraping and tells the figures of the scrapes started since the given time."""
+
+
+@attrs.frozen
+class Scrapes:
+    """The scrapes of one stage: the longest wait, when it started, and how many there were."""
+
+    longest: float
+    at: float
+    """Seconds from the stage's start to the longest scrape's start."""
+    count: int
+    over_50_ms: int
 
 
 def write_project(root: Path, count: int) -> None:
@@ -74,8 +116,53 @@ def write_project(root: Path, count: int) -> None:
     (data / "subtopics.jsonl").write_text("".join(s.to_json() + "\n" for s in subtopics))
 
 
+async def _read_all(stream: trio.abc.ReceiveStream, until: bytes | None = None) -> bytes:
+    data = b""
+    while until is None or until not in data:
+        chunk = await stream.receive_some()
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 @contextlib.asynccontextmanager
-async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
+async def scraped(observer: MetricsObserver) -> AsyncIterator[Finish]:
+    """Serve `observer` on a loopback port and scrape it from a child process meanwhile;
+    the block gets a function that ends the scraping and tells its figures."""
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(serve_http, metrics_handler(observer))
+        scraper = await trio.lowlevel.open_process(
+            [sys.executable, "-c", SCRAPER, host, str(port)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert scraper.stdin is not None and scraper.stdout is not None
+        await _read_all(scraper.stdout, b"ready\n")
+
+        async def finish(since: float) -> Scrapes:
+            assert scraper.stdin is not None and scraper.stdout is not None
+            await scraper.stdin.aclose()
+            out = await _read_all(scraper.stdout)
+            await scraper.wait()
+            scrapes = [(start, wait) for start, wait in json.loads(out) if start >= since]
+            start, wait = max(scrapes, key=lambda scrape: scrape[1], default=(since, 0.0))
+            slow = sum(wait > 0.05 for _, wait in scrapes)
+            return Scrapes(wait, start - since, len(scrapes), slow)
+
+        try:
+            yield finish
+        finally:
+            if scraper.returncode is None:
+                scraper.kill()
+                await scraper.wait()
+            nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def stage_context(
+    root: Path, count: int, observer: MetricsObserver | None = None
+) -> AsyncIterator[StageContext]:
     """A context over the project at `root`, its parent the stub provider."""
     per_subtopic = count // (TOPICS * SUBTOPICS)
     topics = tuple(
@@ -92,7 +179,7 @@ async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
     project = Project(root)
     async with (
         open_stub() as stub,
-        open_event_bus() as bus,
+        open_event_bus(observer=observer) as bus,
         open_provider(ProviderConnection(Protocol.OPENAI, stub.url)) as http,
     ):
         client = ProtocolClient(http, Protocol.OPENAI, PARENT.model)
@@ -106,6 +193,12 @@ async def stage_context(root: Path, count: int) -> AsyncIterator[StageContext]:
             templates=load_templates(project),
             roles={"parent": RoleClient("parent", PARENT, "stub", client, None)},
         )
+
+
+async def idle(ctx: StageContext, run: StageRun) -> None:
+    """Nothing for 2 s: the scrapes' floor on this machine (its load, the scraper's start)."""
+    run.start(0)
+    await trio.sleep(2.0)
 
 
 async def old_answers(ctx: StageContext, run: StageRun) -> None:
@@ -127,40 +220,50 @@ async def old_split(ctx: StageContext, run: StageRun) -> None:
     await trio.lowlevel.checkpoint()
 
 
-async def measure(root: Path, count: int, stage: Stage, body: Body) -> tuple[LoopStalls, float]:
-    """The loop's stalls while `body` runs as `stage`, and the stage's wall time."""
-    found: list[LoopStalls] = []
+async def measure(
+    root: Path, count: int, stage: Stage, body: Body
+) -> tuple[LoopStalls, Scrapes, float]:
+    """The loop's stalls and the scrapes while `body` runs as `stage`, and its wall time."""
+    found: list[tuple[LoopStalls, Scrapes]] = []
+    observer = MetricsObserver()
 
     async def measured(ctx: StageContext, run: StageRun) -> None:
-        with measure_stalls() as stalls:
-            await body(ctx, run)
-        found.append(stalls)
+        async with scraped(observer) as scrapes_since:
+            since = time.monotonic()
+            with measure_stalls() as stalls:
+                await body(ctx, run)
+            scrapes = await scrapes_since(since)
+        found.append((stalls, scrapes))
 
-    async with stage_context(root, count) as ctx:
+    async with stage_context(root, count, observer) as ctx:
         started = time.perf_counter()
         await run_stage(ctx, stage, measured)
         wall = time.perf_counter() - started
-    return found[0], wall
+    stalls, scrapes = found[0]
+    return stalls, scrapes, wall
 
 
-async def run(count: int, rounds: int) -> None:
+async def run(count: int, rounds: int, only: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         started = time.perf_counter()
         write_project(root, count)
         print(f"{count:,} answers written in {time.perf_counter() - started:.1f} s")
         cases: list[tuple[str, Stage, Body]] = [
+            ("nothing, the loop idle", Stage.ANSWERS, idle),
             ("answers resume, in threads", Stage.ANSWERS, answers.answers_stage),
             ("answers resume, on the loop (old path)", Stage.ANSWERS, old_answers),
             ("split, in threads", Stage.SPLIT, split_stage.split_stage),
             ("split, on the loop (old path)", Stage.SPLIT, old_split),
         ]
         for round_ in range(1, rounds + 1):
-            for name, stage, body in cases:
-                stalls, wall = await measure(root, count, stage, body)
+            for name, stage, body in (case for case in cases if only in case[0]):
+                stalls, scrapes, wall = await measure(root, count, stage, body)
                 print(
                     f"round {round_}: {name}: longest stall {stalls.longest * 1e3:.1f} ms "
-                    f"over {stalls.passes} passes; stage {wall:.2f} s"
+                    f"over {stalls.passes} passes; longest scrape {scrapes.longest * 1e3:.1f} ms "
+                    f"at {scrapes.at:.2f} s, {scrapes.over_50_ms} of {scrapes.count} over 50 ms; "
+                    f"stage {wall:.2f} s"
                 )
 
 
@@ -168,8 +271,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", default="", help="only the cases whose name has this text")
     args = parser.parse_args()
-    trio.run(run, args.answers, args.rounds)
+    trio.run(run, args.answers, args.rounds, args.only)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
-from overbrainer.flows.compare import compare_flow
 
 
 @cli.command()
@@ -43,6 +42,9 @@ def compare(
     """Measure the exported child against the parent on the held-out questions."""
     if rejudge is not None and (limit is not None or keep_pod):
         raise click.UsageError("--limit and --keep-pod go without --rejudge")
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.flows.compare import compare_flow
+
     options = command_options()
     run_flow(
         lambda: compare_flow(

@@ -9,14 +9,19 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.shell_completion import CompletionItem, shell_complete
 
 from overbrainer.cli.context import PROJECT_DIR_PARAM
-from overbrainer.config import load_settings
-from overbrainer.project.directory import Project, open_project
-from overbrainer.training import Runs
+
+if TYPE_CHECKING:
+    from overbrainer.config.settings import Settings
+    from overbrainer.project.directory import Project
+
+# The readers import the project, config and training layers when a candidate is asked for:
+# the entry imports this module on every start, where completion is rarely wanted.
 
 PROG_NAME = "overbrainer"
 COMPLETE_VAR = "_OVERBRAINER_COMPLETE"
@@ -65,6 +70,8 @@ def _quiet() -> Iterator[None]:
 
 
 def _project(ctx: click.Context) -> Project:
+    from overbrainer.project.directory import open_project
+
     start = ctx.find_root().params.get(PROJECT_DIR_PARAM)
     return open_project(start if isinstance(start, Path) else Path("."))
 
@@ -88,17 +95,24 @@ def _candidates(
 
 
 def _run_ids(ctx: click.Context) -> list[CompletionItem]:
+    from overbrainer.training import Runs
+
     records = Runs(_project(ctx).runs).list()
     return [CompletionItem(r.id, help=f"{r.state.value}, {r.target}") for r in records]
 
 
+def _settings(ctx: click.Context) -> Settings:
+    from overbrainer.config import load_settings
+
+    return load_settings(_project(ctx).root, dict(os.environ))
+
+
 def _topics(ctx: click.Context) -> list[CompletionItem]:
-    settings = load_settings(_project(ctx).root, dict(os.environ))
-    return [CompletionItem(topic.name) for topic in settings.topics]
+    return [CompletionItem(topic.name) for topic in _settings(ctx).topics]
 
 
 def _targets(ctx: click.Context) -> list[CompletionItem]:
-    settings = load_settings(_project(ctx).root, dict(os.environ))
+    settings = _settings(ctx)
     return [CompletionItem(name) for name in settings.targets]
 
 

@@ -9,14 +9,6 @@ import click
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
-from overbrainer.config import load_settings
-from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.preflight import PreflightError
-from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
-from overbrainer.config.secrets import resolve_secret
-from overbrainer.flows.config_check import local_trainers, preflight, trainer_problems
-from overbrainer.flows.config_check import online as online_roles
-from overbrainer.project.directory import open_project
 
 
 @cli.group()
@@ -38,6 +30,15 @@ def check(resolve: bool, online: bool) -> None:
     a vault: reference without VAULT_ADDR or token, a local training target without Axolotl;
     with --online, on a role that cannot work.
     """
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.config import load_settings
+    from overbrainer.config.env import SSH_CLIENT_ENV
+    from overbrainer.config.preflight import PreflightError
+    from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
+    from overbrainer.config.secrets import resolve_secret
+    from overbrainer.flows.config_check import local_trainers, preflight, trainer_problems
+    from overbrainer.flows.config_check import online as online_roles
+    from overbrainer.project.directory import open_project
 
     async def flow() -> None:
         project = open_project(project_dir())

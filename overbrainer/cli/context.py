@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from overbrainer.ui.display import Display
-from overbrainer.ui.front import CliFrontend
+
+if TYPE_CHECKING:
+    from overbrainer.ui.front import CliFrontend
 
 PROJECT_DIR_KEY = "overbrainer.project_dir"
 DISPLAY_KEY = "overbrainer.display"
@@ -28,6 +31,9 @@ def project_dir() -> Path:
 
 def cli_frontend() -> CliFrontend:
     """The terminal front end with the display the global flags and stderr chose."""
+    # Imported here, not at the top: it brings Trio, which `--version` and `--help` never need.
+    from overbrainer.ui.front import CliFrontend
+
     display = click.get_current_context().meta.get(DISPLAY_KEY, Display.LINES)
     assert isinstance(display, Display)
     return CliFrontend(display)

@@ -8,19 +8,24 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
-from overbrainer.events.types import Stage
-from overbrainer.flows.estimate import estimate_flow
-from overbrainer.pipeline.estimate import PAID_STAGES
+
+PAID_STAGE_NAMES = ("subtopics", "questions", "answers")
+"""`pipeline.estimate.PAID_STAGES` by name, written out so that defining the command imports
+no pipeline (`tests/test_lazy_commands.py` keeps the two equal)."""
 
 
 @cli.command()
 @click.argument(
     "stages",
     nargs=-1,
-    type=click.Choice([stage.value for stage in PAID_STAGES]),
+    type=click.Choice(PAID_STAGE_NAMES),
 )
 def estimate(stages: tuple[str, ...]) -> None:
     """Estimate what the paid stages (default: all three) still have to do and may cost."""
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.estimate import estimate_flow
+
     options = command_options()
     chosen = [Stage(name) for name in stages]
     run_flow(lambda: estimate_flow(options, cli_frontend(), chosen))

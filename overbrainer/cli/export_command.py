@@ -9,7 +9,6 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
-from overbrainer.flows.export import export_flow
 
 
 @cli.command()
@@ -19,6 +18,9 @@ from overbrainer.flows.export import export_flow
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after.")
 def export(run_id: str, quantize: str | None, ollama_name: str | None, keep_pod: bool) -> None:
     """Convert a run's model to GGUF with llama.cpp, with an Ollama Modelfile beside it."""
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.flows.export import export_flow
+
     options = command_options()
     run_flow(
         lambda: export_flow(

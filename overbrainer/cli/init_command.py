@@ -10,7 +10,6 @@ import click
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.project.init import init_project
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +23,9 @@ log = logging.getLogger(__name__)
 )
 def init(directory: Path | None, demo: bool) -> None:
     """Write a new project in DIR (default: the -C directory)."""
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.project.init import init_project
+
     root = directory if directory is not None else project_dir()
     try:
         written = init_project(root, demo=demo)

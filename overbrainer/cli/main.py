@@ -19,7 +19,7 @@ from overbrainer.cli.update_check import finish_check
 from overbrainer.model.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from overbrainer.model.redact import redact
 from overbrainer.project.directory import PREDATES_HINT
-from overbrainer.ui.front import silence_stdout
+from overbrainer.ui.stdout import silence_stdout
 
 
 def main() -> None:

@@ -7,14 +7,15 @@ import click
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
-from overbrainer.project.directory import open_project, project_lock
-from overbrainer.project.migrate import NOTHING, change_lines, plan_migration
 
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print what would change and change nothing.")
 def migrate(dry_run: bool) -> None:
     """Upgrade a project without .overbrainer/version (older than format 1) to format 1."""
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.project.directory import open_project, project_lock
+    from overbrainer.project.migrate import NOTHING, change_lines, plan_migration
 
     async def flow() -> None:
         project = open_project(project_dir())

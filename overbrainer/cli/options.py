@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from overbrainer.cli.context import project_dir
-from overbrainer.flows.setup import CommandOptions
+
+if TYPE_CHECKING:
+    from overbrainer.flows.setup import CommandOptions
 
 EVENTS_FILE_KEY = "overbrainer.events_file"
 
@@ -23,6 +25,10 @@ def events_file() -> Path | None:
 
 def command_options() -> CommandOptions:
     """The running command's global flags, handed to its flow."""
+    # Imported here: the flows' setup brings the config layer and Trio, which the group's
+    # `--version`, `--help` and completion never need.
+    from overbrainer.flows.setup import CommandOptions
+
     return CommandOptions(project_dir(), events_file())
 
 

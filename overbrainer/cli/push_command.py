@@ -9,7 +9,6 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
-from overbrainer.flows.push import push_flow
 
 
 @cli.command()
@@ -22,6 +21,9 @@ from overbrainer.flows.push import push_flow
 @click.option("--dry-run", is_flag=True, help="Show what would be sent; write the card locally.")
 def push(run_id: str, repo: str | None, public: bool, overwrite_card: bool, dry_run: bool) -> None:
     """Push a run's model, GGUF files and model card to the Hugging Face Hub."""
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.flows.push import push_flow
+
     options = command_options()
     run_flow(
         lambda: push_flow(

@@ -10,9 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
 import click
-import trio
 
-from overbrainer.model.error_groups import error_leaves, meaningful_error
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.model.redact import redact
 
@@ -21,6 +19,12 @@ log = logging.getLogger(__name__)
 
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
+    # Imported here, not at the top: command modules import this one to define their commands,
+    # which `--help` and completion do without running any.
+    import trio
+
+    from overbrainer.model.error_groups import error_leaves, meaningful_error
+
     code = EXIT_OK
     if threading.current_thread() is threading.main_thread():
         # Trio guards its own state against KeyboardInterrupt only under the default handler

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,9 +15,12 @@ from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError, UsageError
-from overbrainer.project.directory import open_project
-from overbrainer.targets import PodRecordError, load_pod_record
-from overbrainer.training import RunRecord, Runs
+
+if TYPE_CHECKING:
+    from overbrainer.training import RunRecord, Runs
+
+# The project, training and targets layers are imported on use: defining the commands (for
+# `--help` and completion) needs only click.
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SECRETS = (
@@ -44,6 +48,8 @@ def pod_summary(run_dir: Path) -> str | None:
 
     An unreadable record is named on the run's line rather than failing the whole listing.
     """
+    from overbrainer.targets import PodRecordError, load_pod_record
+
     try:
         pod = load_pod_record(run_dir)
     except PodRecordError as error:
@@ -72,6 +78,14 @@ def _fail(error: OverbrainerError) -> None:
     sys.exit(error.exit_code)
 
 
+def _runs() -> Runs:
+    """The project's run store (its lookup fails as `open_project` does)."""
+    from overbrainer.project.directory import open_project
+    from overbrainer.training import Runs
+
+    return Runs(open_project(project_dir()).runs)
+
+
 @cli.group()
 def runs() -> None:
     """List training runs and print their job logs."""
@@ -81,7 +95,7 @@ def runs() -> None:
 def runs_ls() -> None:
     """List the runs, oldest first: ID, state, target, creation time, snapshot, pod."""
     try:
-        store = Runs(open_project(project_dir()).runs)
+        store = _runs()
         records = store.list()
     except OverbrainerError as error:
         _fail(error)
@@ -115,7 +129,7 @@ def runs_logs(run_id: str, tail: int | None, pod: bool, source: str | None, foll
     if source is not None or follow:
         raise click.UsageError("--source and --follow go with --pod")
     try:
-        runs = Runs(open_project(project_dir()).runs)
+        runs = _runs()
         runs.load(run_id)
         path = runs.dir_of(run_id) / "job.log"
         if path.is_symlink():

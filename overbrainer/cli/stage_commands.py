@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -12,8 +12,12 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
-from overbrainer.events.types import PIPELINE_STAGES, Stage
-from overbrainer.flows.pipeline import PipelineRequest, pipeline_flow
+
+if TYPE_CHECKING:
+    from overbrainer.flows.pipeline import PipelineRequest
+
+# The stages and the flow are imported on use: defining the commands (for `--help` and
+# completion) needs only click.
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -38,6 +42,8 @@ def _force_option(command: F) -> F:
 
 
 def _pipeline_command(request: PipelineRequest) -> None:
+    from overbrainer.flows.pipeline import pipeline_flow
+
     options = command_options()
     run_flow(lambda: pipeline_flow(options, cli_frontend(), request))
 
@@ -48,6 +54,9 @@ def _pipeline_command(request: PipelineRequest) -> None:
 @max_cost_option
 def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each topic's missing subtopics."""
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.pipeline import PipelineRequest
+
     _pipeline_command(PipelineRequest((Stage.SUBTOPICS,), topics, force, max_cost))
 
 
@@ -57,6 +66,9 @@ def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @max_cost_option
 def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.pipeline import PipelineRequest
+
     _pipeline_command(PipelineRequest((Stage.QUESTIONS,), topics, force, max_cost))
 
 
@@ -79,6 +91,9 @@ def answers(
     topics: tuple[str, ...], force: bool, max_cost: float | None, batch: bool, cancel: bool
 ) -> None:
     """Ask the parent to answer every question not answered yet."""
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.pipeline import PipelineRequest
+
     if cancel and not batch:
         raise click.UsageError("--cancel needs --batch")
     if batch and force:
@@ -104,6 +119,9 @@ data/answers.jsonl, are left out of train and eval, and are counted as orphaned.
 )
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.pipeline import PipelineRequest
+
     only = () if topic is None else (topic,)
     _pipeline_command(PipelineRequest((Stage.SPLIT,), only))
 
@@ -117,5 +135,8 @@ def split(topic: str | None) -> None:
 )
 def run_command(max_cost: float | None, no_train: bool) -> None:
     """Run every stage (subtopics, questions, answers, split), then train with [training]."""
+    from overbrainer.events.types import PIPELINE_STAGES
+    from overbrainer.flows.pipeline import PipelineRequest
+
     run = PipelineRequest(PIPELINE_STAGES, max_cost=max_cost, whole_run=True, train=not no_train)
     _pipeline_command(run)

@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 
 import click
-import trio
 
 from overbrainer.cli.context import cli_frontend, project_dir
 from overbrainer.cli.group import cli
 from overbrainer.cli.running import run_flow
 from overbrainer.model.errors import EXIT_INTERRUPTED
-from overbrainer.project.directory import find_root
-from overbrainer.system.sampler import SAMPLE_EVERY
 
 
 @cli.command()
@@ -20,10 +17,13 @@ from overbrainer.system.sampler import SAMPLE_EVERY
 @click.option("--json", "as_json", is_flag=True, help="Print each sample as one JSON line.")
 def system(watch: bool, as_json: bool) -> None:
     """Show this machine (disks of the project directory and /, CPU, memory, GPUs)."""
-    # Imported on use, so that the other commands do not pay for them at start-up.
+    # Imported on use, so that the other commands, `--help` and completion do not pay for them.
+    import trio
+
     from overbrainer.events.codec import converter
+    from overbrainer.project.directory import find_root
     from overbrainer.system.rows import system_rows
-    from overbrainer.system.sampler import LocalSampler
+    from overbrainer.system.sampler import SAMPLE_EVERY, LocalSampler
 
     async def flow() -> int:
         sampler = LocalSampler(find_root(project_dir()).resolve())

@@ -9,7 +9,6 @@ from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
-from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
 
 
 @cli.group(invoke_without_command=True)
@@ -45,6 +44,9 @@ def train(
                 "--target, --resume-from, --keep-pod and --force go without a subcommand"
             )
         return
+    # Imported on use: defining the command (for `--help`, completion) needs only click.
+    from overbrainer.flows.train import train_flow
+
     options = command_options()
     run_flow(
         lambda: train_flow(
@@ -62,6 +64,8 @@ def train(
 @click.argument("run_id", shell_complete=complete_run_ids)
 def attach(run_id: str) -> None:
     """Follow a run again until its job ends, then record and report how it ended."""
+    from overbrainer.flows.train import attach_flow
+
     options = command_options()
     run_flow(lambda: attach_flow(options, cli_frontend(), run_id))
 
@@ -70,6 +74,8 @@ def attach(run_id: str) -> None:
 @click.argument("run_id", shell_complete=complete_run_ids)
 def stop(run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop, then follow it to its end."""
+    from overbrainer.flows.train import stop_flow
+
     options = command_options()
     run_flow(lambda: stop_flow(options, cli_frontend(), run_id))
 
@@ -78,5 +84,7 @@ def stop(run_id: str) -> None:
 @click.argument("run_id", shell_complete=complete_run_ids)
 def cancel(run_id: str) -> None:
     """Stop a run's job (TERM, then KILL after 10 s) and record it cancelled."""
+    from overbrainer.flows.train import cancel_flow
+
     options = command_options()
     run_flow(lambda: cancel_flow(options, cli_frontend(), run_id))

@@ -16,8 +16,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -175,14 +173,17 @@ def _url(environ: Mapping[str, str]) -> str:
     return environ.get(URL_ENV) or DEFAULT_URL
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
 def fetch_latest(url: str) -> str | None:
     """`info.version` from the registry's JSON (3 s, no redirects, at most 64 KiB), or None."""
-    opener = urllib.request.build_opener(_NoRedirect())
+    # Imported here, in the child that asks: urllib.request costs every command ~20 ms.
+    import urllib.error
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect())
     request = urllib.request.Request(
         url, headers={"User-Agent": f"overbrainer/{__version__} (update check)"}
     )

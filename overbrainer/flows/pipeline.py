@@ -17,9 +17,7 @@ from overbrainer.events.frontend import Frontend
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.events.types import ConcurrencyChanged, Stage
 from overbrainer.flows.config_state import ConfigState
-from overbrainer.flows.push import push_after_training
-from overbrainer.flows.setup import CommandOptions, open_command
-from overbrainer.flows.train import train_after_split, training_session
+from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.llm import EMBEDDER, PriceBook, RoleClient, connect_roles
 from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Price
@@ -45,7 +43,6 @@ from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
 from overbrainer.storage import Question, Subtopic, read_current
-from overbrainer.training import refuse_if_training_cannot_start, warn_if_a_run_still_trains
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +284,27 @@ class _Pipeline:
                 outcome.check()
 
 
+async def _check_training(command: Command) -> None:
+    """Refuse a `run` whose training cannot start, before any stage spends."""
+    # The training, export and push layers are imported only by a `run` that trains: a stage
+    # command never needs them, and they are a third of its start-up.
+    from overbrainer.training import refuse_if_training_cannot_start, warn_if_a_run_still_trains
+
+    settings = command.config.settings
+    await refuse_if_training_cannot_start(settings, command.project, command.interrupt)
+    await warn_if_a_run_still_trains(settings, command.project)
+
+
+async def _train_and_push(command: Command, front: Frontend) -> None:
+    """`run`'s training after split, then its push when `[hub]` asks for one."""
+    from overbrainer.flows.push import push_after_training
+    from overbrainer.flows.train import train_after_split, training_session
+
+    record = await train_after_split(training_session(command), front)
+    if record is not None:
+        await push_after_training(command, front, record)
+
+
 async def pipeline_flow(options: CommandOptions, front: Frontend, request: PipelineRequest) -> None:
     """Run the request's stages in order under the project's lock (`run`: then training)."""
     whole_run = request.whole_run
@@ -294,8 +312,7 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
         project, config, interrupt = command.project, command.config, command.interrupt
         topics = select_topics(config.settings, request.topic_names)
         if whole_run and request.train:
-            await refuse_if_training_cannot_start(config.settings, project, interrupt)
-            await warn_if_a_run_still_trains(config.settings, project)
+            await _check_training(command)
         planned = list(request.stages)
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
             project, frozenset(t.name for t in topics)
@@ -313,6 +330,4 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
                 log.info("--no-train: run stops after split")
                 return
             config.reload_if_changed()
-            record = await train_after_split(training_session(command), front)
-            if record is not None:
-                await push_after_training(command, front, record)
+            await _train_and_push(command, front)

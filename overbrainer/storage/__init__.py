@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
+    from overbrainer.storage.collector import collector_paused
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import ForceState, save_force_state
     from overbrainer.storage.history import (
@@ -87,6 +88,7 @@ __all__ = [
     "append_records",
     "batched_questions",
     "begin",
+    "collector_paused",
     "compact",
     "current",
     "example_head",
@@ -119,6 +121,7 @@ __getattr__ = lazy_face(
     __name__,
     {
         "Appender": "jsonl",
+        "collector_paused": "collector",
         "BatchRecord": "batches",
         "DataError": "errors",
         "DiskFull": "errors",

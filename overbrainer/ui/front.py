@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
@@ -21,6 +19,7 @@ from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
 from overbrainer.ui.progress import render, render_until
+from overbrainer.ui.stdout import silence_stdout
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,15 +28,6 @@ log = logging.getLogger(__name__)
 
 DRAIN_GRACE = 2.0
 """Seconds the TUI's renderer may take to log what is queued when its flow ends."""
-
-
-def silence_stdout() -> None:
-    """Point stdout at /dev/null once its reader has gone, so later writes and flushes pass."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
 
 
 async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], None]) -> None:

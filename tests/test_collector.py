@@ -1,0 +1,39 @@
+"""The cycle collector's pause, and freeing a large list a slice at a time."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from overbrainer.pipeline.blocking import FREE_SLICE, free_gradually
+from overbrainer.storage import collector_paused
+
+
+def test_the_pause_restores_the_collector_and_nests() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError()
+    assert gc.isenabled()
+
+
+def test_a_pause_inside_a_disabled_collector_leaves_it_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_freeing_gradually_empties_the_list() -> None:
+    items = [object() for _ in range(FREE_SLICE * 3 + 7)]
+    free_gradually(items)
+    assert items == []
