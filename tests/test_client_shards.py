@@ -135,3 +135,27 @@ async def test_many_concurrent_answers_from_a_real_server_share_small_pools() ->
                         nursery.start_soon(ask, n)
                 assert len(answers) == count
                 assert client.http.shards.clients == 3
+
+
+async def test_a_client_that_fails_to_open_later_leaves_its_connections_to_others() -> None:
+    held = Held()
+    made = Maker(held)
+    failures = [RuntimeError("once")]
+
+    def make(connections: int | None) -> httpx2.AsyncClient:
+        if len(made.limits) == 1 and failures:
+            raise failures.pop()
+        return made(connections)
+
+    with trio.fail_after(5):
+        async with open_shards(make, per_shard=2, max_connections=4) as shards:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(shards.request, "GET", "http://x/")
+                nursery.start_soon(shards.request, "GET", "http://x/")
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(RuntimeError):
+                    await shards.request("GET", "http://x/")
+                nursery.start_soon(shards.request, "GET", "http://x/")
+                await trio.testing.wait_all_tasks_blocked()
+                held.release.set()
+            assert made.limits == [2, 2]

@@ -103,9 +103,13 @@ class ClientShards:
 
     async def _new_shard(self) -> _Shard:
         capacity = min(self._per_shard, self._unmade)
-        self._unmade -= capacity
-        limit = None if capacity == sys.maxsize else capacity
-        client = await self._stack.enter_async_context(self._make(limit))
+        self._unmade -= capacity  # before the await, so tasks making clients at once share it
+        try:
+            limit = None if capacity == sys.maxsize else capacity
+            client = await self._stack.enter_async_context(self._make(limit))
+        except BaseException:
+            self._unmade += capacity  # a client that failed holds no connections
+            raise
         shard = _Shard(client, capacity)
         self._shards.append(shard)
         self._with_room.append(shard)
