@@ -37,9 +37,12 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: each prints its figures (record them in bench/README.md)."""
+    """Benchmarks: each prints its figures (record them in bench/README.md).
+
+    `bench/_*.py` are helpers the benchmarks run, not benchmarks.
+    """
     session.install("-e", ".[test]")
-    for script in sorted(Path("bench").glob("*.py")):
+    for script in sorted(Path("bench").glob("[!_]*.py")):
         session.run("python", str(script))
 
 

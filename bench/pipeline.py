@@ -1,13 +1,15 @@
 """Benchmark `overbrainer answers` against the stub provider in another process.
 
-1. 2,000 answers at 200 ms per reply and concurrency 64, beside a bare httpx2 loop sending the
-   same 2,000 requests: wall time as a ratio of the ideal ceil(2000/64) x 200 ms, process CPU
-   per answer, peak RSS (whole processes, start-up included, measured with `os.wait4`).
+1. Side by side at several (answers, concurrency) cases, 200 ms per reply: `overbrainer
+   answers`, a bare httpx2 loop sending the same chat requests and, when a venv with
+   `bespokelabs-curator` is found (`--curator-python`), Curator: wall time as a fraction of
+   the ideal ceil(N/C) x 200 ms, process CPU per answer, peak RSS (whole processes, start-up
+   included, measured with `os.wait4`), and ours against the bare loop.
 2. Resume cost: `answers` again on a finished project of 100,000 answers (zero requests).
 3. `split` on those 100,000 answers.
 
-Run: `python bench/pipeline.py [--answers 2000] [--concurrency 64] [--delay 0.2]
-[--resume 100000]`. Figures are printed, never asserted.
+Run: `python bench/pipeline.py [--cases 2000x64,10000x256,10000x1024] [--delay 0.2]
+[--rounds 1] [--resume 100000] [--curator-python PATH]`. Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -65,6 +68,8 @@ class Measured:
     cpu: float
     rss_mib: float
     stdout: str
+    stub_cpu: float = 0.0
+    """CPU seconds the stub it talked to spent (the stub shares the machine's cores)."""
 
 
 def measure(args: list[str], env: dict[str, str] | None = None) -> Measured:
@@ -88,6 +93,7 @@ def start_stub(delay: float) -> tuple[subprocess.Popen[str], str]:
     stub = subprocess.Popen(
         [sys.executable, "-m", "overbrainer.devtools.stub_provider", "--delay", str(delay)],
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     assert stub.stdout is not None
@@ -138,7 +144,6 @@ def write_answers(root: Path, questions: list[Question]) -> None:
 def overbrainer_env(url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
     env["OVERBRAINER_PROVIDERS__STUB__BASE_URL"] = url
-    env["OVERBRAINER_LOG"] = "warn"
     return env
 
 
@@ -171,13 +176,26 @@ async def bare_loop(url: str, texts: list[str], concurrency: int) -> None:
                 nursery.start_soon(one, text)
 
 
+def curator_python() -> Path:
+    """The Python of a venv with `bespokelabs-curator` (kept apart: it pins its own packages).
+
+    `OVERBRAINER_BENCH_CURATOR` if set, else the venv `bench/adaptive.py` makes, else
+    `/tmp/curator-venv`.
+    """
+    named = os.environ.get("OVERBRAINER_BENCH_CURATOR")
+    if named:
+        return Path(named)
+    made = Path(__file__).resolve().parent / ".venv-curator" / "bin" / "python"
+    return made if made.exists() else Path("/tmp/curator-venv/bin/python")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--answers", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--cases", default="2000x64,10000x256,10000x1024", help="NxC,...")
     parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--resume", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=1, help="answers rounds")
+    parser.add_argument("--resume", type=int, default=100_000, help="0: no resume and split")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of every case")
+    parser.add_argument("--curator-python", type=Path, default=curator_python())
     parser.add_argument("--bare", nargs=3, metavar=("URL", "QUESTIONS", "CONCURRENCY"))
     parser.add_argument("--make-finished", nargs=2, metavar=("DIR", "COUNT"))
     args = parser.parse_args()
@@ -191,62 +209,115 @@ def main() -> None:
         trio.run(bare_loop, url, texts, int(concurrency))
         return
 
+    curator: Path | None = args.curator_python
+    if curator is not None and not curator.exists():
+        print(
+            f"Curator left out: no {curator} (make a venv with `pip install "
+            "bespokelabs-curator==0.1.31` there, or set OVERBRAINER_BENCH_CURATOR)"
+        )
+        curator = None
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+    cases = [tuple(int(x) for x in case.split("x")) for case in args.cases.split(",")]
+    ours_cpu: dict[int, list[float]] = {}
     for round_ in range(args.rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            run_answers(Path(tmp), args, bare_first=round_ % 2 == 0)
+        for n, c in cases:
+            with tempfile.TemporaryDirectory() as tmp:
+                rows = run_answers(Path(tmp), n, c, args.delay, curator, turn=round_)
+            ours_cpu.setdefault(c, []).append(rows["overbrainer answers"].cpu / n)
+    if len(ours_cpu) > 1:
+        lowest, highest = min(ours_cpu), max(ours_cpu)
+        growth = min(ours_cpu[highest]) / min(ours_cpu[lowest])
+        print(f"ours: CPU per answer at C={highest} is {growth:.2f}x that at C={lowest} (best)")
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
-    quiet, quiet_url = start_stub(0.0)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            run_resume(Path(tmp), quiet_url, args.resume)
-    finally:
-        quiet.terminate()
-        quiet.wait()
+    if args.resume:
+        quiet, quiet_url = start_stub(0.0)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                run_resume(Path(tmp), quiet_url, args.resume)
+        finally:
+            quiet.terminate()
+            quiet.wait()
 
 
-def with_stub(delay: float, args: list[str], env: dict[str, str] | None = None) -> Measured:
+Environ = Callable[[str], dict[str, str]]
+"""A command's environment given the stub's URL."""
+
+
+def with_stub(delay: float, args: list[str], env: Environ | None = None) -> Measured:
     """Measure a command against a fresh stub (the stub keeps every request it served, so a
     used one grows slower and would handicap whichever command comes second)."""
     stub, url = start_stub(delay)
     try:
         command = [a.replace("{url}", url) for a in args]
-        return measure(command, None if env is None else {**env, **overbrainer_env(url)})
+        measured = measure(command, None if env is None else env(url))
     finally:
         stub.terminate()
-        stub.wait()
+        _, status, usage = os.wait4(stub.pid, 0)
+        stub.returncode = os.waitstatus_to_exitcode(status)
+    return attrs.evolve(measured, stub_cpu=usage.ru_utime + usage.ru_stime)
 
 
-def run_answers(tmp: Path, args: argparse.Namespace, *, bare_first: bool) -> None:
-    n, c, delay = args.answers, args.concurrency, args.delay
+def curator_env(tmp: Path) -> dict[str, str]:
+    """Curator without telemetry, cache reuse or a live display, its files under `tmp`."""
+    return {
+        **os.environ,
+        "TELEMETRY_ENABLED": "false",
+        "CURATOR_DISABLE_CACHE": "1",
+        "CURATOR_CACHE_DIR": str(tmp / "curator-cache"),
+        "CURATOR_DISABLE_RICH_DISPLAY": "1",
+    }
+
+
+def run_answers(
+    tmp: Path, n: int, c: int, delay: float, curator: Path | None, *, turn: int
+) -> dict[str, Measured]:
+    """Each contender once on the same questions, the order turning with `turn`."""
     ideal = math.ceil(n / c) * delay
     root = tmp / "answers"
     make_project(root, n, c)
     questions_file = str(root / "data" / "questions.jsonl")
-
-    def bare() -> Measured:
-        return with_stub(
-            delay, [sys.executable, __file__, "--bare", "{url}", questions_file, str(c)]
-        )
-
-    def ours() -> Measured:
-        command = [sys.executable, "-m", "overbrainer", "-C", str(root), "answers"]
-        return with_stub(delay, command, {})
-
-    if bare_first:
-        floor, measured = bare(), ours()
-    else:
-        measured, floor = ours(), bare()
+    here = Path(__file__).parent
+    contenders: dict[str, tuple[list[str], Environ | None]] = {
+        "bare httpx2 loop": (
+            [sys.executable, __file__, "--bare", "{url}", questions_file, str(c)],
+            None,
+        ),
+        "overbrainer answers": (
+            [sys.executable, "-m", "overbrainer", "-C", str(root), "answers"],
+            overbrainer_env,
+        ),
+    }
+    if curator is not None:
+        command = [str(curator), str(here / "_curator_answers.py"), "{url}", questions_file, str(c)]
+        contenders["curator"] = (command, lambda _: curator_env(tmp))
+    names = list(contenders)
+    shift = turn % len(names)
+    measured: dict[str, Measured] = {}
+    for name in names[shift:] + names[:shift]:
+        command, env = contenders[name]
+        measured[name] = with_stub(delay, command, env)
     print(f"answers: {n} at concurrency {c}, {delay * 1000:.0f} ms per reply; ideal {ideal:.2f}s")
-    print(f"  overbrainer says: {measured.stdout.strip()}")
-    for name, m in (("bare httpx2 loop", floor), ("overbrainer answers", measured)):
+    print(f"  overbrainer says: {measured['overbrainer answers'].stdout.strip()}")
+    for name in names:
+        m = measured[name]
         print(
             f"  {name:<20} wall {m.wall:6.2f}s  ideal/wall {ideal / m.wall:.2f}  "
-            f"CPU {m.cpu:6.2f}s = {m.cpu / n * 1000:.2f} ms/answer  peak RSS {m.rss_mib:.0f} MiB"
+            f"CPU {m.cpu:6.2f}s = {m.cpu / n * 1000:.2f} ms/answer  peak RSS {m.rss_mib:.0f} MiB  "
+            f"(stub CPU {m.stub_cpu:.1f}s)"
         )
+    ours, floor = measured["overbrainer answers"], measured["bare httpx2 loop"]
     print(
-        f"  ratio of ratios {(ideal / measured.wall) / (ideal / floor.wall):.2f}; "
-        f"CPU beyond the bare loop {(measured.cpu - floor.cpu) / n * 1000:.2f} ms/answer"
+        f"  ours/bare wall {ours.wall / floor.wall:.2f}; "
+        f"CPU beyond the bare loop {(ours.cpu - floor.cpu) / n * 1000:+.2f} ms/answer"
     )
+    if "curator" in measured:
+        other = measured["curator"]
+        print(
+            f"  ours/curator wall {ours.wall / other.wall:.2f}, "
+            f"CPU {ours.cpu / other.cpu:.2f} (curator says: {other.stdout.strip()})"
+        )
+    return measured
 
 
 def run_resume(tmp: Path, url: str, count: int) -> None:

@@ -209,3 +209,17 @@ async def test_another_client_on_the_same_key_is_believed(
     start = trio.current_time()
     await limiter.admit()
     assert trio.current_time() - start >= 8.0
+
+
+async def test_try_admit_admits_only_what_admit_would_not_wait_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = AdaptiveLimiter("stub/model", 2)
+    assert limiter.try_admit() is not None
+    assert limiter.try_admit() is None  # the first request probes alone
+    limiter.observe(RateLimitInfo(requests=Budget(100, 99, 60.0)))
+    assert limiter.try_admit() is not None
+    assert limiter.try_admit() is None  # at the limit of 2
+    assert limiter.in_flight == 2
+    limiter.release()
+    assert limiter.try_admit() is not None

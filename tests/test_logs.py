@@ -141,6 +141,19 @@ def test_target_directives_longest_prefix() -> None:
     assert shown(env) == ["dep info", "dep warn", "dep debug"]
 
 
+def test_http_libraries_make_no_record_unless_asked_for_one() -> None:
+    capture({})
+    assert not logging.getLogger("httpx2").isEnabledFor(logging.INFO)
+    assert logging.getLogger("httpx2").isEnabledFor(logging.WARNING)
+    assert not logging.getLogger("httpcore2.connection").isEnabledFor(logging.DEBUG)
+    capture({logs.LOG_ENV: "warn,httpx2.sub=debug"})
+    assert logging.getLogger("httpx2.sub").isEnabledFor(logging.DEBUG)
+    capture({logs.LOG_ENV: "debug"})
+    assert logging.getLogger("httpcore2.connection").isEnabledFor(logging.DEBUG)
+    logs.reset_logging()
+    assert logging.getLogger("httpx2").level == logging.NOTSET
+
+
 def test_parse_filter() -> None:
     parsed = logs.parse_filter("overbrainer=info,warn")
     assert parsed is not None

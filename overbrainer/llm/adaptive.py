@@ -208,10 +208,18 @@ class AdaptiveLimiter:
             now = trio.current_time()
             wait = self._wait(now)
             if wait <= 0:
-                break
+                return self._take()
             changed = self._changed
             with trio.move_on_after(wait):
                 await changed.wait()
+
+    def try_admit(self) -> Ticket | None:
+        """Count a request in flight if it may start now; None if it would have to wait."""
+        if self._wait(trio.current_time()) > 0:
+            return None
+        return self._take()
+
+    def _take(self) -> Ticket:
         if self.admitted == 0:
             self._probe_ends = trio.current_time() + PROBE_SECS
         self.in_flight += 1

@@ -181,7 +181,9 @@ async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:
         return await limiter.admit()
     if gate.closed:
         raise RetryHalted()
-    ticket: Ticket | None = None
+    ticket = limiter.try_admit()
+    if ticket is not None:  # most requests: no watcher task to start and cancel
+        return ticket
     async with unwrapped(), trio.open_nursery() as nursery:
 
         async def watch_gate() -> None:

@@ -23,6 +23,7 @@ from overbrainer.llm.errors import (
     TransportError,
 )
 from overbrainer.llm.ratelimit import RateLimitInfo, parse_rate_limits
+from overbrainer.llm.shards import SHARD_CONNECTIONS, ClientShards, open_shards
 from overbrainer.llm.types import Json
 
 log = logging.getLogger(__name__)
@@ -75,12 +76,12 @@ class HttpClient:
 
     def __init__(
         self,
-        client: httpx2.AsyncClient,
+        shards: ClientShards,
         base_url: str,
         request_timeout: float,
         provider: str = "",
     ) -> None:
-        self._client = client
+        self.shards = shards
         self.base_url = base_url.rstrip("/")
         self.request_timeout = request_timeout
         self.address = address_of(base_url)
@@ -142,7 +143,7 @@ class HttpClient:
         response: httpx2.Response | None = None
         with trio.move_on_after(self.request_timeout):
             try:
-                response = await self._client.request(method, url, content=content, headers=headers)
+                response = await self.shards.request(method, url, content, headers)
             except httpx2.HTTPError as error:
                 log.debug("%s %s failed: %s", method, path, type(error).__name__)
                 raise self._transport_error(error) from error
@@ -182,29 +183,40 @@ async def open_http(
     provider: str = "",
     transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[HttpClient]:
-    """Open one pooled client for `provider`; `secret_headers` are never logged or shown.
+    """Open the pooled connections to `provider`; `secret_headers` are never logged or shown.
 
-    `transport` replaces the network (the embedded stand-in provider).
+    `transport` replaces the network (the embedded stand-in provider): it is one object, so it
+    gets one client, whose pool it does not use.
     """
     all_headers = {"content-type": "application/json", **(headers or {})}
     for name, value in (secret_headers or {}).items():
         if not valid_header_value(value):
             raise InvalidApiKey()
         all_headers[name] = value
+    timeout = httpx2.Timeout(request_timeout, connect=connect_timeout)
     try:
-        client = httpx2.AsyncClient(
-            headers=all_headers,
-            timeout=httpx2.Timeout(request_timeout, connect=connect_timeout),
-            limits=httpx2.Limits(
-                max_connections=max_connections,
-                max_keepalive_connections=max_connections or 1024,
-            ),
-            transport=transport,
-        )
+        # One TLS context for all clients: loading the CA store takes ~30 ms of CPU each time.
+        tls = httpx2.create_ssl_context()
     except Exception as error:  # any failure to build is reported the same way
         raise ClientBuildError() from error
-    async with client:
-        yield HttpClient(client, base_url, request_timeout, provider)
+
+    def make(connections: int | None) -> httpx2.AsyncClient:
+        try:
+            return httpx2.AsyncClient(
+                headers=all_headers,
+                timeout=timeout,
+                verify=tls,
+                limits=httpx2.Limits(
+                    max_connections=connections, max_keepalive_connections=connections or 1024
+                ),
+                transport=transport,
+            )
+        except Exception as error:
+            raise ClientBuildError() from error
+
+    per_shard = SHARD_CONNECTIONS if transport is None else None
+    async with open_shards(make, per_shard=per_shard, max_connections=max_connections) as shards:
+        yield HttpClient(shards, base_url, request_timeout, provider)
 
 
 _CAUSES: tuple[tuple[type[httpx2.HTTPError], str], ...] = (

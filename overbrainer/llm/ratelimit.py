@@ -167,6 +167,8 @@ def parse_rate_limits(
 ) -> RateLimitInfo | None:
     """The limits a reply's headers state (names matched case-insensitively); None if none."""
     lowered = {name.lower(): value for name, value in headers.items()}
+    if not any("ratelimit" in name for name in lowered):
+        return None  # every name read below contains it; a reply without one costs no more
     moment = now or dt.datetime.now(dt.UTC)
     info = RateLimitInfo(
         requests=_openai(lowered, "requests") or _anthropic(lowered, "requests", moment),

@@ -24,6 +24,8 @@ TRACE = 5
 """Below DEBUG, for the `trace` directive; logging has no such level of its own."""
 
 _OFF = logging.CRITICAL + 10
+PER_REQUEST_LOGGERS = ("httpx2", "httpcore2")
+"""Libraries that log each HTTP request: kept from even making a record the filter drops."""
 _LEVELS: dict[str, int] = {
     "off": _OFF,
     "error": logging.ERROR,
@@ -84,6 +86,11 @@ class Directives:
     def lowest(self) -> int:
         """The lowest threshold of all, so the root logger lets those records be made."""
         return min([self.default, *(level for _, level in self.targets)])
+
+    def lowest_under(self, name: str) -> int:
+        """The lowest threshold of `name` and of the loggers below it."""
+        below = [level for target, level in self.targets if target.startswith(name + ".")]
+        return min([self.threshold(name), *below])
 
 
 def parse_filter(text: str) -> Directives | None:
@@ -331,6 +338,8 @@ def init_logging(
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(directives.lowest())
+    for name in PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(directives.lowest_under(name))
     _installed = handler
 
 
@@ -341,3 +350,5 @@ def reset_logging() -> None:
         logging.getLogger().removeHandler(_installed)
         _installed.close()
         _installed = None
+        for name in PER_REQUEST_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)
