@@ -12,6 +12,7 @@ import pytest
 from overbrainer.devtools.stub_provider import open_stub
 from tests.pipeline_support import make_project, write_questions
 from tests.pipeline_support import overbrainer as run_command
+from tests.test_bad_input import snapshot
 
 
 def overbrainer(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -103,7 +104,7 @@ async def test_a_bad_rejected_line_stops_force_before_it_rewrites(tmp_path: Path
     write_questions(root, 2, topics=("ownership", "async"))
     data = root / "data"
     (data / "rejected.jsonl").write_text("not a record\n")
-    before = {name: (data / name).read_bytes() for name in ("subtopics.jsonl", "questions.jsonl")}
+    before = snapshot(root)
     async with open_stub() as stub:
         for stage in ("subtopics", "questions"):
             result = await run_command(root, stage, "--force", url=stub.url)
@@ -113,7 +114,8 @@ async def test_a_bad_rejected_line_stops_force_before_it_rewrites(tmp_path: Path
                 "not JSON: Expecting value: line 1 column 1 (char 0)"
             )
         assert stub.completions == []
-    assert {name: (data / name).read_bytes() for name in before} == before
+    # Nothing written: no data, no force state, no history line.
+    assert snapshot(root) == before
 
 
 @pytest.mark.parametrize("command", [("config", "check"), ("split",), ("run",), ("answers",)])

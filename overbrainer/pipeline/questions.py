@@ -192,6 +192,10 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
 
 async def questions_stage(ctx: StageContext, run: StageRun) -> None:
     """Fill every subtopic of the selected topics up to `questions_per_subtopic`."""
+    if ctx.force:
+        # Read once before the force begins, so that a bad data line (rejected.jsonl
+        # included) stops the command before its force state is written.
+        await read_in_thread(lambda: _read_stored(ctx, set()))
     async with replacing(ctx, "questions") as replacement:
         await _fill_subtopics(ctx, run, replacement)
 
