@@ -356,6 +356,10 @@ async def test_a_hung_sample_read_never_stops_the_follow_nor_starves_the_threads
         return SystemSample(at=0.0, disks=(), cpu=None, memory=None, gpus=())
 
     monkeypatch.setattr(sampler_module, "sample_machine", hung_read)
+    # Jump only after 10 ms of real idleness: with 0, every wait on a real thread (each poll
+    # reads through one) let the clock leap to the sampler's next deadline, so the sampler
+    # spun through half a million virtual periods, took 50-90 s and outlived the hung read.
+    autojump_clock.autojump_threshold = 0.01
     sampler = LocalSampler(tmp_path, nvml=None)
     polls = 500  # 1,000 s of following: 100 sample periods, 50 abandoned samples' worth
     job = LoggingJob(files={"metrics.jsonl": STAGE}, statuses=[*[Running()] * polls, Exited(0)])
