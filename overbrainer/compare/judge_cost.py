@@ -11,9 +11,10 @@ import trio
 from overbrainer.compare.report import JudgeUsage
 from overbrainer.events.types import Stage, StageStats
 from overbrainer.llm import Completion, CompletionRequest, LlmError, ProtocolClient, RetryHalted
-from overbrainer.model.usage import Price
-from overbrainer.pipeline.money import Money, TokenRates, token_rates
-from overbrainer.pipeline.spend import SpendCap, counted_usage, unreadable_usage, worst_usage
+from overbrainer.model.usage import Price, Usage
+from overbrainer.pipeline.money import TokenRates, token_rates
+from overbrainer.pipeline.spend import SpendCap, counted_usage, worst_usage
+from overbrainer.pipeline.unreadable import UnreadableReplies
 from overbrainer.storage import HistoryRecord, HistoryStatus, append_history, utc_now
 
 log = logging.getLogger(__name__)
@@ -82,33 +83,27 @@ class JudgeSpend:
             raise CapRefused()
         gate = _CapGate()
 
-        def unreadable(error: BaseException | None) -> Money | None:
-            """The cost of `error` when it is a paid reply we could not read, counted."""
-            if not (isinstance(error, LlmError) and error.billed):
-                return None
-            usage = unreadable_usage(request)
+        def count_unreadable(usage: Usage) -> None:
             self.stats = self.stats.add_usage(usage, price)
             self._say_estimated(
                 "judge: a paid reply could not be read: counted as its prompt and its whole "
                 "max_tokens, marked `(estimated)`"
             )
-            return rates.cost(usage)
+
+        unreadable = UnreadableReplies(request, reservation, rates, count_unreadable)
 
         def on_retry(_attempt: int, error: Exception, _wait: float) -> None:
-            cost = unreadable(error)
-            if cost is not None and not reservation.pay(cost):
+            if not unreadable.retry_fits(error):
                 gate.close()
 
         with reservation:
             try:
                 completion = await client.complete(request, on_retry, gate=gate)
             except RetryHalted as halted:  # the cap refused the retry of an unreadable reply
-                if (owed := unreadable(halted.__cause__)) is not None:
-                    reservation.settle(owed, estimated=True)
+                unreadable.settle(halted.__cause__)
                 raise CapRefused() from None
             except LlmError as error:
-                if (owed := unreadable(error)) is not None:
-                    reservation.settle(owed, estimated=True)
+                unreadable.settle(error)
                 raise
             usage, estimated = counted_usage(request, completion)
             reservation.settle(rates.cost(usage), estimated=estimated)

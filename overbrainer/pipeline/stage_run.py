@@ -29,8 +29,9 @@ from overbrainer.llm import (
 )
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
-from overbrainer.pipeline.money import Money, token_rates
-from overbrainer.pipeline.spend import counted_usage, unreadable_usage, worst_usage
+from overbrainer.pipeline.money import token_rates
+from overbrainer.pipeline.spend import counted_usage, worst_usage
+from overbrainer.pipeline.unreadable import UnreadableReplies
 from overbrainer.storage import SplitCounts
 
 log = logging.getLogger(__name__)
@@ -194,19 +195,15 @@ class StageRun:
         gate = _RequestGate(self)
         lost = _Lost()
 
-        def unreadable(error: BaseException | None) -> Money | None:
-            """The cost of `error` when it is a paid reply we could not read, counted."""
-            if not (isinstance(error, LlmError) and error.billed):
-                return None
-            usage = unreadable_usage(request)
+        def count_unreadable(usage: Usage) -> None:
             self._warn_unreadable()
             lost.add(usage, self.add_usage(usage))
             self.estimated = True  # said by its own warning, not the one of replies without usage
-            return rates.cost(usage)
+
+        unreadable = UnreadableReplies(request, reservation, rates, count_unreadable)
 
         def on_retry(_attempt: int, error: Exception, wait: float) -> None:
-            cost = unreadable(error)
-            if cost is not None and not reservation.pay(cost):
+            if not unreadable.retry_fits(error):
                 gate.capped = True
                 self.held_back = True
                 return
@@ -218,13 +215,10 @@ class StageRun:
             try:
                 completion = await self.role.client.complete(request, on_retry, gate=gate)
             except RetryHalted as halted:
-                # Barred right after an unreadable reply, which on_retry never saw.
-                if (owed := unreadable(halted.__cause__)) is not None:
-                    reservation.settle(owed, estimated=True)
+                unreadable.settle(halted.__cause__)  # barred right after one on_retry never saw
                 return None  # Ctrl-C, a stop or the cap barred its retry: left for the next run
             except LlmError as error:
-                if (owed := unreadable(error)) is not None:
-                    reservation.settle(owed, estimated=True)
+                unreadable.settle(error)
                 raise
             usage, estimated = counted_usage(request, completion)
             reservation.settle(rates.cost(usage), estimated=estimated)
