@@ -287,17 +287,7 @@ async def test_an_anthropic_intent_cannot_be_found_so_its_questions_are_asked_ag
 ) -> None:
     root = anthropic_project(tmp_path / "p")
     questions = write_questions(root, 2)
-    directory = root / ".overbrainer" / "batches"
-    directory.mkdir()
-    intent = {
-        "id": None,
-        "tag": "0123456789abcdef",
-        "provider": "stub",
-        "model": "parent-model",
-        "created": "2026-12-03T18:23:02Z",
-        "questions": [q.id for q in questions],
-    }
-    (directory / "intent-0123456789abcdef.json").write_text(json.dumps(intent))
+    write_intent(root, questions)
     async with open_fake() as fake:
         done = await overbrainer(root, "answers", "--batch", url=fake.url, env=FAST)
         assert fake.submissions == 1

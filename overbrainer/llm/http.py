@@ -196,7 +196,8 @@ async def open_http(
     timeout = httpx2.Timeout(request_timeout, connect=connect_timeout)
     try:
         # One TLS context for all clients: loading the CA store takes ~30 ms of CPU each time.
-        tls = httpx2.create_ssl_context()
+        # A transport (the embedded stand-in) never opens a connection: it needs none.
+        tls: ssl.SSLContext | bool = httpx2.create_ssl_context() if transport is None else True
     except Exception as error:  # any failure to build is reported the same way
         raise ClientBuildError() from error
 
