@@ -55,11 +55,6 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def has_key(provider: Provider) -> bool:
-    """Whether the provider has a key to send: a blank one counts as none (`API_KEY=`)."""
-    return provider.api_key is not None and bool(provider.api_key.text.strip())
-
-
 def _host(url: str) -> str:
     try:
         return httpx2.URL(url).host or url
@@ -75,14 +70,14 @@ def _provider_problems(
     if provider.base_url is None:
         env_name = f"OVERBRAINER_PROVIDERS__{name.upper()}"
         return [f"providers.{name}.base_url is not set (set {env_name}__BASE_URL); {users}"]
-    if provider.api_key is None or not has_key(provider):
+    if (key := provider.key) is None:
         return []
-    problem = unresolvable(provider.api_key, f"providers.{name}.api_key", environ, home)
+    problem = unresolvable(key, f"providers.{name}.api_key", environ, home)
     return [] if problem is None else [problem]
 
 
 def _keyless_warning(name: str, provider: Provider, users: str) -> str | None:
-    if provider.protocol is Protocol.STUB or provider.base_url is None or has_key(provider):
+    if provider.protocol is Protocol.STUB or provider.base_url is None or provider.key is not None:
         return None
     if is_loopback(provider.base_url):
         return None

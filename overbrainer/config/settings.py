@@ -146,6 +146,12 @@ class Provider:
     batch_api: BatchApi | None = None
 
     @property
+    def key(self) -> Secret | None:
+        """The key to send, or None: a blank one (`API_KEY=` in .env) is no key, as in the
+        reference, and its requests go without an auth header."""
+        return self.api_key if self.api_key is not None and self.api_key.text.strip() else None
+
+    @property
     def discount(self) -> float | None:
         """The batch price's fraction of the normal price; None: no batch API."""
         if self.batch_discount is not None:

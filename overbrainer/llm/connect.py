@@ -124,10 +124,9 @@ async def _open(
         )
         return await stack.enter_async_context(open_provider(embedded))
     api_key = None
-    # A blank key (`API_KEY=` in .env) is no key: no auth header, as for an unset one.
-    if provider.api_key is not None and provider.api_key.text.strip():
+    if (key := provider.key) is not None:
         try:
-            api_key = await resolve_secret(provider.api_key, f"providers.{name}.api_key", env)
+            api_key = await resolve_secret(key, f"providers.{name}.api_key", env)
         except SecretError as error:
             raise SetupError(error.message) from None
     assert provider.base_url is not None
