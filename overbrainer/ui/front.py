@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import click
@@ -40,15 +41,48 @@ async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], N
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+@contextlib.contextmanager
+def _absorbed_once(came: Callable[[], bool]) -> Iterator[None]:
+    """Inside, a stop signal that reaches Python's handler goes to the one it replaced, unless
+    `came()`: then it is absorbed. Leaving after one came, the signals stay ignored.
+
+    Trio's receiver, on leaving, gives back the handler it found and raises the signals still
+    queued in it; this handler is the one it finds, so a Ctrl-C pressed during the orderly exit
+    cannot turn into a KeyboardInterrupt that hides the exit's own error line.
+    """
+    # None: a handler not set from Python, which cannot be set back; the default stands in.
+    previous: dict[int, Callable[[int, FrameType | None], object] | int] = {
+        signum: signal.getsignal(signum) or signal.SIG_DFL for signum in STOP_SIGNALS
+    }
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if came():
+            return
+        prior = previous[signum]
+        if callable(prior):
+            prior(signum, frame)
+            return
+        signal.signal(signum, prior)  # SIG_DFL: the default action, as before we came in
+        signal.raise_signal(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        # `SIG_IGN`, not a Python handler, once the exit began: Python resets its own handlers
+        # to the default one while it finalizes, but leaves an ignored signal ignored.
+        for number, prior in previous.items():
+            signal.signal(number, signal.SIG_IGN if came() else prior)
+
+
 @contextlib.asynccontextmanager
 async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
     """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable.
 
-    Once one came, the orderly exit it began is never cut short: leaving, the signals are
-    ignored for the rest of the process (the exit code already says 130), instead of going
-    back to the handler that would kill it mid-exit. `SIG_IGN`, not a Python handler: Python
-    resets its own handlers to the default one while it finalizes, but leaves an ignored
-    signal ignored.
+    Once one came, the orderly exit it began is never cut short: later signals, the ones still
+    queued when leaving included, are absorbed for the rest of the process (the exit code
+    already says 130), instead of going to the handler that would kill it mid-exit.
     """
     came = False
 
@@ -57,24 +91,20 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
         came = True
         on_signal()
 
-    try:
-        with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_absorbed_once(lambda: came))
+            receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
+        except (RuntimeError, ValueError) as error:
+            log.warning("cannot catch Ctrl-C: %s", error)
+            yield False
+            return
+        async with unwrapped(), trio.open_nursery() as nursery:
+            nursery.start_soon(_watch_signals, receiver, noted)
             try:
-                receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
-            except (RuntimeError, ValueError) as error:
-                log.warning("cannot catch Ctrl-C: %s", error)
-                yield False
-                return
-            async with unwrapped(), trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_signals, receiver, noted)
-                try:
-                    yield True
-                finally:
-                    nursery.cancel_scope.cancel()
-    finally:
-        if came:
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, signal.SIG_IGN)
+                yield True
+            finally:
+                nursery.cancel_scope.cancel()
 
 
 class CliFrontend:
