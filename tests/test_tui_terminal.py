@@ -5,20 +5,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests import train_helpers
 from tests.compare_support import GGUF as COMPARE_GGUF
 from tests.compare_support import RUN_ID as COMPARE_RUN
-from tests.compare_support import make_compare_project
+from tests.compare_support import (
+    answered_compare,
+    make_compare_project,
+    scripted_judge,
+    standin_release,
+)
 from tests.export_support import add_run
 from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
@@ -589,3 +596,73 @@ async def test_s_in_the_logs_view_shows_the_runs_kept_pod_log_and_s_goes_back(
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
+
+
+async def test_a_compare_shows_its_job_phase_and_c_cancels_it(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=2)
+    with standin_release(tmp_path / "release", mode="hang") as pin:
+        env = {**pin, "OVERBRAINER_CACHE": str(tmp_path / "c"), "OVERBRAINER_TEST_POLL_S": "0.2"}
+        async with open_stub(scripted_judge) as stub:
+            async with open_terminal(root, "tui", url=stub.url, env=env) as term:
+                await term.wait_for("Pipeline")
+                await term.keys("6", "C")
+                await term.wait_for("y compares, n or Esc does not")
+                await term.keys("y")
+                # The child's stand-in server hangs in its first answer: the job stays there.
+                shown = await term.wait_for("\ncompare: answering 0/2", limit=60)
+                assert f"Running\n  overbrainer compare --run {COMPARE_RUN}: answering 0/2" in (
+                    shown
+                )
+                await term.keys("c")
+                shown = await term.wait_for("compare failed: ", limit=60)
+                assert "Running" not in shown
+                await term.keys("q")
+                shown = await term.wait_for("EXIT=")
+            assert [r for r in stub.requests if r.is_completion] == []  # the judge never asked
+    assert "EXIT=0" in shown
+    [record] = (root / "runs" / COMPARE_RUN / "compares").glob("*/run.json")
+    assert json.loads(record.read_text())["state"] == "cancelled"
+
+
+async def test_a_rejudge_shows_its_judging_with_rate_and_spend(tmp_path: Path) -> None:
+    root = make_compare_project(tmp_path / "p", questions=8)
+    compare_id = answered_compare(root)
+    pace = {"delay": 0.0}
+
+    def judge(request: Recorded) -> Reply:
+        return attrs.evolve(scripted_judge(request), delay=pace["delay"])
+
+    async with open_stub(judge) as stub:
+        stub.models = {
+            "data": [
+                {"id": name, "pricing": {"prompt": "0.00001", "completion": "0.00002"}}
+                for name in ("judge-model", "judge-2")
+            ]
+        }
+        first = await overbrainer(root, "compare", "--rejudge", compare_id, url=stub.url)
+        assert first.code == 0, first.stderr
+        pace["delay"] = 0.8  # the next judge is slow enough to be seen at work
+        other = {
+            "OVERBRAINER_ROLES__JUDGE__MODEL": "judge-2",
+            "OVERBRAINER_COMPARE__CONCURRENCY": "1",
+        }
+        async with open_terminal(root, "tui", url=stub.url, env=other) as term:
+            await term.wait_for("Pipeline")
+            await term.keys("6")
+            await term.wait_for(compare_id)
+            await term.keys("J")
+            await term.wait_for("y rejudges, n or Esc does not")
+            await term.keys("y")
+            # Verdicts come in bursts: any count before the last, once the rate shows.
+            progress = re.compile(r"^compare: judging [1-7]/8, \d+\.\d/s, \$0\.\d{4}\s*$", re.M)
+            with trio.fail_after(60):
+                while not progress.search(shown := await term.screen()):
+                    assert "compare written" not in shown, shown
+                    await trio.sleep(0.05)
+            assert f"overbrainer compare --rejudge {compare_id}: judging " in shown
+            await term.wait_for("compare written: see the Compare view", limit=60)
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    folder = root / "runs" / COMPARE_RUN / "compares" / compare_id
+    assert len(list(folder.glob("verdicts-*.jsonl"))) == 2

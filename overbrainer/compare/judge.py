@@ -211,7 +211,7 @@ async def judge_all(
                 await trio.to_thread.run_sync(appender.append, line.to_json())
                 done[question_id] = line
                 spend.count(done=1)
-                bus.publish(Judged(compare_id, len(done), total))
+                bus.publish(Judged(compare_id, len(done), total, spend.spent()))
 
         try:
             async with trio.open_nursery() as nursery:

@@ -128,6 +128,10 @@ class JudgeSpend:
             s, done=s.done + done, skipped=s.skipped + skipped, failed=s.failed + failed
         )
 
+    def spent(self) -> float | None:
+        """USD this command's judge requests cost so far; None when the price is unknown."""
+        return None if self.price is None else self.stats.cost or 0.0
+
     def usage(self) -> JudgeUsage:
         """The report's figures: this command's judge requests."""
         usage = self.stats.usage

@@ -139,6 +139,12 @@ def _make_converter() -> cattrs.Converter:
             written=override(omit_if_default=True),
         ),
     )
+    # Our `cost` beyond the reference's `judged` is written only when the judge has a price.
+    attrs.resolve_types(ev.Judged)
+    converter.register_unstructure_hook(
+        ev.Judged,
+        make_dict_unstructure_fn(ev.Judged, converter, cost=override(omit_if_default=True)),
+    )
     _register_tagged(
         converter,
         js.JobStatus,

@@ -176,11 +176,13 @@ class Push:
 
 @attrs.frozen
 class Judged:
-    """Questions of a compare judged so far."""
+    """Questions of a compare judged so far; `cost`: USD this command's judge requests cost so
+    far (None when the judge's price is unknown)."""
 
     compare_id: str
     done: int
     total: int
+    cost: float | None = None
 
 
 @attrs.frozen

@@ -23,6 +23,7 @@ from overbrainer.model.job_status import Running, status_name
 from overbrainer.model.phases import Exporting, Merging
 from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
+from overbrainer.ui.tui.compare_progress import CompareProgress
 from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
@@ -214,6 +215,9 @@ def _same_row(old: tuple[TreeRow, ...], index: int, new: tuple[TreeRow, ...]) ->
 def _spawn(state: State, spec: TaskSpec) -> Result:
     task = Task(state.next_task, spec)
     new = attrs.evolve(state, tasks=(*state.tasks, task), next_task=state.next_task + 1)
+    if spec.kind in COMPARE_KINDS:
+        progress = CompareProgress.starting(spec.kind is TaskKind.REJUDGE, state.now)
+        new = attrs.evolve(new, compare_progress=progress)
     if spec.run_id is not None and spec.kind in TRAINING_KINDS:
         new = attrs.evolve(new, task_runs=(*new.task_runs, (task.id, spec.run_id)))
     return new, [Spawn(task.id, spec)]
@@ -238,6 +242,15 @@ def _event(state: State, message: TaskEvent) -> State:
     if any(t.id == message.task and t.spec.kind is TaskKind.EXPORT for t in state.tasks):
         phase = export_phase(event)
         return state if phase is None else attrs.evolve(state, status=f"export: {phase}")
+    progress = state.compare_progress
+    if progress is not None and any(
+        t.id == message.task and t.spec.kind in COMPARE_KINDS for t in state.tasks
+    ):
+        after = progress.after(event, now)
+        if after == progress:
+            return state
+        status = f"compare: {after.label()}"
+        return attrs.evolve(state, compare_progress=after, status=status)
     if isinstance(event, StageStarted):
         live = Live(total=event.total, started=now, now=now, running=True)
         return _set_live(state, event.stage, live)
@@ -315,6 +328,8 @@ def _done(state: State, message: TaskDone) -> Result:
     new = _without(state, message.task)
     compare = task is not None and task.spec.kind in COMPARE_KINDS
     export = task is not None and task.spec.kind is TaskKind.EXPORT
+    if compare:
+        new = attrs.evolve(new, compare_progress=None)
     if message.error is not None:
         prefix = "compare failed: " if compare else "" if message.interrupted else "error: "
         prefix = "export failed: " if export and not message.interrupted else prefix

@@ -95,11 +95,18 @@ def detail_parts(item: CompareItem, cols: int) -> tuple[tuple[str, ...], tuple[i
 def compare_layout(state: State, height: int, cols: int) -> CompareLayout:
     """The Compare view in `height` rows of `cols` columns."""
     rows = state.snapshot.compares
+    running: list[Row] = []
+    task, progress = state.comparing(), state.compare_progress
+    if task is not None and progress is not None:
+        running = [[("title", "Running")], [f"  {task.spec.label}: {progress.label()}"]]
     if not rows:
-        return CompareLayout(([("title", "Compares")], [f"  {NO_COMPARE}"]))
+        return CompareLayout((*running, [("title", "Compares")], [f"  {NO_COMPARE}"]))
     index = min(state.compare_index, len(rows) - 1)
     focus = "compares" if state.compare_focus == 0 else "questions"
-    lines: list[Row] = [[("title", f"Compares, newest first ({len(rows)}; k/j move the {focus})")]]
+    lines: list[Row] = [
+        *running,
+        [("title", f"Compares, newest first ({len(rows)}; k/j move the {focus})")],
+    ]
     for at in _window(index, len(rows), COMPARES_SHOWN):
         row = rows[at]
         text = (

@@ -11,6 +11,7 @@ from overbrainer.events.frontend import Report
 from overbrainer.events.types import Event, Stage
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.progress import per_second
+from overbrainer.ui.tui.compare_progress import CompareProgress
 
 
 class View(enum.IntEnum):
@@ -352,6 +353,8 @@ class State:
     confirm_spec: TaskSpec | None = None
     confirm_detach: int | None = None
     """The task `d` detaches from while the confirmation shows (a cancel asked while following)."""
+    compare_progress: CompareProgress | None = None
+    """What the running compare is doing (None: no compare runs)."""
 
     def live_of(self, stage: Stage) -> Live:
         """The live progress of `stage`."""
