@@ -6,6 +6,7 @@ import pytest
 
 from overbrainer.events.codec import event_from_json, event_to_json
 from overbrainer.events.types import (
+    Event,
     JobStatusChanged,
     Judged,
     MarkEvent,
@@ -49,7 +50,7 @@ def test_a_compare_shows_each_phase_of_its_job_then_its_judging() -> None:
     state = started()
     assert state.compare_progress == CompareProgress("preparing")
     assert "overbrainer compare --run run_b: preparing" in shown(state)
-    steps = [
+    steps: list[tuple[Event, str]] = [
         (RunWatched("compare_1", JobKind.COMPARE), "compare: starting llama-server"),
         (MarkEvent(StageMark(JobStage.COMPARE)), "compare: starting llama-server"),
         (MarkEvent(EvalMark(0, 5)), "compare: answering 0/5"),
