@@ -35,6 +35,7 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.ports import free_port
 from tests.tui_app_support import add_job
 from tests.tui_compare_support import write_compare
 from tests.tui_support import Terminal, needs_tmux, open_terminal
@@ -666,3 +667,41 @@ async def test_a_rejudge_shows_its_judging_with_rate_and_spend(tmp_path: Path) -
     assert "EXIT=0" in shown
     folder = root / "runs" / COMPARE_RUN / "compares" / compare_id
     assert len(list(folder.glob("verdicts-*.jsonl"))) == 2
+
+
+async def scrape(port: int) -> str | None:
+    """The body of `GET /metrics` on loopback `port`; None when nothing listens there."""
+    try:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+    except OSError:
+        return None
+    async with stream:
+        await stream.send_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        received = b""
+        while chunk := await stream.receive_some():
+            received += chunk
+    head, _, body = received.decode().partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 200"), head
+    return body
+
+
+async def test_the_metrics_endpoint_lives_as_long_as_the_tui(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    port = free_port()
+    env = {"OVERBRAINER_METRICS__LISTEN": f"127.0.0.1:{port}"}
+    async with open_stub() as stub, open_terminal(root, "tui", url=stub.url, env=env) as term:
+        await term.wait_for("nothing run yet in this session")
+        before = await scrape(port)  # served before any task runs
+        assert before is not None and "# EOF" in before
+        await term.keys("r")
+        await term.wait_for("subtopics: 2 done, 0 skipped, 0 failed")
+        after = await scrape(port)  # the stage has ended; the endpoint has not
+        assert after is not None
+        assert 'overbrainer_stage_items_total{result="done",stage="subtopics"} 2.0' in after
+        await term.keys("5")
+        shown = await term.wait_for(f"metrics at http://127.0.0.1:{port}/metrics")
+        assert "cannot serve the metrics" not in shown
+        await term.keys("q")
+        shown = await term.wait_for("EXIT=")
+    assert "EXIT=0" in shown
+    assert await scrape(port) is None  # the port is free once the TUI has gone

@@ -31,7 +31,8 @@ class CommandOptions:
     """Where the project search starts (`open_project` walks up from it)."""
     events: Path | None = None
     lock_held: bool = False
-    """True when the caller (the TUI) already holds the project lock for this process."""
+    """True when the caller (the TUI) already holds the project lock for this process; it
+    then serves the project's metrics too, for as long as it holds the lock."""
 
 
 @attrs.frozen
@@ -95,7 +96,7 @@ async def open_command(
     every queued line, then raised, so that the progress lines come before the error line.
     Anything else goes out as is. `shared` is for a command that works beside the process
     holding the project (`train cancel`): no lock is taken and no metrics are served (the
-    holder serves them).
+    holder serves them); under a caller that holds the lock (the TUI), it serves them.
     """
     project = open_project(options.project_dir)
     failure: OverbrainerError | None = None
@@ -105,7 +106,7 @@ async def open_command(
         async with _written(events), front.interrupt() as interrupt:
             config = ConfigState(project)
             async with (
-                open_metrics(config.settings, project, enabled=not shared) as serving,
+                open_metrics(config.settings, project, enabled=not held) as serving,
                 front.open_bus(Observers(events, serving.observer)) as bus,
             ):
                 try:

@@ -15,6 +15,7 @@ import trio
 import urwid
 
 from overbrainer.config import load_settings
+from overbrainer.events.bus import Observer
 from overbrainer.events.frontend import Line
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
@@ -130,8 +131,10 @@ class Runner:
         *,
         auto: bool = False,
         typeahead: TypeAhead | None = None,
+        metrics: Observer | None = None,
     ) -> None:
         self.auto = auto
+        self.metrics = metrics
         self.typeahead = typeahead
         self.project = project
         self.options = options
@@ -188,9 +191,8 @@ class Runner:
             if spawn.spec.kind is TaskKind.EDIT:
                 await self._edit_record(spawn.task, spawn.spec)
                 return
-            await run_task(
-                spawn.task, spawn.spec, self.options, self.handles[spawn.task], self.post
-            )
+            handle = self.handles[spawn.task]
+            await run_task(spawn.task, spawn.spec, self.options, handle, self.post, self.metrics)
         finally:
             self.handles.pop(spawn.task, None)
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import AsyncIterator
 from typing import TextIO
 
 import attrs
+import trio
 
+from overbrainer.config import load_settings
+from overbrainer.config.errors import ConfigError
 from overbrainer.flows.setup import CommandOptions
+from overbrainer.metrics.endpoint import open_metrics
+from overbrainer.metrics.observer import MetricsObserver
 from overbrainer.model.errors import EXIT_INTERRUPTED, UsageError
 from overbrainer.project.directory import Project, find_root, open_project, project_lock
 from overbrainer.ui.logs import LogBuffer, LogMode, init_logging
@@ -17,6 +25,8 @@ from overbrainer.ui.tui.state import View
 from overbrainer.ui.tui.typeahead import TypeAhead, keep_typeahead
 from overbrainer.ui.tui.wizard_files import existing_files
 from overbrainer.ui.tui.wizard_loop import WizardRunner
+
+log = logging.getLogger(__name__)
 
 NOT_A_TTY = "overbrainer tui needs a terminal: stdout is not a TTY"
 STDIN_NOT_A_TTY = "overbrainer tui needs a terminal: stdin is not a TTY"
@@ -64,8 +74,25 @@ async def _run(options: CommandOptions, stdout: TextIO, typeahead: TypeAhead) ->
     project = open_project(root)
     with project_lock(project):
         held = attrs.evolve(options, lock_held=True)
-        runner = Runner(project, held, buffer, view, auto=auto, typeahead=typeahead)
-        code = await runner.run()
+        async with _serve_metrics(project) as metrics:
+            runner = Runner(
+                project, held, buffer, view, auto=auto, typeahead=typeahead, metrics=metrics
+            )
+            code = await runner.run()
     for note in runner.state.notes:
         stdout.write(note + "\n")
     return code
+
+
+@contextlib.asynccontextmanager
+async def _serve_metrics(project: Project) -> AsyncIterator[MetricsObserver | None]:
+    """The project's metrics, served on `[metrics] listen` for as long as the TUI holds the
+    project (read at its start); None when unset, not bindable, or the config is invalid."""
+    try:
+        settings = await trio.to_thread.run_sync(load_settings, project.root, dict(os.environ))
+    except ConfigError as error:
+        log.warning("no metrics: %s", error.message)
+        yield None
+        return
+    async with open_metrics(settings, project) as serving:
+        yield serving.observer

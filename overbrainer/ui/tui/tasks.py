@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from overbrainer.events.bus import Lagged, Subscription, open_event_bus
+from overbrainer.events.bus import Lagged, Observer, Subscription, open_event_bus
 from overbrainer.events.frontend import Frontend, Line, Report
 from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.compare import compare_flow
@@ -160,9 +160,15 @@ async def _delete(task: int, spec: TaskSpec, options: CommandOptions, post: Post
 
 
 async def run_task(
-    task: int, spec: TaskSpec, options: CommandOptions, handle: TaskHandle, post: Post
+    task: int,
+    spec: TaskSpec,
+    options: CommandOptions,
+    handle: TaskHandle,
+    post: Post,
+    metrics: Observer | None = None,
 ) -> None:
-    """Run `spec`; its events and reports reach the app before its TaskDone."""
+    """Run `spec`; its events and reports reach the app (and `metrics`, the TUI's endpoint)
+    before its TaskDone."""
     if spec.kind is TaskKind.POD_LOG:
         await read_pod_log(task, spec, options, handle.detach, post)
         return
@@ -181,7 +187,7 @@ async def run_task(
         post(TaskReport(task, item))
 
     async with trio.open_nursery() as forwarding:
-        async with open_event_bus(CAPACITY) as bus:
+        async with open_event_bus(CAPACITY, metrics) as bus:
             forwarding.start_soon(_forward, task, bus.subscribe(), post)
             front = TuiFrontend(bus, handle.detach, report)
             try:
