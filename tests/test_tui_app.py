@@ -89,9 +89,9 @@ def test_number_keys_tab_and_shift_tab_switch_views() -> None:
 
 def test_r_runs_the_selected_stage_and_a_second_is_refused_while_it_runs() -> None:
     state = loaded(State(view=View.PIPELINE), Snapshot())
-    state, effects = keys(state, "down", "down", "r")
+    state, effects = keys(state, "down", "down", "enter")
     assert effects == [Spawn(2, TaskSpec(TaskKind.STAGE, stage=Stage.ANSWERS))]
-    state, effects = keys(state, "up", "r")
+    state, effects = keys(state, "up", "enter")
     assert effects == []
     assert state.status == "busy: overbrainer answers is running (c cancels it)"
     state, effects = keys(state, "A")
@@ -179,7 +179,7 @@ def test_q_quits_at_once_without_work() -> None:
 
 def test_q_asks_while_work_runs_then_stops_it_and_exits_when_it_ended() -> None:
     state = loaded(State(view=View.PIPELINE), Snapshot())
-    state, _ = keys(state, "r")
+    state, _ = keys(state, "enter")
     state, effects = keys(state, "q")
     assert (effects, state.asking_quit) == ([], True)
     assert state.status == app.QUIT_QUESTION
@@ -215,7 +215,7 @@ def test_a_signal_abandons_training_and_stops_stages() -> None:
 
 def test_ctrl_c_key_is_a_signal() -> None:
     state = loaded(State(view=View.PIPELINE), Snapshot())
-    state, _ = keys(state, "r")
+    state, _ = keys(state, "enter")
     state, effects = keys(state, "ctrl c")
     assert effects == [Cancel(2)]  # a stage stops; only training is abandoned
     assert state.signalled
@@ -317,7 +317,7 @@ def test_export_runs_once_shows_its_phase_and_lines_and_c_cancels_it() -> None:
 def test_export_is_refused_while_a_stage_or_a_compare_runs_and_quit_abandons_it() -> None:
     runs = (RunRow("r1", "succeeded", "local", "2026-01"),)
     state = loaded(State(view=View.TRAINING), Snapshot(runs=runs, training=True))
-    state, effects = keys(state, "3", "r", "4", "E")
+    state, effects = keys(state, "3", "enter", "4", "E")
     assert effects == [Spawn(2, TaskSpec(TaskKind.STAGE, stage=Stage.SUBTOPICS))]
     assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
     state, _ = feed(state, TaskDone(2))
@@ -396,7 +396,7 @@ def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless
     state, effects = feed(state, TaskDone(4))
     assert state.status == "deleted subtopic s1 (and 1 question)"
     assert effects == [Spawn(5, TaskSpec(TaskKind.LOAD))]
-    state, effects = keys(state, "3", "r", "2", "e")
+    state, effects = keys(state, "3", "enter", "2", "e")
     assert effects[1:] == []
     assert state.status.startswith("busy: ")
 

@@ -267,7 +267,7 @@ def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_pat
     assert effects == [Spawn(4, rejudge)]
     state, _ = feed(state, TaskDone(4))
     assert state.status == app.COMPARE_WRITTEN
-    state, effects = keys(state, "3", "r", "6", "C")  # a stage holds the data lock
+    state, effects = keys(state, "3", "enter", "6", "C")  # a stage holds the data lock
     assert effects[1:] == []
     assert state.status == "busy: overbrainer subtopics is running (c cancels it)"
     state, effects = keys(State(view=View.COMPARE), "c")

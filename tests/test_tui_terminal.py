@@ -29,6 +29,8 @@ from tests.compare_support import (
 from tests.export_support import add_run
 from tests.hub_support import RUN_ID, fake_hub, hub_env, make_run
 from tests.pipeline_support import (
+    completion_prompts,
+    history,
     make_project,
     overbrainer,
     read_examples,
@@ -128,7 +130,7 @@ async def test_quitting_while_a_stage_runs_asks_then_stops_it_and_it_resumes(
     async with open_stub(delay=0.2) as stub:
         async with open_terminal(root, "tui", url=stub.url) as term:
             await term.wait_for("nothing run yet")
-            await term.keys("Down", "Down", "r")
+            await term.keys("Down", "Down", "Enter")
             await term.wait_for("running overbrainer answers")
             await wait_until(lambda: answered(root), limit=20)
             shown = await term.wait_for("latest answer", limit=10)
@@ -156,7 +158,7 @@ async def test_ctrl_c_stops_the_running_stage_and_exits_130(tmp_path: Path) -> N
     async with open_stub(delay=0.2) as stub:
         async with open_terminal(root, "tui", url=stub.url) as term:
             await term.wait_for("nothing run yet")
-            await term.keys("Down", "Down", "r")
+            await term.keys("Down", "Down", "Enter")
             await term.wait_for("running overbrainer answers")
             await wait_until(lambda: answered(root), limit=20)
             await term.keys("C-c")
@@ -693,7 +695,7 @@ async def test_the_metrics_endpoint_lives_as_long_as_the_tui(tmp_path: Path) -> 
         await term.wait_for("nothing run yet in this session")
         before = await scrape(port)  # served before any task runs
         assert before is not None and "# EOF" in before
-        await term.keys("r")
+        await term.keys("Enter")
         await term.wait_for("subtopics: 2 done, 0 skipped, 0 failed")
         after = await scrape(port)  # the stage has ended; the endpoint has not
         assert after is not None
@@ -705,3 +707,40 @@ async def test_the_metrics_endpoint_lives_as_long_as_the_tui(tmp_path: Path) -> 
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
     assert await scrape(port) is None  # the port is free once the TUI has gone
+
+
+def stored_subtopics(root: Path) -> list[dict[str, str]]:
+    """The subtopic records of data/subtopics.jsonl, in file order."""
+    lines = (root / "data" / "subtopics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+async def test_r_runs_a_stage_on_one_topic_then_with_force(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_stub() as stub:
+        async with open_terminal(root, "tui", url=stub.url) as term:
+            await term.wait_for("nothing run yet in this session")
+            await term.keys("r")
+            shown = await term.wait_for("r or Enter runs it, Esc or n does not")
+            assert "t/←/→ topic: all (2)" in shown
+            await term.keys("t")
+            await term.wait_for("run overbrainer subtopics --topic ownership?")
+            await term.keys("r")
+            await term.wait_for("subtopics: 1 done, 0 skipped, 0 failed")
+            assert {s["topic"] for s in stored_subtopics(root)} == {"ownership"}
+            asked = len(completion_prompts(stub))
+            await term.keys("r", "t", "f")
+            shown = await term.wait_for("run overbrainer subtopics --topic ownership --force?")
+            assert "f --force: on: every selected topic's subtopics are asked for again" in shown
+            await term.keys("Enter")
+            await wait_until(lambda: len(history(root)) == 2)  # the forced run has ended
+            assert len(completion_prompts(stub)) > asked  # asked again, not skipped
+            await term.keys("q")
+            shown = await term.wait_for("EXIT=")
+        assert "EXIT=0" in shown
+        assert {s["topic"] for s in stored_subtopics(root)} == {"ownership"}
+        # The CLI goes on from what the TUI stored: only the other topic is asked for.
+        result = await overbrainer(root, "subtopics", url=stub.url)
+        assert result.code == 0, result.stderr
+        assert result.out_lines[-1].startswith("subtopics: 1 done, 1 skipped, 0 failed")
+    assert {s["topic"] for s in stored_subtopics(root)} == {"ownership", "async"}

@@ -25,6 +25,7 @@ from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
 from overbrainer.ui.tui.compare_progress import CompareProgress
 from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
+from overbrainer.ui.tui.run_menu import Choice, menu_key
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
     COMPARE_KINDS,
@@ -50,6 +51,7 @@ from overbrainer.ui.tui.state import (
     Previewed,
     PushPlanned,
     Resized,
+    RunMenu,
     SignalMsg,
     Spawn,
     State,
@@ -381,6 +383,8 @@ def _key(state: State, key: str) -> Result:
         return attrs.evolve(state, asking_quit=False, status=""), []
     if state.quitting:
         return state, []
+    if state.run_menu is not None:
+        return _run_menu_key(state, state.run_menu, key)
     if state.confirm:
         spec, detach = state.confirm_spec, state.confirm_detach
         state = attrs.evolve(state, confirm=(), confirm_spec=None, confirm_detach=None, status="")
@@ -444,9 +448,11 @@ def _pipeline_keys(state: State, key: str) -> Result:
         refused = _refuse_busy(state)
         if refused is not None:
             return refused, []
-        stage = STAGES[state.stage_index]
-        spec = TaskSpec(TaskKind.STAGE, stage=stage)
-        return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+        menu = RunMenu(STAGES[state.stage_index])
+        if key == "enter":  # at once, on every topic, without --force
+            return _run_stage(state, menu.spec())
+        status = f"run {menu.spec().label}? r or Enter runs it, Esc or n does not"
+        return attrs.evolve(state, run_menu=menu, status=status), []
     if key == "A":
         refused = _refuse_busy(state)
         if refused is not None:
@@ -456,6 +462,23 @@ def _pipeline_keys(state: State, key: str) -> Result:
     if key == "c":
         return _cancel_data(state)
     return state, []
+
+
+def _run_stage(state: State, spec: TaskSpec) -> Result:
+    refused = _refuse_busy(state)
+    if refused is not None:
+        return refused, []
+    return _spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
+
+
+def _run_menu_key(state: State, menu: RunMenu, key: str) -> Result:
+    menu, choice, status = menu_key(menu, key, state.snapshot.topics)
+    if choice is Choice.RUN:
+        return _run_stage(attrs.evolve(state, run_menu=None), menu.spec())
+    if choice is Choice.CLOSE:
+        return attrs.evolve(state, run_menu=None, status=status), []
+    status = status or f"run {menu.spec().label}? r or Enter runs it, Esc or n does not"
+    return attrs.evolve(state, run_menu=menu, status=status), []
 
 
 def _selected_run(state: State) -> str | None:

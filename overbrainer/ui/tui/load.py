@@ -194,4 +194,5 @@ def load_snapshot(project: Project) -> Snapshot:
         tree=_tree(project),
         training=settings is not None and settings.training is not None,
         compares=read_compares(project.runs),
+        topics=tuple(t.name for t in settings.topics) if settings else (),
     )

@@ -13,6 +13,7 @@ from overbrainer.ui.progress import rate_words
 from overbrainer.ui.tui.app import STAGES
 from overbrainer.ui.tui.compare_view import CHROME, Row, compare_layout
 from overbrainer.ui.tui.compares import latest_compare_line
+from overbrainer.ui.tui.run_menu import menu_lines
 from overbrainer.ui.tui.state import ROLES, State, View
 
 MIN_COLS = 80
@@ -29,7 +30,7 @@ _STAGE_FILE = {
 _KEYS = {
     View.PROJECT: "e edit overbrainer.toml",
     View.DATASET: "↑↓ move  e edit the record (in $EDITOR)  d delete it",
-    View.PIPELINE: "↑↓ stage  r run it  A auto (overbrainer run)  c cancel",
+    View.PIPELINE: "↑↓ stage  r run (menu)  Enter run now  A auto  c cancel",
     View.TRAINING: (
         "t start a attach c cancel s stop T resume E export h push C compare x hide p pod"
     ),
@@ -84,9 +85,12 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
         lines = _dataset(state, height, cols)
     else:
         lines = _compare(state, height, cols)
-    if state.confirm:
-        title: Row = [("title", state.confirm[0])]
-        shown: list[Row] = [[f"  {line}"] for line in state.confirm[1:]]
+    asked = state.confirm
+    if state.run_menu is not None:
+        asked = menu_lines(state.run_menu, state.snapshot.topics)
+    if asked:
+        title: Row = [("title", asked[0])]
+        shown: list[Row] = [[f"  {line}"] for line in asked[1:]]
         lines = [title, *shown]
     return [_clip(line, cols) for line in lines[:height]]
 

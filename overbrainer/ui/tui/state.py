@@ -101,6 +101,10 @@ class TaskSpec:
     record_file: str = ""
     """EDIT, DELETE: the data file (`questions`…) of the record."""
     record_id: str = ""
+    topic: str | None = None
+    """STAGE: the one topic it runs on (`--topic NAME`); None for every topic."""
+    force: bool = False
+    """STAGE: `--force` (what is stored is asked for again and replaced)."""
 
     @property
     def label(self) -> str:
@@ -116,7 +120,9 @@ class TaskSpec:
         if self.kind in (TaskKind.EDIT, TaskKind.DELETE):
             return f"{self.kind.value} of data/{self.record_file}.jsonl {self.record_id}"
         if self.kind is TaskKind.STAGE and self.stage is not None:
-            return f"overbrainer {self.stage.value}"
+            topic = f" --topic {self.topic}" if self.topic is not None else ""
+            force = " --force" if self.force else ""
+            return f"overbrainer {self.stage.value}{topic}{force}"
         if self.kind is TaskKind.AUTO:
             return "overbrainer run"
         if self.kind is TaskKind.TRAIN:
@@ -235,6 +241,8 @@ class Snapshot:
     """Whether overbrainer.toml has a [training] section."""
     compares: tuple[CompareRow, ...] = ()
     """Every run's finished compares, newest first."""
+    topics: tuple[str, ...] = ()
+    """The topics of overbrainer.toml, in its order (the Pipeline view's run menu)."""
 
     def count(self, name: str) -> int:
         """The number of records in data/<name>.jsonl (0 when absent)."""
@@ -292,6 +300,19 @@ ROLES = (("generator", (Stage.SUBTOPICS, Stage.QUESTIONS)), ("parent", (Stage.AN
 
 LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 """The Logs view's level filter, in the order `f` cycles through."""
+
+
+@attrs.frozen
+class RunMenu:
+    """What `r` offers before a stage runs: the topic (None: all) and `--force`."""
+
+    stage: Stage
+    topic: str | None = None
+    force: bool = False
+
+    def spec(self) -> TaskSpec:
+        """The stage command the menu stands for now."""
+        return TaskSpec(TaskKind.STAGE, stage=self.stage, topic=self.topic, force=self.force)
 
 
 @attrs.frozen
@@ -353,6 +374,8 @@ class State:
     confirm_spec: TaskSpec | None = None
     confirm_detach: int | None = None
     """The task `d` detaches from while the confirmation shows (a cancel asked while following)."""
+    run_menu: RunMenu | None = None
+    """The Pipeline view's `r` menu, while it is up."""
     compare_progress: CompareProgress | None = None
     """What the running compare is doing (None: no compare runs)."""
 

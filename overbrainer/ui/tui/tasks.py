@@ -63,7 +63,8 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
     """The CLI flow `spec` runs (the project lock is the app's: `options.lock_held`)."""
     kind, run_id = spec.kind, spec.run_id or ""
     if kind is TaskKind.STAGE:
-        stage = PipelineRequest((spec.stage or Stage.SUBTOPICS,))
+        topics = () if spec.topic is None else (spec.topic,)
+        stage = PipelineRequest((spec.stage or Stage.SUBTOPICS,), topics, force=spec.force)
         return lambda front: pipeline_flow(options, front, stage)
     if kind is TaskKind.AUTO:
         run = PipelineRequest(PIPELINE_STAGES, whole_run=True)
