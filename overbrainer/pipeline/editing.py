@@ -51,17 +51,12 @@ def record_text(project: Project, name: str, record_id: str) -> str:
 @attrs.frozen
 class Edited:
     """What an edit did: `line` says it in words; `new_id` differs from `old_id` when the
-    edit gave the record a new ID."""
+    edit gave the record a new ID; `changed` is False when nothing was written."""
 
-    name: str
     old_id: str
     new_id: str
     line: str
-
-    @property
-    def changed(self) -> bool:
-        """Whether anything was written."""
-        return not self.line.endswith(" unchanged")
+    changed: bool = True
 
 
 def _parsed(name: str, text: str) -> Record:
@@ -89,7 +84,7 @@ def replace_record(project: Project, name: str, record_id: str, text: str) -> Ed
     if new.id != record_id:
         raise UsageError(f"the edited {noun} changes its id: it must stay {record_id}")
     if new == old:
-        return Edited(name, record_id, record_id, f"{noun} {record_id} unchanged")
+        return Edited(record_id, record_id, f"{noun} {record_id} unchanged", changed=False)
     if isinstance(old, Question) and isinstance(new, Question):
         new_id, what = edit_question(project, old, new)
     elif isinstance(old, Subtopic) and isinstance(new, Subtopic):
@@ -97,7 +92,7 @@ def replace_record(project: Project, name: str, record_id: str, text: str) -> Ed
     else:
         replace(project, name, [new])
         new_id, what = record_id, ""
-    return Edited(name, record_id, new_id, f"{noun} {record_id} edited{what}")
+    return Edited(record_id, new_id, f"{noun} {record_id} edited{what}")
 
 
 @attrs.frozen
