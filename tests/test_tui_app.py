@@ -39,6 +39,7 @@ from overbrainer.ui.tui.state import (
     Loaded,
     OpenEditor,
     Previewed,
+    Rekeyed,
     RunRow,
     SignalMsg,
     Snapshot,
@@ -472,3 +473,11 @@ def test_the_dataset_selection_follows_its_record_when_the_tree_is_read_again() 
     assert state.tree_index == 2  # the edited record moved to the end of its file
     state, _ = feed(state, Key("ctrl r"), Loaded(3, Snapshot(tree=(TreeRow(0, "rust"), q2))))
     assert state.tree_index == 1  # deleted: the same place, within the tree
+    rekeyed = TreeRow(2, "second, new words?", "", "questions", "q9")
+    state, _ = feed(
+        state,
+        Key("ctrl r"),
+        Rekeyed("questions", "q2", "q9"),
+        Loaded(4, Snapshot(tree=(TreeRow(0, "rust"), q1, rekeyed))),
+    )
+    assert state.tree_index == 2  # an edit gave it a new ID: the selection follows that ID

@@ -16,6 +16,8 @@ import trio
 
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
+from overbrainer.storage.ids import question_id
+from overbrainer.storage.records import RejectedQuestion
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from tests import train_helpers
 from tests.compare_support import GGUF as COMPARE_GGUF
@@ -201,7 +203,7 @@ async def test_the_dataset_view_edits_one_record_refuses_a_bad_edit_and_deletes_
     data = root / "data" / "questions.jsonl"
     before = data.read_text().splitlines()
     editor = tmp_path / "editor.sh"
-    # The first edit renames the question, the second leaves the file broken.
+    # The first edit rewords the question, the second leaves the file broken.
     editor.write_text(
         "#!/bin/sh\n"
         f'if [ -e "{tmp_path}/edited" ]; then echo "{{broken" > "$1"; exit 0; fi\n'
@@ -209,35 +211,35 @@ async def test_the_dataset_view_edits_one_record_refuses_a_bad_edit_and_deletes_
         'sed -i "s/Question 0 about ownership?/A better question?/" "$1"\n'
     )
     editor.chmod(0o755)
-    first = questions[0].id
+    first = questions[0]
+    new = question_id(first.subtopic_id, "A better question?")
     async with open_terminal(root, "tui", env={"VISUAL": str(editor)}) as term:
         await term.wait_for("nothing run yet")
         await term.keys("2", "Down", "Down", "e")
-        await term.wait_for(f"replaced question {first} in data/questions.jsonl")
+        await term.wait_for(f"question {first.id} edited: new id {new}")
         after = data.read_text().splitlines()
-        assert len(after) == len(before)
-        edited = [json.loads(line) for line in after if json.loads(line)["id"] == first]
-        assert [q["text"] for q in edited] == ["A better question?"]
-        await term.wait_for("A better question?")
+        reworded = attrs.evolve(first, id=new, text="A better question?")
+        assert after == [*before[1:], reworded.to_json()]
+        await term.wait_for("▶ A better question?")
         await term.keys("e")
         shown = await term.wait_for("nothing changed: the edited question is not valid: not JSON")
         assert data.read_text().splitlines() == after
         await term.keys("d")
-        await term.wait_for(f"delete question {first}? y deletes it, any other key does not")
+        await term.wait_for(f"delete question {new}? y deletes it, any other key does not")
         await term.keys("y")
-        await term.wait_for(f"deleted question {first}")
-        assert data.read_text().splitlines() == [
-            line for line in after if json.loads(line)["id"] != first
-        ]
+        await term.wait_for(f"deleted question {new}, now rejected")
+        assert data.read_text().splitlines() == before[1:]
+        rejected = RejectedQuestion(new, "ownership", first.subtopic_id, "A better question?")
+        assert (root / "data" / "rejected.jsonl").read_text() == rejected.to_json() + "\n"
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
     left = [
         n
         for n in os.listdir(tempfile.gettempdir())
-        if n.startswith(f"overbrainer-questions-{first}-")
+        if n.startswith((f"overbrainer-questions-{first.id}-", f"overbrainer-questions-{new}-"))
     ]
-    assert left == []  # the temp file is removed
+    assert left == []  # the temp files are removed
 
 
 async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note(

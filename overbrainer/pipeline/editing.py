@@ -2,44 +2,41 @@
 
 A record is replaced the way `--force` replaces one (`overbrainer.storage.replacement`): the
 new record is appended under the same ID, then the file is compacted through the one atomic
-writer, so a reader sees the old record or the new one, never neither. A delete compacts the
-record away, with what hangs from it: a subtopic's questions, and a question's answer (an
+writer, so a reader sees the old record or the new one, never neither. An edit that changes
+an ID (a question's text, a subtopic's name: `overbrainer.pipeline.rekeying`) appends the new
+records parents first and drops the old ones dependants first, so an answer never points to a
+missing question. A delete records the deleted subtopic or question in `data/rejected.jsonl`
+(durably, before anything is removed: the stages never make it again), then compacts the
+record away with what hangs from it: a subtopic's questions, and a question's answer (an
 answer has its question's ID). Blocking: call them in a worker thread.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import attrs
 
 from overbrainer.model.errors import UsageError
-from overbrainer.pipeline.replacing import kind_of
+from overbrainer.pipeline.dataset_files import (
+    NOUNS,
+    PARSERS,
+    Record,
+    counted,
+    drop,
+    reject,
+    replace,
+    stored,
+)
+from overbrainer.pipeline.rekeying import edit_question, edit_subtopic
 from overbrainer.project.directory import Project
-from overbrainer.storage import Example, Question, Subtopic, compact, open_appender, read_current
-
-Record = Subtopic | Question | Example
-
-PARSERS: dict[str, Callable[[str], Record]] = {
-    "subtopics": Subtopic.from_json,
-    "questions": Question.from_json,
-    "answers": Example.from_json,
-}
-"""The data files a record of which can be edited or deleted, with their parsers."""
-
-NOUNS = {"subtopics": "subtopic", "questions": "question", "answers": "answer"}
-
-
-def _records(project: Project, name: str) -> list[Record]:
-    kind = kind_of(project, name)
-    return read_current(kind.data, kind.state, PARSERS[name], lambda record: record.id)
+from overbrainer.storage import Example, Question, Subtopic
 
 
 def _find(project: Project, name: str, record_id: str) -> Record:
     if name not in PARSERS:
         raise UsageError(f"data/{name}.jsonl has no editable records")
-    found = next((r for r in _records(project, name) if r.id == record_id), None)
+    found = next((r for r in stored(project, name) if r.id == record_id), None)
     if found is None:
         raise UsageError(f"{NOUNS[name]} {record_id} is no longer in data/{name}.jsonl")
     return found
@@ -51,75 +48,107 @@ def record_text(project: Project, name: str, record_id: str) -> str:
     return json.dumps(json.loads(line), indent=2, ensure_ascii=False) + "\n"
 
 
-def replace_record(project: Project, name: str, record_id: str, text: str) -> bool:
-    """Store `text` (the edited record) in place of `record_id`; False when it is unchanged.
+@attrs.frozen
+class Edited:
+    """What an edit did: `line` says it in words; `new_id` differs from `old_id` when the
+    edit gave the record a new ID; `changed` is False when nothing was written."""
 
-    An invalid record, or one whose ID changed, is refused (UsageError) and nothing is written.
-    """
-    old = _find(project, name, record_id)
+    old_id: str
+    new_id: str
+    line: str
+    changed: bool = True
+
+
+def _parsed(name: str, text: str) -> Record:
     try:
         try:
             value = json.loads(text)
         except ValueError as error:
             raise ValueError(f"not JSON: {error}") from None
-        new = PARSERS[name](json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        return PARSERS[name](json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     except ValueError as error:
         raise UsageError(f"the edited {NOUNS[name]} is not valid: {error}") from None
+
+
+def replace_record(project: Project, name: str, record_id: str, text: str) -> Edited:
+    """Store `text` (the edited record) in place of `record_id`, keeping the IDs consistent.
+
+    A question whose text no longer normalizes the same gets a new ID (its answer is dropped);
+    a subtopic renamed so gets a new ID, and so do its questions, their answers and its
+    rejected questions. An invalid record, or one whose `id` the user changed, is refused
+    (UsageError) and nothing is written.
+    """
+    old = _find(project, name, record_id)
+    new = _parsed(name, text)
+    noun = NOUNS[name]
     if new.id != record_id:
-        raise UsageError(f"the edited {NOUNS[name]} changes its id: it must stay {record_id}")
+        raise UsageError(f"the edited {noun} changes its id: it must stay {record_id}")
     if new == old:
-        return False
-    kind = kind_of(project, name)
-    with open_appender(kind.data) as out:
-        out.append(new.to_json())  # the later record of an ID wins, then compact drops the old
-    compact(kind, set())
-    return True
+        return Edited(record_id, record_id, f"{noun} {record_id} unchanged", changed=False)
+    if isinstance(old, Question) and isinstance(new, Question):
+        new_id, what = edit_question(project, old, new)
+    elif isinstance(old, Subtopic) and isinstance(new, Subtopic):
+        new_id, what = edit_subtopic(project, old, new)
+    else:
+        replace(project, name, [new])
+        new_id, what = record_id, ""
+    return Edited(record_id, new_id, f"{noun} {record_id} edited{what}")
 
 
 @attrs.frozen
 class Deleted:
-    """What a delete removed, per data file."""
+    """What a delete removed, per data file, and whether it was recorded as rejected."""
 
     subtopics: int = 0
     questions: int = 0
     answers: int = 0
+    rejected: bool = False
 
     def line(self, name: str, record_id: str) -> str:
-        """The delete in words: `deleted question ID (and 1 answer)`."""
+        """The delete in words: `deleted question ID (and 1 answer), now rejected`."""
         more = [
-            f"{count} {noun}{'s' if count != 1 else ''}"
+            counted(count, noun)
             for count, noun in ((self.questions, "question"), (self.answers, "answer"))
             if count and noun != NOUNS[name]
         ]
         extra = f" (and {', '.join(more)})" if more else ""
-        return f"deleted {NOUNS[name]} {record_id}{extra}"
+        rejected = ", now rejected" if self.rejected else ""
+        return f"deleted {NOUNS[name]} {record_id}{extra}{rejected}"
 
 
 def delete_record(project: Project, name: str, record_id: str) -> Deleted:
     """Remove `record_id` from `data/<name>.jsonl` with what hangs from it (see the module).
 
-    The dependants go first: an interruption leaves the record with fewer dependants, never
-    a dependant whose parent is gone.
+    A subtopic or question is first recorded in `data/rejected.jsonl`: a crash then leaves it
+    rejected and still stored, never deleted and made again by the next stage. The dependants
+    go first: an interruption leaves the record with fewer dependants, never a dependant
+    whose parent is gone.
     """
-    _find(project, name, record_id)
+    record = _find(project, name, record_id)
+    if isinstance(record, Subtopic | Question):
+        reject(project, record)
     questions: set[str] = set()
-    if name == "subtopics":
+    if isinstance(record, Subtopic):
         questions = {
             r.id
-            for r in _records(project, "questions")
+            for r in stored(project, "questions")
             if isinstance(r, Question) and r.subtopic_id == record_id
         }
-    elif name == "questions":
+    elif isinstance(record, Question):
         questions = {record_id}
-    answers = {r.id for r in _records(project, "answers") if r.id in questions | {record_id}}
-    if answers:
-        compact(kind_of(project, "answers"), answers)
-    if name == "subtopics" and questions:
-        compact(kind_of(project, "questions"), questions)
-    if name != "answers":
-        compact(kind_of(project, name), {record_id})
+    answers = {
+        r.id
+        for r in stored(project, "answers")
+        if isinstance(r, Example) and r.id in questions | {record_id}
+    }
+    drop(project, "answers", answers)
+    if isinstance(record, Subtopic):
+        drop(project, "questions", questions)
+    if not isinstance(record, Example):
+        drop(project, name, {record_id})
     return Deleted(
-        subtopics=int(name == "subtopics"),
+        subtopics=int(isinstance(record, Subtopic)),
         questions=len(questions),
         answers=len(answers),
+        rejected=not isinstance(record, Example),
     )

@@ -50,6 +50,7 @@ from overbrainer.ui.tui.state import (
     PodLogLines,
     Previewed,
     PushPlanned,
+    Rekeyed,
     Resized,
     RunMenu,
     SignalMsg,
@@ -95,8 +96,8 @@ DISMISSED = {
 }
 REJUDGE_ASK = "y rejudges, n or Esc does not"
 DELETE_LINES = {
-    "subtopics": "its questions and their answers are deleted with it",
-    "questions": "its answer is deleted with it",
+    "subtopics": "its questions and their answers go too; it is rejected: never generated again",
+    "questions": "its answer goes too; it is rejected: never generated again",
     "answers": "the question stays: `overbrainer answers` asks it again",
 }
 POD_LOG_LINES = 20_000
@@ -146,6 +147,8 @@ def update(state: State, message: Msg) -> Result:
         return state, []
     if isinstance(message, TaskDone):
         return _done(state, message)
+    if isinstance(message, Rekeyed):
+        return _rekeyed(state, message), []
     if isinstance(message, Loaded):
         kept = _without(state, message.task)
         runs = len(message.snapshot.runs)
@@ -212,6 +215,17 @@ def _same_row(old: tuple[TreeRow, ...], index: int, new: tuple[TreeRow, ...]) ->
     row = old[index]
     key = (row.file, row.id or row.text)
     return next((at for at, r in enumerate(new) if (r.file, r.id or r.text) == key), kept)
+
+
+def _rekeyed(state: State, message: Rekeyed) -> State:
+    """The tree with the record's new ID, so that the next read keeps it selected."""
+    tree = tuple(
+        attrs.evolve(row, id=message.new_id)
+        if (row.file, row.id) == (message.file, message.old_id)
+        else row
+        for row in state.snapshot.tree
+    )
+    return attrs.evolve(state, snapshot=attrs.evolve(state.snapshot, tree=tree))
 
 
 def _spawn(state: State, spec: TaskSpec) -> Result:

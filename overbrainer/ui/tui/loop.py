@@ -19,7 +19,7 @@ from overbrainer.events.bus import Observer
 from overbrainer.events.frontend import Line
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
-from overbrainer.pipeline.editing import record_text, replace_record
+from overbrainer.pipeline.editing import Edited, record_text, replace_record
 from overbrainer.project.directory import Project
 from overbrainer.storage import Stamp as FileStamp
 from overbrainer.storage import file_stamp, write_atomic
@@ -38,6 +38,7 @@ from overbrainer.ui.tui.state import (
     Msg,
     Notice,
     OpenEditor,
+    Rekeyed,
     Resized,
     SignalMsg,
     Spawn,
@@ -221,7 +222,7 @@ class Runner:
         """Edit one record in a temp file of its own, then store it if it is valid."""
         name, record_id = spec.record_file, spec.record_id
         error: str | None = None
-        line = f"{name.removesuffix('s')} {record_id} unchanged"
+        edit: Edited | None = None
         temp: Path | None = None
         try:
             text = await trio.to_thread.run_sync(record_text, self.project, name, record_id)
@@ -229,11 +230,9 @@ class Runner:
             error = await self._lend(temp)
             if error is None:
                 edited = await trio.to_thread.run_sync(temp.read_text, "utf-8")
-                changed = await trio.to_thread.run_sync(
+                edit = await trio.to_thread.run_sync(
                     replace_record, self.project, name, record_id, edited
                 )
-                if changed:
-                    line = f"replaced {name.removesuffix('s')} {record_id} in data/{name}.jsonl"
         except OverbrainerError as problem:
             error = f"nothing changed: {problem.message}"
         except OSError as problem:
@@ -242,9 +241,11 @@ class Runner:
             if temp is not None:
                 with trio.move_on_after(EDITOR_KILL_AFTER, shield=True):
                     await trio.to_thread.run_sync(_remove_temp, temp)
-        if error is None:
-            log.info("%s", line)
-            self.post(TaskReport(task, Line(line)))
+        if edit is not None:
+            log.info("%s", edit.line)
+            if edit.new_id != edit.old_id:
+                self.post(Rekeyed(name, edit.old_id, edit.new_id))
+            self.post(TaskReport(task, Line(edit.line)))
         self.post(TaskDone(task, error))
 
     async def _export(self, level: int) -> None:

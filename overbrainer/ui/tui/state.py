@@ -575,6 +575,16 @@ class Resized:
 
 
 @attrs.frozen
+class Rekeyed:
+    """An edit gave the record `old_id` of `data/<file>.jsonl` a new ID: the Dataset selection
+    follows it."""
+
+    file: str
+    old_id: str
+    new_id: str
+
+
+@attrs.frozen
 class Notice:
     """A line for the status bar (a log export written, …)."""
 
@@ -598,6 +608,7 @@ Msg = (
     | ConfigChanged
     | EditorDone
     | Resized
+    | Rekeyed
 )
 
 
