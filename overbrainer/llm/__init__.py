@@ -29,8 +29,8 @@ if TYPE_CHECKING:
         transport_cause,
         valid_header_value,
     )
-    from overbrainer.llm.online import RoleCheck, check_online
-    from overbrainer.llm.pricing import PriceBook, role_price
+    from overbrainer.llm.online import Listing, RoleCheck, check_online, list_models, listed_models
+    from overbrainer.llm.pricing import PriceBook, find_price, role_price
     from overbrainer.llm.protocols import wire_of
     from overbrainer.llm.retry import OnRetry, RetryHalted, RetryPolicy, retry_message, with_retry
     from overbrainer.llm.types import Completion, CompletionRequest
@@ -44,6 +44,7 @@ __all__ = [
     "Completion",
     "CompletionRequest",
     "InvalidResponse",
+    "Listing",
     "LlmClient",
     "LlmError",
     "NotSubmitted",
@@ -61,7 +62,10 @@ __all__ = [
     "batch_api",
     "check_online",
     "connect_roles",
+    "find_price",
     "join_url",
+    "list_models",
+    "listed_models",
     "parse_retry_after",
     "retry_message",
     "role_price",
@@ -84,6 +88,7 @@ __getattr__ = lazy_face(
         "EMBEDDER": "connect",
         "InvalidResponse": "errors",
         "LlmClient": "client",
+        "Listing": "online",
         "LlmError": "errors",
         "OnRetry": "retry",
         "PriceBook": "pricing",
@@ -99,7 +104,10 @@ __getattr__ = lazy_face(
         "batch_api": "batches",
         "check_online": "online",
         "connect_roles": "connect",
+        "find_price": "pricing",
         "join_url": "http",
+        "list_models": "online",
+        "listed_models": "online",
         "parse_retry_after": "http",
         "retry_message": "retry",
         "role_price": "pricing",

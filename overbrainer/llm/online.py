@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 
 import attrs
+import httpx2
 import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
@@ -52,7 +53,8 @@ class RoleCheck:
     works: bool
 
 
-def _listed_ids(listing: Json) -> list[str] | None:
+def listed_models(listing: Json) -> list[str] | None:
+    """The model IDs of a `/models` listing; None when it has no readable list."""
     data = listing.get("data") if isinstance(listing, dict) else None
     entries = data if isinstance(data, list) else listing if isinstance(listing, list) else None
     if entries is None:
@@ -83,7 +85,7 @@ def judge_role(name: str, role: Role, listing: Listing, spend_cap: bool) -> Role
         text = f"{head} reachable, no model list ({status}): key and model not checked"
         return RoleCheck(name, text, True)
     key = "key accepted" if listing.keyed else "no key needed"
-    ids = _listed_ids(listing.value)
+    ids = listed_models(listing.value)
     if ids is None:
         return RoleCheck(name, f"{head} reachable, {key}, model list unreadable", True)
     if role.model not in ids:
@@ -101,12 +103,14 @@ def judge_role(name: str, role: Role, listing: Listing, spend_cap: bool) -> Role
     return RoleCheck(name, f"{head} reachable, {key}, model listed, {known}", not needed)
 
 
-async def _list_models(
+async def list_models(
     name: str,
     provider: Provider,
-    settings: Settings,
     env: Mapping[str, str],
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> Listing:
+    """What `provider` answers to `GET /models` within seconds (never raises for its answer);
+    `transport`: the in-process one of an embedded wire, else None for the network."""
     wire = wire_of(provider.protocol)
     api_key: str | None = None
     if provider.api_key is not None and not wire.embedded:
@@ -126,7 +130,7 @@ async def _list_models(
                 api_key or None,
                 request_timeout=ONLINE_TIMEOUT,
                 connect_timeout=CONNECT_TIMEOUT,
-                transport=wire.transport(settings, name),
+                transport=transport,
             )
             async with open_provider(connection) as http:
                 return Listing(await http.get(MODELS_PATH), keyed=keyed)
@@ -147,7 +151,8 @@ async def check_online(settings: Settings, env: Mapping[str, str] | None = None)
 
     async def ask(name: str) -> None:
         provider = settings.providers[name]
-        listings[name] = await _list_models(name, provider, settings, environ)
+        transport = wire_of(provider.protocol).transport(settings, name)
+        listings[name] = await list_models(name, provider, environ, transport)
 
     async with unwrapped(), trio.open_nursery() as nursery:
         for provider_name in dict.fromkeys(role.provider for _, role in roles):

@@ -6,7 +6,26 @@ import re
 
 import attrs
 
+from overbrainer.llm import Listing
+from overbrainer.ui.tui.wizard_estimate import (
+    CAP_PROBLEM,
+    Estimate,
+    ProviderAsk,
+    cost_range,
+    flag,
+    parse_cap,
+    rounded_cap,
+    unlisted,
+)
 from overbrainer.ui.tui.wizard_files import Answers, TopicAnswer
+from overbrainer.ui.tui.wizard_topics import (
+    TopicForm,
+    edited,
+    form_key,
+    form_of,
+    form_problem,
+    kept,
+)
 
 PRESETS = (
     ("openrouter", "OpenRouter", "openai", "https://openrouter.ai/api/v1"),
@@ -27,6 +46,8 @@ TITLES = (
 )
 STEPS = 7
 CUSTOM_NAME = re.compile(r"^[a-z0-9_]+$")
+CAP = "max_cost"
+MODEL_KEYS = ("generator", "parent", "embedder")
 
 
 @attrs.frozen
@@ -60,9 +81,18 @@ class Wizard:
     focus: int = 0
     topics: tuple[TopicAnswer, ...] = ()
     topic_index: int = 0
-    typing: str | None = None
-    """The topic name being typed (`a` adds, `e` edits the selected one), else None."""
-    renaming: int | None = None
+    form: TopicForm | None = None
+    """The topic being typed (`a` adds one, `e` edits the selected one), else None."""
+    listing_for: ProviderAsk | None = None
+    """What the provider's model list was last asked with (the loop asks it from step 4)."""
+    listing: Listing | None = None
+    """The answer for `listing_for`; None while it is awaited."""
+    kept_unlisted: tuple[str, ...] = ()
+    """Model names kept although the provider's list lacks them (Enter twice on step 4)."""
+    estimate_for: Answers | None = None
+    """The answers the summary's estimate was last asked for (the loop works it out)."""
+    estimate: Estimate | None = None
+    """The estimate for `estimate_for`; None while it is worked out."""
     error: str = ""
     submit: bool = False
     """Step 7 confirmed: the loop writes the project, then sets `written` (or `error`)."""
@@ -71,8 +101,11 @@ class Wizard:
     quit: bool = False
 
     def value(self, key: str) -> str:
-        """The answer to field `key` so far."""
-        return dict(self.values).get(key, DEFAULTS.get(key, ""))
+        """The answer to field `key` so far (the spend cap's default follows the estimate)."""
+        found = dict(self.values).get(key)
+        if found is not None:
+            return found
+        return default_cap(self) if key == CAP else DEFAULTS.get(key, "")
 
     def with_value(self, key: str, text: str) -> Wizard:
         """The state with field `key` set to `text`."""
@@ -122,6 +155,8 @@ def fields(state: Wizard) -> tuple[Field, ...]:
             out.append(Field("base_model", "base model"))
             out.append(Field("adapter", "adapter", ("lora", "qlora", "full")))
         return tuple(out)
+    if step == STEPS:
+        return (Field(CAP, "spend cap in USD (empty: no cap)"),)
     return ()
 
 
@@ -132,6 +167,35 @@ def provider(state: Wizard) -> tuple[str, str, str]:
         if shown == label and name != "custom":
             return name, protocol, url
     return state.value("custom_name"), state.value("protocol"), state.value("base_url")
+
+
+def provider_ask(state: Wizard) -> ProviderAsk:
+    """What the provider's model list is asked with, from the answers so far."""
+    name, protocol, url = provider(state)
+    return ProviderAsk(name, protocol, url, state.value("api_key"))
+
+
+def listing(state: Wizard) -> Listing | None:
+    """The model list of the provider now chosen; None while it is awaited (or not asked)."""
+    return state.listing if state.listing_for == provider_ask(state) else None
+
+
+def models(state: Wizard) -> dict[str, str]:
+    """Each model typed on step 4, by role name."""
+    return {key: state.value(key).strip() for key in MODEL_KEYS}
+
+
+def default_cap(state: Wizard) -> str:
+    """The estimate's high end rounded up, when the cost is known; else empty (no cap)."""
+    cost = cost_range(state.estimate, listing(state), models(state))
+    return "" if cost is None else rounded_cap(cost[1])
+
+
+def _cap(state: Wizard) -> float | None:
+    try:
+        return parse_cap(state.value(CAP))
+    except ValueError:
+        return None
 
 
 def answers(state: Wizard) -> Answers:
@@ -155,7 +219,24 @@ def answers(state: Wizard) -> Answers:
         gpu_types=state.value("gpu_types"),
         base_model=state.value("base_model"),
         adapter=state.value("adapter"),
+        max_cost_usd=_cap(state),
     )
+
+
+def wanted_listing(state: Wizard) -> ProviderAsk | None:
+    """What to ask the provider's model list with now (from step 4 on), else None."""
+    ask = provider_ask(state)
+    if state.step < 4 or state.written or ask == state.listing_for:
+        return None
+    return ask
+
+
+def wanted_estimate(state: Wizard) -> Answers | None:
+    """The answers to work the summary's estimate out for now, else None."""
+    if state.step != STEPS or state.submit or state.written:
+        return None
+    chosen = attrs.evolve(answers(state), max_cost_usd=None)
+    return None if chosen == state.estimate_for else chosen
 
 
 def problem(state: Wizard) -> str:
@@ -174,6 +255,11 @@ def problem(state: Wizard) -> str:
                 return f"the {key} model is needed"
     if step == 5 and not state.topics:
         return "at least one topic is needed: a adds one"
+    if step == STEPS:
+        try:
+            parse_cap(state.value(CAP))
+        except ValueError:
+            return CAP_PROBLEM
     if step == 6:
         if state.value("training") == "ssh" and not state.value("ssh_host").strip():
             return "the SSH host is needed"
@@ -186,42 +272,50 @@ def _next(state: Wizard) -> Wizard:
     found = problem(state)
     if found:
         return attrs.evolve(state, error=found)
+    if state.step == 4:
+        fresh = [m for m in unlisted_models(state) if m not in state.kept_unlisted]
+        if fresh:
+            # A list can be incomplete: the flag stops the step once, Enter again keeps the names.
+            them = "it" if len(fresh) == 1 else "them"
+            return attrs.evolve(
+                state,
+                kept_unlisted=(*state.kept_unlisted, *fresh),
+                error=f"{flag(listing(state), provider(state)[0], fresh[0])}: "
+                f"Enter again keeps {them} (a list can be incomplete)",
+            )
     if state.step == STEPS:
         return attrs.evolve(state, submit=True, error="")
     return attrs.evolve(state, step=state.step + 1, focus=0, error="")
+
+
+def unlisted_models(state: Wizard) -> list[str]:
+    """The models typed on step 4 that the provider's list lacks (none while it is awaited)."""
+    return unlisted(listing(state), list(models(state).values()))
 
 
 def _back(state: Wizard) -> Wizard:
     return attrs.evolve(state, step=max(state.step - 1, 1), focus=0, error="")
 
 
+def _form_keys(state: Wizard, form: TopicForm, key: str) -> Wizard:
+    if key == "enter":
+        found = form_problem(form, state.topics)
+        if found:
+            return attrs.evolve(state, error=found)
+        topics, index = kept(form, state.topics)
+        return attrs.evolve(state, topics=topics, topic_index=index, form=None, error="")
+    if key == "esc":
+        return attrs.evolve(state, form=None, error="")
+    return attrs.evolve(state, form=form_key(form, key), error="")
+
+
 def _topic_keys(state: Wizard, key: str) -> Wizard:
-    if state.typing is not None:
-        if key == "enter":
-            name = state.typing.strip()
-            if not name:
-                return attrs.evolve(state, error="a topic needs a name")
-            if state.renaming is None:
-                topics = (*state.topics, TopicAnswer(name))
-                index = len(topics) - 1
-            else:
-                index = state.renaming
-                topics = tuple(
-                    attrs.evolve(t, name=name) if i == index else t
-                    for i, t in enumerate(state.topics)
-                )
-            return attrs.evolve(
-                state, topics=topics, topic_index=index, typing=None, renaming=None, error=""
-            )
-        if key == "esc":
-            return attrs.evolve(state, typing=None, renaming=None)
-        return attrs.evolve(state, typing=_typed(state.typing, key))
+    if state.form is not None:
+        return _form_keys(state, state.form, key)
     if key == "a":
-        return attrs.evolve(state, typing="", renaming=None, error="")
+        return attrs.evolve(state, form=TopicForm(), error="")
     if key == "e" and state.topics:
-        return attrs.evolve(
-            state, typing=state.topics[state.topic_index].name, renaming=state.topic_index
-        )
+        return attrs.evolve(state, form=form_of(state.topics, state.topic_index), error="")
     if key == "d" and state.topics:
         topics = tuple(t for i, t in enumerate(state.topics) if i != state.topic_index)
         return attrs.evolve(
@@ -236,14 +330,6 @@ def _topic_keys(state: Wizard, key: str) -> Wizard:
     if key in ("shift tab", "esc"):
         return _back(state)
     return state
-
-
-def _typed(text: str, key: str) -> str:
-    if key == "backspace":
-        return text[:-1]
-    if len(key) == 1 and key.isprintable():
-        return text + key
-    return text
 
 
 def wizard_key(state: Wizard, key: str) -> Wizard:
@@ -280,77 +366,5 @@ def wizard_key(state: Wizard, key: str) -> Wizard:
             index = (index + (1 if key == "right" else -1)) % len(field.choices)
             return state.with_value(field.key, field.choices[index])
         return state
-    typed = _typed(value, key)
+    typed = edited(value, key)
     return state.with_value(field.key, typed) if typed != value else state
-
-
-def shown_value(field: Field, value: str) -> str:
-    """A field's value as the screen shows it: a secret masked (a vault: reference is not)."""
-    if field.choices:
-        return f"‹ {value} ›"
-    if field.secret and not value.startswith("vault:"):
-        return "•" * len(value)
-    return value
-
-
-def lines(state: Wizard) -> list[str]:
-    """The wizard's screen, as lines."""
-    if state.written:
-        return [
-            "The project is written: overbrainer.toml, .env (mode 600), .env.example,",
-            "prompts/ and .gitignore.",
-            "",
-            "Start auto now? y runs `overbrainer run`; n opens the Project view.",
-        ]
-    out = [f"New project, step {state.step} of {STEPS}: {TITLES[state.step]}", ""]
-    if state.step == 5:
-        for index, topic in enumerate(state.topics):
-            mark = "▶" if index == state.topic_index else " "
-            out.append(
-                f"{mark} {topic.name}: {topic.subtopics} subtopics × {topic.questions} questions"
-            )
-        if not state.topics:
-            out.append("  no topic yet")
-        if state.typing is not None:
-            out += ["", f"topic name: {state.typing}▏"]
-    elif state.step == STEPS:
-        out += _summary(state)
-    else:
-        for index, field in enumerate(fields(state)):
-            mark = "▶" if index == state.focus else " "
-            out.append(f"{mark} {field.label}: {shown_value(field, state.value(field.key))}")
-    out += ["", state.error and f"✗ {state.error}"]
-    return out
-
-
-def _summary(state: Wizard) -> list[str]:
-    chosen = answers(state)
-    key = shown_value(Field("k", "", secret=True), chosen.api_key) or "(none yet)"
-    out = [
-        f"project   {chosen.name}",
-        f"provider  {chosen.provider} ({chosen.protocol}) {chosen.base_url}, key {key}",
-        f"generator {chosen.generator}",
-        f"parent    {chosen.parent}, reasoning {'on' if chosen.reasoning else 'off'}",
-    ]
-    if chosen.embedder:
-        out.append(f"embedder  {chosen.embedder}")
-    out += [f"topic     {t.name}: {t.subtopics} × {t.questions}" for t in chosen.topics]
-    if chosen.training == "skip":
-        out.append("training  none")
-    else:
-        out.append(f"training  {chosen.training}, {chosen.base_model} ({chosen.adapter})")
-    out += ["", "Enter writes overbrainer.toml and .env; Shift-Tab goes back."]
-    return out
-
-
-def keys_hint(state: Wizard) -> str:
-    """The keys of the current step."""
-    if state.written:
-        return "y start auto  n Project view"
-    if state.step == 5:
-        if state.typing is not None:
-            return "type the name  Enter keep  Esc drop"
-        return "a add  e edit  d delete  ↑↓ select  Enter next  Shift-Tab back  Ctrl-C quit"
-    return (
-        "Enter/Tab next  Shift-Tab/Esc back  ↑↓ fields  ←→ choices  Ctrl-C quit (nothing written)"
-    )

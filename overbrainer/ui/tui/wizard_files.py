@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from overbrainer.config import load_settings
+from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project.directory import CONFIG_FILE, Project
 from overbrainer.project.init import init_project
@@ -21,6 +22,8 @@ EXAMPLE_HEADER = (
     "# The variables of .env, without their secrets. .env is read at start-up and never\n"
     "# overrides the shell. A key can be a Vault/OpenBao reference: vault:path#field.\n"
 )
+DEFAULT_SUBTOPICS = 10
+DEFAULT_QUESTIONS = 30
 
 
 @attrs.frozen
@@ -28,8 +31,9 @@ class TopicAnswer:
     """A topic of the wizard's step 5."""
 
     name: str
-    subtopics: int = 10
-    questions: int = 30
+    subtopics: int = DEFAULT_SUBTOPICS
+    questions: int = DEFAULT_QUESTIONS
+    description: str = ""
 
 
 @attrs.frozen
@@ -40,7 +44,7 @@ class Answers:
     provider: str
     protocol: str
     base_url: str
-    api_key: str
+    api_key: str = attrs.field(repr=False)
     generator: str
     parent: str
     reasoning: bool
@@ -50,10 +54,12 @@ class Answers:
     """skip, local, ssh or runpod."""
     runtime: str = "native"
     ssh_host: str = ""
-    runpod_key: str = ""
+    runpod_key: str = attrs.field(default="", repr=False)
     gpu_types: str = "auto"
     base_model: str = "Qwen/Qwen3-4B"
     adapter: str = "qlora"
+    max_cost_usd: float | None = None
+    """`[pipeline] max_cost_usd`, the spend cap; None: no cap."""
 
 
 TARGET_NAMES = {"local": "local", "ssh": "gpu_box", "runpod": "cloud"}
@@ -79,6 +85,7 @@ def config_text(answers: Answers) -> str:
             "",
             "[[topics]]",
             f"name = {_q(topic.name)}",
+            *([f"description = {_q(topic.description)}"] if topic.description else []),
             f"subtopics = {topic.subtopics}",
             f"questions_per_subtopic = {topic.questions}",
         ]
@@ -88,6 +95,8 @@ def config_text(answers: Answers) -> str:
     lines.append(f"reasoning = {'true' if answers.reasoning else 'false'}")
     if answers.embedder:
         lines += ["", "[roles.embedder]", f"provider = {_q(p)}", f"model = {_q(answers.embedder)}"]
+    if answers.max_cost_usd is not None:
+        lines += ["", "[pipeline]", f"max_cost_usd = {answers.max_cost_usd!r}"]
     if answers.training != "skip":
         target = TARGET_NAMES[answers.training]
         lines += [
@@ -131,17 +140,25 @@ def existing_files(root: Path) -> list[Path]:
     return [path for path in paths if path.exists()]
 
 
-def check_answers(answers: Answers) -> str | None:
-    """The configuration's problem as `config check` would name it, or None when it loads."""
+def settings_of(answers: Answers) -> Settings:
+    """The settings `answers` make, loaded as `config check` loads them (ConfigError if not).
+
+    Blocking: it writes and reads a scratch folder.
+    """
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         (folder / CONFIG_FILE).write_text(config_text(answers), encoding="utf-8")
         (folder / ENV_FILE).write_text(env_text(answers), encoding="utf-8")
         shell = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-        try:
-            load_settings(folder, shell)
-        except OverbrainerError as error:
-            return error.message
+        return load_settings(folder, shell)
+
+
+def check_answers(answers: Answers) -> str | None:
+    """The configuration's problem as `config check` would name it, or None when it loads."""
+    try:
+        settings_of(answers)
+    except OverbrainerError as error:
+        return error.message
     return None
 
 

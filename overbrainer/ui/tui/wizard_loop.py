@@ -12,8 +12,21 @@ import urwid
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.ui.tui.loop import text_screen
 from overbrainer.ui.tui.typeahead import TypeAhead
-from overbrainer.ui.tui.wizard import Wizard, answers, keys_hint, lines, start, wizard_key
-from overbrainer.ui.tui.wizard_files import write_project
+from overbrainer.ui.tui.wizard import (
+    Wizard,
+    answers,
+    start,
+    wanted_estimate,
+    wanted_listing,
+    wizard_key,
+)
+from overbrainer.ui.tui.wizard_estimate import (
+    ProviderAsk,
+    estimate_answers,
+    fetch_listing,
+)
+from overbrainer.ui.tui.wizard_files import Answers, write_project
+from overbrainer.ui.tui.wizard_screen import keys_hint, lines
 
 
 class WizardRunner:
@@ -33,6 +46,7 @@ class WizardRunner:
         self.footer = urwid.Text("")
         self.event_loop, self.main = text_screen(self.body, self.footer, self.on_key, screen)
         self.nursery: trio.Nursery | None = None
+        self.listing_scope: trio.CancelScope | None = None
 
     def on_key(self, key: str | tuple[object, ...]) -> bool:
         """Each key goes through the pure wizard; a confirmed summary writes the project."""
@@ -41,13 +55,42 @@ class WizardRunner:
         return True
 
     def update(self, state: Wizard) -> None:
-        """Take `state`, write the project when it asks, redraw, and end when it is over."""
+        """Take `state`, start the lookups or the write it asks for, redraw, end when over."""
+        if self.nursery is not None:
+            state = self._look_up(state, self.nursery)
         self.state = state
         if state.submit and self.nursery is not None:
             self.nursery.start_soon(self._write)
         if state.quit or state.start_auto is not None:
             self.done.set()
         self.draw()
+
+    def _look_up(self, state: Wizard, nursery: trio.Nursery) -> Wizard:
+        """Start asking for the model list or the estimate where `state` wants one; the state
+        that waits for them. The wizard goes on meanwhile: neither ever holds a key back."""
+        ask = wanted_listing(state)
+        if ask is not None:
+            state = attrs.evolve(state, listing_for=ask, listing=None)
+            if self.listing_scope is not None:
+                self.listing_scope.cancel()  # its answer would be for other answers
+            self.listing_scope = trio.CancelScope()
+            nursery.start_soon(self._list_models, ask, self.listing_scope)
+        chosen = wanted_estimate(state)
+        if chosen is not None:
+            state = attrs.evolve(state, estimate_for=chosen, estimate=None)
+            nursery.start_soon(self._estimate, chosen)
+        return state
+
+    async def _list_models(self, ask: ProviderAsk, scope: trio.CancelScope) -> None:
+        with scope:
+            found = await fetch_listing(ask)
+            if self.state.listing_for == ask:
+                self.update(attrs.evolve(self.state, listing=found))
+
+    async def _estimate(self, chosen: Answers) -> None:
+        found = await trio.to_thread.run_sync(estimate_answers, self.root, chosen)
+        if self.state.estimate_for == chosen:
+            self.update(attrs.evolve(self.state, estimate=found))
 
     async def _write(self) -> None:
         try:
