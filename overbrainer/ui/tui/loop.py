@@ -26,6 +26,7 @@ from overbrainer.storage import file_stamp, write_atomic
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_view import Markup
+from overbrainer.ui.tui.look import Look, look_of, palette, working_mark
 from overbrainer.ui.tui.state import (
     Abandon,
     Cancel,
@@ -61,51 +62,29 @@ REDRAW = 0.033
 RELOAD_EVERY = 2.0
 EDITOR_KILL_AFTER = 2.0
 
-PALETTE = [
-    ("tab", "light gray", "dark blue"),
-    ("tab_on", "black", "light cyan"),
-    ("title", "yellow,bold", ""),
-    ("selected", "black", "light gray"),
-    ("status", "light green", ""),
-    ("keys", "dark cyan", ""),
-    ("error", "light red", ""),
-    ("warn", "yellow", ""),
-]
-MONO_PALETTE = [
-    ("tab", "default", "default"),
-    ("tab_on", "standout", "default"),
-    ("title", "bold", "default"),
-    ("selected", "standout", "default"),
-    ("status", "default", "default"),
-    ("keys", "default", "default"),
-    ("error", "bold", "default"),
-    ("warn", "bold", "default"),
-]
-
-
-def palette(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """Colours, or none at all when `NO_COLOR` is set (to any value)."""
-    return MONO_PALETTE if "NO_COLOR" in environ else PALETTE
-
 
 def text_screen(
     body: urwid.Text,
     footer: urwid.Text,
     on_key: Callable[[str | tuple[object, ...]], bool],
     screen: urwid.display.raw.Screen | None,
+    look: Look,
     header: urwid.Text | None = None,
 ) -> tuple[urwid.TrioEventLoop, urwid.MainLoop]:
     """The one screen layout of the TUI and its wizard: text on top, a ruled footer below, on
-    urwid's Trio loop (keys to `on_key`, no mouse, colours as `palette`)."""
+    urwid's Trio loop (keys to `on_key`, no mouse, colours as `look` says)."""
     frame = urwid.Frame(
         urwid.Filler(body, valign="top"),
         header=header,
         footer=urwid.Pile([urwid.Divider("─"), footer]),
     )
+    if screen is None:
+        screen = urwid.display.raw.Screen()
+    screen.set_terminal_properties(colors=look.color.colors)  # type: ignore[arg-type]
     event_loop = urwid.TrioEventLoop()
     main = urwid.MainLoop(
-        frame,
-        palette(os.environ),
+        urwid.AttrMap(frame, "body"),
+        palette(look.color),
         screen=screen,
         event_loop=event_loop,
         unhandled_input=on_key,
@@ -133,7 +112,9 @@ class Runner:
         auto: bool = False,
         typeahead: TypeAhead | None = None,
         metrics: Observer | None = None,
+        look: Look | None = None,
     ) -> None:
+        self.look = look_of(os.environ) if look is None else look
         self.auto = auto
         self.metrics = metrics
         self.typeahead = typeahead
@@ -150,7 +131,7 @@ class Runner:
         self.body = urwid.Text("")
         self.footer = urwid.Text("")
         self.event_loop, self.main = text_screen(
-            self.body, self.footer, self.on_key, screen, header=self.header
+            self.body, self.footer, self.on_key, screen, self.look, header=self.header
         )
 
     def on_key(self, key: str | tuple[object, ...]) -> bool:
@@ -276,7 +257,9 @@ class Runner:
                 markup.append("\n")
             markup.extend(line)
         self.body.set_text(markup or "")
-        self.footer.set_text(render.footer(self.state))
+        self.footer.set_text(
+            render.footer(self.state, working_mark(self.look.motion, self.state.now))
+        )
         self.main.draw_screen()
 
     async def _redraw(self) -> None:
@@ -327,6 +310,8 @@ class Runner:
                     tasks.start_soon(self._redraw)
                     tasks.start_soon(self._tick)
                     tasks.start_soon(self._watch_config)
+                    for warning in self.look.warnings:
+                        log.warning("%s", warning)
                     state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)

@@ -49,10 +49,13 @@ def header(state: State, cols: int) -> Row:
     return row
 
 
-def footer(state: State) -> Row:
-    """The status line and the current view's keys."""
+def footer(state: State, mark: str = "") -> Row:
+    """The status line and the current view's keys; `mark` (a spinner frame) leads the status
+    while work runs."""
     running = ", ".join(t.spec.label for t in state.work())
     status = state.status or (f"running: {running}" if running else "ready")
+    if running and mark:
+        status = f"{mark} {status}"
     keys = f"{_KEYS[state.view]}  1-6/Tab views  q quit"
     return [("status", status), "\n", ("keys", keys)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import trio
 import urwid
 
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.ui.tui.look import look_of
 from overbrainer.ui.tui.loop import text_screen
 from overbrainer.ui.tui.typeahead import TypeAhead
 from overbrainer.ui.tui.wizard import (
@@ -44,7 +46,8 @@ class WizardRunner:
         self.done = trio.Event()
         self.body = urwid.Text("")
         self.footer = urwid.Text("")
-        self.event_loop, self.main = text_screen(self.body, self.footer, self.on_key, screen)
+        look = look_of(os.environ)
+        self.event_loop, self.main = text_screen(self.body, self.footer, self.on_key, screen, look)
         self.nursery: trio.Nursery | None = None
         self.listing_scope: trio.CancelScope | None = None
 
