@@ -22,6 +22,7 @@ from overbrainer.pipeline.editing import record_text, replace_record
 from overbrainer.project.directory import Project
 from overbrainer.storage import Stamp as FileStamp
 from overbrainer.storage import file_stamp, write_atomic
+from overbrainer.system.sampler import LocalSampler
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_view import Markup
@@ -38,6 +39,7 @@ from overbrainer.ui.tui.state import (
     Notice,
     OpenEditor,
     Resized,
+    Sampled,
     SignalMsg,
     Spawn,
     State,
@@ -57,6 +59,9 @@ TICK = 0.25
 REDRAW = 0.033
 """At most one redraw per 33 ms, and only when something changed."""
 RELOAD_EVERY = 2.0
+SAMPLE_HERE_EVERY = 5.0
+"""Seconds between two samples of this machine (the system panel while no run is followed)."""
+SAMPLE_LIMIT = 20.0
 EDITOR_KILL_AFTER = 2.0
 
 PALETTE = [
@@ -68,6 +73,9 @@ PALETTE = [
     ("keys", "dark cyan", ""),
     ("error", "light red", ""),
     ("warn", "yellow", ""),
+    ("gauge", "light green", ""),
+    ("spark", "dark cyan", ""),
+    ("chart", "light cyan", ""),
 ]
 MONO_PALETTE = [
     ("tab", "default", "default"),
@@ -78,6 +86,9 @@ MONO_PALETTE = [
     ("keys", "default", "default"),
     ("error", "bold", "default"),
     ("warn", "bold", "default"),
+    ("gauge", "default", "default"),
+    ("spark", "default", "default"),
+    ("chart", "default", "default"),
 ]
 
 
@@ -289,6 +300,19 @@ class Runner:
             await trio.sleep(TICK)
             self.post(Tick(trio.current_time()))
 
+    async def _sample_here(self) -> None:
+        sampler = LocalSampler(self.project.root)
+        while True:
+            sample = None
+            with trio.move_on_after(SAMPLE_LIMIT):  # a hung mount: the sampler skips until back
+                try:
+                    sample = await sampler.sample()
+                except Exception as error:  # psutil, NVML: a failed sample is skipped
+                    log.debug("cannot sample this machine: %s", error)
+            if sample is not None:
+                self.post(Sampled(sample))
+            await trio.sleep(SAMPLE_HERE_EVERY)
+
     async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             async for signum in signals:
@@ -324,6 +348,7 @@ class Runner:
                     tasks.start_soon(self._redraw)
                     tasks.start_soon(self._tick)
                     tasks.start_soon(self._watch_config)
+                    tasks.start_soon(self._sample_here)
                     state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)
