@@ -45,6 +45,9 @@ def assert_fits(screen: str, cols: int, rows: int) -> None:
     assert any(line.startswith(KEYS_LINE) for line in lines[divider:]), screen
     assert lines[-1].endswith("q quit"), screen
     assert any(line.startswith("System of ") for line in lines[:divider]), screen
+    # The panel's last row is the last of the body: none cut off by a wrapped keys line.
+    last = [line for line in lines[:divider] if line.strip()][-1]
+    assert re.match(r"^  (gpu +none found|disk|root) ", last), screen
 
 
 async def test_a_followed_run_shows_its_step_eta_loss_chart_and_machine(tmp_path: Path) -> None:

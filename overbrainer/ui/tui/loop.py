@@ -277,14 +277,16 @@ class Runner:
         """Put the state on the screen."""
         cols, rows = self.main.screen.get_cols_rows()
         self.header.set_text(render.header(self.state, cols))
-        lines = render.body(self.state, self.logs, cols, rows)
+        self.footer.set_text(render.footer(self.state))
+        # A wrapped keys or status line takes a row from the body, not from the bottom.
+        chrome = self.header.rows((cols,)) + 1 + self.footer.rows((cols,))
+        lines = render.body(self.state, self.logs, cols, rows, chrome)
         markup: list[Markup] = []
         for index, line in enumerate(lines):
             if index:
                 markup.append("\n")
             markup.extend(line)
         self.body.set_text(markup or "")
-        self.footer.set_text(render.footer(self.state))
         self.main.draw_screen()
 
     async def _redraw(self) -> None:

@@ -53,11 +53,12 @@ def footer(state: State) -> Row:
     return [("status", status), "\n", ("keys", keys)]
 
 
-def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
-    """The current view's lines, at most `rows` of them."""
+def body(state: State, logs: LogBuffer, cols: int, rows: int, chrome: int = CHROME) -> list[Row]:
+    """The current view's lines: as many as the screen's `rows` leave beside the `chrome`
+    (header, divider, status and keys, more when they wrap)."""
     if cols < MIN_COLS or rows < MIN_ROWS:
         return [[("error", f"terminal too small: {cols}x{rows}, {MIN_COLS}x{MIN_ROWS} needed")]]
-    height = rows - CHROME
+    height = rows - chrome
     view = state.view
     if view is View.PIPELINE:
         lines = _pipeline(state, cols)
