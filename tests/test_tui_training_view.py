@@ -23,10 +23,13 @@ from overbrainer.ui.tui.state import (
     RunRow,
     Sampled,
     Snapshot,
+    Spawn,
     State,
     TaskDone,
     TaskEvent,
+    TaskKind,
     TaskReport,
+    TaskSpec,
     Tick,
     View,
 )
@@ -222,3 +225,23 @@ def test_a_detached_run_keeps_its_chart_and_the_panel_goes_back_to_this_machine(
     assert any(line.startswith("Loss of run demo_20261231-120000  last 0.4245") for line in lines)
     assert "System of this machine" in lines
     assert not any(line.startswith("  gpu0") for line in lines)
+
+
+def test_attach_reads_the_run_afresh_but_a_followed_stop_keeps_what_was_seen() -> None:
+    state = followed_state(1, 1)
+    run = "demo_20261231-120000"
+    state, effects = feed(state, Key("s"))
+    assert effects[-1] == Spawn(3, TaskSpec(TaskKind.STOP, run_id=run, followed=True))
+    followed = state.followed_of(run)
+    assert followed is not None and len(followed.losses) == 120
+    state, _ = feed(state, TaskDone(3), TaskDone(1))
+    state, effects = feed(state, Key("a"))
+    attach = effects[-1]
+    assert isinstance(attach, Spawn)
+    assert attach.spec == TaskSpec(TaskKind.ATTACH, run_id=run)
+    assert state.followed_of(run) == Followed(run)  # its metrics are read from the start again
+    state, _ = feed(state, TaskEvent(attach.task, log(1, 1.0, 2.0), 300.0))
+    again = state.followed_of(run)
+    assert again is not None and again.losses == ((1.0, 2.0),)
+    state, _ = feed(state, TaskEvent(99, log(2, 2.0, 1.0), 301.0))  # no run of its own: dropped
+    assert state.followed_of(run) == again
