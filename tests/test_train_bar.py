@@ -27,8 +27,9 @@ from overbrainer.model.train_metric import EndMark, EvalMark, JobStage, StageMar
 from overbrainer.ui.bar import BarScreen
 from overbrainer.ui.display import Display
 from overbrainer.ui.front import CliFrontend
+from overbrainer.ui.pace import RATE_WINDOW
 from overbrainer.ui.progress import Progress
-from overbrainer.ui.train_bar import RATE_WINDOW, TrainTally
+from overbrainer.ui.train_bar import TrainTally
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

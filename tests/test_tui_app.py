@@ -243,7 +243,9 @@ def test_training_keys() -> None:
     state, _ = feed(state, Loaded(3, Snapshot(runs=runs, training=True)))
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=1.0, step=1, loss=2.5)), 1.0))
     state, _ = feed(state, TaskEvent(2, Metric(TrainMetric(time=2.0, step=2, loss=1.5)), 2.0))
-    assert state.losses == (2.5, 1.5)
+    followed = state.followed_of("r3")
+    assert followed is not None
+    assert followed.losses == ((1.0, 2.5), (2.0, 1.5))
     state, effects = keys(state, "c")
     assert effects == []  # c asks first: cancel the selected run, or detach from the follower
     assert state.confirm == tuple(line.format(run="r2") for line in app.CANCEL_LINES)
@@ -411,11 +413,9 @@ def test_config_reload_messages() -> None:
     assert effects == []
 
 
-def test_render_refuses_a_small_terminal_and_draws_a_sparkline() -> None:
+def test_render_refuses_a_small_terminal() -> None:
     rows = render.body(State(), LogBuffer(), 79, 24)
     assert rows == [[("error", "terminal too small: 79x24, 80x24 needed")]]
-    assert render.sparkline((3.0, 2.0, 1.0, 1.0), 10) == "█▄▁▁"
-    assert render.sparkline((), 10) == ""
     for view in View:
         lines = render.body(State(view=view), LogBuffer(), 80, 24)
         assert 0 < len(lines) <= 20

@@ -253,7 +253,7 @@ async def test_training_starts_shows_its_loss_then_quitting_detaches_with_a_note
             await term.keys("4", "t")
             shown = await term.wait_for(" created")
             run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
-            await term.wait_for(" loss ", limit=60)  # the sparkline and the last loss
+            await term.wait_for(f"Loss of run {run_id}  last ", limit=60)  # the chart's title
             await term.keys("q")
             await term.wait_for("work is running: quit and stop it? y/n")
             await term.keys("y")
@@ -278,7 +278,7 @@ async def start_training(term: Terminal) -> str:
     await term.keys("4", "t")
     shown = await term.wait_for(" created")
     run_id = shown.split("run ", 1)[1].split(" created")[0].split()[-1]
-    await term.wait_for(" loss ", limit=60)
+    await term.wait_for(f"Loss of run {run_id}  last ", limit=60)
     return run_id
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import math
 from typing import TYPE_CHECKING
 
@@ -13,13 +12,11 @@ from overbrainer.model.job_status import JobStatus, is_finished, status_name
 from overbrainer.model.phases import Phases
 from overbrainer.model.pod_status import duration_words
 from overbrainer.ui.bar_frame import two_lines
-from overbrainer.ui.progress import per_second, rate_words
+from overbrainer.ui.pace import Pace, eta_seconds, paced, step_rate
+from overbrainer.ui.progress import rate_words
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-RATE_WINDOW = 60.0
-"""Seconds of the job's own clock the step rate looks back over (at least two logs)."""
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -40,7 +37,7 @@ class TrainTally:
     epoch: float | None = None
     loss: float | None = None
     eval_loss: float | None = None
-    recent: collections.deque[tuple[int, float]] = attrs.Factory(collections.deque)
+    recent: Pace = ()
     """(step, job time) of the logs with a loss within `RATE_WINDOW` of the latest."""
     arrived: float | None = None
     """When the latest log with a loss arrived, on our clock."""
@@ -67,7 +64,8 @@ class TrainTally:
                     self.eval_loss = m.eval_loss
                 if m.loss is not None:
                     self.loss = m.loss
-                    self._paced(m.step, m.time, now)
+                    self.recent = paced(self.recent, m.step, m.time)
+                    self.arrived = now
             case MarkEvent(mark=mark):
                 self.phases.mark(mark)
             case JobStatusChanged(status=status):
@@ -79,28 +77,15 @@ class TrainTally:
             case _:
                 pass
 
-    def _paced(self, step: int, at: float, now: float) -> None:
-        if self.recent and (step <= self.recent[-1][0] or at < self.recent[-1][1]):
-            self.recent.clear()  # a resumed or restarted job: its pace starts again
-        self.recent.append((step, at))
-        while len(self.recent) > 2 and at - self.recent[1][1] >= RATE_WINDOW:
-            self.recent.popleft()
-        self.arrived = now
-
     def rate(self) -> float | None:
         """Steps a second over the recent window; None before two logs with a loss."""
-        if len(self.recent) < 2:
-            return None
-        (first, since), (latest, until) = self.recent[0], self.recent[-1]
-        return per_second(latest - first, since, until)
+        return step_rate(self.recent)
 
     def eta(self, now: float) -> float | None:
         """Seconds of training left at the recent rate; None while it cannot be told."""
-        rate = self.rate()
-        if rate is None or self.max_steps is None or self.arrived is None:
+        if self.arrived is None:
             return None
-        latest = self.recent[-1][0]
-        return max(0.0, (self.max_steps - latest) / rate - (now - self.arrived))
+        return eta_seconds(self.recent, self.max_steps, now - self.arrived)
 
     def count_words(self) -> str:
         """`12/20 steps, epoch 0.60` (`12 steps` while the total is unknown)."""

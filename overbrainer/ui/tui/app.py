@@ -25,6 +25,7 @@ from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
 from overbrainer.ui.tui.compare_progress import CompareProgress
 from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
+from overbrainer.ui.tui.followed import Followed
 from overbrainer.ui.tui.run_menu import Choice, menu_key
 from overbrainer.ui.tui.state import (
     COMPARE_FILTERS,
@@ -53,6 +54,7 @@ from overbrainer.ui.tui.state import (
     Rekeyed,
     Resized,
     RunMenu,
+    Sampled,
     SignalMsg,
     Spawn,
     State,
@@ -75,8 +77,8 @@ DETAIL_PAGE = 10
 """Lines PgUp/PgDn scroll the Compare view's detail pane by (never past its last page)."""
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
-LOSSES = 120
-"""Losses kept for the Training view's sparkline."""
+FOLLOW_AFRESH = frozenset({TaskKind.ATTACH, TaskKind.STOP})
+"""Tasks that follow an existing run: what was seen of it starts again (a resume's run is new)."""
 
 COMPARE_WRITTEN = "compare written: see the Compare view"
 PREPARING = "planning the compare (and pricing its pod)..."
@@ -182,6 +184,8 @@ def update(state: State, message: Msg) -> Result:
     if isinstance(message, Previewed):
         kept = _without(state, message.task)
         return attrs.evolve(kept, preview=message.text or kept.preview), _exit_if_done(kept)
+    if isinstance(message, Sampled):
+        return attrs.evolve(state, machine=state.machine.add(message.sample)), []
     if isinstance(message, Tick):
         live = tuple(
             (stage, attrs.evolve(item, now=message.now) if item.running else item)
@@ -236,6 +240,8 @@ def _spawn(state: State, spec: TaskSpec) -> Result:
         new = attrs.evolve(new, compare_progress=progress)
     if spec.run_id is not None and spec.kind in TRAINING_KINDS:
         new = attrs.evolve(new, task_runs=(*new.task_runs, (task.id, spec.run_id)))
+    if spec.run_id is not None and spec.kind in FOLLOW_AFRESH and not spec.followed:
+        new = _set_followed(new, Followed(spec.run_id))  # its job's lines are read from the start
     return new, [Spawn(task.id, spec)]
 
 
@@ -301,12 +307,17 @@ def _event(state: State, message: TaskEvent) -> State:
                 live, running=False, now=now, cost=stats.cost if stats.cost else live.cost
             ),
         )
-    if isinstance(event, System):
-        return attrs.evolve(state, system=event.sample)
-    if isinstance(event, Metric) and event.metric.loss is not None:
-        losses = (*state.losses, event.metric.loss)[-LOSSES:]
-        return attrs.evolve(state, losses=losses)
+    if isinstance(event, System | Metric):
+        run_id = state.task_run(message.task)
+        followed = state.followed_of(run_id) if run_id is not None else None
+        if followed is not None:
+            return _set_followed(state, followed.take(event, now))
     return state
+
+
+def _set_followed(state: State, followed: Followed) -> State:
+    others = tuple(f for f in state.followed if f.run_id != followed.run_id)
+    return attrs.evolve(state, followed=(*others, followed))
 
 
 _JOB_PHASES: dict[JobStage, Merging | Exporting] = {
@@ -335,7 +346,8 @@ def _report(state: State, message: TaskReport) -> State:
     if isinstance(report, RunCreated):
         runs = (*state.task_runs, (message.task, report.run_id))
         status = f"run {report.run_id} created"
-        return attrs.evolve(state, status=status, losses=(), task_runs=runs)
+        state = _set_followed(state, Followed(report.run_id))
+        return attrs.evolve(state, status=status, task_runs=runs)
     return state
 
 
@@ -533,7 +545,7 @@ def _training_keys(state: State, key: str) -> Result:
         refused = _refuse_busy(state)
         if refused is not None:
             return refused, []
-        return _spawn(attrs.evolve(state, losses=()), TaskSpec(TaskKind.TRAIN))
+        return _spawn(state, TaskSpec(TaskKind.TRAIN))
     run_id = _selected_run(state)
     exporting = state.exporting()
     if key == "c" and exporting is not None:

@@ -107,6 +107,9 @@ _THEME: tuple[tuple[str, str, str, str, str, str, str, str], ...] = (
     ("keys", "dark cyan", "", "default", "h116", "h52", "#86d0d6", "#2a0a12"),
     ("error", "light red", "", "bold", "h203", "h52", "#ff6b6b", "#2a0a12"),
     ("warn", "yellow", "", "bold", "h221", "h52", "#ffd35a", "#2a0a12"),
+    ("gauge", "light green", "", "default", "h120", "h52", "#8fe39a", "#2a0a12"),
+    ("spark", "dark cyan", "", "default", "h116", "h52", "#86d0d6", "#2a0a12"),
+    ("chart", "light cyan", "", "default", "h159", "h52", "#b8eef2", "#2a0a12"),
 )
 
 

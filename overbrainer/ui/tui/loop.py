@@ -23,6 +23,7 @@ from overbrainer.pipeline.editing import Edited, record_text, replace_record
 from overbrainer.project.directory import Project
 from overbrainer.storage import Stamp as FileStamp
 from overbrainer.storage import file_stamp, write_atomic
+from overbrainer.system.sampler import LocalSampler
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_view import Markup
@@ -41,6 +42,7 @@ from overbrainer.ui.tui.state import (
     OpenEditor,
     Rekeyed,
     Resized,
+    Sampled,
     SignalMsg,
     Spawn,
     State,
@@ -60,6 +62,9 @@ TICK = 0.25
 REDRAW = 0.033
 """At most one redraw per 33 ms, and only when something changed."""
 RELOAD_EVERY = 2.0
+SAMPLE_HERE_EVERY = 5.0
+"""Seconds between two samples of this machine (the system panel while no run is followed)."""
+SAMPLE_LIMIT = 20.0
 EDITOR_KILL_AFTER = 2.0
 
 
@@ -250,16 +255,17 @@ class Runner:
         """Put the state on the screen."""
         cols, rows = self.main.screen.get_cols_rows()
         self.header.set_text(render.header(self.state, cols))
-        lines = render.body(self.state, self.logs, cols, rows)
+        mark = working_mark(self.look.motion, self.state.now)
+        self.footer.set_text(render.footer(self.state, mark))
+        # A wrapped keys or status line takes a row from the body, not from the bottom.
+        chrome = self.header.rows((cols,)) + 1 + self.footer.rows((cols,))
+        lines = render.body(self.state, self.logs, cols, rows, chrome)
         markup: list[Markup] = []
         for index, line in enumerate(lines):
             if index:
                 markup.append("\n")
             markup.extend(line)
         self.body.set_text(markup or "")
-        self.footer.set_text(
-            render.footer(self.state, working_mark(self.look.motion, self.state.now))
-        )
         self.main.draw_screen()
 
     async def _redraw(self) -> None:
@@ -274,6 +280,19 @@ class Runner:
         while True:
             await trio.sleep(TICK)
             self.post(Tick(trio.current_time()))
+
+    async def _sample_here(self) -> None:
+        sampler = LocalSampler(self.project.root)
+        while True:
+            sample = None
+            with trio.move_on_after(SAMPLE_LIMIT):  # a hung mount: the sampler skips until back
+                try:
+                    sample = await sampler.sample()
+                except Exception as error:  # psutil, NVML: a failed sample is skipped
+                    log.debug("cannot sample this machine: %s", error)
+            if sample is not None:
+                self.post(Sampled(sample))
+            await trio.sleep(SAMPLE_HERE_EVERY)
 
     async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
@@ -312,6 +331,7 @@ class Runner:
                     tasks.start_soon(self._watch_config)
                     for warning in self.look.warnings:
                         log.warning("%s", warning)
+                    tasks.start_soon(self._sample_here)
                     state, effects = app.start(self.state, auto=self.auto)
                     self.state = state
                     self.apply(effects)

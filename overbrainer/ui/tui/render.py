@@ -6,21 +6,18 @@ import datetime
 import textwrap
 
 from overbrainer.events.types import Stage
-from overbrainer.model.sizes import format_size
-from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.progress import rate_words
 from overbrainer.ui.tui.app import STAGES
 from overbrainer.ui.tui.compare_view import CHROME, Row, compare_layout
-from overbrainer.ui.tui.compares import latest_compare_line
 from overbrainer.ui.tui.run_menu import menu_lines
 from overbrainer.ui.tui.state import ROLES, State, View
+from overbrainer.ui.tui.training_view import training_rows
 
 MIN_COLS = 80
 MIN_ROWS = 24
 DETAIL_LINES = 4
 """Lines of the Dataset view's detail pane (the selected record's text, wrapped)."""
-SPARKS = "▁▂▃▄▅▆▇█"
 _STAGE_FILE = {
     Stage.SUBTOPICS: "subtopics",
     Stage.QUESTIONS: "questions",
@@ -60,21 +57,12 @@ def footer(state: State, mark: str = "") -> Row:
     return [("status", status), "\n", ("keys", keys)]
 
 
-def sparkline(values: tuple[float, ...], width: int) -> str:
-    """The last `width` values as block characters, lowest to highest."""
-    shown = values[-width:]
-    if not shown:
-        return ""
-    low, high = min(shown), max(shown)
-    span = high - low or 1.0
-    return "".join(SPARKS[int((v - low) / span * (len(SPARKS) - 1))] for v in shown)
-
-
-def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
-    """The current view's lines, at most `rows` of them."""
+def body(state: State, logs: LogBuffer, cols: int, rows: int, chrome: int = CHROME) -> list[Row]:
+    """The current view's lines: as many as the screen's `rows` leave beside the `chrome`
+    (header, divider, status and keys, more when they wrap)."""
     if cols < MIN_COLS or rows < MIN_ROWS:
         return [[("error", f"terminal too small: {cols}x{rows}, {MIN_COLS}x{MIN_ROWS} needed")]]
-    height = rows - CHROME
+    height = rows - chrome
     view = state.view
     if view is View.PIPELINE:
         lines = _pipeline(state, cols)
@@ -83,7 +71,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int) -> list[Row]:
     elif view is View.PROJECT:
         lines = _project(state)
     elif view is View.TRAINING:
-        lines = _training(state, cols)
+        lines = training_rows(state, cols, height)
     elif view is View.DATASET:
         lines = _dataset(state, height, cols)
     else:
@@ -190,52 +178,6 @@ def _project(state: State) -> list[Row]:
     lines.append([("title", "History")])
     lines.extend([[f"  {line}"] for line in snap.history])
     return lines
-
-
-def _training(state: State, cols: int) -> list[Row]:
-    runs = state.visible_runs()
-    hidden = " (failed hidden)" if state.hide_failed else ""
-    lines: list[Row] = [[("title", f"Runs{hidden}")]]
-    if not runs:
-        lines.append(["  no run yet: t starts one ([training] in overbrainer.toml)"])
-    for index, run in enumerate(runs):
-        mark = "▶" if index == state.run_index else " "
-        text = f"{mark} {run.id}  {run.state:<10} {run.target:<10} {run.created}"
-        lines.append([("selected", text)] if index == state.run_index else [text])
-        compared = latest_compare_line(state.snapshot.compares, run.id)
-        if compared:
-            lines.append([f"    {compared}"])
-        lines.extend([("warn", f"    {notice}")] for notice in state.pod_notices(run))
-    lines.append([""])
-    lines.append([("title", "Loss")])
-    if state.losses:
-        last = state.losses[-1]
-        lines.append([f"  {sparkline(state.losses, cols - 24)}  loss {last:.4f}"])
-    else:
-        lines.append(["  no loss yet (shown while a run is followed: t or a)"])
-    lines.append([""])
-    lines.append([("title", "System")])
-    lines.append([f"  {system_line(state.system)}"])
-    return lines
-
-
-def system_line(sample: SystemSample | None) -> str:
-    """The system panel: CPU, memory and each GPU of the machine a followed run trains on."""
-    if sample is None:
-        return "no sample yet (shown while a run is followed)"
-    parts = []
-    cpu = sample.cpu
-    if cpu is not None and cpu.usage is not None:
-        parts.append(f"cpu {cpu.usage * 100:.0f}%")
-    memory = sample.memory
-    if memory is not None:
-        parts.append(
-            f"memory {format_size(memory.used_bytes)} of {format_size(memory.limit_bytes)}"
-        )
-    for gpu in sample.gpus:
-        use = "" if gpu.utilization is None else f" {gpu.utilization * 100:.0f}%"
-        parts.append(f"gpu{gpu.index} {gpu.name}{use}")
-    return ", ".join(parts) or "nothing measured"
 
 
 def _dataset(state: State, height: int, cols: int) -> list[Row]:

@@ -12,6 +12,8 @@ from overbrainer.events.types import Event, Stage
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.ui.progress import per_second
 from overbrainer.ui.tui.compare_progress import CompareProgress
+from overbrainer.ui.tui.followed import Followed
+from overbrainer.ui.tui.machine import Machine
 
 
 class View(enum.IntEnum):
@@ -339,13 +341,13 @@ class State:
     log_level: int = logging.INFO
     log_offset: int = 0
     status: str = ""
-    system: SystemSample | None = None
-    """The last sample of the machine a followed run trains on (the system panel)."""
+    machine: Machine = attrs.Factory(Machine)
+    """This machine's samples (the system panel while no followed run's machine is shown)."""
+    followed: tuple[Followed, ...] = ()
+    """The runs followed in this session, oldest first: losses, steps, their machine."""
     preview: str = ""
     """The latest stored answer: its question and the start of its reply."""
     preview_at: float = 0.0
-    losses: tuple[float, ...] = ()
-    """The training losses of the followed run, oldest first (the sparkline)."""
     lines: tuple[str, ...] = ()
     """The result lines the tasks reported (what the CLI prints on stdout), newest last."""
     asking_quit: bool = False
@@ -438,6 +440,25 @@ class State:
     def reading_pod_log(self) -> Task | None:
         """The task reading a pod log for the Logs view, if any."""
         return next((t for t in self.tasks if t.spec.kind is TaskKind.POD_LOG), None)
+
+    def followed_of(self, run_id: str) -> Followed | None:
+        """What was seen of `run_id`'s job while a task followed it in this session."""
+        return next((f for f in self.followed if f.run_id == run_id), None)
+
+    def task_run(self, task: int) -> str | None:
+        """The run task `task` follows now (a resume: the run it created), if any."""
+        return next((run for t, run in reversed(self.task_runs) if t == task), None)
+
+    def shown_followed(self) -> Followed | None:
+        """The run the loss chart shows: the selected one if it was followed, else the one a
+        task follows now, else the last one followed."""
+        runs = self.visible_runs()
+        selected = runs[min(self.run_index, len(runs) - 1)] if runs else None
+        chosen = self.followed_of(selected.id) if selected is not None else None
+        live = [f for f in self.followed if self.following(f.run_id) is not None]
+        return (
+            chosen or (live[-1] if live else None) or (self.followed[-1] if self.followed else None)
+        )
 
     def visible_runs(self) -> tuple[RunRow, ...]:
         """The runs the Training view lists (`x` hides the failed ones)."""
@@ -538,6 +559,13 @@ class PodLogLines:
 
 
 @attrs.frozen
+class Sampled:
+    """A sample of this machine (the one the TUI runs on)."""
+
+    sample: SystemSample
+
+
+@attrs.frozen
 class Tick:
     """The 250 ms tick."""
 
@@ -603,6 +631,7 @@ Msg = (
     | PushPlanned
     | ComparePrepared
     | PodLogLines
+    | Sampled
     | Tick
     | SignalMsg
     | ConfigChanged
