@@ -49,7 +49,7 @@ class Look:
     """The colour level and motion in effect, and the warnings the environment caused."""
 
     color: ColorLevel
-    motion: Motion
+    motion: Motion = Motion.ON
     warnings: tuple[str, ...] = ()
 
 
