@@ -207,6 +207,22 @@ def _compare(cfg: s.Settings) -> list[str]:
     return out
 
 
+def _quality(cfg: s.Settings) -> list[str]:
+    q = cfg.quality
+    out = []
+    if q.judge is not None and q.judge.provider not in cfg.providers:
+        out.append(f"quality.judge: unknown provider `{q.judge.provider}`")
+    if q.judge is not None and q.judge.max_tokens < 1:
+        out.append("quality.judge.max_tokens: must be at least 1")
+    if not 1 <= q.min_score <= 10:
+        out.append("quality.min_score: must be in [1, 10]")
+    if not 1 <= q.ngram <= 64:
+        out.append("quality.ngram: must be in [1, 64]")
+    if not (math.isfinite(q.ngram_overlap) and 0 < q.ngram_overlap <= 1):
+        out.append("quality.ngram_overlap: must be in (0, 1]")
+    return out
+
+
 def _web_url(url: str) -> bool:
     """`http(s)://host[:port][/path]`, nothing else (no query, fragment or other scheme)."""
     try:
@@ -250,5 +266,6 @@ def check_sections(cfg: s.Settings) -> list[str]:
         + _targets(cfg)
         + _export(cfg)
         + _compare(cfg)
+        + _quality(cfg)
         + _endpoints(cfg)
     )

@@ -407,6 +407,23 @@ class Compare:
 
 
 @attrs.frozen
+class Quality:
+    """`[quality]` (ours): the judge that scores stored answers, and the split's decontamination.
+
+    `judge` scores each answer from 1 to 10 (prompts/quality.txt); `split` leaves out answers
+    scored under `min_score`. `decontaminate` names JSONL files of benchmark or eval questions
+    (a `question` field per line): a stored question sharing at least `ngram_overlap` of its
+    word `ngram`s with one of them is left out of train and eval.
+    """
+
+    judge: Role | None = None
+    min_score: int = 7
+    decontaminate: tuple[str, ...] = ()
+    ngram: int = 8
+    ngram_overlap: float = 0.5
+
+
+@attrs.frozen
 class Settings:
     """The whole resolved configuration: file, environment and defaults.
 
@@ -426,6 +443,7 @@ class Settings:
     hub: Hub = Hub()
     metrics: Metrics = Metrics()
     compare: Compare = Compare()
+    quality: Quality = Quality()
     hf_token: Secret | None = None
     log: str | None = None
     from_env: frozenset[str] = frozenset()
