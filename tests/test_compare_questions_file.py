@@ -45,6 +45,7 @@ async def test_compare_on_a_csv_file_records_the_file_and_rejudges(
         folder = root / done.out_lines[0].rsplit("/", 1)[0]
         setup = json.loads((folder / "setup.json").read_text())
         digest = hashlib.sha256(file.read_bytes()).hexdigest()
+        # Named from the project root when inside it, else absolute: the file is outside.
         assert (setup["questions_file"], setup["questions_sha256"]) == (str(file), digest)
         imported = subtopic_id("", "Imported")
         texts = [

@@ -171,6 +171,15 @@ async def test_stages_leave_imported_questions_be_and_answers_answers_them(
         by_subtopic = Counter(q.subtopic_id for q in questions_of(root))
         assert by_subtopic[IMPORTED_ID] == 2
         assert sorted(by_subtopic.values()) == [2, 2, 2]
+        # A force of questions replaces the generated subtopics' questions, not the imported.
+        requests = len(stub.requests)
+        reasked = await overbrainer(
+            root, "questions", "--topic", "ownership", "--force", url=stub.url
+        )
+        assert reasked.code == 0, reasked.stderr
+        assert len(stub.requests) > requests
+        assert imported <= {q.id for q in questions_of(root)}
+        assert Counter(q.subtopic_id for q in questions_of(root))[IMPORTED_ID] == 2
         # A force replaces the generated subtopics and keeps the imported one and its questions.
         forced = await overbrainer(
             root, "subtopics", "--topic", "ownership", "--force", url=stub.url

@@ -14,7 +14,7 @@ from overbrainer.compare.reasoning import strip_reasoning
 from overbrainer.export.record import ExportRecord, latest_export
 from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.imported import IMPORTED
-from overbrainer.pipeline.question_file import read_question_file
+from overbrainer.pipeline.question_file import parse_question_file, read_question_bytes
 from overbrainer.storage import Example, question_id, read_records, subtopic_id
 from overbrainer.training import RunRecord, Runs
 
@@ -65,14 +65,25 @@ def read_questions(path: Path, shown: str, limit: int | None) -> tuple[EvalQuest
     return questions
 
 
+def recorded_path(path: Path, root: Path) -> str:
+    """How setup.json names a questions file: from the project root when inside it, else
+    absolute, so that it means the same whatever directory the command ran in."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(root.resolve()))
+    except ValueError:
+        return str(absolute)
+
+
 def read_file_questions(
-    path: Path, limit: int | None
+    path: Path, limit: int | None, root: Path
 ) -> tuple[tuple[EvalQuestion, ...], QuestionSource]:
     """The first `limit` questions of a user's file, each with its reference `answer`
-    (blocking). The file is read once: its SHA-256 is of the bytes its questions came from."""
+    (blocking). The file is read once: its SHA-256 is of the bytes the questions came from."""
     shown = str(path)
-    rows = read_question_file(path, shown)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    data = read_question_bytes(path, shown)
+    rows = parse_question_file(data, path, shown)
+    digest = hashlib.sha256(data).hexdigest()
     questions: list[EvalQuestion] = []
     lines: dict[str, int] = {}
     for row in rows[:limit]:
@@ -88,7 +99,7 @@ def read_file_questions(
         lines[qid] = row.line
         messages = (ChatMessage("user", row.text),)
         questions.append(EvalQuestion(qid, topic, messages, strip_reasoning(row.answer), 0, 0))
-    return tuple(questions), QuestionSource(shown, digest)
+    return tuple(questions), QuestionSource(recorded_path(path, root), digest)
 
 
 def axolotl_facts(run_dir: Path) -> tuple[int, str | None]:
@@ -115,12 +126,12 @@ def plan_compare(
     questions_file: Path | None = None,
 ) -> ComparePlan:
     """The plan of §A.3 steps 1-4, on `questions_file` instead of eval.jsonl when given
-    (blocking)."""
+    (blocking). `eval_path` is the project's `data/eval.jsonl`."""
     record, export = pick_run(runs, run_id)
     source = None
     if questions_file is None:
         questions = read_questions(eval_path, "data/eval.jsonl", limit)
     else:
-        questions, source = read_file_questions(questions_file, limit)
+        questions, source = read_file_questions(questions_file, limit, eval_path.parent.parent)
     context, base_model = axolotl_facts(runs.dir_of(record.id))
     return ComparePlan(record, export, questions, context, base_model, source)

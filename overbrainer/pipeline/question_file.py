@@ -98,13 +98,19 @@ def _csv_rows(shown: str, text: str) -> list[QuestionRow]:
     return rows
 
 
-def read_question_file(path: Path, shown: str) -> list[QuestionRow]:
-    """Every question of the file, in file order; UsageError naming the file and line on the
-    first bad one, or when it has none (blocking)."""
+def read_question_bytes(path: Path, shown: str) -> bytes:
+    """The file's bytes; UsageError naming it when it cannot be read (blocking)."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes()
     except OSError as error:
         raise UsageError(f"cannot read {shown}: {error.strerror}") from None
+
+
+def parse_question_file(data: bytes, path: Path, shown: str) -> list[QuestionRow]:
+    """Every question of the file's bytes, in file order (CSV when `path` ends in `.csv`);
+    UsageError naming the file and line on the first bad one, or when it has none."""
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{shown}: not UTF-8 text") from None
     csv_file = path.name.lower().endswith(".csv")
@@ -112,3 +118,8 @@ def read_question_file(path: Path, shown: str) -> list[QuestionRow]:
     if not rows:
         raise UsageError(f"{shown}: no question")
     return rows
+
+
+def read_question_file(path: Path, shown: str) -> list[QuestionRow]:
+    """Every question of the file at `path`, checked as `parse_question_file` does (blocking)."""
+    return parse_question_file(read_question_bytes(path, shown), path, shown)
