@@ -397,7 +397,9 @@ async def test_bad_input_is_refused_with_one_line_and_nothing_written(tmp_path: 
         2,
         "error: no compare compare_x in runs/",
     )
-    assert both.code == 2 and "--limit and --keep-pod go without --rejudge" in both.stderr
+    assert (
+        both.code == 2 and "--limit, --keep-pod and --questions go without --rejudge" in both.stderr
+    )
     assert (no_run.code, no_run.stderr.splitlines()[-1]) == (2, "error: no run nope_1 in runs/")
     assert (no_gguf.code, no_gguf.stderr.splitlines()[-1]) == (
         2,

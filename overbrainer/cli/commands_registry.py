@@ -9,6 +9,7 @@ COMMAND_MODULES: dict[str, str] = {
     "estimate": "overbrainer.cli.estimate_command",
     "export": "overbrainer.cli.export_command",
     "history": "overbrainer.cli.history_command",
+    "import": "overbrainer.cli.import_command",
     "init": "overbrainer.cli.init_command",
     "migrate": "overbrainer.cli.migrate_command",
     "pod": "overbrainer.cli.pod_command",

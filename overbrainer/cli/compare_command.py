@@ -1,6 +1,9 @@
-"""`overbrainer compare [--run RUN_ID] [--limit N] [--keep-pod] [--rejudge COMPARE_ID]`."""
+"""`overbrainer compare [--run RUN_ID] [--limit N] [--questions FILE] [--keep-pod]
+[--rejudge COMPARE_ID]`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -31,6 +34,14 @@ from overbrainer.cli.running import run_flow
     metavar="COMPARE_ID",
     help="Judge an earlier compare again (resume, or another judge or prompt).",
 )
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Ask these questions (JSONL or CSV, each with the parent's `answer`) instead of "
+    "data/eval.jsonl.",
+)
 @max_cost_option
 def compare(
     run_id: str | None,
@@ -38,10 +49,11 @@ def compare(
     keep_pod: bool,
     rejudge: str | None,
     max_cost: float | None,
+    questions_file: Path | None,
 ) -> None:
     """Measure the exported child against the parent on the held-out questions."""
-    if rejudge is not None and (limit is not None or keep_pod):
-        raise click.UsageError("--limit and --keep-pod go without --rejudge")
+    if rejudge is not None and (limit is not None or keep_pod or questions_file is not None):
+        raise click.UsageError("--limit, --keep-pod and --questions go without --rejudge")
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.flows.compare import compare_flow
 
@@ -55,5 +67,6 @@ def compare(
             keep_pod=keep_pod,
             rejudge=rejudge,
             max_cost=max_cost,
+            questions_file=questions_file,
         )
     )

@@ -130,7 +130,12 @@ async def judge_and_report(
         per_hour is None and from_pod is not None,
     )
     summary = summarize([v.verdict for v in verdicts], answers)
-    parent_tokens = [(q.parent_input_tokens, q.parent_output_tokens) for q in setup.questions]
+    # A user's file gives the parent's answers but not what they cost: that stays unknown.
+    parent_tokens = (
+        []
+        if setup.questions_file is not None
+        else [(q.parent_input_tokens, q.parent_output_tokens) for q in setup.questions]
+    )
     report = Report(
         setup=setup,
         hardware=hardware,

@@ -93,6 +93,8 @@ def create_compare(runs: Runs, plan: ComparePlan, pin: LlamaCppPin, seed: int) -
         seed=seed,
         created=record.created,
         questions=plan.questions,
+        questions_file=None if plan.source is None else plan.source.path,
+        questions_sha256=None if plan.source is None else plan.source.sha256,
     )
     folder = compares.dir_of(record.id)
     write_atomic(folder / SETUP_FILE, setup.to_json())

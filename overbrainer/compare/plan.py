@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
 
-from overbrainer.compare.questions import EvalQuestion, eval_questions
+from overbrainer.compare.questions import ChatMessage, EvalQuestion, eval_questions
+from overbrainer.compare.reasoning import strip_reasoning
 from overbrainer.export.record import ExportRecord, latest_export
 from overbrainer.model.errors import UsageError
-from overbrainer.storage import Example, read_records
+from overbrainer.pipeline.imported import IMPORTED
+from overbrainer.pipeline.question_file import parse_question_file, read_question_bytes
+from overbrainer.storage import Example, question_id, read_records, subtopic_id
 from overbrainer.training import RunRecord, Runs
+
+
+@attrs.frozen
+class QuestionSource:
+    """A user's own questions file (`compare --questions`): its path as given and SHA-256."""
+
+    path: str
+    sha256: str
 
 
 @attrs.frozen
@@ -24,6 +36,7 @@ class ComparePlan:
     questions: tuple[EvalQuestion, ...]
     context: int
     base_model: str | None
+    source: QuestionSource | None = None
 
 
 def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
@@ -52,6 +65,43 @@ def read_questions(path: Path, shown: str, limit: int | None) -> tuple[EvalQuest
     return questions
 
 
+def recorded_path(path: Path, root: Path) -> str:
+    """How setup.json names a questions file: from the project root when inside it, else
+    absolute, so that it means the same whatever directory the command ran in."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(root.resolve()))
+    except ValueError:
+        return str(absolute)
+
+
+def read_file_questions(
+    path: Path, limit: int | None, root: Path
+) -> tuple[tuple[EvalQuestion, ...], QuestionSource]:
+    """The first `limit` questions of a user's file, each with its reference `answer`
+    (blocking). The file is read once: its SHA-256 is of the bytes the questions came from."""
+    shown = str(path)
+    data = read_question_bytes(path, shown)
+    rows = parse_question_file(data, path, shown)
+    digest = hashlib.sha256(data).hexdigest()
+    questions: list[EvalQuestion] = []
+    lines: dict[str, int] = {}
+    for row in rows[:limit]:
+        if row.answer is None:
+            raise UsageError(
+                f"{shown}:{row.line}: no `answer`: compare --questions needs the parent's"
+                " reference answer on every question"
+            )
+        topic = row.topic or ""
+        qid = question_id(subtopic_id(topic, row.subtopic or IMPORTED), row.text)
+        if qid in lines:
+            raise UsageError(f"{shown}:{row.line}: the same question as line {lines[qid]}")
+        lines[qid] = row.line
+        messages = (ChatMessage("user", row.text),)
+        questions.append(EvalQuestion(qid, topic, messages, strip_reasoning(row.answer), 0, 0))
+    return tuple(questions), QuestionSource(recorded_path(path, root), digest)
+
+
 def axolotl_facts(run_dir: Path) -> tuple[int, str | None]:
     """`sequence_len` (0: the model's own) and `base_model` of the run's axolotl.yaml."""
     try:
@@ -68,9 +118,20 @@ def axolotl_facts(run_dir: Path) -> tuple[int, str | None]:
     )
 
 
-def plan_compare(runs: Runs, eval_path: Path, run_id: str | None, limit: int | None) -> ComparePlan:
-    """The plan of §A.3 steps 1-4 (blocking)."""
+def plan_compare(
+    runs: Runs,
+    eval_path: Path,
+    run_id: str | None,
+    limit: int | None,
+    questions_file: Path | None = None,
+) -> ComparePlan:
+    """The plan of §A.3 steps 1-4, on `questions_file` instead of eval.jsonl when given
+    (blocking). `eval_path` is the project's `data/eval.jsonl`."""
     record, export = pick_run(runs, run_id)
-    questions = read_questions(eval_path, "data/eval.jsonl", limit)
+    source = None
+    if questions_file is None:
+        questions = read_questions(eval_path, "data/eval.jsonl", limit)
+    else:
+        questions, source = read_file_questions(questions_file, limit, eval_path.parent.parent)
     context, base_model = axolotl_facts(runs.dir_of(record.id))
-    return ComparePlan(record, export, questions, context, base_model)
+    return ComparePlan(record, export, questions, context, base_model, source)

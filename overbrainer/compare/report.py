@@ -109,6 +109,9 @@ def report_json(report: Report) -> str:
         "judge_both_orders": report.judge_both_orders,
         "under_load": None if report.load is None else report.load.to_dict(),
         "judge_usage": attrs.asdict(report.judge_usage),
+        "questions_file": None
+        if setup.questions_file is None
+        else {"path": setup.questions_file, "sha256": setup.questions_sha256},
         "questions": _question_entries(report),
     }
     return json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
@@ -231,6 +234,11 @@ def _limits(report: Report) -> list[str]:
         "Requests were sent one at a time: the latency is that of one user, and the child cost"
         " is an upper bound (a server under load answers several requests at once)."
     )
+    if report.setup.questions_file is not None:
+        bullets.append(
+            f"The questions and the parent's answers came from `{report.setup.questions_file}`,"
+            " not data/eval.jsonl: the parent's cost per 1,000 requests is unknown."
+        )
     if report.child_price_from_pod:
         bullets.append("The child's hourly price is the Runpod pod's.")
     if s.truncated > 0:
@@ -249,6 +257,15 @@ def _limits(report: Report) -> list[str]:
     return [f"- {b}" for b in bullets]
 
 
+def _questions_cell(report: Report) -> str:
+    setup = report.setup
+    count = report.summary.questions
+    if setup.questions_file is None:
+        return str(count)
+    digest = (setup.questions_sha256 or "")[:12]
+    return f"{count}, from `{setup.questions_file}` (SHA-256 {digest})"
+
+
 def report_markdown(report: Report) -> str:
     """`compare.md`, the reference's layout, our rows at the end of the summary table."""
     setup = report.setup
@@ -265,7 +282,7 @@ def report_markdown(report: Report) -> str:
         f"| GGUF | {gguf} |",
         f"| Hardware | {hardware} |",
         f"| Judge | {judge} |",
-        f"| Questions | {report.summary.questions} |",
+        f"| Questions | {_questions_cell(report)} |",
         f"| Date | {setup.created} |",
         "",
         "## Summary",

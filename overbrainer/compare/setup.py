@@ -13,7 +13,13 @@ from overbrainer.storage import NotJson, load_document
 SETUP_FILE = "setup.json"
 
 
-@codec.record("compare setup", style=codec.Style.PRETTY, strict=False, optional=("base_model",))
+@codec.record(
+    "compare setup",
+    style=codec.Style.PRETTY,
+    strict=False,
+    optional=("base_model",),
+    omit=("questions_file", "questions_sha256"),
+)
 @attrs.frozen
 class CompareSetup(codec.JsonRecord):
     """The compare's inputs; a rejudge reads this, never `data/eval.jsonl`."""
@@ -28,6 +34,10 @@ class CompareSetup(codec.JsonRecord):
     seed: int
     created: str
     questions: tuple[EvalQuestion, ...]
+    questions_file: str | None = None
+    """The user's questions file (`compare --questions`), as given; None: data/eval.jsonl."""
+    questions_sha256: str | None = None
+    """The SHA-256 of that file when the compare read it."""
 
     def questions_jsonl(self) -> str:
         """`questions.jsonl`: the id and messages of each question, compact, one per line."""

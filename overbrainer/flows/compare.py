@@ -233,6 +233,7 @@ async def compare_flow(
     keep_pod: bool = False,
     rejudge: str | None = None,
     max_cost: float | None = None,
+    questions_file: Path | None = None,
 ) -> None:
     """`overbrainer compare`: the child's answers and timings, the judge, the report path.
 
@@ -248,7 +249,12 @@ async def compare_flow(
             folder = await trio.to_thread.run_sync(find_compare, runs, rejudge, run_id)
         else:
             plan = await trio.to_thread.run_sync(
-                plan_compare, runs, command.project.data / "eval.jsonl", run_id, limit
+                plan_compare,
+                runs,
+                command.project.data / "eval.jsonl",
+                run_id,
+                limit,
+                questions_file,
             )
             check_target(command.settings, plan.record.id, plan.record.target, keep_pod)
             target = command.settings.targets.get(plan.record.target)

@@ -39,6 +39,7 @@ from overbrainer.pipeline.estimate import (
     estimate_stages,
     money,
 )
+from overbrainer.pipeline.imported import imported_ids
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
@@ -94,13 +95,15 @@ def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
 
 
 def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
+    # An imported subtopic is not the generator's: a topic with only those has none yet.
+    imported = imported_ids(project)
     stored = read_current(
         project.data_file("subtopics"),
         project.force_state("subtopics"),
         Subtopic.from_json,
         lambda subtopic: subtopic.id,
     )
-    have = {subtopic.topic for subtopic in stored}
+    have = {subtopic.topic for subtopic in stored if subtopic.id not in imported}
     return any(name not in have for name in names)
 
 

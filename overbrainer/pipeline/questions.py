@@ -21,6 +21,7 @@ from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.imported import imported_ids
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.pipeline.shortfall import Shortfall
 from overbrainer.storage import (
@@ -154,10 +155,13 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
 
     Questions in `old` (those a force is replacing) count for nothing: they stay stored until
     their subtopic's new set is complete, but neither fill it nor block their own text.
+    Imported subtopics are left out (the generator never fills them, a force never replaces
+    them), but their questions still seed their topic's deduplicator.
     Blocking (reads): a worker thread's job.
     """
     selected = ctx.selected_topic_names
     project = ctx.project
+    imported = imported_ids(project)
     subtopics = [
         s
         for s in read_current(
@@ -166,7 +170,7 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
             Subtopic.from_json,
             lambda subtopic: subtopic.id,
         )
-        if s.topic in selected
+        if s.topic in selected and s.id not in imported
     ]
     rejected = [
         r
@@ -182,7 +186,9 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
     by_subtopic: dict[str, list[str]] = {}
     by_topic: dict[str, list[str]] = {name: [] for name in selected}
     for question in stored:
-        if question.topic in selected and question.id not in old:
+        if question.topic in selected and (
+            question.id not in old or question.subtopic_id in imported
+        ):
             by_subtopic.setdefault(question.subtopic_id, []).append(question.text)
             by_topic[question.topic].append(question.text)
     for record in rejected:

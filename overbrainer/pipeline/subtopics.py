@@ -12,6 +12,7 @@ from overbrainer.model.usage import Usage
 from overbrainer.pipeline.ask import add_cost, ask_list
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.imported import imported_ids
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.pipeline.shortfall import Shortfall
 from overbrainer.project.templates import Template
@@ -72,8 +73,9 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
     template = ctx.template("subtopics.txt")
     # Read first, so that a bad data line fails before a force begins.
     rejected, stored = await read_in_thread(lambda: _read_stored(ctx))
+    imported = await read_in_thread(lambda: imported_ids(ctx.project))
     async with replacing(ctx, "subtopics") as replacement:
-        await _fill_topics(ctx, run, replacement, template, rejected, stored)
+        await _fill_topics(ctx, run, replacement, template, rejected, stored, imported)
 
 
 async def _fill_topics(
@@ -83,13 +85,17 @@ async def _fill_topics(
     template: Template,
     rejected: list[RejectedSubtopic],
     stored: list[Subtopic],
+    imported: frozenset[str],
 ) -> None:
     old = replacement.old_ids(ctx.selected_topic_names)
     forced = replacement.pending(ctx.selected_topic_names)
     have: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     mine: dict[str, set[str]] = {topic.name: set() for topic in ctx.topics}
     for subtopic in stored:
-        if subtopic.topic in have and subtopic.id not in old:
+        if subtopic.topic in have and subtopic.id in imported:
+            # A user's imported questions: never counted, never replaced by a force.
+            have[subtopic.topic].add(subtopic.id)
+        elif subtopic.topic in have and subtopic.id not in old:
             have[subtopic.topic].add(subtopic.id)
             mine[subtopic.topic].add(subtopic.id)
     counts = {name: len(ids) for name, ids in mine.items()}
@@ -100,11 +106,12 @@ async def _fill_topics(
     for topic in ctx.topics:
         if topic.name in forced and topic not in short:
             # Its new set was stored by a run that stopped before saying so.
-            await replacement.complete(topic.name, topic.name, mine[topic.name])
+            await replacement.complete(topic.name, topic.name, mine[topic.name] | imported)
     run.skipped(count=len(ctx.topics) - len(short))
     run.start(len(short))
     async with appending(ctx.project.data_file("subtopics")) as appender:
-        filler = _Filler(ctx, run, template, appender, replacement, Shortfall("topic", "subtopics"))
+        shortfall = Shortfall("topic", "subtopics")
+        filler = _Filler(ctx, run, template, appender, replacement, shortfall, imported)
         for topic in short:
             if not run.admitting():
                 break
@@ -122,6 +129,7 @@ class _Filler:
     appender: Appender
     replacement: Replacement
     shortfall: Shortfall
+    imported: frozenset[str]
 
     async def fill(self, topic: Topic, avoid: set[str], kept: set[str]) -> None:
         """Ask for the topic's missing subtopics until it is full or the generator stops giving
@@ -163,5 +171,5 @@ class _Filler:
         if len(kept) < topic.subtopics:
             log.warning(STOPPED_SHORT.format(name=topic.name, n=len(kept), target=topic.subtopics))
         self.shortfall.add(len(kept), topic.subtopics)
-        await self.replacement.complete(topic.name, topic.name, kept)
+        await self.replacement.complete(topic.name, topic.name, kept | self.imported)
         run.done(topic.name, usage, cost, estimated=estimated, written=written)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         read_history,
         utc_now,
     )
-    from overbrainer.storage.ids import question_id, subtopic_id
+    from overbrainer.storage.ids import normalize, question_id, subtopic_id
     from overbrainer.storage.json_doc import NotJson, load_document
     from overbrainer.storage.jsonl import (
         Appender,
@@ -96,6 +96,7 @@ __all__ = [
     "file_stamp",
     "format_history",
     "load_document",
+    "normalize",
     "open_appender",
     "open_file_appender",
     "question_id",
@@ -153,6 +154,7 @@ __getattr__ = lazy_face(
         "file_stamp": "jsonl",
         "format_history": "history",
         "load_document": "json_doc",
+        "normalize": "ids",
         "open_appender": "jsonl",
         "open_file_appender": "jsonl",
         "question_id": "ids",

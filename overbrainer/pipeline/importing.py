@@ -1,0 +1,179 @@
+"""`import questions`: a user's own questions added to `data/questions.jsonl` like generated ones.
+
+Each topic's questions go through the questions stage's deduplicator, seeded with the topic's
+stored and rejected questions: an exact or near duplicate is skipped and counted. A question
+rejected in the TUI (its ID, or its normalized text in its topic) stays rejected, and so does
+every question of a rejected subtopic. Everything is read and checked before the first write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from overbrainer.config.settings import Settings
+from overbrainer.model.errors import UsageError
+from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
+from overbrainer.pipeline.context import select_topics
+from overbrainer.pipeline.dedup import Deduplicator
+from overbrainer.pipeline.imported import IMPORTED, IMPORTED_FILE
+from overbrainer.pipeline.question_file import QuestionRow, read_question_file
+from overbrainer.project.directory import Project
+from overbrainer.storage import (
+    Question,
+    RejectedQuestion,
+    RejectedSubtopic,
+    Subtopic,
+    normalize,
+    open_appender,
+    question_id,
+    read_current,
+    read_records,
+    rejected_from_json,
+    subtopic_id,
+)
+
+
+@attrs.frozen
+class ImportCounts:
+    """What an import did: questions added, skipped as duplicates, skipped as rejected."""
+
+    added: int
+    duplicates: int
+    rejected: int
+    topics: tuple[str, ...]
+
+    def line(self) -> str:
+        """The summary line, e.g. `import: 120 added, 3 duplicates, 1 rejected; topic rust`."""
+        label = "topic" if len(self.topics) == 1 else "topics"
+        return (
+            f"import: {self.added} added, {self.duplicates} duplicates, {self.rejected} rejected;"
+            f" {label} {', '.join(self.topics)}"
+        )
+
+
+@attrs.frozen
+class _Known:
+    """The project's data the import checks against."""
+
+    subtopics: dict[str, Subtopic]
+    texts: dict[str, list[str]]
+    rejected_ids: frozenset[str]
+    rejected_texts: dict[str, set[str]]
+
+
+def _read_known(project: Project) -> _Known:
+    """Stored subtopics and questions as readers see them, and the rejected ones (blocking)."""
+    subtopics = read_current(
+        project.data_file("subtopics"),
+        project.force_state("subtopics"),
+        Subtopic.from_json,
+        lambda subtopic: subtopic.id,
+    )
+    questions = read_current(
+        project.data_file("questions"),
+        project.force_state("questions"),
+        Question.from_json,
+        lambda question: question.id,
+    )
+    rejected = read_records(project.data_file("rejected"), rejected_from_json)
+    texts: dict[str, list[str]] = {}
+    for question in questions:
+        texts.setdefault(question.topic, []).append(question.text)
+    rejected_texts: dict[str, set[str]] = {}
+    for record in rejected:
+        if isinstance(record, RejectedQuestion):
+            rejected_texts.setdefault(record.topic, set()).add(normalize(record.text))
+    return _Known(
+        {s.id: s for s in subtopics},
+        texts,
+        frozenset(r.id for r in rejected if isinstance(r, (RejectedQuestion, RejectedSubtopic))),
+        rejected_texts,
+    )
+
+
+def _topic_of(row: QuestionRow, given: str | None, known: frozenset[str], shown: str) -> str:
+    topic = given if given is not None else row.topic
+    if topic is None:
+        raise UsageError(f"{shown}:{row.line}: no topic: give --topic NAME or a `topic` column")
+    if topic not in known:
+        raise UsageError(f"{shown}:{row.line}: unknown topic `{topic}`")
+    return topic
+
+
+@attrs.frozen
+class _Plan:
+    """What to append: new subtopics (also listed as imported) and new questions."""
+
+    subtopics: list[Subtopic]
+    questions: list[Question]
+    counts: ImportCounts
+
+
+async def _plan(
+    settings: Settings, known: _Known, rows: Sequence[tuple[QuestionRow, str]]
+) -> _Plan:
+    pipeline = settings.pipeline
+    dedups: dict[str, Deduplicator] = {}
+    new_subtopics: dict[str, Subtopic] = {}
+    questions: list[Question] = []
+    duplicates = rejected = 0
+    for row, topic in rows:
+        name = row.subtopic or IMPORTED
+        sid = subtopic_id(topic, name)
+        qid = question_id(sid, row.text)
+        if (
+            sid in known.rejected_ids
+            or qid in known.rejected_ids
+            or normalize(row.text) in known.rejected_texts.get(topic, set())
+        ):
+            rejected += 1
+            continue
+        dedup = dedups.get(topic)
+        if dedup is None:
+            # Lexical only: an import asks no provider, so the embedder is not used.
+            dedup = Deduplicator(pipeline.dedup_threshold, pipeline.embedding_threshold)
+            seen = known.texts.get(topic, []) + sorted(known.rejected_texts.get(topic, ()))
+            await dedup.record(seen)
+            dedups[topic] = dedup
+        if not await dedup.admit([row.text]):
+            duplicates += 1
+            continue
+        subtopic = known.subtopics.get(sid) or new_subtopics.setdefault(
+            sid, Subtopic(sid, topic, name)
+        )
+        questions.append(Question(qid, topic, sid, subtopic.name, row.text))
+    topics = tuple(dict.fromkeys(topic for _, topic in rows))
+    counts = ImportCounts(len(questions), duplicates, rejected, topics)
+    return _Plan(list(new_subtopics.values()), questions, counts)
+
+
+def _write(project: Project, plan: _Plan) -> None:
+    """Append the plan: subtopics first, so a question never names a subtopic not stored."""
+    project.data.mkdir(exist_ok=True)
+    if plan.subtopics:
+        with open_appender(project.data_file("subtopics")) as appender:
+            appender.append_all(s.to_json() for s in plan.subtopics)
+        with open_appender(project.data_file(IMPORTED_FILE)) as appender:
+            appender.append_all(s.to_json() for s in plan.subtopics)
+    if plan.questions:
+        with open_appender(project.data_file("questions")) as appender:
+            appender.append_all(q.to_json() for q in plan.questions)
+
+
+async def import_questions(
+    project: Project, settings: Settings, path: Path, topic: str | None
+) -> ImportCounts:
+    """Add the file's new questions to the project; nothing is written when any row is bad."""
+    if topic is not None:
+        select_topics(settings, [topic])
+    shown = str(path)
+    rows = await read_in_thread(lambda: read_question_file(path, shown))
+    configured = frozenset(t.name for t in settings.topics)
+    placed = [(row, _topic_of(row, topic, configured, shown)) for row in rows]
+    known = await read_in_thread(lambda: _read_known(project))
+    plan = await _plan(settings, known, placed)
+    await write_in_thread(lambda: _write(project, plan))
+    return plan.counts
