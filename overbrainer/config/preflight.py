@@ -96,6 +96,9 @@ def _role_users(settings: Settings, role_names: Sequence[str]) -> dict[str, str]
     for name, role in settings.roles.all():
         if name in role_names:
             users.setdefault(role.provider, []).append(f"roles.{name}")
+    judge = settings.quality.judge
+    if judge is not None and "quality" in role_names:
+        users.setdefault(judge.provider, []).append("quality.judge")
     return {
         provider: f"{' and '.join(roles)} use{'s' if len(roles) == 1 else ''} it"
         for provider, roles in users.items()
