@@ -103,9 +103,10 @@ def test_item_results() -> None:
 
 
 def test_stage_names_are_lowercase_and_sort_in_pipeline_order() -> None:
-    assert [str(s) for s in Stage] == ["subtopics", "questions", "answers", "split", "judge"]
-    assert [s.value for s in Stage] == ["subtopics", "questions", "answers", "split", "judge"]
-    # `run` runs these; `judge` is a history stage of `compare` only.
+    names = ["subtopics", "questions", "answers", "quality", "split", "judge"]
+    assert [str(s) for s in Stage] == names
+    assert [s.value for s in Stage] == names
+    # `run` runs these (and `quality` when a judge is set); `judge` is `compare`'s only.
     assert [s.value for s in PIPELINE_STAGES] == ["subtopics", "questions", "answers", "split"]
     assert sorted([Stage.SPLIT, Stage.SUBTOPICS, Stage.ANSWERS]) == [
         Stage.SUBTOPICS,

@@ -63,6 +63,7 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
         "overbrainer.toml",
         "prompts/answer_system.txt",
         "prompts/judge.txt",
+        "prompts/quality.txt",
         "prompts/questions.txt",
         "prompts/subtopics.txt",
     ]

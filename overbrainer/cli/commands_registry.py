@@ -14,6 +14,7 @@ COMMAND_MODULES: dict[str, str] = {
     "migrate": "overbrainer.cli.migrate_command",
     "pod": "overbrainer.cli.pod_command",
     "push": "overbrainer.cli.push_command",
+    "quality": "overbrainer.cli.stage_commands",
     "questions": "overbrainer.cli.stage_commands",
     "run": "overbrainer.cli.stage_commands",
     "runs": "overbrainer.cli.runs_command",

@@ -9,7 +9,7 @@ from overbrainer.cli.group import cli
 from overbrainer.cli.options import command_options
 from overbrainer.cli.running import run_flow
 
-PAID_STAGE_NAMES = ("subtopics", "questions", "answers")
+PAID_STAGE_NAMES = ("subtopics", "questions", "answers", "quality")
 """`pipeline.estimate.PAID_STAGES` by name, written out so that defining the command imports
 no pipeline (`tests/test_lazy_commands.py` keeps the two equal)."""
 
@@ -21,7 +21,10 @@ no pipeline (`tests/test_lazy_commands.py` keeps the two equal)."""
     type=click.Choice(PAID_STAGE_NAMES),
 )
 def estimate(stages: tuple[str, ...]) -> None:
-    """Estimate what the paid stages (default: all three) still have to do and may cost."""
+    """Estimate what the paid stages (default: all) still have to do and may cost.
+
+    quality is estimated only when overbrainer.toml has a [quality] judge.
+    """
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.events.types import Stage
     from overbrainer.flows.estimate import estimate_flow

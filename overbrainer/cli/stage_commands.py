@@ -1,4 +1,4 @@
-"""The pipeline commands: `subtopics`, `questions`, `answers`, `split` and `run`."""
+"""The pipeline commands: `subtopics`, `questions`, `answers`, `quality`, `split` and `run`."""
 
 from __future__ import annotations
 
@@ -102,6 +102,22 @@ def answers(
     _pipeline_command(request)
 
 
+@cli.command()
+@_topic_option
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Score every selected answer again, even those this judge and prompt scored.",
+)
+@max_cost_option
+def quality(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
+    """Ask the [quality] judge to score every answer not scored yet (split drops low ones)."""
+    from overbrainer.events.types import Stage
+    from overbrainer.flows.pipeline import PipelineRequest
+
+    _pipeline_command(PipelineRequest((Stage.QUALITY,), topics, force, max_cost))
+
+
 SPLIT_HELP = """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers.
 
 Answers left by a topic no longer in overbrainer.toml, or by a question no longer in
@@ -134,7 +150,10 @@ def split(topic: str | None) -> None:
     help="Stop after split even when overbrainer.toml has a [training] section.",
 )
 def run_command(max_cost: float | None, no_train: bool) -> None:
-    """Run every stage (subtopics, questions, answers, split), then train with [training]."""
+    """Run every stage (subtopics, questions, answers, quality, split), then train with [training].
+
+    quality runs only when overbrainer.toml has a [quality] judge.
+    """
     from overbrainer.events.types import PIPELINE_STAGES
     from overbrainer.flows.pipeline import PipelineRequest
 

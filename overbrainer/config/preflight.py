@@ -96,6 +96,9 @@ def _role_users(settings: Settings, role_names: Sequence[str]) -> dict[str, str]
     for name, role in settings.roles.all():
         if name in role_names:
             users.setdefault(role.provider, []).append(f"roles.{name}")
+    judge = settings.quality.judge
+    if judge is not None and "quality" in role_names:
+        users.setdefault(judge.provider, []).append("quality.judge")
     return {
         provider: f"{' and '.join(roles)} use{'s' if len(roles) == 1 else ''} it"
         for provider, roles in users.items()
@@ -129,11 +132,17 @@ def role_warnings(settings: Settings, role_names: Sequence[str]) -> list[str]:
     return warnings
 
 
+def _every_role(settings: Settings) -> list[str]:
+    """Every configured role's name, with `quality` when `[quality] judge` is set."""
+    names = [name for name, _ in settings.roles.all()]
+    return names + (["quality"] if settings.quality.judge is not None else [])
+
+
 def config_problems(
     settings: Settings, environ: Mapping[str, str], home: Path | None = None
 ) -> list[str]:
     """`config check`'s pre-flight: every configured role, then every other secret."""
-    problems = role_problems(settings, [name for name, _ in settings.roles.all()], environ, home)
+    problems = role_problems(settings, _every_role(settings), environ, home)
     for key, secret in secrets_of(settings):
         if key.startswith("providers."):
             continue
@@ -145,7 +154,7 @@ def config_problems(
 
 def config_warnings(settings: Settings) -> list[str]:
     """`config check`'s warnings: what may not work for any configured role."""
-    return role_warnings(settings, [name for name, _ in settings.roles.all()])
+    return role_warnings(settings, _every_role(settings))
 
 
 def check_roles(

@@ -42,6 +42,8 @@ _ANTHROPIC_STOP = {
     "content_filter": "refusal",
 }
 _COUNT = re.compile(r"JSON array of (\d+) strings")
+_SCORE_ASKED = '{"score": an integer from 1 to 10'
+"""What the quality prompt (`prompts/quality.txt`) asks a reply to be."""
 _QUOTED = re.compile(r'"([^"\n]{1,80})"')
 _WORDS = [
     "caching",
@@ -183,6 +185,11 @@ def default_reply(request: Recorded) -> Reply:
     body = request.body_json if isinstance(request.body_json, dict) else {}
     found = _COUNT.search(prompt)
     tokens_in = max(1, len(prompt) // 4)
+    if _SCORE_ASKED in prompt:
+        # The quality judge's rubric: a score that depends only on the prompt, mostly good.
+        score = 5 + _digest(prompt) % 6
+        reason = f"A stand-in's grade: {score} of 10."
+        return Reply(content=json.dumps({"score": score, "reason": reason}), usage=(tokens_in, 20))
     if found is not None or "response_format" in body:
         count = int(found.group(1)) if found is not None else 3
         subject = _subject(prompt)

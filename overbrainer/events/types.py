@@ -15,11 +15,13 @@ from overbrainer.model.usage import Price, Usage
 
 
 class Stage(enum.Enum):
-    """A stage of the history: the pipeline's four in pipeline order, then `compare`'s judge."""
+    """A stage of the history: the pipeline's in pipeline order, then `compare`'s judge."""
 
     SUBTOPICS = "subtopics"
     QUESTIONS = "questions"
     ANSWERS = "answers"
+    QUALITY = "quality"
+    """Ours: the `[quality] judge` scores the stored answers; `run` runs it when configured."""
     SPLIT = "split"
     JUDGE = "judge"
 
@@ -33,7 +35,8 @@ class Stage(enum.Enum):
 _STAGE_ORDER = {stage: index for index, stage in enumerate(Stage)}
 
 PIPELINE_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.SPLIT)
-"""The stages `overbrainer run` runs, in order; `judge` is recorded by `compare` only."""
+"""The stages `overbrainer run` always runs, in order (with `quality` after answers when
+`[quality] judge` is set); `judge` is recorded by `compare` only."""
 
 
 @attrs.frozen

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
-from overbrainer.config.settings import Settings
+from overbrainer.config.settings import Role, Settings
 from overbrainer.config.validate import batch_discount
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
@@ -22,6 +22,14 @@ log = logging.getLogger(__name__)
 
 PRICE_LOOKUP_SECS = 15.0
 """The longest the providers' model listings may take before the estimate goes without."""
+
+
+def _configured_role(settings: Settings, name: str) -> Role | None:
+    """The role `name` as configured: `[roles.*]`, or `[quality] judge` for `quality`."""
+    if name == "quality":
+        return settings.quality.judge
+    role: Role | None = getattr(settings.roles, name)
+    return role
 
 
 async def _prices(
@@ -40,7 +48,7 @@ async def _prices(
     prices: dict[Stage, Price | None] = {}
     for stage in stages:
         name = stage_role_name(stage)
-        role = None if name is None else getattr(settings.roles, name)
+        role = None if name is None else _configured_role(settings, name)
         prices[stage] = found.get(name or "") or (None if role is None else role_price(role))
     return prices
 

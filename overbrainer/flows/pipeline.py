@@ -10,7 +10,7 @@ import attrs
 import trio
 
 from overbrainer.config.preflight import check_roles
-from overbrainer.config.settings import Topic
+from overbrainer.config.settings import Settings, Topic
 from overbrainer.config.validate import batch_discount, batch_problem
 from overbrainer.events.bus import EventBus
 from overbrainer.events.frontend import Frontend
@@ -47,6 +47,8 @@ from overbrainer.storage import Question, Subtopic, read_current
 
 log = logging.getLogger(__name__)
 
+NO_JUDGE = 'no [quality] judge in overbrainer.toml: add judge = { provider = "...", model = "..." }'
+
 
 def _body(stage: Stage, batch: bool = False, cancel: bool = False) -> Body:
     """The body of `stage` (imported on use: each stage lives in its own module); answers
@@ -63,6 +65,10 @@ def _body(stage: Stage, batch: bool = False, cancel: bool = False) -> Body:
         from overbrainer.pipeline.split_stage import split_stage
 
         return split_stage
+    if stage is Stage.QUALITY:
+        from overbrainer.pipeline.quality import quality_stage
+
+        return quality_stage
     if batch:
         from overbrainer.pipeline.batch_answers import batch_answers_stage, cancel_batches_stage
 
@@ -85,6 +91,18 @@ def _role_names(stages: Sequence[Stage]) -> list[str]:
     if Stage.QUESTIONS in stages:
         names.append(EMBEDDER)
     return names
+
+
+def _with_quality(stages: Sequence[Stage], settings: Settings, whole_run: bool) -> list[Stage]:
+    """`run` scores the answers between answers and split when `[quality] judge` is set, and
+    skips that stage silently otherwise; `quality` alone without a judge is bad input."""
+    planned = list(stages)
+    judged = settings.quality.judge is not None
+    if whole_run and judged and Stage.SPLIT in planned and Stage.QUALITY not in planned:
+        planned.insert(planned.index(Stage.SPLIT), Stage.QUALITY)
+    if Stage.QUALITY in planned and not judged:
+        raise UsageError(NO_JUDGE)
+    return planned
 
 
 def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
@@ -316,7 +334,7 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
         topics = select_topics(config.settings, request.topic_names)
         if whole_run and request.train:
             await _check_training(command)
-        planned = list(request.stages)
+        planned = _with_quality(request.stages, config.settings, whole_run)
         if planned == [Stage.QUESTIONS] and _topics_without_subtopics(
             project, frozenset(t.name for t in topics)
         ):

@@ -24,7 +24,9 @@ from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
 from overbrainer.model.usage import Price
 
 EMBEDDER = "embedder"
-ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge")
+QUALITY_JUDGE = "quality"
+"""The `[quality] judge` role, which lives outside `[roles]`."""
+ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge", QUALITY_JUDGE)
 
 
 class SetupError(OverbrainerError):
@@ -47,6 +49,8 @@ class RoleClient:
 def _role(settings: Settings, name: str) -> Role | None:
     if name not in ROLE_NAMES:
         raise ValueError(f"no role named {name!r}")
+    if name == QUALITY_JUDGE:
+        return settings.quality.judge
     role: Role | None = getattr(settings.roles, name)
     return role
 

@@ -19,7 +19,10 @@ class StubWire(OpenAiWire):
         # whose providers are all real ones.
         from overbrainer.devtools.embedded import stub_transport
 
-        return stub_transport(r.model for _, r in settings.roles.all() if r.provider == provider)
+        roles = [role for _, role in settings.roles.all()]
+        if settings.quality.judge is not None:
+            roles.append(settings.quality.judge)
+        return stub_transport(r.model for r in roles if r.provider == provider)
 
 
 WIRE = StubWire()

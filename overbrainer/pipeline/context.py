@@ -18,7 +18,7 @@ from overbrainer.pipeline.spend import SpendCap
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, load_template
 
-PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt")
+PIPELINE_TEMPLATES = ("subtopics.txt", "questions.txt", "answer_system.txt", "quality.txt")
 """The templates the stages render (split loads none)."""
 
 
@@ -83,6 +83,7 @@ def sample_variables(topic: Topic) -> dict[str, dict[str, object]]:
         "subtopics.txt": {**common, "count": topic.subtopics},
         "questions.txt": {**common, "subtopic": topic.name, "count": 1, "accepted": []},
         "answer_system.txt": common,
+        "quality.txt": {"question": "A question?", "answer": "An answer."},
     }
 
 
@@ -119,9 +120,10 @@ _STAGE_ROLES = {
     Stage.SUBTOPICS: "generator",
     Stage.QUESTIONS: "generator",
     Stage.ANSWERS: "parent",
+    Stage.QUALITY: "quality",
 }
 
 
 def stage_role_name(stage: Stage) -> str | None:
-    """The role a stage asks: the generator, the parent, or none for split."""
+    """The role a stage asks: the generator, the parent, the quality judge, or none for split."""
     return _STAGE_ROLES.get(stage)

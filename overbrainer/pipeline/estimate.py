@@ -2,8 +2,10 @@
 
 Items are what each stage works on: topics short of subtopics (one request each), subtopics
 short of questions (one request per `question_batch_size` questions missing), questions without
-an answer (one request each). Stages not run yet are predicted from the topics' counts in the
-configuration, so a fresh project gets an estimate of the whole dataset.
+an answer (one request each), usable answers the `[quality] judge` has not scored (one request
+each; answers still to come count too, at the answer prior's size). Stages not run yet are
+predicted from the topics' counts in the configuration, so a fresh project gets an estimate
+of the whole dataset.
 
 Tokens per request come from this project's history where the stage has answered requests
 before (its average input and output per item handled, excluded answers included), else from
@@ -24,8 +26,10 @@ from overbrainer.config.settings import Role, Settings, Topic
 from overbrainer.events.types import Stage
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import sample_variables
+from overbrainer.pipeline.quality import TEMPLATE as QUALITY_TEMPLATE
+from overbrainer.pipeline.quality import unscored
 from overbrainer.project.directory import Project
-from overbrainer.project.templates import Template
+from overbrainer.project.templates import Template, template_source
 from overbrainer.storage import (
     Question,
     Subtopic,
@@ -35,13 +39,18 @@ from overbrainer.storage import (
     read_records,
 )
 
-OUTPUT_PRIOR = {Stage.SUBTOPICS: 400, Stage.QUESTIONS: 400, Stage.ANSWERS: 1200}
+OUTPUT_PRIOR = {
+    Stage.SUBTOPICS: 400,
+    Stage.QUESTIONS: 400,
+    Stage.ANSWERS: 1200,
+    Stage.QUALITY: 60,
+}
 """Output tokens a request is expected to write when the history has none of its stage: the
 generator's list of subtopics or of a batch of questions, the parent's answer with its
-reasoning. A quarter of `max_tokens` (4,096 of the default 16,384) put the low end far above
-what runs cost."""
+reasoning, the judge's score and one-sentence reason. A quarter of `max_tokens` (4,096 of the
+default 16,384) put the low end far above what runs cost."""
 BYTES_PER_TOKEN = 3
-PAID_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS)
+PAID_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.QUALITY)
 BATCH_STAGES = frozenset({Stage.ANSWERS})
 """Stages a provider's batch API can run (answers only)."""
 
@@ -132,6 +141,21 @@ def _remaining(
     }
 
 
+def _quality_remaining(
+    project: Project, settings: Settings, topics: Sequence[Topic], answers_to_come: int
+) -> _Remaining:
+    """Usable answers of `topics` the judge has not scored (by this prompt), plus those still
+    to come; the bytes of the stored ones' question and answer. Blocking: reads the answers."""
+    judge = settings.quality.judge
+    assert judge is not None
+    source = template_source(project.prompts, QUALITY_TEMPLATE)
+    pending, _ = unscored(project, frozenset(t.name for t in topics), judge.model, source)
+    stored = sum(item.text_bytes for item in pending)
+    coming = answers_to_come * OUTPUT_PRIOR[Stage.ANSWERS] * BYTES_PER_TOKEN
+    items = len(pending) + answers_to_come
+    return _Remaining(items, items, stored + coming)
+
+
 def _history_averages(project: Project) -> dict[Stage, tuple[float, float, float]]:
     """Per stage: input and output tokens per item, and requests per item (1 where unknown)."""
     totals: dict[Stage, list[int]] = {}
@@ -168,10 +192,13 @@ def estimate_stages(
     chosen = tuple(settings.topics if topics is None else topics)
     sizes = template_bytes(templates, chosen)
     remaining = _remaining(chosen, settings.pipeline.question_batch_size, _stored(project))
+    if Stage.QUALITY in stages and settings.quality.judge is not None:
+        to_come = remaining[Stage.ANSWERS].items if Stage.ANSWERS in stages else 0
+        remaining[Stage.QUALITY] = _quality_remaining(project, settings, chosen, to_come)
     history = _history_averages(project)
     estimates = []
     for stage in stages:
-        if stage not in PAID_STAGES:
+        if stage not in PAID_STAGES or stage not in remaining:
             continue
         role = _role_of(settings, stage)
         left = remaining[stage]
@@ -202,6 +229,8 @@ def estimate_stages(
 
 
 def _role_of(settings: Settings, stage: Stage) -> Role:
+    if stage is Stage.QUALITY and settings.quality.judge is not None:
+        return settings.quality.judge
     return settings.roles.parent if stage is Stage.ANSWERS else settings.roles.generator
 
 
@@ -210,6 +239,7 @@ def _template_of(stage: Stage) -> str:
         Stage.SUBTOPICS: "subtopics.txt",
         Stage.QUESTIONS: "questions.txt",
         Stage.ANSWERS: "answer_system.txt",
+        Stage.QUALITY: QUALITY_TEMPLATE,
     }[stage]
 
 

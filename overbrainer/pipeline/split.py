@@ -132,16 +132,21 @@ class SplitReport:
     excluded: tuple[tuple[Exclusion, int], ...] = ()
     """Non-zero counts by reason, in the fixed order of `Exclusion`."""
     orphaned: int = 0
+    quality: int = 0
+    """Answers the quality judge scored under `[quality] min_score` (ours)."""
 
     @property
     def excluded_total(self) -> int:
         """Every excluded answer counted, whatever its reason."""
-        return sum(count for _, count in self.excluded)
+        return sum(count for _, count in self.excluded) + self.quality
 
     def line(self) -> str:
-        """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 3),
-        2 orphaned`."""
-        reasons = ", ".join(f"{reason.value} {count}" for reason, count in self.excluded)
+        """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 1,
+        quality 2), 2 orphaned`."""
+        reasons = ", ".join(
+            [f"{reason.value} {count}" for reason, count in self.excluded]
+            + ([f"quality {self.quality}"] if self.quality else [])
+        )
         detail = f" ({reasons})" if reasons else ""
         return (
             f"split: {self.train} train, {self.eval} eval, "
@@ -185,16 +190,19 @@ def plan_split(
     topic: str | None,
     ratio: float,
     seed: int,
+    low_scored: Collection[str] = frozenset(),
 ) -> SplitPlan[S]:
     """Classify each answer (orphaned, excluded, usable), split the usable ones, and report.
 
     An answer is orphaned when its topic is not configured (any topic, not only the selected
-    one) or its question is gone; it stays in answers.jsonl but joins no split. Only answers
-    of `topic` (all when None) are counted in the report; every topic's usable ones are split.
+    one) or its question is gone; it stays in answers.jsonl but joins no split. An otherwise
+    usable answer whose ID is in `low_scored` (scored under `[quality] min_score`) is excluded
+    as `quality`. Only answers of `topic` (all when None) are counted in the report; every
+    topic's usable ones are split.
     """
     usable: list[S] = []
     excluded: Counter[Exclusion] = Counter()
-    orphaned = orphaned_usable = counted_total = 0
+    orphaned = orphaned_usable = counted_total = quality = 0
     for answer in answers:
         counted = topic is None or answer.topic == topic
         counted_total += counted
@@ -205,6 +213,8 @@ def plan_split(
         elif reason is not None:
             if counted:
                 excluded[reason] += 1
+        elif answer.id in low_scored:
+            quality += counted
         else:
             usable.append(answer)
     train, evaluation = stratify(usable, ratio, seed)
@@ -218,5 +228,6 @@ def plan_split(
         eval=in_eval,
         excluded=tuple((reason, excluded[reason]) for reason in Exclusion if excluded[reason]),
         orphaned=orphaned,
+        quality=quality,
     )
     return SplitPlan(train, evaluation, report, orphaned_usable, counted_total)

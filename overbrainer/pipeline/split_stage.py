@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from overbrainer.pipeline.blocking import free_gradually, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.quality_scores import answer_sha, read_scores
 from overbrainer.pipeline.split import SplitPlan, plan_split
 from overbrainer.storage import (
     Meta,
@@ -43,10 +45,28 @@ class _Answer:
     meta: Meta
     start: int
     length: int
+    low: bool = False
+    """The quality judge scored this very line under `[quality] min_score`."""
 
 
-def _answer(line: str, start: int, length: int) -> _Answer:
-    return _Answer(*example_head(line), start, length)
+def _reader(low: Mapping[str, str]) -> Callable[[str, int, int], _Answer]:
+    """A line parser that marks the answers `low` holds a low score of (ID → line hash)."""
+
+    def answer(line: str, start: int, length: int) -> _Answer:
+        head = example_head(line)
+        sha = low.get(head[0])
+        scored_low = sha is not None and sha == answer_sha(line)
+        return _Answer(*head, start, length, scored_low)
+
+    return answer
+
+
+def _low_scores(ctx: StageContext) -> dict[str, str]:
+    """Each answer ID whose latest score is under `[quality] min_score`, with the hash of the
+    line scored: a score of an answer replaced since no longer applies. Blocking."""
+    minimum = ctx.settings.quality.min_score
+    scores = read_scores(ctx.project.data_file("quality"))
+    return {id_: score.answer_sha for id_, score in scores.items() if score.score < minimum}
 
 
 def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
@@ -59,7 +79,8 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
     stamp = file_stamp(source)
     # A later record of an ID replaces an earlier one (an unfinished `--force`), and a
     # question a force dropped is gone: its answer is orphaned.
-    answers = current(read_records_at(source, _answer), lambda answer: answer.id)
+    parse = _reader(_low_scores(ctx))
+    answers = current(read_records_at(source, parse), lambda answer: answer.id)
     question_ids = set(
         read_current(
             project.data_file("questions"),
@@ -77,6 +98,7 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
         topic,
         pipeline.eval_ratio,
         pipeline.seed,
+        {answer.id for answer in answers if answer.low},
     )
     return plan, stamp
 

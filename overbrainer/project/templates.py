@@ -11,7 +11,13 @@ import jinja2
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.text import decode_utf8
 
-TEMPLATE_FILES = ("subtopics.txt", "questions.txt", "answer_system.txt", "judge.txt")
+TEMPLATE_FILES = (
+    "subtopics.txt",
+    "questions.txt",
+    "answer_system.txt",
+    "judge.txt",
+    "quality.txt",
+)
 
 
 class TemplateError(OverbrainerError):

@@ -41,6 +41,7 @@ UNITS: dict[Stage, tuple[str, str | None]] = {
     Stage.SUBTOPICS: ("topics", "subtopics"),
     Stage.QUESTIONS: ("subtopics", "questions"),
     Stage.ANSWERS: ("answers", None),
+    Stage.QUALITY: ("answers", "scores"),
 }
 """Each stage with a bar: its item, and the records it writes where they are of another kind.
 

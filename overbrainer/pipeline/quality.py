@@ -1,0 +1,132 @@
+"""Stage `quality` (ours): the `[quality] judge` scores each usable stored answer from 1 to 10.
+
+Each score is appended to `data/quality.jsonl` at once; `answers.jsonl` is never rewritten.
+An answer is scored again only when its stored line changed (re-answered), the judge model
+or the prompt changed, or `--force` is given.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+
+from overbrainer.llm import LlmError
+from overbrainer.model.errors import OverbrainerError
+from overbrainer.pipeline.blocking import appending, read_in_thread
+from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.quality_scores import (
+    QualityScore,
+    answer_sha,
+    parse_score,
+    prompt_sha,
+    read_scores,
+)
+from overbrainer.project.directory import Project
+from overbrainer.project.templates import template_source
+from overbrainer.storage import Example, current, read_records_at
+
+log = logging.getLogger(__name__)
+
+TEMPLATE = "quality.txt"
+ASKS = 2
+"""Asks per answer: a reply without a score is asked once more, then the item fails."""
+
+
+class UnscoredReply(OverbrainerError):
+    """The judge's replies to one answer held no score from 1 to 10."""
+
+    def __init__(self, asks: int) -> None:
+        super().__init__(f"no score from 1 to 10 in the judge's reply ({asks} asks)")
+
+
+@attrs.frozen
+class Stored:
+    """One stored answer to score: its record and the hash of its line."""
+
+    example: Example
+    sha: str
+
+    @property
+    def text_bytes(self) -> int:
+        """The UTF-8 size of the question and answer the judge is shown."""
+        return sum(len(text.encode()) for text in question_and_answer(self.example))
+
+
+def _stored(line: str, _start: int, _length: int) -> Stored:
+    return Stored(Example.from_json(line), answer_sha(line))
+
+
+def unscored(
+    project: Project, topics: frozenset[str], model: str, source: str, force: bool = False
+) -> tuple[list[Stored], int]:
+    """The usable current answers of `topics` that `model` has not scored with the prompt
+    `source` (all of them with `force`), in file order, and how many it has. Blocking."""
+    answers = read_records_at(project.data_file("answers"), _stored)
+    scores = read_scores(project.data_file("quality"))
+    prompt = prompt_sha(source)
+    pending: list[Stored] = []
+    skipped = 0
+    for stored in current(answers, lambda stored: stored.example.id):
+        example = stored.example
+        if example.topic not in topics or not example.usable:
+            continue
+        known = scores.get(example.id)
+        if not force and known is not None and known.same_work(stored.sha, model, prompt):
+            skipped += 1
+        else:
+            pending.append(stored)
+    return pending, skipped
+
+
+def question_and_answer(example: Example) -> tuple[str, str]:
+    """The question asked and the answer's text (its reasoning is not shown to the judge)."""
+    question = next((m.content for m in example.messages if m.role == "user"), "")
+    answer = next((m.content for m in reversed(example.messages) if m.role == "assistant"), "")
+    return question, answer
+
+
+async def quality_stage(ctx: StageContext, run: StageRun) -> None:
+    """Score every usable answer of the selected topics not yet scored by this judge and
+    prompt (all of them with `--force`), `concurrency` at a time."""
+    assert run.role is not None
+    model = run.role.role.model
+    template = ctx.template(TEMPLATE)
+    source = template_source(ctx.project.prompts, TEMPLATE)
+    prompt = prompt_sha(source)
+    path = ctx.project.data_file("quality")
+    pending, skipped = await read_in_thread(
+        lambda: unscored(ctx.project, ctx.selected_topic_names, model, source, ctx.force)
+    )
+    run.skipped(count=skipped)
+    run.start(len(pending))
+
+    async with appending(path) as appender:
+
+        async def score(stored: Stored) -> None:
+            item = stored.example.id
+            question, answer = question_and_answer(stored.example)
+            request = run.request(template.render(question=question, answer=answer))
+            for ask in range(ASKS):
+                try:
+                    paid = await run.complete(request, item)
+                except LlmError as error:
+                    run.failed(item, error)
+                    return
+                if paid is None:
+                    return
+                parsed = parse_score(paid.completion.content)
+                if parsed is not None:
+                    scored = QualityScore(
+                        item, stored.sha, parsed.score, parsed.reason, model, prompt
+                    )
+                    appender.append(scored.to_json())
+                    run.done(item, paid.usage, paid.cost, estimated=paid.estimated)
+                    return
+                if ask + 1 < ASKS:
+                    run.retrying(item, "the judge's reply has no score; asking again")
+                if not run.admitting():
+                    return
+            run.failed(item, UnscoredReply(ASKS))
+
+        await run.each(pending, score)
