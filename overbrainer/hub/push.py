@@ -18,12 +18,14 @@ from overbrainer.hub.card import MARKER, CardInputs, render_card
 from overbrainer.hub.client import Committed, CountingReader, HubClient
 from overbrainer.hub.commit import blocking as _blocking
 from overbrainer.hub.commit import operations, upload_and_commit
+from overbrainer.hub.dataset_record import pushed_dataset
 from overbrainer.hub.errors import TOKEN_MISSING, PushCancelled, PushRefused
 from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, PushPlan
 from overbrainer.hub.push_record import PushRecord
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
 from overbrainer.model.sizes import format_size
+from overbrainer.project.directory import STATE_DIR
 from overbrainer.storage import write_atomic
 from overbrainer.training import rfc3339
 
@@ -63,7 +65,12 @@ def refuse_visibility(repo: RepoId, private: bool, existing: bool | None) -> str
 
 def _card_text(plan: PushPlan, settings: Settings, repo: RepoId, license_: str | None) -> str:
     files = [item.repo_path for item in plan.files]
-    return render_card(CardInputs(plan.run_dir, settings, str(repo), files, license_))
+    # `runs/<id>` sits in the project's root, beside `.overbrainer/`.
+    dataset = pushed_dataset(plan.run_dir.parents[1] / STATE_DIR)
+    inputs = CardInputs(
+        plan.run_dir, settings, str(repo), files, license_, dataset, settings.hub.url
+    )
+    return render_card(inputs)
 
 
 def write_card(run_dir: Path, text: str) -> Path:
