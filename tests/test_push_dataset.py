@@ -307,3 +307,14 @@ def test_an_empty_train_file_and_bad_arguments_are_refused(tmp_path: Path, hub: 
     assert neither.returncode == 2
     assert "missing RUN_ID (or --dataset to push the project's dataset)" in neither.stderr
     assert hub.log() == []
+
+
+def test_a_train_file_that_is_not_text_is_refused(tmp_path: Path, hub: FakeHub) -> None:
+    root = make_dataset(tmp_path / "project")
+    (root / "data" / "train.jsonl").write_bytes(b"\xff\xfe\n")
+    result = push(root, hub_env(tmp_path, hub.url))
+    assert (result.returncode, result.stderr.splitlines()) == (
+        2,
+        ["error: cannot read data/train.jsonl: not UTF-8 text"],
+    )
+    assert hub.log() == []

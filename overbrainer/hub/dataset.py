@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,13 +80,17 @@ def plan_dataset(
     named = repo if repo is not None else settings.hub.dataset_repo
     repo_id = parse_repo(named) if named is not None else None
     files: list[tuple[Path, str, int]] = []
-    counts = {}
+    counts: dict[str, Counter[str]] = {}
     for split in SPLITS:
         path = data_dir / f"{split}.jsonl"
         if not path.is_file():
             raise PushRefused(f"data/{split}.jsonl is missing: run `overbrainer split` first")
-        files.append((path, f"data/{split}.jsonl", path.stat().st_size))
-        counts[split] = count_topics(path)
+        try:
+            files.append((path, f"data/{split}.jsonl", path.stat().st_size))
+            counts[split] = count_topics(path)
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or "not UTF-8 text"
+            raise PushRefused(f"cannot read data/{split}.jsonl: {reason}") from None
     if not counts["train"]:
         raise PushRefused("data/train.jsonl holds no example: nothing to push")
     paths = tuple((split, f"data/{split}.jsonl") for split in SPLITS)
