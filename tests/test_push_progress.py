@@ -9,7 +9,7 @@ import trio.testing
 
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import Event, Push
-from overbrainer.hub.push import publish_progress
+from overbrainer.hub.commit import publish_progress
 
 
 class Seen:

@@ -15,6 +15,8 @@ import httpx2
 from overbrainer.config import settings as s
 
 U64_LIMIT = 2**64
+# The shape of the Hub's license IDs (`apache-2.0`, `cc-by-nc-sa-4.0`, `other`, `llama3.1`).
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:
@@ -223,6 +225,13 @@ def _quality(cfg: s.Settings) -> list[str]:
     return out
 
 
+def _hub(cfg: s.Settings) -> list[str]:
+    license_ = cfg.hub.dataset_license
+    if license_ is not None and not LICENSE_ID.fullmatch(license_):
+        return ["hub.dataset_license: must be a Hub license ID such as `cc-by-4.0`"]
+    return []
+
+
 def _web_url(url: str) -> bool:
     """`http(s)://host[:port][/path]`, nothing else (no query, fragment or other scheme)."""
     try:
@@ -267,5 +276,6 @@ def check_sections(cfg: s.Settings) -> list[str]:
         + _export(cfg)
         + _compare(cfg)
         + _quality(cfg)
+        + _hub(cfg)
         + _endpoints(cfg)
     )

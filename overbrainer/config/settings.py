@@ -359,6 +359,10 @@ class Hub:
     private: bool = True
     after_training: bool = False
     base_url: str | None = None
+    dataset_repo: str | None = None
+    """Ours: where `push --dataset` goes (else `<your user>/<project name>-data`)."""
+    dataset_license: str | None = None
+    """Ours: the dataset card's `license` (a Hub license ID); unset gives `other` with a note."""
 
     @property
     def url(self) -> str:

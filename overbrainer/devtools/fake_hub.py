@@ -1,7 +1,9 @@
 """A loopback stand-in for the Hugging Face Hub: the calls `huggingface_hub` makes for a push.
 
 Run as `python -m overbrainer.devtools.fake_hub PORT_FILE`: it serves on 127.0.0.1 (port 0),
-writes its base URL to PORT_FILE, and keeps its repos and LFS objects in memory. Calls:
+writes its base URL to PORT_FILE, and keeps its repos and LFS objects in memory. Model and
+dataset repos (keyed `owner/name` and `datasets/owner/name`, as the Hub's paths spell them).
+Calls:
 whoami-v2, model info, repo create, README resolve (HEAD/GET), validate-yaml, preupload, LFS
 batch + basic upload + verify, commit (NDJSON). Tests steer it through `POST /_control`
 (token, user, per-call status, an error echoing the Authorization header, a slow LFS
@@ -26,19 +28,30 @@ from typing import Any
 LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt")
 LFS_THRESHOLD = 5_000_000
 _REPO = r"(?P<repo>[^/]+/[^/]+)"
+# The Hub's two spellings of a repo type: `/api/models/…` or `/api/datasets/…` in its API, and
+# no prefix (a model) or `datasets/` in its web and git paths.
+_API = r"/api/(?P<api>models|datasets)"
+_WEB = r"/(?P<web>datasets/)?"
 _ROUTES = [
     ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
-    ("GET", re.compile(rf"/api/models/{_REPO}(?:/revision/main)?"), "info"),
+    ("GET", re.compile(rf"{_API}/{_REPO}(?:/revision/main)?"), "info"),
     ("POST", re.compile(r"/api/repos/create"), "create"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate"),
-    ("HEAD", re.compile(rf"/{_REPO}/resolve/main/README\.md"), "card"),
-    ("GET", re.compile(rf"/{_REPO}/resolve/main/README\.md"), "card"),
-    ("POST", re.compile(rf"/api/models/{_REPO}/preupload/main"), "preupload"),
-    ("POST", re.compile(rf"/{_REPO}\.git/info/lfs/objects/batch"), "batch"),
+    ("HEAD", re.compile(rf"{_WEB}{_REPO}/resolve/main/README\.md"), "card"),
+    ("GET", re.compile(rf"{_WEB}{_REPO}/resolve/main/README\.md"), "card"),
+    ("POST", re.compile(rf"{_API}/{_REPO}/preupload/main"), "preupload"),
+    ("POST", re.compile(rf"{_WEB}{_REPO}\.git/info/lfs/objects/batch"), "batch"),
     ("PUT", re.compile(r"/_lfs/(?P<oid>[0-9a-f]{64})"), "upload"),
     ("POST", re.compile(r"/_lfs_verify"), "verify"),
-    ("POST", re.compile(rf"/api/models/{_REPO}/commit/main"), "commit"),
+    ("POST", re.compile(rf"{_API}/{_REPO}/commit/main"), "commit"),
 ]
+REPO_TYPES = ("model", "dataset")
+
+
+def repo_key(groups: dict[str, str]) -> str:
+    """The fake's key of a routed repo: `owner/name` for a model, `datasets/owner/name`."""
+    dataset = groups.get("api") == "datasets" or groups.get("web") == "datasets/"
+    return f"datasets/{groups['repo']}" if dataset else groups["repo"]
 
 
 class Hub:
@@ -123,6 +136,8 @@ class Handler(BaseHTTPRequestHandler):
         if name == "upload":
             self._upload(groups["oid"], entry)
             return
+        if "repo" in groups:
+            groups = {**groups, "repo": repo_key(groups)}
         body = self._body()
         if status is not None:
             echo = f"; you sent {auth}" if HUB.echo_auth else ""
@@ -156,19 +171,27 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})
             return
         siblings = [{"rfilename": path} for path in sorted(repo["files"])]
-        info = {"id": groups["repo"], "private": repo["private"], "sha": repo["sha"]}
+        repo_id = groups["repo"].removeprefix("datasets/")
+        info = {"id": repo_id, "private": repo["private"], "sha": repo["sha"]}
         self._send(200, {**info, "siblings": siblings})
 
     def _create(self, groups: dict[str, str], body: bytes) -> None:
         asked = json.loads(body)
+        kind = asked.get("type", "model")
+        if kind not in REPO_TYPES:
+            self._send(400, {"error": f"Invalid repo type: {kind}"})
+            return
         repo = f"{asked.get('organization') or HUB.user}/{asked['name']}"
+        url = f"{HUB.base}/{repo}" if kind == "model" else f"{HUB.base}/datasets/{repo}"
+        if kind == "dataset":
+            repo = f"datasets/{repo}"
         with HUB.lock:
             if repo in HUB.repos:
-                self._send(409, {"error": "You already created this model repo"})
+                self._send(409, {"error": f"You already created this {kind} repo"})
                 return
             private = asked.get("private", asked.get("visibility") == "private")
             HUB.repos[repo] = {"private": bool(private), "files": {}, "sha": "0" * 40}
-        self._send(200, {"url": f"{HUB.base}/{repo}"})
+        self._send(200, {"url": url})
 
     def _validate(self, groups: dict[str, str], body: bytes) -> None:
         self._send(200, {"errors": [], "warnings": []})
@@ -276,7 +299,7 @@ class Handler(BaseHTTPRequestHandler):
                 "summary": header["value"]["summary"],
                 "files": sorted(differ),
             }
-        url = f"{HUB.base}/{groups['repo']}/commit/{oid}"
+        url = f"{HUB.base}/{groups['repo']}/commit/{oid}"  # `datasets/…` for a dataset
         self._send(200, {"commitUrl": url, "commitOid": oid})
 
     do_GET = do_POST = do_PUT = do_HEAD = _dispatch

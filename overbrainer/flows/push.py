@@ -70,6 +70,37 @@ async def push_flow(
         )
 
 
+async def push_dataset_flow(
+    options: CommandOptions,
+    front: Frontend,
+    *,
+    repo: str | None = None,
+    public: bool = False,
+    overwrite_card: bool = False,
+    dry_run: bool = False,
+) -> None:
+    """`overbrainer push --dataset`: the project's train and eval files and a card to the Hub."""
+    from overbrainer.hub import dataset
+    from overbrainer.hub import push as hub_push
+
+    async with open_command(options, front) as command:
+        settings, project = command.settings, command.project
+        plan = await trio.to_thread.run_sync(
+            lambda: dataset.plan_dataset(
+                settings, project.data, project.state, project.history, repo=repo, public=public
+            )
+        )
+        if dry_run:
+            token = None if settings.hf_token is None else await hub_push.hub_token(settings)
+            result = await dataset.dry_run_dataset(plan, settings, token)
+        else:
+            result = await dataset.push_dataset(
+                plan, settings, command.bus, command.interrupt, overwrite_card=overwrite_card
+            )
+        for line in result.lines:
+            front.line(line)
+
+
 async def push_after_training(command: Command, sink: ResultSink, record: RunRecord) -> None:
     """`[hub] after_training`: push a run that succeeded and came back; failures only warn.
 

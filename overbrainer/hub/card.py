@@ -44,6 +44,9 @@ class CardInputs:
     repo: str
     files: list[str]
     license: str | None = None
+    dataset: str | None = None
+    """The project's dataset repo on the Hub (`push --dataset`), linked when set."""
+    hub_url: str = "https://huggingface.co"
 
 
 def scalar(value: str) -> str:
@@ -137,8 +140,14 @@ def runpod_line(run_dir: Path) -> str:
     return line + (" for less than $0.01." if spend < 0.01 else f" for about ${spend:.2f}.")
 
 
-def front_matter(base: str | None, adapter: str | None, license_: str | None, gguf: bool) -> str:
-    """The YAML front matter lines (spec §C.5 item 1)."""
+def front_matter(
+    base: str | None,
+    adapter: str | None,
+    license_: str | None,
+    gguf: bool,
+    dataset: str | None = None,
+) -> str:
+    """The YAML front matter lines (spec §C.5 item 1), and `datasets` when one was pushed."""
     lines: list[str] = []
     full = adapter is None
     if base is not None and is_hub_id(base):
@@ -147,6 +156,8 @@ def front_matter(base: str | None, adapter: str | None, license_: str | None, gg
     lines.append(f"library_name: {'transformers' if full else 'peft'}")
     if license_ is not None:
         lines.append(f"license: {scalar(license_)}")
+    if dataset is not None:
+        lines += ["datasets:", f"- {scalar(dataset)}"]
     lines.append("pipeline_tag: text-generation")
     lines += ["tags:", "- overbrainer", "- distillation"]
     if gguf:
@@ -316,6 +327,9 @@ def render_card(inputs: CardInputs) -> str:
             "reasoning too, but the chat template in use may not render it, so it may have "
             "been left out of training."
         )
+    if inputs.dataset is not None:
+        url = f"{inputs.hub_url.rstrip('/')}/datasets/{inputs.dataset}"
+        kept += f" The training data is on the Hub: [{inputs.dataset}]({url})."
     summary = local_summary(run_dir)
     rows: list[tuple[str, str]] = [("Parent model", cell(parent))]
     rows.append(("Generator model", cell(settings.roles.generator.model)))
@@ -351,7 +365,9 @@ def render_card(inputs: CardInputs) -> str:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
     ).from_string(resources.files("overbrainer.hub").joinpath("card.md.j2").read_text("utf-8"))
     card = template.render(
-        front_matter=front_matter(str(base) if base else None, adapter, inputs.license, gguf),
+        front_matter=front_matter(
+            str(base) if base else None, adapter, inputs.license, gguf, inputs.dataset
+        ),
         repo=inputs.repo,
         intro=f"{subject} {how} {count}",
         usage=_usage(inputs.repo, inputs.files, str(base) if base else None, adapter is None),

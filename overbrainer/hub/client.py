@@ -143,13 +143,15 @@ class Committed:
 
 
 class HubClient:
-    """One push's view of the Hub: the endpoint, the token and the calls of spec §C.3."""
+    """One push's view of the Hub: the endpoint, the token, the repo type, the calls of §C.3."""
 
-    def __init__(self, endpoint: str, token: str) -> None:
+    def __init__(self, endpoint: str, token: str, repo_type: str = "model") -> None:
         prepare_library()
         from huggingface_hub import HfApi
 
         self.token = token
+        self.repo_type = repo_type
+        """`model` (a run) or `dataset` (the project's train and eval files)."""
         self.api: HfApi = HfApi(
             endpoint=endpoint.rstrip("/"),
             token=token,
@@ -183,7 +185,7 @@ class HubClient:
 
         def info() -> bool | None:
             try:
-                model = self.api.model_info(str(repo), token=self.token)
+                model = self.api.repo_info(str(repo), repo_type=self.repo_type, token=self.token)
             except RepositoryNotFoundError as error:
                 # The library files a 401 under "not found"; with our token it is a bad token.
                 if error.response is not None and error.response.status_code == 401:
@@ -195,11 +197,15 @@ class HubClient:
         return result
 
     def create(self, repo: RepoId, private: bool) -> None:
-        """Create the model repo (an existing one is fine)."""
+        """Create the repo (an existing one is fine)."""
         self.call(
             repo.namespace,
             lambda: self.api.create_repo(
-                str(repo), token=self.token, private=private, repo_type="model", exist_ok=True
+                str(repo),
+                token=self.token,
+                private=private,
+                repo_type=self.repo_type,
+                exist_ok=True,
             ),
         )
 
@@ -209,7 +215,9 @@ class HubClient:
         from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
         from huggingface_hub.utils._headers import build_hf_headers
 
-        url = hf_hub_url(str(repo), "README.md", endpoint=self.api.endpoint)
+        url = hf_hub_url(
+            str(repo), "README.md", repo_type=self.repo_type, endpoint=self.api.endpoint
+        )
         headers = build_hf_headers(
             token=self.token, library_name="overbrainer", library_version=__version__
         )
@@ -252,7 +260,11 @@ class HubClient:
         self.call(
             repo.namespace,
             lambda: self.api.preupload_lfs_files(
-                str(repo), additions=[operation], token=self.token, num_threads=1
+                str(repo),
+                additions=[operation],
+                token=self.token,
+                repo_type=self.repo_type,
+                num_threads=1,
             ),
         )
 
@@ -261,7 +273,11 @@ class HubClient:
         info = self.call(
             repo.namespace,
             lambda: self.api.create_commit(
-                str(repo), operations=operations, commit_message=message, token=self.token
+                str(repo),
+                operations=operations,
+                commit_message=message,
+                token=self.token,
+                repo_type=self.repo_type,
             ),
         )
         return Committed(str(info.commit_url), str(info.oid))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -16,16 +14,18 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.events.types import Push
 from overbrainer.hub.card import MARKER, CardInputs, render_card
-from overbrainer.hub.client import Committed, CountingReader, HubClient, xet_in_use
-from overbrainer.hub.errors import TOKEN_MISSING, HubFailed, PushCancelled, PushRefused
+from overbrainer.hub.client import Committed, CountingReader, HubClient
+from overbrainer.hub.commit import blocking as _blocking
+from overbrainer.hub.commit import operations, upload_and_commit
+from overbrainer.hub.dataset_record import pushed_dataset
+from overbrainer.hub.errors import TOKEN_MISSING, PushCancelled, PushRefused
 from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, PushPlan
 from overbrainer.hub.push_record import PushRecord
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
-from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.sizes import format_size
+from overbrainer.project.directory import STATE_DIR
 from overbrainer.storage import write_atomic
 from overbrainer.training import rfc3339
 
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-COMMIT_LIMIT_S = 300.0
-"""How long the shielded commit may take before the push gives up waiting for it."""
 KEPT_CARD = "kept the repo's own README.md (use --overwrite-card to replace it)"
 PLACEHOLDER_NAMESPACE = "<you>"
 
@@ -66,14 +63,14 @@ def refuse_visibility(repo: RepoId, private: bool, existing: bool | None) -> str
     return f"repo {repo} exists and stays private"
 
 
-async def _blocking(work: Callable[[], T]) -> T:
-    # A Hub call or a hash: left to finish in its thread on Ctrl-C; nothing depends on it then.
-    return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
-
-
 def _card_text(plan: PushPlan, settings: Settings, repo: RepoId, license_: str | None) -> str:
     files = [item.repo_path for item in plan.files]
-    return render_card(CardInputs(plan.run_dir, settings, str(repo), files, license_))
+    # `runs/<id>` sits in the project's root, beside `.overbrainer/`.
+    dataset = pushed_dataset(plan.run_dir.parents[1] / STATE_DIR)
+    inputs = CardInputs(
+        plan.run_dir, settings, str(repo), files, license_, dataset, settings.hub.url
+    )
+    return render_card(inputs)
 
 
 def write_card(run_dir: Path, text: str) -> Path:
@@ -113,17 +110,6 @@ async def hub_token(settings: Settings) -> str:
     return await resolve_secret(settings.hf_token, "OVERBRAINER_HF_TOKEN")
 
 
-async def publish_progress(bus: EventBus, run_id: str, total: int, done: Callable[[], int]) -> None:
-    """Publish `Push` once a second when `done()` moved (capped at `total`) until cancelled."""
-    last = -1
-    while True:
-        value = min(done(), total)
-        if value != last:
-            bus.publish(Push(run_id=run_id, done=value, total=total))
-            last = value
-        await trio.sleep(1)
-
-
 async def push(
     plan: PushPlan,
     settings: Settings,
@@ -139,41 +125,26 @@ async def push(
     prepared = await interrupt.race(lambda: _prepare(client, plan, settings, lines, overwrite_card))
     if prepared is None:
         raise PushCancelled()
-    repo, operations, readers, private = prepared
+    repo, adds, readers, private = prepared
     run_id = plan.record.id
     sizes = {item.repo_path: item.size for item in plan.files}
-    total = sum(sizes.values())
-    per_file = not readers
-    finished: list[int] = []
-
-    def done() -> int:
-        return sum(finished) + sum(reader.read_bytes for reader in readers)
-
-    async def upload_all() -> bool:
-        async with unwrapped(), trio.open_nursery() as nursery:
-            nursery.start_soon(publish_progress, bus, run_id, total, done)
-            for operation in operations:
-                await _blocking(functools.partial(client.preupload, repo, operation))
-                if per_file:
-                    finished.append(sizes.get(operation.path_in_repo, 0))
-            nursery.cancel_scope.cancel()
-        return True
-
-    try:
-        if not await interrupt.race(upload_all):
-            raise PushCancelled()
-        bus.publish(Push(run_id=run_id, done=total, total=total))
-        message = f"Upload run {run_id} with overbrainer {__version__}"
-        committed = await interrupt.shield(lambda: _commit(client, repo, operations, message))
-        if interrupt.caught:
-            log.warning("push: Ctrl-C came during the commit, which was let finish: it is made")
-    finally:
-        for reader in readers:
-            reader.close()
-    pushed = [op.path_in_repo for op in operations]
+    message = f"Upload run {run_id} with overbrainer {__version__}"
+    committed = await upload_and_commit(
+        client,
+        repo,
+        adds,
+        readers,
+        sizes,
+        label=run_id,
+        message=message,
+        bus=bus,
+        interrupt=interrupt,
+    )
+    pushed = [op.path_in_repo for op in adds]
     record = PushRecord(str(repo), committed.oid, committed.url, tuple(pushed), private, rfc3339())
     text = record.to_json()
     await trio.to_thread.run_sync(_write_record, plan.run_dir, text)
+    total = sum(sizes.values())
     lines.append(f"push: {committed.url} ({files_word(len(pushed))}, {format_size(total)})")
     return PushResult(tuple(lines), committed)
 
@@ -184,15 +155,37 @@ def _write_record(run_dir: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-async def _commit(
-    client: HubClient, repo: RepoId, operations: list[CommitOperationAdd], message: str
-) -> Committed:
-    with trio.move_on_after(COMMIT_LIMIT_S, shield=True):
-        return await _blocking(lambda: client.commit(repo, operations, message))
-    raise HubFailed(
-        f"the Hub did not answer the commit within {COMMIT_LIMIT_S:.0f} s: check {repo} "
-        "on the Hub, then run the push again"
-    )
+async def open_repo(
+    client: HubClient,
+    repo: RepoId | None,
+    default: str,
+    private: bool,
+    lines: list[str],
+) -> tuple[RepoId, bool, str | None]:
+    """The repo (whoami/`default` when unnamed), created when missing, its visibility and card.
+
+    PushRefused for a private push into a public repo, before anything else.
+    """
+    if repo is None:
+        name = await _blocking(client.whoami)
+        repo = RepoId(name, default)
+    existing = await _blocking(lambda: client.visibility(repo))
+    line = refuse_visibility(repo, private, existing)
+    if line is not None:
+        lines.append(line)
+    if existing is None:
+        await _blocking(lambda: client.create(repo, private))
+    kept = private if existing is None else existing
+    remote = None if existing is None else await _blocking(lambda: client.remote_card(repo))
+    return repo, kept, remote
+
+
+def replaces_card(remote: str | None, overwrite_card: bool, lines: list[str]) -> bool:
+    """Whether our card replaces the repo's: absent, ours (the marker), or `--overwrite-card`."""
+    if remote is None or MARKER in remote or overwrite_card:
+        return True
+    lines.append(KEPT_CARD)
+    return False
 
 
 async def _prepare(
@@ -203,27 +196,16 @@ async def _prepare(
     overwrite_card: bool,
 ) -> tuple[RepoId, list[CommitOperationAdd], list[CountingReader], bool]:
     """Repo, visibility, card decision and the operations, before any upload."""
-    repo = plan.repo
-    if repo is None:
-        name = await _blocking(client.whoami)
-        repo = RepoId(name, default_name(settings.project.name))
-    existing = await _blocking(lambda: client.visibility(repo))
-    line = refuse_visibility(repo, plan.private, existing)
-    if line is not None:
-        lines.append(line)
-    if existing is None:
-        await _blocking(lambda: client.create(repo, plan.private))
-    private = plan.private if existing is None else existing
-    remote = None if existing is None else await _blocking(lambda: client.remote_card(repo))
+    default = default_name(settings.project.name)
+    repo, private, remote = await open_repo(client, plan.repo, default, plan.private, lines)
     card: str | None = None
-    if remote is None or MARKER in remote or overwrite_card:
+    if replaces_card(remote, overwrite_card, lines):
         base = _hub_base(settings)
         license_ = None if base is None else await _blocking(lambda: client.base_license(base))
         card = _card_text(plan, settings, repo, license_)
-    else:
-        lines.append(KEPT_CARD)
-    operations, readers = await _blocking(lambda: _operations(client, plan, card))
-    return repo, operations, readers, private
+    files = [(item.local, item.repo_path) for item in plan.files]
+    adds, readers = await _blocking(lambda: operations(client, files, card))
+    return repo, adds, readers, private
 
 
 def _hub_base(settings: Settings) -> str | None:
@@ -234,25 +216,3 @@ def _hub_base(settings: Settings) -> str | None:
     if base.startswith(("/", ".", "~")) or base.count("/") != 1:
         return None
     return base
-
-
-def _operations(
-    client: HubClient, plan: PushPlan, card: str | None
-) -> tuple[list[CommitOperationAdd], list[CountingReader]]:
-    """One add per file (a counting reader when uploads go through LFS), then the card."""
-    operations: list[CommitOperationAdd] = []
-    readers: list[CountingReader] = []
-    count_bytes = not xet_in_use()
-    for item in plan.files:
-        if count_bytes:
-            reader = CountingReader(item.local)
-            readers.append(reader)
-            operations.append(client.operation(reader, item.repo_path))
-            reader.counting = True
-        else:
-            operations.append(client.operation(item.local, item.repo_path))
-    if card is not None:
-        from huggingface_hub import CommitOperationAdd
-
-        operations.append(CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=card.encode()))
-    return operations, readers
