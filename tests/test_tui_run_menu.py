@@ -62,7 +62,7 @@ def test_esc_or_n_runs_nothing_and_split_has_no_force() -> None:
     for key in ("esc", "n"):
         state, effects = keys(pipeline(), "r", "f", key)
         assert (effects, state.run_menu, state.status) == ([], None, "not run")
-    state, _ = keys(pipeline(), "down", "down", "down", "r", "f")
+    state, _ = keys(pipeline(), "end", "r", "f")
     assert state.run_menu is not None and not state.run_menu.force
     assert state.status.startswith("split has no --force")
     state, effects = keys(state, "t", "r")

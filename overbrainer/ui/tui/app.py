@@ -6,7 +6,6 @@ import attrs
 
 from overbrainer.events.frontend import Line, RunCreated
 from overbrainer.events.types import (
-    PIPELINE_STAGES,
     Event,
     ItemDone,
     ItemFailed,
@@ -70,7 +69,8 @@ from overbrainer.ui.tui.state import (
     View,
 )
 
-STAGES = PIPELINE_STAGES
+STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.QUALITY, Stage.SPLIT)
+"""The Pipeline view's stages: `run`'s, with `quality` (it runs only with a `[quality] judge`)."""
 KEPT_LINES = 200
 LOG_PAGE = 10
 DETAIL_PAGE = 10

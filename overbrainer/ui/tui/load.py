@@ -22,7 +22,7 @@ from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
 
 log = logging.getLogger(__name__)
 
-DATA_FILES = ("subtopics", "questions", "answers", "train", "eval")
+DATA_FILES = ("subtopics", "questions", "answers", "quality", "train", "eval")
 TREE_ROWS = 5000
 """The Dataset tree stops here: a bigger dataset is read in its files."""
 

@@ -22,6 +22,7 @@ _STAGE_FILE = {
     Stage.SUBTOPICS: "subtopics",
     Stage.QUESTIONS: "questions",
     Stage.ANSWERS: "answers",
+    Stage.QUALITY: "quality",
     Stage.SPLIT: "train",
 }
 _KEYS = {
@@ -173,7 +174,9 @@ def _project(state: State) -> list[Row]:
     lines.extend([[f"  {line}"] for line in snap.config])
     lines.append([""])
     lines.append([("title", "Data")])
-    lines.append(["  " + ", ".join(f"{name} {count}" for name, count in snap.counts)])
+    # Scores exist only with a `[quality] judge`: a zero there says nothing.
+    counts = [(n, c) for n, c in snap.counts if c or n != "quality"]
+    lines.append(["  " + ", ".join(f"{name} {count}" for name, count in counts)])
     lines.append([""])
     lines.append([("title", "History")])
     lines.extend([[f"  {line}"] for line in snap.history])

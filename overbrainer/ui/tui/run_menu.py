@@ -13,6 +13,7 @@ FORCE_WORDS = {
     Stage.SUBTOPICS: "every selected topic's subtopics are asked for again (paid)",
     Stage.QUESTIONS: "every selected subtopic's questions are asked for again (paid)",
     Stage.ANSWERS: "every selected question is answered again (paid)",
+    Stage.QUALITY: "every selected answer is scored again (paid)",
 }
 """What `--force` does, per stage (split has no `--force`)."""
 NO_FORCE = "split has no --force: it always rewrites train/eval from what is stored"

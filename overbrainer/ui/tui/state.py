@@ -296,7 +296,11 @@ class Live:
         )
 
 
-ROLES = (("generator", (Stage.SUBTOPICS, Stage.QUESTIONS)), ("parent", (Stage.ANSWERS,)))
+ROLES = (
+    ("generator", (Stage.SUBTOPICS, Stage.QUESTIONS)),
+    ("parent", (Stage.ANSWERS,)),
+    ("quality", (Stage.QUALITY,)),
+)
 """The roles whose requests the Pipeline view counts, with the stages that ask them."""
 
 
