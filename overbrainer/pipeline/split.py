@@ -6,19 +6,24 @@ The eval set takes `round(n·ratio)` (half away from zero, at least 1 and at mos
 proportion to their sizes by largest remainder (ties broken by a seeded hash of the name,
 then the name). Within a subtopic the examples are ordered by a seeded hash of their ID and
 the first ones go to eval. The same examples, ratio and seed always give the same split.
+
+Ours, given the question texts: answers whose question overlaps a benchmark question are left
+out (`decontaminate`), and near-duplicate questions are kept on one side (`near_duplicates`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import attrs
 import xxhash
 
 from overbrainer.events.types import StageStats
+from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
+from overbrainer.pipeline.near_duplicates import cluster_labels, keep_together
 from overbrainer.storage import Exclusion, Meta, SplitCounts
 
 ORPHANED_WARNING = (
@@ -132,20 +137,28 @@ class SplitReport:
     excluded: tuple[tuple[Exclusion, int], ...] = ()
     """Non-zero counts by reason, in the fixed order of `Exclusion`."""
     orphaned: int = 0
+    contaminated: int = 0
+    """Ours: usable answers left out because their question overlaps a benchmark's."""
+    moved: int = 0
+    """Ours: answers moved to the other side to keep near-duplicate questions together."""
 
     @property
     def excluded_total(self) -> int:
         """Every excluded answer counted, whatever its reason."""
-        return sum(count for _, count in self.excluded)
+        return sum(count for _, count in self.excluded) + self.contaminated
 
     def line(self) -> str:
         """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 3),
-        2 orphaned`."""
-        reasons = ", ".join(f"{reason.value} {count}" for reason, count in self.excluded)
+        2 orphaned`; ours are shown only when non-zero."""
+        shown = [(reason.value, count) for reason, count in self.excluded]
+        if self.contaminated:
+            shown.append(("contaminated", self.contaminated))
+        reasons = ", ".join(f"{reason} {count}" for reason, count in shown)
         detail = f" ({reasons})" if reasons else ""
+        moved = f", {self.moved} moved to keep near-duplicates together" if self.moved else ""
         return (
             f"split: {self.train} train, {self.eval} eval, "
-            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned"
+            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned{moved}"
         )
 
     def stats(self) -> StageStats:
@@ -156,7 +169,7 @@ class SplitReport:
 
     def counts(self) -> SplitCounts:
         """What the history records of this split."""
-        return SplitCounts(self.train, self.eval, self.orphaned)
+        return SplitCounts(self.train, self.eval, self.orphaned, self.moved)
 
 
 @attrs.frozen
@@ -170,6 +183,8 @@ class SplitPlan(Generic[S]):
     """Usable answers left out as orphans, whatever their topic."""
     counted: int = 0
     """Answers of the counted topic(s): the stage's total."""
+    contaminated: list[tuple[S, Contamination]] = attrs.field(factory=list)
+    """Every topic's usable answers the benchmarks left out, with what they overlap."""
 
     def orphan_warning(self) -> str | None:
         """The warning to log when every usable answer is orphaned, else None."""
@@ -185,12 +200,19 @@ def plan_split(
     topic: str | None,
     ratio: float,
     seed: int,
+    *,
+    texts: Mapping[str, str] | None = None,
+    dedup_threshold: float = 0.8,
+    benchmark: BenchmarkIndex | None = None,
 ) -> SplitPlan[S]:
     """Classify each answer (orphaned, excluded, usable), split the usable ones, and report.
 
     An answer is orphaned when its topic is not configured (any topic, not only the selected
     one) or its question is gone; it stays in answers.jsonl but joins no split. Only answers
     of `topic` (all when None) are counted in the report; every topic's usable ones are split.
+
+    With `texts` (question text by ID), a usable answer whose question `benchmark` matches is
+    left out, and near-duplicate questions (`dedup_threshold`) never straddle train and eval.
     """
     usable: list[S] = []
     excluded: Counter[Exclusion] = Counter()
@@ -207,16 +229,41 @@ def plan_split(
                 excluded[reason] += 1
         else:
             usable.append(answer)
+    contaminated: list[tuple[S, Contamination]] = []
+    if texts is not None and benchmark is not None and len(benchmark):
+        usable, contaminated = _decontaminate(usable, texts, benchmark)
     train, evaluation = stratify(usable, ratio, seed)
-    if topic is None:
-        in_train, in_eval = len(train), len(evaluation)
-    else:
-        in_train = sum(answer.topic == topic for answer in train)
-        in_eval = sum(answer.topic == topic for answer in evaluation)
+    moved: list[S] = []
+    if texts is not None:
+        ordered = [*train, *evaluation]
+        labels = cluster_labels([texts[answer.id] for answer in ordered], dedup_threshold)
+        label = {answer.id: labels[i] for i, answer in enumerate(ordered)}
+        train, evaluation, moved = keep_together(train, evaluation, label)
+
+    def count(answers: Iterable[S]) -> int:
+        return sum(topic is None or answer.topic == topic for answer in answers)
+
     report = SplitReport(
-        train=in_train,
-        eval=in_eval,
+        train=count(train),
+        eval=count(evaluation),
         excluded=tuple((reason, excluded[reason]) for reason in Exclusion if excluded[reason]),
         orphaned=orphaned,
+        contaminated=count(answer for answer, _ in contaminated),
+        moved=count(moved),
     )
-    return SplitPlan(train, evaluation, report, orphaned_usable, counted_total)
+    return SplitPlan(train, evaluation, report, orphaned_usable, counted_total, contaminated)
+
+
+def _decontaminate(
+    usable: list[S], texts: Mapping[str, str], benchmark: BenchmarkIndex
+) -> tuple[list[S], list[tuple[S, Contamination]]]:
+    """`(kept, left out with their match)`: the usable answers whose question `benchmark` finds."""
+    kept: list[S] = []
+    left: list[tuple[S, Contamination]] = []
+    for answer in usable:
+        found = benchmark.match(texts[answer.id])
+        if found is None:
+            kept.append(answer)
+        else:
+            left.append((answer, found))
+    return kept, left
