@@ -26,6 +26,10 @@ from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
 from overbrainer.pipeline.near_duplicates import cluster_labels, keep_together
 from overbrainer.storage import Exclusion, Meta, SplitCounts
 
+EMPTIED_EVAL_WARNING = (
+    "eval is empty: each of its {n} questions has a near-duplicate in train"
+    " ([pipeline] dedup_threshold), so they all joined train"
+)
 ORPHANED_WARNING = (
     "all {n} usable answers are orphaned (topic no longer configured or question no longer"
     " in data/questions.jsonl): train and eval will be empty"
@@ -185,11 +189,19 @@ class SplitPlan(Generic[S]):
     """Answers of the counted topic(s): the stage's total."""
     contaminated: list[tuple[S, Contamination]] = attrs.field(factory=list)
     """Every topic's usable answers the benchmarks left out, with what they overlap."""
+    moved: int = 0
+    """Every topic's answers moved from eval to train beside a near-duplicate."""
 
     def orphan_warning(self) -> str | None:
         """The warning to log when every usable answer is orphaned, else None."""
         if self.orphaned_usable > 0 and not self.train and not self.eval:
             return ORPHANED_WARNING.format(n=self.orphaned_usable)
+        return None
+
+    def emptied_eval_warning(self) -> str | None:
+        """The warning to log when moving near-duplicates to train left eval empty, else None."""
+        if self.moved and not self.eval:
+            return EMPTIED_EVAL_WARNING.format(n=self.moved)
         return None
 
 
@@ -251,7 +263,9 @@ def plan_split(
         contaminated=count(answer for answer, _ in contaminated),
         moved=count(moved),
     )
-    return SplitPlan(train, evaluation, report, orphaned_usable, counted_total, contaminated)
+    return SplitPlan(
+        train, evaluation, report, orphaned_usable, counted_total, contaminated, len(moved)
+    )
 
 
 def _decontaminate(
