@@ -42,8 +42,9 @@ def cluster_labels(texts: Sequence[str], threshold: float) -> list[int]:
     frequency: Counter[str] = Counter()
     for bigrams in words:
         frequency.update(bigrams)
-    # One global order, rarest first (ties by text): sorting small ints per text is cheap.
-    rank = {s: r for r, s in enumerate(sorted(frequency, key=lambda s: (frequency[s], s)))}
+    # One global order, rarest first (ties in first-seen order, as the sort is stable):
+    # sorting small ints per text is cheap, and the clusters do not depend on the order.
+    rank = {s: r for r, s in enumerate(sorted(frequency, key=frequency.__getitem__))}
     frequency.clear()
     # Ranks stand for the bigrams from here on: sets of small ints hold far less memory.
     sets = [frozenset([rank[bigram] for bigram in bigrams]) for bigrams in words]

@@ -106,9 +106,12 @@ def _audit(plan: SplitPlan[_Answer]) -> list[str]:
 
 
 def _write(
-    ctx: StageContext, chosen: list[list[_Answer]], stamp: Stamp | None, audit: list[str] | None
+    ctx: StageContext,
+    chosen: list[list[_Answer]],
+    stamp: Stamp | None,
+    audit: list[str] | None = None,
 ) -> None:
-    """Rewrite train, then eval, from `chosen`'s two lists; blocking (two fsync'd rewrites).
+    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd).
 
     It empties `chosen` as it goes, so that the answers are freed in this thread, and a
     slice at a time: freeing 100,000 of them at once, on the loop or here, holds the GIL
