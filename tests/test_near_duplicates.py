@@ -128,3 +128,30 @@ def test_without_near_duplicates_the_split_is_the_reference_split() -> None:
     plan = plan_split(examples, texts, topics, None, 0.1, 42, texts=texts)
     assert (plan.train, plan.eval, plan.report) == (plain.train, plain.eval, plain.report)
     assert plan.report.line() == "split: 72 train, 8 eval, 0 excluded, 0 orphaned"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.lists(st.sampled_from("pqrstu"), min_size=1, max_size=5).map(" ".join),
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 2**64 - 1),
+    st.sampled_from([0.1, 0.3, 0.5]),
+)
+def test_no_cluster_ever_straddles_and_no_example_is_lost(
+    items: list[tuple[str, str]], seed: int, ratio: float
+) -> None:
+    pairs = [_example(n, topic, text) for n, (topic, text) in enumerate(items)]
+    examples = [e for e, _ in pairs]
+    texts = {e.id: text for e, text in pairs}
+    plan = plan_split(examples, texts, {"a", "b", "c"}, None, ratio, seed, texts=texts)
+    label = dict(zip(texts, cluster_labels(list(texts.values()), 0.8), strict=True))
+    assert {label[e.id] for e in plan.train}.isdisjoint(label[e.id] for e in plan.eval)
+    assert sorted(e.id for e in plan.train + plan.eval) == sorted(texts)
+    plain = plan_split(examples, texts, {"a", "b", "c"}, None, ratio, seed)
+    assert plan.report.eval == plain.report.eval - plan.report.moved
+    assert plan.train[: len(plain.train)] == plain.train
