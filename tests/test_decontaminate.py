@@ -110,7 +110,7 @@ def test_reading_a_benchmark_names_the_file_and_line_of_a_bad_line(tmp_path: Pat
         missing.value.message
         == "cannot read bench/none.jsonl (quality.decontaminate): no such file"
     )
-    path.write_text('{"question":"A?"}\n\n{"prompt":"B?"}\n')
+    path.write_text('\ufeff{"question":"A?"}\n\n{"prompt":"B?"}\n', encoding="utf-8")
     assert list(read_benchmark(path, "b")) == [("A?", Source("b", 1)), ("B?", Source("b", 3))]
 
 

@@ -47,7 +47,8 @@ def question_of(line: str) -> str | None:
 def read_benchmark(path: Path, shown: str) -> Iterator[tuple[str, Source]]:
     """Each question of one file with where it is; UsageError naming `shown` and the line."""
     try:
-        content = path.read_text(encoding="utf-8")
+        # utf-8-sig: a dump saved with a byte-order mark still reads from its first line.
+        content = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         cause = "no such file" if isinstance(error, FileNotFoundError) else str(error)
         raise UsageError(f"cannot read {shown} (quality.decontaminate): {cause}") from None
