@@ -96,7 +96,8 @@ def write_questions(
 
 def write_answered(root: Path, count: int, topics: Sequence[str] = ("ownership",)) -> None:
     """`count` questions spread over `topics` (ten subtopics each), every one answered, written
-    straight to subtopics, questions and answers (one excluded answer in fifty)."""
+    straight to subtopics, questions and answers (one excluded answer in fifty); no two are
+    near-duplicates."""
     meta = Meta("parent-model", 41, 812, FinishReason.STOP, ReasoningKind.RAW)
     truncated = attrs.evolve(meta, finish_reason=FinishReason.LENGTH, excluded=Exclusion.TRUNCATED)
     subtopics = [
@@ -112,7 +113,12 @@ def write_answered(root: Path, count: int, topics: Sequence[str] = ("ownership",
     ):
         for i in range(count):
             sub = subtopics[i % len(subtopics)]
-            text = f"What happens to a borrowed value when its owner moves, in case {i}?"
+            # Two numbers of their own keep the questions apart (bigram Jaccard under 0.8):
+            # with only `{i}` they would all be near-duplicates, one cluster for the split.
+            text = (
+                f"What happens to a borrowed value when its owner moves, in case {i}"
+                f" ({i * 7919 % 10007} {i * 104729 % 65537})?"
+            )
             question = Question(question_id(sub.id, text), sub.topic, sub.id, sub.name, text)
             messages = (
                 Message("user", text),

@@ -13,7 +13,8 @@ import itertools
 import math
 import operator
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 
 from overbrainer.llm import InvalidResponse
 
@@ -29,15 +30,22 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 _CHAR_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
 
 
+def words(text: str) -> list[str]:
+    """The words of `text`, lowercased, with every non-alphanumeric char as a space."""
+    spaced = _NOT_ALNUM.sub(" ", text)
+    # ASCII text has neither İ nor Σ: skip the translation's pass over it.
+    return (spaced if spaced.isascii() else spaced.translate(_CHAR_LOWER)).lower().split()
+
+
 def shingles(text: str) -> frozenset[str]:
     """The word bigrams of `text` (lowercased, non-alphanumerics as spaces); the word if fewer."""
-    words = _NOT_ALNUM.sub(" ", text).translate(_CHAR_LOWER).lower().split()
-    if len(words) < 2:
-        return frozenset(words)
-    return frozenset([f"{first} {second}" for first, second in itertools.pairwise(words)])
+    split = words(text)
+    if len(split) < 2:
+        return frozenset(split)
+    return frozenset([f"{first} {second}" for first, second in itertools.pairwise(split)])
 
 
-def jaccard(first: frozenset[str], second: frozenset[str]) -> float:
+def jaccard(first: AbstractSet[Hashable], second: AbstractSet[Hashable]) -> float:
     """|A∩B| / |A∪B|, and 1.0 when both sets are empty."""
     if not first and not second:
         return 1.0

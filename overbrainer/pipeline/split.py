@@ -6,21 +6,30 @@ The eval set takes `round(n·ratio)` (half away from zero, at least 1 and at mos
 proportion to their sizes by largest remainder (ties broken by a seeded hash of the name,
 then the name). Within a subtopic the examples are ordered by a seeded hash of their ID and
 the first ones go to eval. The same examples, ratio and seed always give the same split.
+
+Ours, given the question texts: answers whose question overlaps a benchmark question are left
+out (`decontaminate`), and near-duplicate questions are kept on one side (`near_duplicates`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import attrs
 import xxhash
 
 from overbrainer.events.types import StageStats
+from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
+from overbrainer.pipeline.near_duplicates import cluster_labels, keep_together
 from overbrainer.storage import Exclusion, Meta, SplitCounts
 
+EMPTIED_EVAL_WARNING = (
+    "eval is empty: each of its {n} questions has a near-duplicate in train"
+    " ([pipeline] dedup_threshold), so they all joined train"
+)
 ORPHANED_WARNING = (
     "all {n} usable answers are orphaned (topic no longer configured or question no longer"
     " in data/questions.jsonl): train and eval will be empty"
@@ -133,24 +142,31 @@ class SplitReport:
     """Non-zero counts by reason, in the fixed order of `Exclusion`."""
     orphaned: int = 0
     quality: int = 0
-    """Answers the quality judge scored under `[quality] min_score` (ours)."""
+    """Ours: answers the quality judge scored under `[quality] min_score`."""
+    contaminated: int = 0
+    """Ours: usable answers left out because their question overlaps a benchmark's."""
+    moved: int = 0
+    """Ours: answers moved to the other side to keep near-duplicate questions together."""
 
     @property
     def excluded_total(self) -> int:
         """Every excluded answer counted, whatever its reason."""
-        return sum(count for _, count in self.excluded) + self.quality
+        return sum(count for _, count in self.excluded) + self.quality + self.contaminated
 
     def line(self) -> str:
         """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 1,
-        quality 2), 2 orphaned`."""
-        reasons = ", ".join(
-            [f"{reason.value} {count}" for reason, count in self.excluded]
-            + ([f"quality {self.quality}"] if self.quality else [])
-        )
+        quality 2), 2 orphaned`; ours are shown only when non-zero."""
+        shown = [(reason.value, count) for reason, count in self.excluded]
+        if self.quality:
+            shown.append(("quality", self.quality))
+        if self.contaminated:
+            shown.append(("contaminated", self.contaminated))
+        reasons = ", ".join(f"{reason} {count}" for reason, count in shown)
         detail = f" ({reasons})" if reasons else ""
+        moved = f", {self.moved} moved to keep near-duplicates together" if self.moved else ""
         return (
             f"split: {self.train} train, {self.eval} eval, "
-            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned"
+            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned{moved}"
         )
 
     def stats(self) -> StageStats:
@@ -161,7 +177,7 @@ class SplitReport:
 
     def counts(self) -> SplitCounts:
         """What the history records of this split."""
-        return SplitCounts(self.train, self.eval, self.orphaned)
+        return SplitCounts(self.train, self.eval, self.orphaned, self.moved)
 
 
 @attrs.frozen
@@ -175,11 +191,21 @@ class SplitPlan(Generic[S]):
     """Usable answers left out as orphans, whatever their topic."""
     counted: int = 0
     """Answers of the counted topic(s): the stage's total."""
+    contaminated: list[tuple[S, Contamination]] = attrs.field(factory=list)
+    """Every topic's usable answers the benchmarks left out, with what they overlap."""
+    moved: int = 0
+    """Every topic's answers moved from eval to train beside a near-duplicate."""
 
     def orphan_warning(self) -> str | None:
         """The warning to log when every usable answer is orphaned, else None."""
         if self.orphaned_usable > 0 and not self.train and not self.eval:
             return ORPHANED_WARNING.format(n=self.orphaned_usable)
+        return None
+
+    def emptied_eval_warning(self) -> str | None:
+        """The warning to log when moving near-duplicates to train left eval empty, else None."""
+        if self.moved and not self.eval:
+            return EMPTIED_EVAL_WARNING.format(n=self.moved)
         return None
 
 
@@ -191,6 +217,10 @@ def plan_split(
     ratio: float,
     seed: int,
     low_scored: Collection[str] = frozenset(),
+    *,
+    texts: Mapping[str, str] | None = None,
+    dedup_threshold: float = 0.8,
+    benchmark: BenchmarkIndex | None = None,
 ) -> SplitPlan[S]:
     """Classify each answer (orphaned, excluded, usable), split the usable ones, and report.
 
@@ -199,6 +229,9 @@ def plan_split(
     usable answer whose ID is in `low_scored` (scored under `[quality] min_score`) is excluded
     as `quality`. Only answers of `topic` (all when None) are counted in the report; every
     topic's usable ones are split.
+
+    With `texts` (question text by ID), a usable answer whose question `benchmark` matches is
+    left out, and near-duplicate questions (`dedup_threshold`) never straddle train and eval.
     """
     usable: list[S] = []
     excluded: Counter[Exclusion] = Counter()
@@ -217,17 +250,44 @@ def plan_split(
             quality += counted
         else:
             usable.append(answer)
+    contaminated: list[tuple[S, Contamination]] = []
+    if texts is not None and benchmark is not None and len(benchmark):
+        usable, contaminated = _decontaminate(usable, texts, benchmark)
     train, evaluation = stratify(usable, ratio, seed)
-    if topic is None:
-        in_train, in_eval = len(train), len(evaluation)
-    else:
-        in_train = sum(answer.topic == topic for answer in train)
-        in_eval = sum(answer.topic == topic for answer in evaluation)
+    moved: list[S] = []
+    if texts is not None:
+        ordered = [*train, *evaluation]
+        labels = cluster_labels([texts[answer.id] for answer in ordered], dedup_threshold)
+        label = {answer.id: labels[i] for i, answer in enumerate(ordered)}
+        train, evaluation, moved = keep_together(train, evaluation, label)
+
+    def count(answers: Iterable[S]) -> int:
+        return sum(topic is None or answer.topic == topic for answer in answers)
+
     report = SplitReport(
-        train=in_train,
-        eval=in_eval,
+        train=count(train),
+        eval=count(evaluation),
         excluded=tuple((reason, excluded[reason]) for reason in Exclusion if excluded[reason]),
         orphaned=orphaned,
         quality=quality,
+        contaminated=count(answer for answer, _ in contaminated),
+        moved=count(moved),
     )
-    return SplitPlan(train, evaluation, report, orphaned_usable, counted_total)
+    return SplitPlan(
+        train, evaluation, report, orphaned_usable, counted_total, contaminated, len(moved)
+    )
+
+
+def _decontaminate(
+    usable: list[S], texts: Mapping[str, str], benchmark: BenchmarkIndex
+) -> tuple[list[S], list[tuple[S, Contamination]]]:
+    """`(kept, left out with their match)`: the usable answers whose question `benchmark` finds."""
+    kept: list[S] = []
+    left: list[tuple[S, Contamination]] = []
+    for answer in usable:
+        found = benchmark.match(texts[answer.id])
+        if found is None:
+            kept.append(answer)
+        else:
+            left.append((answer, found))
+    return kept, left

@@ -1,4 +1,8 @@
-"""Stage `split`: rewrite `train.jsonl` and `eval.jsonl` from the usable answers, atomically."""
+"""Stage `split`: rewrite `train.jsonl` and `eval.jsonl` from the usable answers, atomically.
+
+With `[quality] decontaminate` set it also rewrites `data/decontaminated.jsonl`, the audit of
+the answers the benchmark files left out.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,12 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from overbrainer.pipeline.benchmark_files import (
+    AUDIT_FILE,
+    audit_line,
+    load_benchmarks,
+    write_audit,
+)
 from overbrainer.pipeline.blocking import free_gradually, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.quality_scores import answer_sha, read_scores
@@ -27,8 +37,9 @@ from overbrainer.storage import (
 log = logging.getLogger(__name__)
 
 
-def _question_id(line: str) -> str:
-    return Question.from_json(line).id
+def _question_text(line: str) -> tuple[str, str]:
+    question = Question.from_json(line)
+    return question.id, question.text
 
 
 @attrs.frozen(slots=True)
@@ -75,36 +86,54 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
     Blocking (reads every answer and question, then classifies): a worker thread's job.
     """
     project = ctx.project
+    quality = ctx.settings.quality
+    # Read first: a bad benchmark file stops the split before anything is written.
+    benchmark = load_benchmarks(
+        project.root, quality.decontaminate, quality.ngram, quality.ngram_overlap
+    )
     source = project.data_file("answers")
     stamp = file_stamp(source)
     # A later record of an ID replaces an earlier one (an unfinished `--force`), and a
     # question a force dropped is gone: its answer is orphaned.
     parse = _reader(_low_scores(ctx))
     answers = current(read_records_at(source, parse), lambda answer: answer.id)
-    question_ids = set(
+    texts = dict(
         read_current(
             project.data_file("questions"),
             project.force_state("questions"),
-            _question_id,
-            lambda question: question,
+            _question_text,
+            lambda question: question[0],
         )
     )
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
     plan = plan_split(
         answers,
-        question_ids,
+        texts,
         {topic.name for topic in ctx.settings.topics},
         topic,
         pipeline.eval_ratio,
         pipeline.seed,
         {answer.id for answer in answers if answer.low},
+        texts=texts,
+        dedup_threshold=pipeline.dedup_threshold,
+        benchmark=benchmark,
     )
     return plan, stamp
 
 
-def _write(ctx: StageContext, chosen: list[list[_Answer]], stamp: Stamp | None) -> None:
-    """Rewrite train, then eval, from `chosen`'s two lists; blocking (two fsync'd rewrites).
+def _audit(plan: SplitPlan[_Answer]) -> list[str]:
+    """The lines of `data/decontaminated.jsonl` for this split."""
+    return [audit_line(a.id, a.topic, a.subtopic, found) for a, found in plan.contaminated]
+
+
+def _write(
+    ctx: StageContext,
+    chosen: list[list[_Answer]],
+    stamp: Stamp | None,
+    audit: list[str] | None = None,
+) -> None:
+    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd).
 
     It empties `chosen` as it goes, so that the answers are freed in this thread, and a
     slice at a time: freeing 100,000 of them at once, on the loop or here, holds the GIL
@@ -116,6 +145,8 @@ def _write(ctx: StageContext, chosen: list[list[_Answer]], stamp: Stamp | None) 
         spans = [(answer.start, answer.length) for answer in answers]
         free_gradually(answers)
         rewrite_from(ctx.project.data_file(name), source, spans, stamp)
+    if audit is not None:
+        write_audit(ctx.project.data_file(AUDIT_FILE), audit)
 
 
 async def split_stage(ctx: StageContext, run: StageRun) -> None:
@@ -125,11 +156,12 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
     with collector_paused():
         plan, stamp = await read_in_thread(lambda: _plan(ctx))
         run.start(plan.counted)
-        warning = plan.orphan_warning()
-        if warning is not None:
-            log.warning("%s", warning)
+        for warning in (plan.orphan_warning(), plan.emptied_eval_warning()):
+            if warning is not None:
+                log.warning("%s", warning)
         report = plan.report
         chosen = [plan.train, plan.eval]
+        audit = _audit(plan) if ctx.settings.quality.decontaminate else None
         del plan
-        await write_in_thread(lambda: _write(ctx, chosen, stamp))
+        await write_in_thread(lambda: _write(ctx, chosen, stamp, audit))
     run.finish_split(report.counts(), report.excluded_total, report.line())

@@ -38,7 +38,7 @@ class HistoryStatus(enum.Enum):
         return self.value
 
 
-@codec.record("split")
+@codec.record("split", omit=("moved",))
 @attrs.frozen
 class SplitCounts:
     """What one `split` wrote: counted train and eval examples and the orphaned ones."""
@@ -46,6 +46,8 @@ class SplitCounts:
     train: int
     eval: int
     orphaned: int
+    moved: int = 0
+    """Ours: answers moved to keep near-duplicate questions on one side (written when > 0)."""
 
 
 # The reference's reader ignores unknown keys, and so does ours; fields of ours are written
@@ -253,7 +255,7 @@ def record_line(record: HistoryRecord) -> str:
         s = record.split
         return (
             f"{head}  train {s.train}, eval {s.eval}, excluded {record.excluded}, "
-            f"orphaned {s.orphaned}"
+            f"orphaned {s.orphaned}" + (f", moved {s.moved}" if s.moved else "")
         )
     line = (
         f"{head}  {record.model or '-'}  {record.done} done, {record.skipped} skipped, "
