@@ -87,11 +87,13 @@ def test_the_command_line_logs_to_stderr_in_this_format(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    assert len(lines) == 8
+    # overbrainer.toml, .env.example, five prompts (quality.txt included), .gitignore, version
+    assert len(lines) == 9
     matches = [LINE.match(x) for x in lines]
     assert all(matches), lines
     assert matches[0] is not None
     assert matches[0].groups() == (" INFO", f"created {tmp_path / 'overbrainer.toml'}")
+    assert f"created {tmp_path / 'prompts' / 'quality.txt'}" in result.stderr
     assert "\x1b[" not in result.stderr
     assert result.stdout.startswith("next: ")
 
