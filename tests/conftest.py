@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import signal
 
 import pytest
 
@@ -16,6 +17,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test whose real part is missing in CI fails (tests/real_parts.py)."""
     for mark in item.iter_markers("missing_real_part"):
         pytest.fail(f"CI=true and a real part is missing: {mark.args[0]}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def restored_signals() -> collections.abc.Iterator[None]:
+    """SIGINT and SIGTERM handled after each test as before it: a caught one leaves them ignored.
+
+    A handler left at SIG_IGN would pass on to every child process the suite starts later, and
+    a child that must see a Ctrl-C (tests/test_project.py's lock holder) would then never end.
+    """
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in saved.items():
+        if handler is not None:  # None: set outside Python, which no test changes
+            signal.signal(signum, handler)
 
 
 @pytest.fixture(scope="module")

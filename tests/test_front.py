@@ -18,15 +18,6 @@ from overbrainer.ui.front import CliFrontend, TuiFrontend
 from tests.tasks import live_tasks
 
 
-@pytest.fixture(autouse=True)
-def restored_signals() -> Iterator[None]:
-    """This process's SIGINT and SIGTERM handlers as they were: a caught one leaves them ignored."""
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
-
-
 def send_sigint() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 

@@ -19,8 +19,11 @@ from overbrainer.project.directory import (
 )
 
 HOLDER = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
+# A suite started in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then installs no KeyboardInterrupt handler: this process must see the test's SIGINT.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from overbrainer.project.directory import open_project, project_lock
 with project_lock(open_project(Path(sys.argv[1]))):
     try:
