@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Iterator
 
 import pytest
 import trio
