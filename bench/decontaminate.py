@@ -1,19 +1,19 @@
 """Split quality figures: near-duplicate clusters and benchmark decontamination at scale.
 
-Synthetic questions: 8 to 30 words drawn from a Zipf-like vocabulary of 20,000 words behind
-one of a few common openings ("how does", "what is", …), so frequent bigrams are as common as
-in real generated questions. 2% of the questions are reworded copies (case, punctuation, one
-word changed) of others, filed under another topic. The benchmark holds 10,000 questions of
-its own, 1% of the stored questions with a trailing clause, and 1% of them copied whole.
+Synthetic questions (`_synthetic.question`); 2% of them are reworded copies (case,
+punctuation, one word changed) of others, filed under another topic. The benchmark holds
+10,000 questions of its own, 1% of the stored questions with a trailing clause, and 1% of them
+copied whole.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import resource
 import sys
 import time
+
+from _synthetic import VOCABULARY, question
 
 from overbrainer.pipeline.decontaminate import BenchmarkIndex, Source
 from overbrainer.pipeline.near_duplicates import cluster_labels
@@ -21,15 +21,7 @@ from overbrainer.pipeline.split import plan_split
 from overbrainer.storage.ids import object_id
 from overbrainer.storage.records import Example, FinishReason, Message, Meta, ReasoningKind
 
-OPENINGS = ("how does", "what is", "why does", "explain how", "when should i use", "what if")
-VOCABULARY = [f"w{n}" for n in range(20_000)]
-CUMULATIVE = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(VOCABULARY))))
 BENCHMARK = 10_000
-
-
-def _question(rng: random.Random) -> str:
-    words = rng.choices(VOCABULARY, cum_weights=CUMULATIVE, k=rng.randint(8, 30))
-    return f"{rng.choice(OPENINGS).capitalize()} {' '.join(words)}?"
 
 
 def _reworded(rng: random.Random, text: str) -> str:
@@ -40,7 +32,7 @@ def _reworded(rng: random.Random, text: str) -> str:
 
 def dataset(n: int, rng: random.Random) -> tuple[list[Example], dict[str, str]]:
     """`n` usable examples over 10 topics × 100 subtopics, and their question texts."""
-    texts: list[str] = [_question(rng) for _ in range(n - n // 50)]
+    texts: list[str] = [question(rng) for _ in range(n - n // 50)]
     texts += [_reworded(rng, rng.choice(texts)) for _ in range(n // 50)]
     meta = Meta("m", 0, 0, FinishReason.STOP, ReasoningKind.RAW)
     examples = []
@@ -53,7 +45,7 @@ def dataset(n: int, rng: random.Random) -> tuple[list[Example], dict[str, str]]:
 
 def benchmark(stored: list[str], rng: random.Random) -> list[str]:
     """10,000 benchmark questions: 1% of the stored ones with a clause added, 1% copied."""
-    questions = [_question(rng) for _ in range(BENCHMARK)]
+    questions = [question(rng) for _ in range(BENCHMARK)]
     for i, text in enumerate(rng.sample(stored, len(stored) // 50)):
         questions[i] = text if i % 2 else f"{text} Answer with a number between one and ten."
     return questions

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import attrs
 import trio
+from _synthetic import question as synthetic_question
 
 from overbrainer.config.settings import Pipeline, Protocol, Provider, Role, Roles, Settings, Topic
 from overbrainer.config.settings import Project as ProjectSection
@@ -87,7 +89,12 @@ class Scrapes:
 
 
 def write_project(root: Path, count: int) -> None:
-    """`count` questions over 10 topics x 100 subtopics, all answered (2% excluded)."""
+    """`count` questions over 10 topics x 100 subtopics, all answered (2% excluded).
+
+    The texts are varied (`_synthetic.question`), as generated ones are: with one template
+    for all, `split` would find them all near-duplicates and leave eval empty.
+    """
+    rng = random.Random(count)
     meta = Meta("parent-model", 41, 812, FinishReason.STOP, ReasoningKind.RAW)
     cut = attrs.evolve(meta, finish_reason=FinishReason.LENGTH, excluded=Exclusion.TRUNCATED)
     subtopics = [
@@ -101,7 +108,7 @@ def write_project(root: Path, count: int) -> None:
     with (data / "questions.jsonl").open("w") as qs, (data / "answers.jsonl").open("w") as ans:
         for i in range(count):
             sub = subtopics[i % len(subtopics)]
-            text = f"What happens to a borrowed value when its owner moves, in case {i}?"
+            text = synthetic_question(rng)
             question = Question(question_id(sub.id, text), sub.topic, sub.id, sub.name, text)
             reply = Message("assistant", f"A careful answer to: {text}", f"Reasoning on: {text}")
             example = Example(

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overbrainer.pipeline.dedup import jaccard, shingles
-from overbrainer.pipeline.near_duplicates import cluster_labels, keep_together
+from overbrainer.pipeline.near_duplicates import (
+    RANK_SLICE,
+    _rarest_first,
+    cluster_labels,
+    keep_together,
+)
 from overbrainer.pipeline.split import plan_split, stratify
 from overbrainer.storage.ids import object_id
 from overbrainer.storage.records import Example, FinishReason, Message, Meta, ReasoningKind
@@ -80,6 +87,19 @@ def _dataset(copies: int) -> tuple[list[Example], dict[str, str]]:
         for n in range(copies)
     ]
     return [e for e, _ in pairs], {e.id: text for e, text in pairs}
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 30), max_size=300))
+def test_rarest_first_ranks_as_a_stable_sort_by_count(bigrams: list[int]) -> None:
+    frequency = Counter(bigrams)
+    expected = sorted(frequency, key=frequency.__getitem__)
+    assert _rarest_first(frequency) == {bigram: r for r, bigram in enumerate(expected)}
+
+
+def test_rarest_first_ranks_past_one_slice() -> None:
+    frequency = Counter({n: 1 + n % 3 for n in range(RANK_SLICE * 2 + 7)})
+    expected = sorted(frequency, key=frequency.__getitem__)
+    assert list(_rarest_first(frequency).items()) == [(b, r) for r, b in enumerate(expected)]
 
 
 def test_keep_together_moves_eval_members_of_a_train_cluster_to_train() -> None:
