@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from overbrainer.pipeline.blocking import FREE_SLICE, free_gradually
 from overbrainer.storage import collector_paused
+from overbrainer.storage.collector import FREE_SLICE, free_gradually
 
 
 def test_the_pause_restores_the_collector_and_nests() -> None:

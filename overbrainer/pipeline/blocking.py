@@ -24,25 +24,11 @@ T = TypeVar("T")
 CLOSE_BOUND = 10.0
 """Seconds a cancelled stage waits for its appender's fsync before leaving it to its thread."""
 
-FREE_SLICE = 1000
-"""Items `free_gradually` frees per call: well under a millisecond of deallocation."""
-
 
 async def read_in_thread(read: Callable[[], T]) -> T:
     """`read()` in a worker thread; on cancel the thread is left to finish and its result
     dropped, which is safe because it changes nothing on disk."""
     return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
-
-
-def free_gradually(items: list[T]) -> None:
-    """Empty `items` a slice at a time; in a worker thread, for a list of many records.
-
-    Freeing a list frees its items in one C call that holds the GIL throughout: for 100,000
-    records, tens of milliseconds in which the event loop cannot run even though the work is
-    in another thread. Between slices the thread lets the loop take the GIL.
-    """
-    while items:
-        del items[-FREE_SLICE:]
 
 
 async def write_in_thread(write: Callable[[], T]) -> T:

@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Protocol, TypeVar, cast
 
-from overbrainer.pipeline.blocking import free_gradually
 from overbrainer.pipeline.dedup import jaccard, shingles
+from overbrainer.storage import free_gradually
 
 RANK_SLICE = 10_000
 """Bigrams ranked per C call: a fraction of a millisecond each."""

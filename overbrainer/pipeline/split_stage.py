@@ -17,7 +17,7 @@ from overbrainer.pipeline.benchmark_files import (
     load_benchmarks,
     write_audit,
 )
-from overbrainer.pipeline.blocking import free_gradually, read_in_thread, write_in_thread
+from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.quality_scores import answer_sha, read_scores
 from overbrainer.pipeline.split import SplitPlan, plan_split
@@ -29,6 +29,7 @@ from overbrainer.storage import (
     current,
     example_head,
     file_stamp,
+    free_gradually,
     read_current,
     read_records_at,
     rewrite_from,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
-    from overbrainer.storage.collector import collector_paused
+    from overbrainer.storage.collector import collector_paused, free_gradually
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import ForceState, save_force_state
     from overbrainer.storage.history import (
@@ -95,6 +95,7 @@ __all__ = [
     "example_id",
     "file_stamp",
     "format_history",
+    "free_gradually",
     "load_document",
     "normalize",
     "open_appender",
@@ -123,6 +124,7 @@ __getattr__ = lazy_face(
     {
         "Appender": "jsonl",
         "collector_paused": "collector",
+        "free_gradually": "collector",
         "BatchRecord": "batches",
         "DataError": "errors",
         "DiskFull": "errors",
