@@ -3,17 +3,14 @@ line and exit 2, through the real command; what was stored before stays whole.""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 import trio
 
 from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
 from overbrainer.storage.history import HistoryStatus
 from tests import train_helpers
+from tests.permissions import permissions_hold
 from tests.pipeline_support import (
     Result,
     command,
@@ -23,9 +20,6 @@ from tests.pipeline_support import (
     read_examples,
     write_questions,
 )
-
-NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-"""Root without the capabilities that let it write a read-only file: permissions then hold."""
 
 FULL_DISK = """\
 import errno, os
@@ -46,18 +40,6 @@ def _full(fd, data):
 os.write = _full
 """
 """A `sitecustomize` that makes writes to answers.jsonl fail as on a full disk after N."""
-
-
-def permissions_hold() -> list[str]:
-    """The prefix that makes file permissions apply to the command; skips when none can."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: permissions cannot be made to hold")
-    probe = subprocess.run([*NO_OVERRIDE, "true"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip("running as root and cannot drop CAP_DAC_OVERRIDE")
-    return NO_OVERRIDE
 
 
 async def run(argv: list[str], env: dict[str, str]) -> Result:
