@@ -13,6 +13,7 @@ indexed: clusters only grow, so a group already in the probing text's cluster is
 
 from __future__ import annotations
 
+import itertools
 import math
 from array import array
 from collections import Counter
@@ -55,8 +56,7 @@ def _rarest_first(frequency: Counter[int]) -> dict[int, int]:
     for count in sorted(by_count):
         bigrams = by_count.pop(count)
         for start in range(0, len(bigrams), RANK_SLICE):
-            chunk = bigrams[start : start + RANK_SLICE]
-            rank.update(zip(chunk, range(len(rank), len(rank) + len(chunk)), strict=True))
+            rank.update(zip(bigrams[start : start + RANK_SLICE], itertools.count(len(rank))))
     return rank
 
 
