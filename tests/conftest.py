@@ -7,9 +7,11 @@ import signal
 
 import pytest
 
+from overbrainer.devtools.stub_provider import check_exchanges
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
+from tests.standin_contract import StandinContract
 from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
 
 
@@ -31,6 +33,24 @@ def restored_signals() -> collections.abc.Iterator[None]:
     for signum, handler in saved.items():
         if handler is not None:  # None: set outside Python, which no test changes
             signal.signal(signum, handler)
+
+
+@pytest.fixture(autouse=True)
+def standin_contract() -> collections.abc.Iterator[StandinContract]:
+    """Every stand-in provider of the test checked against the published APIs.
+
+    A test fails when a stub is left with a violation: a request the real API would refuse,
+    or an answer of the stub's own that it would never send. A test that sends a bad request
+    on purpose clears `stub.violations` after checking them.
+    """
+    contract = StandinContract()
+    before = check_exchanges(contract)
+    try:
+        yield contract
+    finally:
+        check_exchanges(before)
+    left = contract.violations()
+    assert not left, f"exchanges off the provider's API: {left}"
 
 
 @pytest.fixture(scope="module")
