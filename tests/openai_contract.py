@@ -154,7 +154,6 @@ def declared_fields(schema: Json) -> set[str]:
     return fields
 
 
-
 def operation(method: str, path: str) -> tuple[str, Json] | None:
     """The description's path template and operation for a request (`/v1` stripped)."""
     path = path.removeprefix("/v1")
@@ -216,7 +215,9 @@ def check_request(
         value = json.loads(body)
     except ValueError:
         return [*wrong, f"{where}: the body is not JSON"]
-    wrong += [f"{where}: {e}" for e in check_body(template, method, pointer, schema, value, dialect)]
+    wrong += [
+        f"{where}: {e}" for e in check_body(template, method, pointer, schema, value, dialect)
+    ]
     return wrong
 
 
@@ -322,9 +323,10 @@ def check_batch_output(content: str) -> list[str]:
 
 
 def _response_pointer(template: str, method: str, status: int) -> str:
-    return _pointer(
-        "paths", template, method, "responses", str(status), "content", "application/json"
-    ) + "/schema"
+    return (
+        _pointer("paths", template, method, "responses", str(status), "content", "application/json")
+        + "/schema"
+    )
 
 
 def _error_errors(body: Json) -> list[str]:

@@ -8,9 +8,36 @@ is left with a violation, however it was started.
 
 from __future__ import annotations
 
+import os
+import re
+
 from overbrainer.devtools.stub_provider import StubProvider
 from overbrainer.net.http_server import Request, Response
 from tests import anthropic_contract, openai_contract
+
+
+UNTIL_DIALECTS = (
+    # The product sends OpenRouter's `reasoning` object to every OpenAI-protocol provider.
+    re.compile(r"fields the description does not declare \(openai\): \['reasoning'\]$"),
+    # It lists models with `?detailed=true`, which OpenAI's `GET /models` does not declare.
+    re.compile(r"^GET /v1/models\?detailed=true: undeclared query parameters \['detailed'\]$"),
+    # It sends `{}` to `POST /batches/{id}/cancel`, which takes no body.
+    re.compile(r"^POST /v1/batches/[^/]+/cancel: a body where the operation declares none$"),
+)
+"""Violations of the product's own requests, known and left to the `dialects` branch: they are
+recorded in `tolerated` (reported at the end of the session) instead of failing the test.
+Empty this when that branch merges; `STANDIN_STRICT=1` makes them fail today."""
+
+tolerated: list[str] = []
+"""The tolerated violations seen since the last test started (tests/conftest.py drains it)."""
+
+
+def _untolerated(wrong: list[str]) -> list[str]:
+    if os.environ.get("STANDIN_STRICT") == "1":
+        return wrong
+    known = [w for w in wrong if any(p.search(w) for p in UNTIL_DIALECTS)]
+    tolerated.extend(known)
+    return [w for w in wrong if w not in known]
 
 
 def is_anthropic(request: Request) -> bool:
@@ -24,8 +51,10 @@ def check_request(request: Request, *, dialect: str, key: str | None) -> list[st
         return anthropic_contract.check_request(
             request.method, request.target, request.headers, request.body, key=key
         )
-    return openai_contract.check_request(
-        request.method, request.target, request.headers, request.body, dialect=dialect, key=key
+    return _untolerated(
+        openai_contract.check_request(
+            request.method, request.target, request.headers, request.body, dialect=dialect, key=key
+        )
     )
 
 

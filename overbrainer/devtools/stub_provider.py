@@ -526,7 +526,7 @@ class StubProvider:
         ):
             return error("invalid api key", 401), False
         if request.method == "GET" and request.path.endswith("/models"):
-            return _json_response(_model_listing(self.models)), False
+            return _json_response(model_listing(self.models)), False
         known = request.path.endswith("/embeddings") or recorded.is_completion
         if request.method != "POST" or not known:
             return error("not found", 404), False
@@ -591,7 +591,7 @@ class StubProvider:
             await started(nursery)
 
 
-def _model_listing(models: Json) -> Json:
+def model_listing(models: Json) -> Json:
     """`models` as OpenAI lists them: each entry completed with the fields OpenAI requires."""
     if not isinstance(models, dict) or not isinstance(models.get("data"), list):
         return models
