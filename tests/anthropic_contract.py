@@ -26,7 +26,11 @@ from anthropic.types.messages.batch_create_params import BatchCreateParams
 
 Json = Any
 
-ALWAYS_SENT = {Message: ("stop_reason", "stop_sequence", "usage")}
+__all__ = ["Message", "check_request", "check_response", "model_errors", "params_errors"]
+
+ALWAYS_SENT: dict[type[pydantic.BaseModel], tuple[str, ...]] = {
+    Message: ("stop_reason", "stop_sequence", "usage")
+}
 """Fields of an answer the SDK defaults to None that the API sends every time."""
 
 
@@ -40,10 +44,7 @@ def _drain(value: Any) -> None:
     if isinstance(value, dict):
         for item in value.values():
             _drain(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _drain(item)
-    elif hasattr(value, "__next__"):
+    elif isinstance(value, (list, tuple)) or hasattr(value, "__next__"):
         for item in value:
             _drain(item)
 

@@ -8,15 +8,15 @@ import signal
 import pytest
 
 from overbrainer.devtools.stub_provider import check_exchanges
+from tests import standin_contract as standins
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
-from tests import standin_contract as standins
 from tests.standin_contract import StandinContract
+from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
 
 _TOLERATED: dict[str, list[str]] = {}
 """Test id → the known product violations it sent (`standin_contract.UNTIL_DIALECTS`)."""
-from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

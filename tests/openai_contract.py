@@ -96,7 +96,7 @@ def _nullable(rule: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]
     return checked
 
 
-_Validator = jsonschema.validators.extend(
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator,
     {
         name: _nullable(rule)
@@ -111,7 +111,8 @@ def _registry() -> referencing.Registry[Any]:
     resource = referencing.Resource.from_contents(
         description(), default_specification=referencing.jsonschema.DRAFT202012
     )
-    return referencing.Registry().with_resource(_URI, resource)
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource(_URI, resource)
+    return registry
 
 
 @functools.cache
@@ -128,7 +129,9 @@ def schema_errors(pointer: str, instance: Json) -> list[str]:
 
 def _short(error: jsonschema.ValidationError) -> str:
     best = jsonschema.exceptions.best_match([error])
-    return best.message if len(best.message) < 300 else best.message[:300] + "…"
+    assert best is not None
+    message = str(best.message)
+    return message if len(message) < 300 else message[:300] + "…"
 
 
 def _pointer(*parts: str) -> str:

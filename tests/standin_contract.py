@@ -15,14 +15,14 @@ from overbrainer.devtools.stub_provider import StubProvider
 from overbrainer.net.http_server import Request, Response
 from tests import anthropic_contract, openai_contract
 
-
 UNTIL_DIALECTS = (
     # The product sends OpenRouter's `reasoning` object to every OpenAI-protocol provider.
     re.compile(r"fields the description does not declare \(openai\): \['reasoning'\]$"),
     # It lists models with `?detailed=true`, which OpenAI's `GET /models` does not declare.
     re.compile(r"^GET /v1/models\?detailed=true: undeclared query parameters \['detailed'\]$"),
-    # It sends `{}` to `POST /batches/{id}/cancel`, which takes no body.
+    # It sends `{}` to `POST /batches/{id}/cancel` (and Anthropic's), which takes no body.
     re.compile(r"^POST /v1/batches/[^/]+/cancel: a body where the operation declares none$"),
+    re.compile(r"^POST /v1/messages/batches/[^/]+/cancel: a body where the API takes none$"),
 )
 """Violations of the product's own requests, known and left to the `dialects` branch: they are
 recorded in `tolerated` (reported at the end of the session) instead of failing the test.
@@ -48,8 +48,10 @@ def is_anthropic(request: Request) -> bool:
 def check_request(request: Request, *, dialect: str, key: str | None) -> list[str]:
     """Why the request breaks the API it is sent to (empty when it does not)."""
     if is_anthropic(request):
-        return anthropic_contract.check_request(
-            request.method, request.target, request.headers, request.body, key=key
+        return _untolerated(
+            anthropic_contract.check_request(
+                request.method, request.target, request.headers, request.body, key=key
+            )
         )
     return _untolerated(
         openai_contract.check_request(
@@ -62,8 +64,13 @@ def check_response(request: Request, response: Response) -> list[str]:
     """Why the answer breaks the API (dropped or reset connections are not answers)."""
     if response.drop or response.reset:
         return []
-    module = anthropic_contract if is_anthropic(request) else openai_contract
-    return module.check_response(request.method, request.target, response.status, response.body)
+    if is_anthropic(request):
+        return anthropic_contract.check_response(
+            request.method, request.target, response.status, response.body
+        )
+    return openai_contract.check_response(
+        request.method, request.target, response.status, response.body
+    )
 
 
 class StandinContract:

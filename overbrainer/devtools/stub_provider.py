@@ -500,12 +500,12 @@ class StubProvider:
         contract = _contract
         wrong = [] if contract is None else contract.request(self, request)
         self.violations += wrong
-        response, deliberate = await self._answer(request, wrong)
+        response, deliberate = await self.respond(request, wrong)
         if contract is not None and not (wrong or deliberate):
             self.violations += contract.response(self, request, response)
         return response
 
-    async def _answer(self, request: Request, wrong: list[str]) -> tuple[Response, bool]:
+    async def respond(self, request: Request, wrong: list[str]) -> tuple[Response, bool]:
         """The answer to `request`, and whether it is a scripted fault (not checked).
 
         `wrong` says why the request breaks the API: it is refused as the real API would.
@@ -537,7 +537,9 @@ class StubProvider:
         refused = refusal(request.path, body)
         if refused is not None:
             param, why = refused
-            return (anthropic_error(why, 400) if anthropic else openai_error(why, 400, param)), False
+            return (
+                anthropic_error(why, 400) if anthropic else openai_error(why, 400, param)
+            ), False
         reply = await self._reply_for(recorded)
         delay = reply.delay or self.delay
         if delay > 0:
@@ -550,7 +552,9 @@ class StubProvider:
         if reply.status != 200:
             text = _echoed_auth(recorded) if reply.echo_auth else reply.content
             answered = error(text, reply.status)
-            return attrs.evolve(answered, headers=answered.headers + tuple(reply.headers.items())), True
+            return attrs.evolve(
+                answered, headers=answered.headers + tuple(reply.headers.items())
+            ), True
         serial = len(self.requests)
         if anthropic:
             answer = _anthropic_body(reply, model_name, serial)
@@ -593,13 +597,14 @@ class StubProvider:
 
 def model_listing(models: Json) -> Json:
     """`models` as OpenAI lists them: each entry completed with the fields OpenAI requires."""
-    if not isinstance(models, dict) or not isinstance(models.get("data"), list):
+    entries = models.get("data") if isinstance(models, dict) else None
+    if not isinstance(models, dict) or not isinstance(entries, list):
         return models
     data: list[Json] = [
         {"object": "model", "created": CREATED, "owned_by": "stub", **entry}
         if isinstance(entry, dict)
         else entry
-        for entry in models["data"]
+        for entry in entries
     ]
     return {"object": "list", **models, "data": data}
 
