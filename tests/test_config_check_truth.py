@@ -19,7 +19,7 @@ KEY = "sk-test-SECRET-4242"
 WRONG = "sk-wrong-SECRET-1"
 NO_AXOLOTL = "/usr/bin:/bin"
 """A PATH without Axolotl (as tests/test_init.py has it)."""
-LITELLM_NO_DB = {
+LITELLM_NO_DB: Json = {
     "error": {
         "message": "No connected db.",
         "type": "no_db_connection",
@@ -114,7 +114,11 @@ async def test_litellm_no_connected_db_is_a_refused_key_without_a_probe(tmp_path
 
 async def test_no_list_and_a_refused_probe_is_a_refused_key(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
-    for listing in ((404, {"error": {"message": "not found"}}), (400, {"error": "bad request"})):
+    listings: list[tuple[int, Json]] = [
+        (404, {"error": {"message": "not found"}}),
+        (400, {"error": "bad request"}),
+    ]
+    for listing in listings:
         async with open_listing_stub() as stub:
             stub.listing, stub.api_key = listing, KEY
             code, lines, stderr = await check(root, stub, "--online", key=WRONG)
@@ -128,12 +132,9 @@ async def test_no_list_and_a_refused_probe_is_a_refused_key(tmp_path: Path) -> N
         ]
         assert stderr == "error: roles.generator and roles.parent cannot work (see above)\n"
         # One probe per model, of at most one output token, sent once (no retries).
-        bodies = [r.body_json for r in stub.completions]
-        assert sorted(b["model"] for b in bodies if isinstance(b, dict)) == [
-            "gen-model",
-            "parent-model",
-        ]
-        assert all(isinstance(b, dict) and b["max_tokens"] == 1 for b in bodies)
+        bodies = [r.body_json for r in stub.completions if isinstance(r.body_json, dict)]
+        assert sorted(str(body["model"]) for body in bodies) == ["gen-model", "parent-model"]
+        assert [body["max_tokens"] for body in bodies] == [1, 1]
 
 
 async def test_no_list_and_an_answered_probe_is_an_accepted_key(tmp_path: Path) -> None:
