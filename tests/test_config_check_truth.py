@@ -9,9 +9,12 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import trio
 
 from overbrainer.devtools.stub_provider import JSON_HEADERS, Json, Reply, StubProvider
+from overbrainer.llm.errors import StatusError
+from overbrainer.llm.probe import refuses_key
 from overbrainer.net.http_server import Request, Response
 from tests.pipeline_support import PRICES, make_project, overbrainer
 
@@ -72,10 +75,16 @@ async def open_listing_stub() -> AsyncIterator[ListingStub]:
 
 
 async def check(
-    root: Path, stub: StubProvider, *args: str, key: str = KEY, path: str | None = None
+    root: Path,
+    stub: StubProvider,
+    *args: str,
+    key: str = KEY,
+    path: str | None = None,
+    more: dict[str, str] | None = None,
 ) -> tuple[int, list[str], str]:
-    """`config check ARGS` with `key`: exit code, stdout lines, stderr (never a key in them)."""
-    env = {"OVERBRAINER_PROVIDERS__STUB__API_KEY": key}
+    """`config check ARGS` with `key` (and `more` variables): exit code, stdout lines, stderr
+    (never a key in them)."""
+    env = {"OVERBRAINER_PROVIDERS__STUB__API_KEY": key, **(more or {})}
     if path is not None:
         env["PATH"] = path
     result = await overbrainer(root, "config", "check", *args, url=stub.url, env=env, limit=60)
@@ -180,12 +189,20 @@ async def test_provider_lines_are_printed_when_a_training_target_is_broken(
         ]
         assert "targets.local = local, native, no axolotl on PATH" in lines
         assert stderr == f"error: {TRAINING_PROBLEM}\n"
-        # Every problem at the end, the provider's and the target's.
-        code, lines, stderr = await check(root, stub, "--online", key=WRONG, path=NO_AXOLOTL)
+        # Every problem at the end: the hub token's, the target's, the provider's.
+        hub = {"OVERBRAINER_HF_TOKEN": "vault:secret/overbrainer#hf"}
+        code, lines, stderr = await check(
+            root, stub, "--online", "--resolve", key=WRONG, path=NO_AXOLOTL, more=hub
+        )
     assert code == 2
-    assert lines[-1] == "roles.parent (stub, parent-model): reachable, key refused (HTTP 401)"
+    assert lines[-3:] == [
+        "providers.stub.api_key: resolved",
+        "roles.generator (stub, gen-model): reachable, key refused (HTTP 401)",
+        "roles.parent (stub, parent-model): reachable, key refused (HTTP 401)",
+    ]
     assert stderr == (
         "error: the configuration cannot work:\n"
+        "  cannot resolve hf_token: a vault: reference was found but VAULT_ADDR is not set\n"
         f"  {TRAINING_PROBLEM}\n"
         "  roles.generator and roles.parent cannot work (see above)\n"
     )
@@ -207,3 +224,22 @@ async def test_a_dataset_only_project_needs_no_axolotl(tmp_path: Path) -> None:
         code, lines, stderr = await check(trains, stub, "--no-train", "--online", path=NO_AXOLOTL)
     assert (code, stderr) == (0, "")
     assert "targets.local = local, native, no axolotl on PATH" in lines
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "refused"),
+    [
+        (401, "anything", True),
+        (403, "anything", True),
+        (400, "No connected db.", True),  # LiteLLM without a database, any key but the master
+        (400, "API key not valid. Please pass a valid API key.", True),  # Google's endpoint
+        (400, "Authentication Error, Invalid proxy server token passed.", True),
+        (400, "Unsupported parameter: 'max_tokens' is not supported with this model.", False),
+        (400, "x is not a valid model ID", False),
+        # LiteLLM's own database outage names authentication, but refuses no key.
+        (503, "Service Unavailable, the authentication database is unreachable.", False),
+        (404, "Invalid API key route", False),
+    ],
+)
+def test_which_answers_refuse_the_key(status: int, message: str, refused: bool) -> None:
+    assert refuses_key(StatusError(status, message)) is refused
