@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import JSON_HEADERS, Json, Reply, StubProvider
+from overbrainer.devtools.stub_provider import (
+    JSON_HEADERS,
+    Json,
+    Recorded,
+    Reply,
+    StubProvider,
+)
 from overbrainer.llm.errors import StatusError
 from overbrainer.llm.probe import refuses_key
 from overbrainer.net.http_server import Request, Response
@@ -171,6 +177,32 @@ async def test_no_list_and_an_answered_probe_is_an_accepted_key(tmp_path: Path) 
     ]
     assert len(stub.completions) == 1
     assert KEY not in result.stdout + result.stderr
+
+
+def unknown_generator(request: Recorded) -> Reply:
+    """404 for the generator's model, 429 for any other, each quoting the request's key."""
+    body = request.body_json if isinstance(request.body_json, dict) else {}
+    return Reply(status=404 if body.get("model") == "gen-model" else 429, echo_auth=True)
+
+
+async def test_a_probe_the_model_is_not_found_for_fails_without_quoting_the_provider(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    async with open_listing_stub() as stub:
+        stub.listing = (404, {"error": {"message": "not found"}})
+        # A careless upstream quotes the credentials it got: none of it reaches the lines.
+        stub.responder = unknown_generator
+        code, lines, stderr = await check(root, stub, "--online")
+    assert code == 2
+    assert lines[-2:] == [
+        "roles.generator (stub, gen-model): reachable, no model list (HTTP 404); "
+        "one-token probe: HTTP 404, the model or the base URL is wrong",
+        "roles.parent (stub, parent-model): reachable, no model list (HTTP 404); "
+        "one-token probe: HTTP 429: key and model not checked",
+    ]
+    assert stderr == "error: roles.generator cannot work (see above)\n"
+    assert len(stub.completions) == 2  # once each: a 429 is not retried
 
 
 async def test_provider_lines_are_printed_when_a_training_target_is_broken(
