@@ -101,7 +101,8 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert without.returncode == 2
     assert without.stderr == (
         "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
-        "Axolotl's virtual environment)\n"
+        "Axolotl's virtual environment); `config check --no-train` checks a dataset-only run "
+        "(`run --no-train`)\n"
     )
     assert "targets.local = local, native, no axolotl on PATH" in without.stdout.splitlines()
     filled = overbrainer("config", "check", cwd=demo)
