@@ -6,6 +6,7 @@ import math
 import re
 
 from overbrainer.config import settings as s
+from overbrainer.config.dialects import fits
 
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -63,6 +64,12 @@ def check(cfg: s.Settings) -> list[str]:
         if kind is not None and (kind is s.BatchApi.ANTHROPIC) != anthropic:
             out.append(
                 f"providers.{name}.batch_api: `{kind.value}` does not match the "
+                f"{provider.protocol.value} protocol"
+            )
+        dialect = provider.dialect
+        if dialect is not None and not fits(dialect, provider.protocol):
+            out.append(
+                f"providers.{name}.dialect: `{dialect.value}` does not match the "
                 f"{provider.protocol.value} protocol"
             )
     for name, role in roles:
@@ -129,6 +136,11 @@ def batch_problem(cfg: s.Settings) -> str | None:
     name = cfg.roles.parent.provider
     if provider.protocol is s.Protocol.STUB:
         return f"the stub protocol of provider `{name}` has no batch API"
+    if provider.batch_kind is None:
+        return (
+            f"the {provider.spec.dialect.value} dialect of provider `{name}` has no batch API "
+            f"(set providers.{name}.batch_api if the server has one)"
+        )
     return None
 
 
