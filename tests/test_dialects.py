@@ -169,10 +169,9 @@ def _resolve(spec: dict[str, Json], node: Json) -> Iterator[dict[str, Json]]:
         yield from _resolve(spec, target)
         return
     yield node
-    for key in ("allOf",):
-        parts = node.get(key)
-        for part in parts if isinstance(parts, list) else []:
-            yield from _resolve(spec, part)
+    parts = node.get("allOf")
+    for part in parts if isinstance(parts, list) else []:
+        yield from _resolve(spec, part)
 
 
 def _declared(spec: dict[str, Json], schema: str) -> dict[str, Json]:
