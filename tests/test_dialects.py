@@ -163,9 +163,9 @@ def _resolve(spec: dict[str, Json], node: Json) -> Iterator[dict[str, Json]]:
     ref = node.get("$ref")
     if isinstance(ref, str):
         target: Json = spec
-        for part in ref.removeprefix("#/").split("/"):
+        for name in ref.removeprefix("#/").split("/"):
             assert isinstance(target, dict)
-            target = target[part]
+            target = target[name]
         yield from _resolve(spec, target)
         return
     yield node
