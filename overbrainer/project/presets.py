@@ -192,7 +192,7 @@ def preset_env_example(template: str, preset: Preset) -> str:
     if preset.local:
         start = text.index("# The provider's key")
         end = text.index("OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=\n")
-        note = "# A server on this machine needs no key: left empty, no auth header is sent.\n"
+        note = "# A server on this machine needs no key (none set: no auth header is sent).\n# "
         text = text[:start] + note + text[end:]
     text = text.replace("#openrouter_api_key", f"#{preset.name}_api_key")
     return text.replace("PROVIDERS__OPENROUTER__", f"PROVIDERS__{preset.name.upper()}__")
