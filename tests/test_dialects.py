@@ -8,14 +8,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from overbrainer.config.dialects import DIALECTS, Dialect, detect, fits
 from overbrainer.config.settings import BatchApi, Protocol, Provider
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.llm.batches import batch_api
 from overbrainer.llm.batches.inline import request_of
 from overbrainer.llm.batches.openai import batch_line
 from overbrainer.llm.batches.types import BatchItem
+from overbrainer.llm.errors import StatusError
 from overbrainer.llm.openai import chat_body
 from overbrainer.llm.types import CompletionRequest, Effort, Json
+from tests.llm_helpers import client_on
 from tests.real_parts import missing
 
 PLAIN = CompletionRequest("q", system="sys", max_tokens=100)
@@ -284,3 +289,19 @@ def test_the_default_and_the_batch_api_follow_the_dialect() -> None:
     assert Provider(Protocol.ANTHROPIC, "http://127.0.0.1:1/v1").spec.dialect is Dialect.ANTHROPIC
     assert Provider(Protocol.STUB).spec.dialect is Dialect.OPENAI_COMPATIBLE
     assert fits(Dialect.OPENAI, Protocol.STUB) and not fits(Dialect.ANTHROPIC, Protocol.OPENAI)
+
+
+# --- a cancel sends no body (OpenAI's and Anthropic's descriptions declare none) --------------
+
+
+@pytest.mark.parametrize("kind", [BatchApi.OPENAI, BatchApi.INLINE, BatchApi.ANTHROPIC])
+async def test_a_batch_cancel_sends_no_body(kind: BatchApi) -> None:
+    protocol = Protocol.ANTHROPIC if kind is BatchApi.ANTHROPIC else Protocol.OPENAI
+    with trio.fail_after(10):
+        async with open_stub() as stub, client_on(stub, protocol) as client:
+            api = batch_api(kind, client.http, "m", client.dialect)
+            with pytest.raises(StatusError):  # the stub has no batches: 404, after the request
+                await api.cancel("batch_1")
+    (recorded,) = stub.requests
+    assert (recorded.method, recorded.raw) == ("POST", b"")
+    assert recorded.path.endswith("/batch_1/cancel")

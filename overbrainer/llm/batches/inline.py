@@ -102,7 +102,7 @@ class InlineBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /batches/{id}/cancel`."""
-        await self.http.post(f"batches/{batch_id}/cancel", {})
+        await self.http.post_empty(f"batches/{batch_id}/cancel")
 
     async def find(self, tag: str) -> str | None:
         """None: the batch carries no metadata of ours to find `tag` by."""

@@ -152,7 +152,7 @@ class OpenAiBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /batches/{id}/cancel`."""
-        await self.http.post(f"batches/{batch_id}/cancel", {})
+        await self.http.post_empty(f"batches/{batch_id}/cancel")
 
     async def find(self, tag: str) -> str | None:
         """The batch among the latest `LIST_LIMIT` whose metadata holds `tag`."""
