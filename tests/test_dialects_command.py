@@ -166,3 +166,20 @@ def test_init_provider_and_demo_do_not_mix(tmp_path: Path) -> None:
     wrong = run("init", "proj", "--provider", "openia", cwd=tmp_path)
     assert wrong.returncode == 2
     assert "'openia' is not one of 'openrouter', 'openai'," in wrong.stderr
+
+
+def test_a_temperature_with_reasoning_on_openai_is_refused(tmp_path: Path) -> None:
+    lines = '[providers.stub]\nprotocol = "openai"\ndialect = "openai"\n'
+    root = project_with(tmp_path, lines)
+    config = (root / "overbrainer.toml").read_text()
+    config = config.replace("reasoning = true\n", "reasoning = true\ntemperature = 0.6\n")
+    (root / "overbrainer.toml").write_text(config)
+    done = run("config", "check", cwd=root, env=LOOPBACK)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: invalid configuration:\n  roles.parent.temperature: the openai dialect's "
+        "reasoning models do not accept a temperature\n"
+    )
+    # The same role on another dialect is left to its server.
+    env = {**LOOPBACK, "OVERBRAINER_PROVIDERS__STUB__DIALECT": "vllm"}
+    assert run("config", "check", cwd=root, env=env).returncode == 0

@@ -6,7 +6,7 @@ import math
 import re
 
 from overbrainer.config import settings as s
-from overbrainer.config.dialects import fits
+from overbrainer.config.dialects import Dialect, fits
 
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -39,6 +39,13 @@ def check(cfg: s.Settings) -> list[str]:
             out.append(
                 f"roles.{name}.temperature: the anthropic protocol does not accept a "
                 "temperature with reasoning = true"
+            )
+        openai = p is not None and p.spec.dialect is Dialect.OPENAI
+        # OpenAI's reasoning models (o-series, GPT-5) refuse any temperature but the default.
+        if openai and role.reasoning and role.temperature is not None:
+            out.append(
+                f"roles.{name}.temperature: the openai dialect's reasoning models do not "
+                "accept a temperature"
             )
     for name, role in roles:
         if role.thinking_budget is None:
