@@ -275,3 +275,17 @@ async def test_a_dataset_only_project_needs_no_axolotl(tmp_path: Path) -> None:
 )
 def test_which_answers_refuse_the_key(status: int, message: str, refused: bool) -> None:
     assert refuses_key(StatusError(status, message)) is refused
+
+
+async def test_the_quality_judge_is_checked_online_under_its_own_key(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a", encoding="utf-8") as config:
+        config.write('\n[quality.judge]\nprovider = "stub"\nmodel = "judge-model"\n')
+    async with open_listing_stub() as stub:
+        stub.models, stub.api_key = PRICES, KEY
+        code, lines, stderr = await check(root, stub, "--online", key=WRONG)
+    assert code == 2
+    assert lines[-1] == "quality.judge (stub, judge-model): reachable, key refused (HTTP 401)"
+    assert stderr == (
+        "error: roles.generator and roles.parent and quality.judge cannot work (see above)\n"
+    )

@@ -16,7 +16,7 @@ from overbrainer.config.preflight import PreflightError, config_problems, config
 from overbrainer.config.report import secrets_of
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Settings
-from overbrainer.llm import RoleCheck, check_online
+from overbrainer.llm import RoleCheck, check_online, role_key
 from overbrainer.targets import LocalExecutor, kind_of
 from overbrainer.training import (
     CannotTrain,
@@ -94,7 +94,7 @@ async def online(settings: Settings, environ: Mapping[str, str]) -> list[RoleChe
 
 def failed_roles(checks: Sequence[RoleCheck]) -> list[str]:
     """The one problem line of the roles that cannot work, or none."""
-    failed = [f"roles.{verdict.name}" for verdict in checks if not verdict.works]
+    failed = [role_key(verdict.name) for verdict in checks if not verdict.works]
     return [f"{' and '.join(failed)} cannot work (see above)"] if failed else []
 
 

@@ -30,6 +30,11 @@ QUALITY_JUDGE = "quality"
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge", QUALITY_JUDGE)
 
 
+def role_key(name: str) -> str:
+    """Where role `name` is configured: `roles.<name>`, or `quality.judge`."""
+    return "quality.judge" if name == QUALITY_JUDGE else f"roles.{name}"
+
+
 class SetupError(OverbrainerError):
     """A role's client cannot be set up from the configuration (exit code 2)."""
 

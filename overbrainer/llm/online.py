@@ -18,7 +18,7 @@ import trio
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
 from overbrainer.llm.client import MODELS_PATH, ProviderConnection, open_provider
-from overbrainer.llm.connect import EMBEDDER
+from overbrainer.llm.connect import EMBEDDER, QUALITY_JUDGE, role_key
 from overbrainer.llm.errors import LlmError, StatusError, TransportError
 from overbrainer.llm.pricing import find_price, role_price
 from overbrainer.llm.probe import Probe, probe_roles, refuses_key
@@ -132,7 +132,7 @@ def _probed(
         return RoleCheck(name, text, True)
     tokens = f"{probe.usage.input_tokens} tokens in, {probe.usage.output_tokens} out"
     if sent_for != name:  # one probe per provider and model: its tokens are counted once
-        tokens = f"the probe of roles.{sent_for}"
+        tokens = f"the probe of {role_key(sent_for)}"
     known, works = _known_price(name, role, None, spend_cap)
     text = f"{head}; {_accepted(keyed)}, model answered a one-token probe ({tokens}), {known}"
     return RoleCheck(name, text, works)
@@ -143,7 +143,7 @@ def judge_role(
 ) -> RoleCheck:
     """The verdict on `role` from its provider's `listing`, and from its model's one-token
     `probe` (and the role it was sent for) when the listing said nothing of the key."""
-    head = f"roles.{name} ({role.provider}, {role.model}):"
+    head = f"{role_key(name)} ({role.provider}, {role.model}):"
     if listing.cause is not None:
         return RoleCheck(name, f"{head} {listing.cause}", False)
     if listing.key_refused:
@@ -209,12 +209,15 @@ async def list_models(
 
 
 async def check_online(settings: Settings, env: Mapping[str, str] | None = None) -> list[RoleCheck]:
-    """Each configured role's verdict, in role order; every provider is asked once, at once.
+    """Each configured role's verdict, in role order with `[quality] judge` last; every provider
+    is asked once, at once.
 
     Then each model of a provider that gave no list is probed once (one request for the roles
     that share it), all at once."""
     environ = os.environ if env is None else env
     roles = settings.roles.all()
+    if settings.quality.judge is not None:
+        roles.append((QUALITY_JUDGE, settings.quality.judge))
     listings: dict[str, Listing] = {}
 
     async def ask(name: str) -> None:
