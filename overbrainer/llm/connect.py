@@ -13,9 +13,10 @@ from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
 from overbrainer.llm.adaptive import AdaptiveLimiter
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
+from overbrainer.llm.dialects import PriceSource
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
-from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm.pricing import PriceBook, role_price
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
@@ -27,6 +28,11 @@ EMBEDDER = "embedder"
 QUALITY_JUDGE = "quality"
 """The `[quality] judge` role, which lives outside `[roles]`."""
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge", QUALITY_JUDGE)
+
+
+def role_key(name: str) -> str:
+    """Where role `name` is configured: `roles.<name>`, or `quality.judge`."""
+    return "quality.judge" if name == QUALITY_JUDGE else f"roles.{name}"
 
 
 class SetupError(OverbrainerError):
@@ -160,7 +166,8 @@ async def connect_roles(
 
     An unset optional role (embedder, judge) is left out. Each provider gets one pooled
     connection shared by its roles; its key is resolved here, not before. Every role but the
-    embedder has its price looked up in `prices` (one listing per provider). An embedded
+    embedder has its price looked up in `prices` (one listing per provider), or only in the role
+    where the provider's dialect lists no prices. An embedded
     protocol's (`stub`) connection runs over its in-process transport, not the network.
     With `[pipeline] adaptive`, roles on the same provider and model share one adaptive
     limiter, whose changes go to `on_concurrency`.
@@ -187,13 +194,23 @@ async def connect_roles(
             limiter = _limiter(settings, limiters, role, on_concurrency)
             clients[name] = (
                 role,
-                ProtocolClient(http, provider.protocol, role.model, retry=retry, limiter=limiter),
+                ProtocolClient(
+                    http,
+                    provider.protocol,
+                    role.model,
+                    retry=retry,
+                    limiter=limiter,
+                    dialect=provider.spec,
+                ),
             )
         found: dict[str, Price | None] = {}
         if prices is not None:
 
             async def look_up(name: str, role: Role, client: ProtocolClient) -> None:
-                found[name] = await prices.price_for(role.provider, client, role)
+                if client.dialect.prices is PriceSource.ROLE:  # its listing states no prices
+                    found[name] = role_price(role)
+                else:
+                    found[name] = await prices.price_for(role.provider, client, role)
 
             async with unwrapped(), trio.open_nursery() as nursery:
                 for name, (role, client) in clients.items():

@@ -98,6 +98,10 @@ class HttpClient:
         """`POST {base}/{path}` with a JSON body, the answer decoded as JSON."""
         return await self._send("POST", path, json.dumps(body).encode(), observe)
 
+    async def post_empty(self, path: str) -> Json:
+        """`POST {base}/{path}` without a body (an action such as a cancel declares none)."""
+        return await self._send("POST", path, None)
+
     async def post_content(self, path: str, content: bytes, content_type: str) -> Json:
         """`POST {base}/{path}` with a raw body of `content_type` (a multipart upload)."""
         return await self._send("POST", path, content, headers={"content-type": content_type})

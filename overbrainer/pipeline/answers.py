@@ -178,7 +178,7 @@ async def resolve_intents(ctx: StageContext, run: StageRun, batches: Path) -> No
     client = run.role.client
     api = None
     if provider.batch_kind is not None and isinstance(client, ProtocolClient):
-        api = batch_api(provider.batch_kind, client.http, run.role.role.model)
+        api = batch_api(provider.batch_kind, client.http, run.role.role.model, client.dialect)
 
     async def call(what: str, op: Callable[[], Awaitable[T]]) -> T:
         assert isinstance(client, ProtocolClient)  # only called with an `api`

@@ -125,7 +125,7 @@ class _BatchStage:
         kind = provider.batch_kind
         if kind is None:
             raise TypeError("the parent's provider has no batch API")
-        self.api = batch_api(kind, client.http, self.role.model)
+        self.api = batch_api(kind, client.http, self.role.model, client.dialect)
         self.price = discounted(run.price, provider.discount or 1.0)
         self.rates = token_rates(self.price)
         self.directory = ctx.project.state / "batches"
