@@ -63,6 +63,12 @@ def _not_found() -> Response:
     return _error("not found", 404)
 
 
+def _anthropic_not_found() -> Response:
+    return _json(
+        {"type": "error", "error": {"type": "not_found_error", "message": "not found"}}, 404
+    )
+
+
 def _prompt(body: dict[str, Any]) -> str:
     return str(body["messages"][-1]["content"])
 
@@ -368,7 +374,7 @@ class FakeBatches:
         batch_id, _, action = rest.partition("/")
         batch = self.batches.get(batch_id)
         if batch is None or batch.kind != "anthropic":
-            return _not_found()
+            return _anthropic_not_found()
         if method == "POST" and action == "cancel":
             self.cancels += 1
             batch.cancelled = True
@@ -387,7 +393,7 @@ class FakeBatches:
         if method == "GET" and action == "":
             self._advance_anthropic(batch)
             return _json(self._anthropic_object(batch))
-        return _not_found()
+        return _anthropic_not_found()
 
     def _create_anthropic(self, body: dict[str, Any]) -> Response:
         if self.refuse is not None:

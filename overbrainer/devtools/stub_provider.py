@@ -459,12 +459,17 @@ def check_exchanges(contract: Contract | None) -> Contract | None:
 class StubProvider:
     """The scripted provider; `serve` runs it, `url` is its base URL once started.
 
-    `dialect` names the API it pretends to be (`openai`, `openrouter`, …), for a `Contract`
-    that allows each provider's own request fields; `violations` holds what a `Contract` found.
+    `dialect` names the API it pretends to be (`openai`, `openrouter`, …; by default what the
+    product assumes of a base URL it does not know, `openai-compatible`), for a `Contract` that
+    allows each provider's own request fields; `violations` holds what a `Contract` found.
     """
 
     def __init__(
-        self, responder: Responder | None = None, *, delay: float = 0.0, dialect: str = "openai"
+        self,
+        responder: Responder | None = None,
+        *,
+        delay: float = 0.0,
+        dialect: str = "openai-compatible",
     ) -> None:
         self.responder = responder
         self.delay = delay
@@ -519,7 +524,8 @@ class StubProvider:
         model = body.get("model") if isinstance(body, dict) else None
         model_name = model if isinstance(model, str) else "stub"
         anthropic = request.path.endswith("/messages")
-        error = anthropic_error if anthropic else openai_error
+        # Anthropic's routes (Messages, Message Batches) answer errors in Anthropic's shape.
+        error = anthropic_error if "/messages" in request.path else openai_error
         if self.api_key is not None and self.api_key not in (
             request.headers.get("authorization", "").removeprefix("Bearer "),
             request.headers.get("x-api-key"),
@@ -611,7 +617,7 @@ def model_listing(models: Json) -> Json:
 
 @contextlib.asynccontextmanager
 async def open_stub(
-    responder: Responder | None = None, *, delay: float = 0.0, dialect: str = "openai"
+    responder: Responder | None = None, *, delay: float = 0.0, dialect: str = "openai-compatible"
 ) -> AsyncIterator[StubProvider]:
     """A stub serving on 127.0.0.1 (a free port) for the duration of the block.
 
