@@ -2,13 +2,13 @@
 # Acceptance run of the dataset pipeline through Stoplight Prism with OpenAI's own API
 # description (tests/fixtures/openai-openapi.json, unmodified).
 #
-#   bench/prism_acceptance.sh [DIALECT]      (DIALECT: written as the provider's `dialect` key
-#                                            when the project has one; default none)
+#   bench/prism_acceptance.sh [PRESET]       (an `init --provider` preset of the OpenAI family:
+#                                            openrouter (default), openai, openai-compatible, ...)
 #
 # Prism runs in proxy mode with --errors in front of the stand-in provider
 # (`python -m overbrainer.devtools.stub_provider`): every request the real command sends is
 # validated against the description (a violation is answered 422 and logged), then forwarded.
-# A fresh `overbrainer init` project, with its provider's base URL on Prism, runs
+# A fresh `overbrainer init --provider PRESET` project, its provider's base URL on Prism, runs
 # `overbrainer run --no-train` with a quality judge. First, a request Prism must refuse
 # (`{"model": "x"}`, no messages) proves that it validates bodies on this description at all.
 #
@@ -19,7 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 spec="$here/tests/fixtures/openai-openapi.json"
-dialect="${1:-}"
+preset="${1:-openrouter}"
 prism_cmd="${PRISM:-npx --yes @stoplight/prism-cli@5.16.0}"  # PRISM: an installed prism binary
 work=$(mktemp -d)
 pids=()
@@ -32,18 +32,30 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# The stand-in provider, with prices for the models the project uses.
-cat > "$work/models.json" <<'EOF'
-{"data": [
-  {"id": "qwen/qwen3-235b-a22b", "pricing": {"prompt": "0.0000002", "completion": "0.0000006"}},
-  {"id": "deepseek/deepseek-r1", "pricing": {"prompt": "0.0000005", "completion": "0.000002"}},
-  {"id": "openai/gpt-4o-mini", "pricing": {"prompt": "0.00000015", "completion": "0.0000006"}}
-]}
+cd "$work"
+overbrainer init p --provider "$preset" > init.log 2>&1
+# A small run: 2 subtopics of 3 questions, the generator's model as the quality judge; the
+# stand-in lists every model of the project with a price.
+python3 - <<'EOF'
+import json, pathlib, re
+path = pathlib.Path("p/overbrainer.toml")
+text = path.read_text()
+text = text.replace("subtopics = 10", "subtopics = 2")
+text = text.replace("questions_per_subtopic = 30", "questions_per_subtopic = 3")
+provider = re.search(r"^\[providers\.([\w-]+)\]", text, re.M)[1]
+models = re.findall(r'^model = "([^"]+)"', text, re.M)
+judge = f'{{ provider = "{provider}", model = "{models[0]}", max_tokens = 200 }}'
+path.write_text(text + f"\n[quality]\njudge = {judge}\n")
+pathlib.Path("provider").write_text(provider.upper())
+data = [{"id": m, "pricing": {"prompt": "0.0000002", "completion": "0.0000008"}} for m in models]
+pathlib.Path("models.json").write_text(json.dumps({"data": data}))
 EOF
+provider=$(cat provider)
+
 # The stand-in runs with the tests' own check installed (tests/standin_contract.py, strict:
 # the product's known violations count too), so that the run is also counted by a validator
 # that is proven to reject bad bodies; it writes what it found on exit.
-STANDIN_STRICT=1 PYTHONPATH="$here" python - --models-json "$work/models.json" \
+STANDIN_STRICT=1 PYTHONPATH="$here" python - --models-json "$work/models.json" --dialect "$preset" \
     > "$work/stub.out" 2> "$work/stub.err" <<EOF &
 import atexit, json, sys
 from overbrainer.devtools import stub_provider
@@ -72,21 +84,9 @@ probe=$(curl -s -o "$work/probe.json" -w '%{http_code}' -X POST "$prism/chat/com
     -H 'content-type: application/json' -H 'authorization: Bearer sk-test' -d '{"model":"x"}')
 echo "probe {\"model\":\"x\"} (no messages): HTTP $probe $(head -c 300 "$work/probe.json")"
 
-cd "$work"
-overbrainer init p > init.log 2>&1
 cd p
-python3 - "$dialect" <<'EOF'
-import pathlib, re, sys
-path = pathlib.Path("overbrainer.toml")
-text = path.read_text()
-text = text.replace("subtopics = 10", "subtopics = 2").replace("questions_per_subtopic = 30", "questions_per_subtopic = 3")
-if sys.argv[1]:
-    text = text.replace('protocol = "openai" ', f'dialect = "{sys.argv[1]}"\nprotocol = "openai" ', 1)
-text += '\n[quality]\njudge = { provider = "openrouter", model = "openai/gpt-4o-mini", max_tokens = 200 }\n'
-path.write_text(text)
-EOF
-export OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL="$prism"
-export OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY="sk-test-0123456789"
+export "OVERBRAINER_PROVIDERS__${provider}__BASE_URL=$prism"
+export "OVERBRAINER_PROVIDERS__${provider}__API_KEY=sk-test-0123456789"
 set +e
 overbrainer run --no-train > "$work/run.out" 2> "$work/run.err"
 code=$?

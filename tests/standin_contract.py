@@ -15,7 +15,7 @@ from overbrainer.devtools.stub_provider import StubProvider
 from overbrainer.net.http_server import Request, Response
 from tests import anthropic_contract, openai_contract
 
-UNTIL_DIALECTS = (
+KNOWN_OFF_API = (
     # The product lists models with `?detailed=true`, which OpenAI's `GET /models` does not declare.
     re.compile(r"^GET /v1/models\?detailed=true: undeclared query parameters \['detailed'\]$"),
     # A role's `temperature` goes to Anthropic's Messages API, whose SDK types (2.17) declare
@@ -33,7 +33,7 @@ tolerated: list[str] = []
 def _untolerated(wrong: list[str]) -> list[str]:
     if os.environ.get("STANDIN_STRICT") == "1":
         return wrong
-    known = [w for w in wrong if any(p.search(w) for p in UNTIL_DIALECTS)]
+    known = [w for w in wrong if any(p.search(w) for p in KNOWN_OFF_API)]
     tolerated.extend(known)
     return [w for w in wrong if w not in known]
 

@@ -636,9 +636,9 @@ async def open_stub(
 
 
 async def _serve_forever(
-    port: int, delay: float, models: Json, limits: RateLimited | None = None
+    port: int, delay: float, models: Json, limits: RateLimited | None, dialect: str
 ) -> None:
-    stub = StubProvider(limits, delay=0.0 if limits else delay)
+    stub = StubProvider(limits, delay=0.0 if limits else delay, dialect=dialect)
     stub.models = models
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -680,6 +680,12 @@ def main(argv: list[str] | None = None) -> None:
         help="a budget of N requests per window of SECONDS: OpenAI's x-ratelimit-* headers on "
         "every reply, 429 with Retry-After over budget; prints its counts as JSON on exit",
     )
+    parser.add_argument(
+        "--dialect",
+        default="openai-compatible",
+        help="the provider API it pretends to be (openai, openrouter, ...), for a check of its "
+        "exchanges installed around it (bench/prism_acceptance.sh)",
+    )
     args = parser.parse_args(argv)
     models: Json = json.load(args.models_json) if args.models_json else {"data": []}
     limits = None
@@ -690,7 +696,7 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError:
             parser.error(f"--rate-limit {args.rate_limit}: use N/SECONDS, e.g. 20/2")
     try:
-        trio.run(_serve_forever, args.port, args.delay, models, limits)
+        trio.run(_serve_forever, args.port, args.delay, models, limits, args.dialect)
     except (OSError, BaseExceptionGroup) as error:
         failed = next((e for e in error_leaves(error) if isinstance(e, OSError)), None)
         if failed is None:
