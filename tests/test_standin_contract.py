@@ -219,3 +219,17 @@ async def test_the_embedded_demo_provider_answers_in_valid_shapes() -> None:
 
 def dumps(value: object) -> bytes:
     return json.dumps(value).encode()
+
+
+async def test_an_answer_of_the_stubs_own_off_the_description_is_a_violation() -> None:
+    with trio.fail_after(10):
+        async with open_stub() as stub, httpx2.AsyncClient() as client:
+            # `refusal` is Anthropic's stop reason; OpenAI's finish_reason has no such value.
+            stub.queue(
+                Reply(finish_reason="refusal"), Reply(finish_reason="refusal", off_contract=True)
+            )
+            await client.post(f"{stub.url}/chat/completions", json=CHAT)
+            await client.post(f"{stub.url}/chat/completions", json=CHAT)
+            (violation,) = stub.violations
+            stub.violations.clear()
+    assert "choices/0/finish_reason: 'refusal' is not one of" in violation
