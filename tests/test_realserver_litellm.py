@@ -1,0 +1,100 @@
+"""The dataset pipeline against the real LiteLLM proxy (`litellm[proxy]` from PyPI).
+
+Its models answer with `mock_response`, so no upstream is called; everything between
+overbrainer and the answer is LiteLLM's: its auth, routing, `rpm` limits, headers and response
+shapes. The proxy runs from its own cached venv (`.ci/litellm-venv.sh`); `.ci/run` runs these
+tests (`pytest -m realserver`), and where the venv cannot be made CI fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.litellm_support import LiteLLMProxy, MockModel, provider_env, start_proxy
+from tests.pipeline_support import write_questions
+from tests.realserver_project import Roles, init_project, overbrainer
+
+pytestmark = pytest.mark.realserver
+
+PROVIDER = "litellm"
+QUESTIONS = [
+    "How does moving a String into a function change who owns it?",
+    "Why can a value have many shared borrows but only one mutable borrow?",
+    "What happens when a struct holding a reference outlives the value it points to?",
+    "Compare Rc<T> and Box<T> for sharing data between owners.",
+    "How would you debug a 'borrowed value does not live long enough' error?",
+    "What if a closure captures a variable by move and the variable is used afterwards?",
+]
+ANSWER = (
+    "Ownership moves with the value: after the move the old binding is unusable, and the "
+    "compiler rejects any later use of it."
+)
+JUDGE = '{"score": 8, "reason": "Correct and complete."}'
+MODELS = [
+    MockModel("gen-model", json.dumps(QUESTIONS)),
+    MockModel("parent-model", ANSWER),
+    MockModel("judge-model", JUDGE),
+    MockModel("parent-rpm30", ANSWER, rpm=30),
+]
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    litellm_venv_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiteLLMProxy]:
+    """One proxy for the module; only the rate-limit test uses its `rpm` model."""
+    yield from start_proxy(litellm_venv_path, tmp_path_factory.mktemp("litellm"), MODELS)
+
+
+def test_run_no_train_makes_a_dataset_through_the_proxy(
+    proxy: LiteLLMProxy, tmp_path: Path
+) -> None:
+    roles = Roles(generator="gen-model", parent="parent-model", judge="judge-model")
+    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=2, questions=3)
+    run = overbrainer(root, "run", "--no-train", env=provider_env(proxy, PROVIDER), limit=180)
+    assert run.code == 0, run.stderr
+    # The mock generator answers every list with the same six questions: the first subtopic
+    # keeps three, the second finds nothing new and stops short, said so.
+    assert run.out_lines == [
+        "subtopics: 1 done, 0 skipped, 0 failed, 0 excluded; tokens 10 in, 20 out; cost unknown",
+        "questions: 2 done, 0 skipped, 0 failed, 0 excluded; tokens 60 in, 120 out; cost unknown",
+        "answers: 3 done, 0 skipped, 0 failed, 0 excluded; tokens 30 in, 60 out; cost unknown",
+        "quality: 3 done, 0 skipped, 0 failed, 0 excluded; tokens 30 in, 60 out; cost unknown",
+        "split: 2 train, 1 eval, 0 excluded, 0 orphaned",
+    ]
+    assert "stopped at 0 of 3 questions, the generator kept repeating itself" in run.stderr
+    assert len((root / "data" / "quality.jsonl").read_text().splitlines()) == 3
+    assert len((root / "data" / "train.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.xfail(strict=True, reason="waits for the waste branch (issue 38 item 5)")
+def test_a_reasoning_parent_that_returns_no_reasoning_stops_with_the_fix(
+    proxy: LiteLLMProxy, tmp_path: Path
+) -> None:
+    # `reasoning = true` is what `init` writes; LiteLLM's mock returns no reasoning. Six
+    # questions: enough answers for the stop to judge on (on main, all six are paid for, then
+    # excluded `no_raw_reasoning`, and the run ends `split: 0 train` with exit 0).
+    roles = Roles(generator="gen-model", parent="parent-model", reasoning=True)
+    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=6)
+    run = overbrainer(root, "run", "--no-train", env=provider_env(proxy, PROVIDER), limit=180)
+    assert run.code == 2, (run.stdout, run.stderr)
+    assert "parent-model" in run.stderr
+    assert "reasoning = false" in run.stderr
+    assert "split:" not in run.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="waits for the stall branch (issue 38 item 4)")
+def test_60_answers_under_rpm_30_finish_in_about_two_minutes_with_the_waits_announced(
+    proxy: LiteLLMProxy, tmp_path: Path
+) -> None:
+    roles = Roles(generator="gen-model", parent="parent-rpm30")
+    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    write_questions(root, 60)
+    run = overbrainer(root, "answers", env=provider_env(proxy, PROVIDER), limit=240)
+    assert run.code == 0, run.stderr
+    assert run.out_lines[0].startswith("answers: 60 done, 0 skipped, 0 failed, 0 excluded")
+    assert "waiting for the provider's rate limit" in run.stderr
