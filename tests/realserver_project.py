@@ -108,13 +108,21 @@ def command_env(extra: Mapping[str, str]) -> dict[str, str]:
 def overbrainer(root: Path, *args: str, env: Mapping[str, str], limit: float) -> Run:
     """Run `overbrainer -C root ARGS` to its end, within `limit` seconds."""
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "overbrainer", "-C", str(root), *args],
-        env=command_env(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=limit,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "overbrainer", "-C", str(root), *args],
+            env=command_env(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as late:
+        # What it had said before it was killed is the clue to where it hung.
+        said = late.stderr.decode(errors="replace") if isinstance(late.stderr, bytes) else ""
+        tail = "\n".join(said.splitlines()[-15:])
+        raise AssertionError(
+            f"overbrainer {' '.join(args)} ran past {limit:.0f} s:\n{tail}"
+        ) from None
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
