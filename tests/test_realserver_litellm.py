@@ -98,3 +98,30 @@ def test_60_answers_under_rpm_30_finish_in_about_two_minutes_with_the_waits_anno
     assert run.code == 0, run.stderr
     assert run.out_lines[0].startswith("answers: 60 done, 0 skipped, 0 failed, 0 excluded")
     assert "waiting for the provider's rate limit" in run.stderr
+
+
+def test_config_check_online_accepts_the_proxy_and_its_key(
+    proxy: LiteLLMProxy, tmp_path: Path
+) -> None:
+    roles = Roles(generator="gen-model", parent="parent-model")
+    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    run = overbrainer(
+        root, "config", "check", "--online", env=provider_env(proxy, PROVIDER), limit=60
+    )
+    assert run.code == 0, run.stderr
+    for role, model in (("generator", "gen-model"), ("parent", "parent-model")):
+        said = f"roles.{role} (litellm, {model}): reachable, key accepted, model listed"
+        assert [line for line in run.out_lines if line.startswith(said)] != [], run.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="waits for the configcheck branch (issue 38 item 6)")
+def test_config_check_online_refuses_a_wrong_key(proxy: LiteLLMProxy, tmp_path: Path) -> None:
+    # On main: LiteLLM answers `/models` with a wrong key by `400 No connected db.`, and the
+    # check passes (`no model list (HTTP 400): key and model not checked`, exit 0).
+    roles = Roles(generator="gen-model", parent="parent-model")
+    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    env = {**provider_env(proxy, PROVIDER), "OVERBRAINER_PROVIDERS__LITELLM__API_KEY": "sk-wrong"}
+    run = overbrainer(root, "config", "check", "--online", env=env, limit=60)
+    assert run.code == 2, (run.stdout, run.stderr)
+    assert "key refused" in run.stdout + run.stderr
+    assert "sk-wrong" not in run.stdout + run.stderr
