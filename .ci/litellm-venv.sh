@@ -4,9 +4,9 @@
 # version, so later runs skip the install. Its dependencies stay out of the project's venv.
 # Prints the venv's path on stdout.
 #
-# The version is pinned, and its `proxy` extra pins its companions exactly: newer releases ask
-# for `litellm-proxy-extras`, `litellm-enterprise` or `litellm-proxy` builds that PyPI did not
-# have when this pin was chosen (1.110.x needs `litellm-proxy`, which PyPI has never had).
+# The version is pinned, and its `proxy` extra pins its companions exactly: from 1.108.8 on,
+# releases asked for `litellm-enterprise`, `litellm-proxy-extras` or `litellm-proxy` builds that
+# PyPI did not have when this pin was chosen (1.110.x needs `litellm-proxy`, never published).
 #
 # The venv is built where it will live (a venv keeps its absolute path in its scripts), under a
 # lock, with a VERSION file written last: its presence means "complete".
