@@ -166,7 +166,7 @@ class AdaptiveLimiter:
             if abs(ends - announced_end) < 1.0 and now - announced_at < ANNOUNCE_EVERY:
                 return
         self._announced = (ends, now)
-        self.on_wait(why)
+        self.on_wait(attrs.evolve(why, seconds=round(why.seconds, 3)))
 
     def _sent_since(self, moment: float) -> float:
         """Requests admitted at or after `moment`."""
