@@ -52,7 +52,8 @@ async def test_a_window_without_reset_refills_after_a_minute_with_one_probe(
     first_reply = trio.current_time()
     await spend_window(limiter)
     start = trio.current_time()
-    probe = await limiter.admit()
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        probe = await limiter.admit()
     resumed = trio.current_time()
     assert first_reply + UNSTATED_WINDOW <= resumed <= start + UNSTATED_WINDOW + 1.0
     # The probe goes alone: nothing else is sent before its reply.
@@ -91,10 +92,12 @@ async def test_a_probe_that_learns_nothing_probes_again_a_window_later(
 ) -> None:
     limiter = AdaptiveLimiter("litellm/m", 64)
     await spend_window(limiter)
-    await limiter.admit()
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        await limiter.admit()
     probed = trio.current_time()
     limiter.release()  # a 500 without headers: no word on the window
-    await limiter.admit()
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        await limiter.admit()
     assert trio.current_time() - probed == pytest.approx(UNSTATED_WINDOW)
 
 
@@ -112,7 +115,8 @@ async def test_a_429_with_retry_after_and_no_reset_sends_again_after_it(
     limiter.observe(None, refused)  # LiteLLM's 429 states no window
     limiter.rate_limited(refused, 7.0)
     start = trio.current_time()
-    await limiter.admit()
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        await limiter.admit()
     assert trio.current_time() - start == pytest.approx(7.0)
     assert waits == [RateLimitWait("litellm/m", 7.0, "rate limited (429)")]
     with trio.move_on_after(5.0) as alone:  # the one after the pause probes alone
@@ -131,7 +135,8 @@ async def test_a_429_without_retry_after_waits_for_the_window_clock(
     refused = await limiter.admit()
     limiter.release()
     limiter.rate_limited(refused, None)
-    await limiter.admit()
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        await limiter.admit()
     assert trio.current_time() - window_began == pytest.approx(UNSTATED_WINDOW)
 
 
