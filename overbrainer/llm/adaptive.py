@@ -8,7 +8,9 @@ again, so a burst of 429s from requests already in flight counts once) and admit
 its `Retry-After` (else `pause`) has passed. After `limit` successes in a row it grows by one,
 never above `concurrency`. Every reply's rate-limit headers refresh what is left in the
 provider's windows; admission waits for a window to refill rather than send a request the
-provider has said it will refuse.
+provider has said it will refuse (a window stated without a reset refills on a clock and is
+probed by one request: see `windows`). A pause for the provider's limit of `ANNOUNCE_AFTER`
+seconds or more goes to `on_wait` when it begins and every `ANNOUNCE_EVERY` while it lasts.
 """
 
 from __future__ import annotations
