@@ -11,7 +11,7 @@ from tests.litellm_limits import LiteLlmLimits
 from tests.pipeline_support import make_project, overbrainer, read_examples, write_questions
 
 RPM = 5
-WINDOW = 5.0
+WINDOW = 6.0
 """Seconds of the stand-in's window, and of `adaptive_window_secs`: a short minute."""
 QUESTIONS = 11
 """Three windows' worth: a 429 in the first, an empty window announced after the second."""
