@@ -127,17 +127,27 @@ async def test_a_429_with_retry_after_and_no_reset_sends_again_after_it(
 async def test_a_429_without_retry_after_waits_for_the_window_clock(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    limiter = AdaptiveLimiter("litellm/m", 64, pause=1.0)
+    waits: list[RateLimitWait] = []
+    limiter = AdaptiveLimiter("litellm/m", 64, pause=1.0, on_wait=waits.append)
     first = await limiter.admit()
     limiter.release()
     limiter.observe(litellm(LIMIT - 1), first)
     window_began = trio.current_time()
+    await trio.sleep(10.0)
     refused = await limiter.admit()
     limiter.release()
     limiter.rate_limited(refused, None)
     with trio.fail_after(2 * UNSTATED_WINDOW):
-        await limiter.admit()
+        probe = await limiter.admit()
     assert trio.current_time() - window_began == pytest.approx(UNSTATED_WINDOW)
+    assert [(w.reason, w.remaining, round(w.seconds)) for w in waits] == [("window", 0, 50)]
+    # The probe is refused too, without a word on when: the next window, announced again.
+    limiter.release()
+    limiter.rate_limited(probe, None)
+    with trio.fail_after(2 * UNSTATED_WINDOW):
+        await limiter.admit()
+    assert trio.current_time() - window_began == pytest.approx(2 * UNSTATED_WINDOW)
+    assert [(w.reason, w.remaining, round(w.seconds)) for w in waits][1:] == [("window", 0, 60)]
 
 
 async def test_a_long_wait_is_announced_at_least_every_minute(

@@ -76,10 +76,10 @@ class Window:
         if not self.assumed:
             return
         self.remaining = min(self.remaining, 0.0)
+        self.replied = True  # the refusal is the window's answer: the wait is no probe's
         if retry_after is not None:
             self.refills_at = now + retry_after
             self.lateness = 0.0
-            self.replied = True
 
 
 def updated(
