@@ -159,7 +159,10 @@ class HttpClient:
         if observe is not None:
             observe(parse_rate_limits(response.headers))
         status = response.status_code
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        # LiteLLM's proxy passes its own `retry-after` on as `llm_provider-retry-after`.
+        retry_after = parse_retry_after(
+            response.headers.get("retry-after") or response.headers.get("llm_provider-retry-after")
+        )
         if not 200 <= status < 300:
             raise StatusError.from_body(status, response.text, retry_after)
         return response
