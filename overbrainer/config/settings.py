@@ -219,8 +219,9 @@ class Pipeline:
     adaptive: bool = True
     adaptive_decrease: float = 0.75
     adaptive_pause_secs: float = 1.0
-    adaptive_window_secs: float = 60.0
-    """How long a provider's rate-limit window lasts when its replies state no reset."""
+    adaptive_window_secs: float | None = None
+    """How long a provider's rate-limit window lasts when its replies state no reset; None: its
+    dialect's `unstated_reset_secs`, else 60 s."""
     batch_poll_secs: float = 60.0
 
 

@@ -19,6 +19,7 @@ from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
 from overbrainer.llm.pricing import PriceBook, role_price
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
+from overbrainer.llm.windows import UNSTATED_WINDOW
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
@@ -83,6 +84,7 @@ def _limiter(
     settings: Settings,
     limiters: dict[tuple[str, str], AdaptiveLimiter],
     role: Role,
+    provider: Provider,
     on_concurrency: ConcurrencyObserver | None,
     on_wait: OnWait | None,
 ) -> AdaptiveLimiter | None:
@@ -105,7 +107,9 @@ def _limiter(
             pipeline.concurrency,
             decrease=pipeline.adaptive_decrease,
             pause=pipeline.adaptive_pause_secs,
-            window=pipeline.adaptive_window_secs,
+            window=pipeline.adaptive_window_secs
+            or provider.spec.unstated_reset_secs
+            or UNSTATED_WINDOW,
             on_change=report,
             on_wait=on_wait,
         )
@@ -196,7 +200,7 @@ async def connect_roles(
             except OverbrainerError as error:
                 raise _wrap(name, error) from None
             http = connections[role.provider]
-            limiter = _limiter(settings, limiters, role, on_concurrency, on_wait)
+            limiter = _limiter(settings, limiters, role, provider, on_concurrency, on_wait)
             clients[name] = (
                 role,
                 ProtocolClient(
