@@ -86,6 +86,11 @@ above is importable from this module.
 
 A split body calls ``run.finish_split(counts, excluded, line)`` instead of relying on the
 generic summary: its own line is the summary and its history line carries the split counts.
+A body that ran to its end but must fail after its summary (a split that left no train
+example) sets ``run.failure``: the history line is ``failed`` with its message as the reason.
+
+A stop whose cause has ``exit_code`` 2 (``NoReasoning``, ``JudgeNeverScores``: replies that show
+a role misconfigured) fails with exit 2, the others with exit 1.
 """
 
 from __future__ import annotations
