@@ -166,8 +166,8 @@ async def test_online_check_of_a_rejected_key(tmp_path: Path) -> None:
         code, lines, stderr = await online(root, stub.url, key="sk-wrong-SECRET-1")
     assert code == 2
     assert lines == [
-        "roles.generator (stub, gen-model): reachable, key rejected (HTTP 401)",
-        "roles.parent (stub, parent-model): reachable, key rejected (HTTP 401)",
+        "roles.generator (stub, gen-model): reachable, key refused (HTTP 401)",
+        "roles.parent (stub, parent-model): reachable, key refused (HTTP 401)",
     ]
     assert stderr == "error: roles.generator and roles.parent cannot work (see above)\n"
 

@@ -101,7 +101,8 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert without.returncode == 2
     assert without.stderr == (
         "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
-        "Axolotl's virtual environment)\n"
+        "Axolotl's virtual environment); `config check --no-train` checks a dataset-only run "
+        "(`run --no-train`)\n"
     )
     assert "targets.local = local, native, no axolotl on PATH" in without.stdout.splitlines()
     filled = overbrainer("config", "check", cwd=demo)
@@ -115,6 +116,8 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
     assert "topics.ownership = 10 subtopics x 30 questions" in lines
     assert "providers.openrouter.api_key = ***  (env)" in lines
     assert "providers.openrouter.protocol = openai" in lines
+    dialect = lines.index("providers.openrouter.dialect = openrouter (detected from the base URL)")
+    assert lines[dialect - 1] == "providers.openrouter.protocol = openai"
     assert "training = Qwen/Qwen3-4B on local (qlora)" in lines
     # The reference's fields in words; our own keys get lines of their own only when set.
     assert (
@@ -158,7 +161,12 @@ def test_config_check_marks_env_values_and_masks_secrets(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     assert "providers.openrouter.api_key = ***  (env)" in result.stdout.splitlines()
     assert "pipeline: concurrency 16, max_retries 5" in result.stdout
-    assert result.stdout.splitlines()[7].endswith("request_timeout_secs 600  (env)")
+    assert result.stdout.splitlines()[8].endswith("request_timeout_secs 600  (env)")
+    # A loopback base URL says nothing of what serves it: the protocol's generic dialect.
+    assert (
+        "providers.openrouter.dialect = openai-compatible (the openai protocol's default)"
+        in result.stdout.splitlines()
+    )
     assert "SECRET" not in result.stdout + result.stderr
 
 

@@ -63,24 +63,25 @@ async def test_openai_plain_body_and_headers(stub: StubProvider) -> None:
     assert stub.requests[-1].path == "/v1/chat/completions"
 
 
-async def test_openai_reasoning_defaults_to_medium_after_temperature(stub: StubProvider) -> None:
+async def test_compatible_reasoning_alone_asks_no_effort(stub: StubProvider) -> None:
+    # A loopback server is `openai-compatible`: only fields OpenAI declares, and an effort only
+    # when the role sets one (the server's own reasoning parser decides the rest).
     request = CompletionRequest("q", system="sys", temperature=0.3, reasoning=True)
     _, body, _ = await ask(stub, request)
-    assert list(body) == ["model", "messages", "max_tokens", "temperature", "reasoning"]
+    assert list(body) == ["model", "messages", "max_tokens", "temperature"]
     assert body["messages"] == [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "q"},
     ]
     assert body["max_tokens"] == 16384
     assert body["temperature"] == 0.3
-    assert body["reasoning"] == {"effort": "medium"}
 
 
 @pytest.mark.parametrize("effort", [Effort.LOW, Effort.MEDIUM, Effort.HIGH])
-async def test_openai_efforts(stub: StubProvider, effort: Effort) -> None:
+async def test_compatible_efforts(stub: StubProvider, effort: Effort) -> None:
     _, body, _ = await ask(stub, CompletionRequest("q", reasoning=True, effort=effort))
-    assert body["reasoning"] == {"effort": effort.value}
-    assert "reasoning_effort" not in body
+    assert body["reasoning_effort"] == effort.value
+    assert "reasoning" not in body
 
 
 async def test_openai_effort_none_turns_thinking_off(stub: StubProvider) -> None:

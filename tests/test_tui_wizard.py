@@ -296,7 +296,7 @@ def test_an_awaited_or_unreachable_list_never_holds_the_models_step() -> None:
     assert note in wizard_screen.lines(down)
     assert press(down, "enter").step == 5
     refused = attrs.evolve(state, listing=Listing(status=401, keyed=True))
-    note = "model names not checked: openrouter rejected the key (HTTP 401)"
+    note = "model names not checked: openrouter refused the key (HTTP 401)"
     assert note in wizard_screen.lines(refused)
     other_key = press(state, "up", "up", "up")  # the listing is for these answers only
     assert wizard.wanted_listing(other_key) is None

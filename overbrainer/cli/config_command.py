@@ -21,22 +21,36 @@ def config() -> None:
 @click.option(
     "--online",
     is_flag=True,
-    help="Ask each role's provider for its model list: reachable, key, model, price.",
+    help="Ask each role's provider for its model list: reachable, key, model, price. Where a "
+    "provider gives no list, send one request of at most 1 output token per model to test the "
+    "key.",
 )
-def check(resolve: bool, online: bool) -> None:
+@click.option(
+    "--no-train",
+    is_flag=True,
+    help="Check what `run --no-train` needs: a training target without Axolotl is no error.",
+)
+def check(resolve: bool, online: bool, no_train: bool) -> None:
     """Load and validate the configuration; print one fact per line (no lock is taken).
 
     It fails (exit 2) on what a run would surely fail on: an unset base URL, a missing key,
-    a vault: reference without VAULT_ADDR or token, a local training target without Axolotl;
-    with --online, on a role that cannot work.
+    a vault: reference without VAULT_ADDR or token, a local training target without Axolotl
+    (unless --no-train); with --online, on a role that cannot work. Every check runs and
+    prints its lines whatever another found; the problems of all come last.
     """
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.config import load_settings
     from overbrainer.config.env import SSH_CLIENT_ENV
-    from overbrainer.config.preflight import PreflightError
-    from overbrainer.config.report import deprecation_warnings, report_lines, secrets_of
-    from overbrainer.config.secrets import resolve_secret
-    from overbrainer.flows.config_check import local_trainers, preflight, trainer_problems
+    from overbrainer.config.errors import ConfigError
+    from overbrainer.config.report import deprecation_warnings, report_lines
+    from overbrainer.flows.config_check import (
+        failed_roles,
+        local_trainers,
+        preflight_problems,
+        raise_problems,
+        resolve_secrets,
+        trainer_problems,
+    )
     from overbrainer.flows.config_check import online as online_roles
     from overbrainer.project.directory import open_project
 
@@ -44,21 +58,28 @@ def check(resolve: bool, online: bool) -> None:
         project = open_project(project_dir())
         settings = load_settings(project.root)
         trainers = await local_trainers(settings, project.runs)
-        for line in report_lines(settings, os.environ.get(SSH_CLIENT_ENV), trainers):
+        problems: list[str] = []
+        try:
+            lines = report_lines(settings, os.environ.get(SSH_CLIENT_ENV), trainers)
+        except ConfigError as error:  # a bad OVERBRAINER_SSH_CLIENT: the other checks go on
+            lines, problems = [], [error.message]
+        for line in lines:
             click.echo(line)
         for warning in deprecation_warnings(settings):
             click.echo(f"warning: {warning}", err=True)
-        await preflight(settings, os.environ, trainer_problems(settings, trainers))
+        training = [] if no_train else trainer_problems(settings, trainers)
+        problems += await preflight_problems(settings, os.environ, training)
         if resolve:
-            for key, secret in secrets_of(settings):
-                await resolve_secret(secret, key, os.environ)
-                click.echo(f"{key}: resolved")
+            for key, unresolved in await resolve_secrets(settings, os.environ):
+                if unresolved is None:
+                    click.echo(f"{key}: resolved")
+                else:
+                    problems.append(unresolved)
         if online:
             checks = await online_roles(settings, os.environ)
             for verdict in checks:
                 click.echo(verdict.line)
-            failed = [f"roles.{verdict.name}" for verdict in checks if not verdict.works]
-            if failed:
-                raise PreflightError(f"{' and '.join(failed)} cannot work (see above)")
+            problems += failed_roles(checks)
+        raise_problems(problems)
 
     run_flow(flow)

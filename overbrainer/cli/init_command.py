@@ -11,6 +11,22 @@ from overbrainer.cli.context import project_dir
 from overbrainer.cli.group import cli
 from overbrainer.model.errors import OverbrainerError
 
+PRESET_NAMES = (
+    "openrouter",
+    "openai",
+    "anthropic",
+    "deepseek",
+    "groq",
+    "together",
+    "fireworks",
+    "ollama",
+    "vllm",
+    "llama.cpp",
+    "litellm",
+    "openai-compatible",
+)
+"""`init --provider` choices: `project/presets.py`'s (kept here so `--help` imports nothing)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -21,14 +37,25 @@ log = logging.getLogger(__name__)
     is_flag=True,
     help="A small project on the embedded stand-in provider: runs offline, no key needed.",
 )
-def init(directory: Path | None, demo: bool) -> None:
+@click.option(
+    "--provider",
+    "provider",
+    type=click.Choice(PRESET_NAMES),
+    help="Write the project for this kind of provider (default: openrouter).",
+)
+def init(directory: Path | None, demo: bool, provider: str | None) -> None:
     """Write a new project in DIR (default: the -C directory)."""
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.project.init import init_project
+    from overbrainer.project.presets import PRESETS
 
+    if demo and provider is not None:
+        click.echo("error: --demo and --provider cannot be combined", err=True)
+        raise SystemExit(2)
     root = directory if directory is not None else project_dir()
+    preset = None if provider is None else PRESETS[provider]
     try:
-        written = init_project(root, demo=demo)
+        written = init_project(root, demo=demo, preset=preset)
     except OverbrainerError as error:
         click.echo(f"error: {error.message}", err=True)
         raise SystemExit(error.exit_code) from None
@@ -37,6 +64,12 @@ def init(directory: Path | None, demo: bool) -> None:
     where = "" if directory is None else f"cd {root} && "
     if demo:
         click.echo(f"next: make the demo dataset with `{where}overbrainer run --no-train`")
+        return
+    if preset is not None and preset.local:
+        click.echo(
+            "next: copy .env.example to .env (the server's address is in it), start the "
+            f"server, then `{where}overbrainer config check --online` and `overbrainer run`"
+        )
         return
     click.echo(
         "next: copy .env.example to .env and put the provider's key in it, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from overbrainer.config.dialects import DialectSource
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
@@ -15,6 +16,7 @@ from overbrainer.config.settings import (
     Engine,
     LocalTarget,
     Pipeline,
+    Provider,
     RunpodTarget,
     Runtime,
     Settings,
@@ -63,6 +65,7 @@ OWN_PIPELINE_KEYS = (
     "adaptive",
     "adaptive_decrease",
     "adaptive_pause_secs",
+    "adaptive_window_secs",
     "batch_poll_secs",
 )
 
@@ -149,6 +152,18 @@ def deprecation_warnings(settings: Settings) -> list[str]:
     return []
 
 
+def dialect_summary(provider: Provider) -> str:
+    """The provider's dialect and how it was chosen: `openai`, `openrouter (detected from the
+    base URL)`, `openai-compatible (the openai protocol's default)`."""
+    name = provider.spec.dialect.value
+    source = provider.dialect_source
+    if source is DialectSource.SET:
+        return name
+    if source is DialectSource.DETECTED:
+        return f"{name} ({source.value})"
+    return f"{name} (the {provider.protocol.value} protocol's default)"
+
+
 def report_lines(
     settings: Settings,
     ssh_client_env: str | None = None,
@@ -173,6 +188,7 @@ def report_lines(
     for name, provider in settings.providers.items():
         prefix = f"providers.{name}"
         lines.append(mark(f"{prefix}.protocol = {provider.protocol.value}", f"{prefix}.protocol"))
+        lines.append(mark(f"{prefix}.dialect = {dialect_summary(provider)}", f"{prefix}.dialect"))
         lines.append(
             mark(
                 f"{prefix}.base_url = {shown_url(provider.base_url or '(unset)')}",

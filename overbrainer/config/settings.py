@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import enum
-import urllib.parse
 from typing import ClassVar
 
 import attrs
 
+from overbrainer.config.dialects import BatchApi as BatchApi
+from overbrainer.config.dialects import Dialect as Dialect
+from overbrainer.config.dialects import DialectSource, DialectSpec
+from overbrainer.config.dialects import Protocol as Protocol
+from overbrainer.config.dialects import resolve as resolve_dialect
 from overbrainer.config.secrets import Secret
-
-
-class Protocol(enum.Enum):
-    """Wire protocol of a provider: OpenAI chat completions, the Anthropic Messages API, or
-    `stub`: the deterministic stand-in run inside the process (OpenAI's wire format, no network).
-    """
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-    STUB = "stub"
-
-
-class BatchApi(enum.Enum):
-    """`[providers.<name>] batch_api`: which batch API shape a provider speaks.
-
-    `openai`: a JSONL file and `/batches`; `anthropic`: `/messages/batches`; `inline`: OpenAI's
-    batch objects with the requests inline (`{endpoint, model, requests: [{custom_id, body}]}`)
-    and the results in the batch, as OpenRouter's Batch API has them.
-    """
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-    INLINE = "inline"
 
 
 class Effort(enum.Enum):
@@ -74,14 +55,6 @@ class SshClient(enum.Enum):
 
 DEFAULT_MAX_TOKENS = 16384
 DEFAULT_BATCH_DISCOUNT = 0.5
-
-
-def on_openrouter(base_url: str | None) -> bool:
-    """Whether `base_url` is OpenRouter's (a host on openrouter.ai)."""
-    if base_url is None:
-        return False
-    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
-    return host == "openrouter.ai" or host.endswith(".openrouter.ai")
 
 
 DEFAULT_IMAGE = (
@@ -136,7 +109,8 @@ class Provider:
     `overbrainer.config.secrets.resolve_secret` only by the command that builds a client.
     A `stub` provider needs neither and ignores both. `batch_discount` (ours): the batch API's
     price as a fraction of the normal one; None means the default (`discount`). `batch_api`
-    (ours): which batch API it speaks; None means the default (`batch_kind`).
+    (ours): which batch API it speaks; None means its dialect's (`batch_kind`). `dialect`
+    (ours): which API it really is; None means detected from `base_url` (`spec`).
     """
 
     protocol: Protocol
@@ -144,12 +118,23 @@ class Provider:
     api_key: Secret | None = None
     batch_discount: float | None = None
     batch_api: BatchApi | None = None
+    dialect: Dialect | None = None
 
     @property
     def key(self) -> Secret | None:
         """The key to send, or None: a blank one (`API_KEY=` in .env) is no key, as in the
         reference, and its requests go without an auth header."""
         return self.api_key if self.api_key is not None and self.api_key.text.strip() else None
+
+    @property
+    def spec(self) -> DialectSpec:
+        """The provider's dialect: `dialect`, else detected from `base_url`, else the default."""
+        return resolve_dialect(self.protocol, self.base_url, self.dialect)[0]
+
+    @property
+    def dialect_source(self) -> DialectSource:
+        """Whether the dialect was set, detected from the base URL, or the protocol's default."""
+        return resolve_dialect(self.protocol, self.base_url, self.dialect)[1]
 
     @property
     def discount(self) -> float | None:
@@ -160,15 +145,12 @@ class Provider:
 
     @property
     def batch_kind(self) -> BatchApi | None:
-        """The batch API the provider speaks: `batch_api`, else OpenRouter's (`inline`) for a
-        base URL on openrouter.ai, else its protocol's; None for `stub`."""
+        """The batch API the provider speaks: `batch_api`, else its dialect's; None for `stub`."""
         if self.batch_api is not None:
             return self.batch_api
-        if self.protocol is Protocol.ANTHROPIC:
-            return BatchApi.ANTHROPIC
-        if self.protocol is Protocol.OPENAI:
-            return BatchApi.INLINE if on_openrouter(self.base_url) else BatchApi.OPENAI
-        return None
+        if self.protocol is Protocol.STUB:
+            return None
+        return self.spec.batch_api
 
 
 @attrs.frozen
@@ -220,8 +202,8 @@ class Roles:
 @attrs.frozen
 class Pipeline:
     """`[pipeline]`: the reference's tunables plus our `max_cost_usd`, `drain_secs` and the
-    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`) and
-    `batch_poll_secs`, the wait between two looks at a running batch."""
+    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`,
+    `adaptive_window_secs`) and `batch_poll_secs`, the wait between two looks at a running batch."""
 
     concurrency: int = 8
     max_retries: int = 5
@@ -237,6 +219,9 @@ class Pipeline:
     adaptive: bool = True
     adaptive_decrease: float = 0.75
     adaptive_pause_secs: float = 1.0
+    adaptive_window_secs: float | None = None
+    """How long a provider's rate-limit window lasts when its replies state no reset; None: its
+    dialect's `unstated_reset_secs`, else 60 s."""
     batch_poll_secs: float = 60.0
 
 

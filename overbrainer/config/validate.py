@@ -6,6 +6,7 @@ import math
 import re
 
 from overbrainer.config import settings as s
+from overbrainer.config.dialects import Dialect, fits
 
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -39,6 +40,13 @@ def check(cfg: s.Settings) -> list[str]:
                 f"roles.{name}.temperature: the anthropic protocol does not accept a "
                 "temperature with reasoning = true"
             )
+        openai = p is not None and p.spec.dialect is Dialect.OPENAI
+        # OpenAI's reasoning models (o-series, GPT-5) refuse any temperature but the default.
+        if openai and role.reasoning and role.temperature is not None:
+            out.append(
+                f"roles.{name}.temperature: the openai dialect's reasoning models do not "
+                "accept a temperature"
+            )
     for name, role in roles:
         if role.thinking_budget is None:
             continue
@@ -63,6 +71,12 @@ def check(cfg: s.Settings) -> list[str]:
         if kind is not None and (kind is s.BatchApi.ANTHROPIC) != anthropic:
             out.append(
                 f"providers.{name}.batch_api: `{kind.value}` does not match the "
+                f"{provider.protocol.value} protocol"
+            )
+        dialect = provider.dialect
+        if dialect is not None and not fits(dialect, provider.protocol):
+            out.append(
+                f"providers.{name}.dialect: `{dialect.value}` does not match the "
                 f"{provider.protocol.value} protocol"
             )
     for name, role in roles:
@@ -104,6 +118,8 @@ def check(cfg: s.Settings) -> list[str]:
         out.append("pipeline.adaptive_decrease: must be in (0, 1)")
     if not 0 <= pl.adaptive_pause_secs <= 600:
         out.append("pipeline.adaptive_pause_secs: must be in [0, 600]")
+    if pl.adaptive_window_secs is not None and not 0 < pl.adaptive_window_secs <= 3600:
+        out.append("pipeline.adaptive_window_secs: must be in (0, 3600]")
     if not 0 < pl.batch_poll_secs <= 3600:
         out.append("pipeline.batch_poll_secs: must be in (0, 3600]")
     if cfg.training is not None:
@@ -129,6 +145,11 @@ def batch_problem(cfg: s.Settings) -> str | None:
     name = cfg.roles.parent.provider
     if provider.protocol is s.Protocol.STUB:
         return f"the stub protocol of provider `{name}` has no batch API"
+    if provider.batch_kind is None:
+        return (
+            f"the {provider.spec.dialect.value} dialect of provider `{name}` has no batch API "
+            f"(set providers.{name}.batch_api if the server has one)"
+        )
     return None
 
 

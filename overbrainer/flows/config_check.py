@@ -1,4 +1,8 @@
-"""The checks of `config check` past loading: the offline pre-flight and `--online`."""
+"""The checks of `config check` past loading: the offline pre-flight and `--online`.
+
+Every check runs whatever another found, and the command fails (exit 2) at the end with all
+their problems: `--online`'s provider lines are printed even when a training target cannot
+train or a secret does not resolve."""
 
 from __future__ import annotations
 
@@ -9,8 +13,10 @@ from pathlib import Path
 import trio
 
 from overbrainer.config.preflight import PreflightError, config_problems, config_warnings
+from overbrainer.config.report import secrets_of
+from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Settings
-from overbrainer.llm import RoleCheck, check_online
+from overbrainer.llm import RoleCheck, check_online, role_key
 from overbrainer.targets import LocalExecutor, kind_of
 from overbrainer.training import (
     CannotTrain,
@@ -38,6 +44,10 @@ async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None
     return found
 
 
+NO_TRAIN_HINT = "; `config check --no-train` checks a dataset-only run (`run --no-train`)"
+"""Said after a missing Axolotl: making datasets needs none."""
+
+
 def trainer_problems(settings: Settings, found: Mapping[str, str | None]) -> list[str]:
     """The training target's, when it was checked and has no `axolotl`: `train` and `run`
     would refuse."""
@@ -47,23 +57,48 @@ def trainer_problems(settings: Settings, found: Mapping[str, str | None]) -> lis
     target = settings.targets.get(name)
     if name not in found or found[name] is not None or target is None:
         return []
-    return [cannot_train(name, expand_venv(target.venv))]
+    return [cannot_train(name, expand_venv(target.venv)) + NO_TRAIN_HINT]
 
 
-async def preflight(
+async def preflight_problems(
     settings: Settings, environ: Mapping[str, str], more: Sequence[str] = ()
-) -> None:
-    """Raise `PreflightError` on what would surely fail (no network: see config.preflight);
-    `more`: the problems found beside it (a training target without Axolotl). Warnings are
-    logged first."""
+) -> list[str]:
+    """What would surely fail (no network: see config.preflight), then `more`: the problems
+    found beside it (a training target without Axolotl). Warnings are logged first."""
     for warning in config_warnings(settings):
         log.warning(warning)
     problems = await trio.to_thread.run_sync(config_problems, settings, environ)
-    problems = [*problems, *more]
-    if problems:
-        raise PreflightError.of(problems)
+    return [*problems, *more]
+
+
+async def resolve_secrets(
+    settings: Settings, environ: Mapping[str, str]
+) -> list[tuple[str, str | None]]:
+    """Each secret's key, with None where it resolved, else the one line why it did not."""
+    results: list[tuple[str, str | None]] = []
+    for key, secret in secrets_of(settings):
+        try:
+            await resolve_secret(secret, key, environ)
+        except SecretError as error:
+            results.append((key, error.message))
+        else:
+            results.append((key, None))
+    return results
 
 
 async def online(settings: Settings, environ: Mapping[str, str]) -> list[RoleCheck]:
-    """Each role's verdict from its provider's model list (the stub providers in-process)."""
+    """Each role's verdict from its provider's model list, or from a one-token probe where
+    the list says nothing of the key (the stub providers in-process)."""
     return await check_online(settings, environ)
+
+
+def failed_roles(checks: Sequence[RoleCheck]) -> list[str]:
+    """The one problem line of the roles that cannot work, or none."""
+    failed = [role_key(verdict.name) for verdict in checks if not verdict.works]
+    return [f"{' and '.join(failed)} cannot work (see above)"] if failed else []
+
+
+def raise_problems(problems: Sequence[str]) -> None:
+    """Raise `PreflightError` with every problem once, in the order found."""
+    if problems:
+        raise PreflightError.of(list(dict.fromkeys(problems)))

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
         batch_api,
     )
     from overbrainer.llm.client import LlmClient, ProtocolClient
-    from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles
+    from overbrainer.llm.connect import EMBEDDER, RoleClient, connect_roles, role_key
     from overbrainer.llm.errors import (
         InvalidResponse,
         LlmError,
@@ -68,6 +68,7 @@ __all__ = [
     "listed_models",
     "parse_retry_after",
     "retry_message",
+    "role_key",
     "role_price",
     "transport_cause",
     "valid_header_value",
@@ -104,6 +105,7 @@ __getattr__ = lazy_face(
         "batch_api": "batches",
         "check_online": "online",
         "connect_roles": "connect",
+        "role_key": "connect",
         "find_price": "pricing",
         "join_url": "http",
         "list_models": "online",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx2
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.config.settings import Settings
 from overbrainer.llm.errors import Unsupported
 from overbrainer.llm.http import HttpClient, Observe
@@ -109,9 +110,14 @@ class AnthropicWire:
         return None
 
     async def complete(
-        self, http: HttpClient, model: str, request: CompletionRequest, observe: Observe | None
+        self,
+        http: HttpClient,
+        dialect: DialectSpec,
+        model: str,
+        request: CompletionRequest,
+        observe: Observe | None,
     ) -> Completion:
-        """`POST {base}/messages`, read back."""
+        """`POST {base}/messages`, read back (the Messages API has one dialect)."""
         return parse_message(await http.post(MESSAGES_PATH, messages_body(model, request), observe))
 
     async def embed(self, http: HttpClient, model: str, inputs: list[str]) -> list[list[float]]:

@@ -11,7 +11,9 @@ import attrs
 import httpx2
 import trio
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.llm.adaptive import AdaptiveLimiter, Ticket
+from overbrainer.llm.dialects import default_dialect
 from overbrainer.llm.errors import StatusError, Unsupported
 from overbrainer.llm.http import (
     CONNECT_TIMEOUT,
@@ -91,7 +93,8 @@ async def open_provider(connection: ProviderConnection) -> AsyncIterator[HttpCli
 
 
 class ProtocolClient:
-    """`model` on a provider connection, speaking `protocol`; requests retry by `retry`."""
+    """`model` on a provider connection, speaking `protocol` in `dialect` (the protocol's
+    default when None); requests retry by `retry`."""
 
     def __init__(
         self,
@@ -102,9 +105,11 @@ class ProtocolClient:
         retry: RetryPolicy | None = None,
         rng: random.Random | None = None,
         limiter: AdaptiveLimiter | None = None,
+        dialect: DialectSpec | None = None,
     ) -> None:
         self.http = http
         self.protocol = protocol
+        self.dialect = dialect or default_dialect(protocol)
         self.wire = wire_of(protocol)
         self.model = model
         self.retry = retry or RetryPolicy()
@@ -113,7 +118,8 @@ class ProtocolClient:
 
     def __repr__(self) -> str:
         return (
-            f"ProtocolClient(protocol={self.protocol.value!r}, model={self.model!r}, "
+            f"ProtocolClient(protocol={self.protocol.value!r}, "
+            f"dialect={self.dialect.dialect.value!r}, model={self.model!r}, "
             f"base_url={self.http.base_url!r})"
         )
 
@@ -154,7 +160,7 @@ class ProtocolClient:
         self, request: CompletionRequest, observe: Observe | None = None
     ) -> Completion:
         """One attempt at `request`, without retries; `observe` sees the reply's rate limits."""
-        return await self.wire.complete(self.http, self.model, request, observe)
+        return await self.wire.complete(self.http, self.dialect, self.model, request, observe)
 
     async def embed(
         self, inputs: list[str], on_retry: OnRetry | None = None, gate: Gate | None = None
@@ -202,9 +208,12 @@ async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:
 
 @contextlib.asynccontextmanager
 async def open_client(
-    connection: ProviderConnection, model: str, max_retries: int = DEFAULT_MAX_RETRIES
+    connection: ProviderConnection,
+    model: str,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    dialect: DialectSpec | None = None,
 ) -> AsyncIterator[ProtocolClient]:
     """A provider connection and one client for `model` on it, closed on exit."""
     async with open_provider(connection) as http:
         retry = RetryPolicy(max_retries=max_retries)
-        yield ProtocolClient(http, connection.protocol, model, retry=retry)
+        yield ProtocolClient(http, connection.protocol, model, retry=retry, dialect=dialect)

@@ -11,13 +11,15 @@ import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
-from overbrainer.llm.adaptive import AdaptiveLimiter
+from overbrainer.llm.adaptive import AdaptiveLimiter, OnWait
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
+from overbrainer.llm.dialects import PriceSource
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
-from overbrainer.llm.pricing import PriceBook
+from overbrainer.llm.pricing import PriceBook, role_price
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
+from overbrainer.llm.windows import UNSTATED_WINDOW
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
@@ -27,6 +29,11 @@ EMBEDDER = "embedder"
 QUALITY_JUDGE = "quality"
 """The `[quality] judge` role, which lives outside `[roles]`."""
 ROLE_NAMES = ("generator", "parent", EMBEDDER, "judge", QUALITY_JUDGE)
+
+
+def role_key(name: str) -> str:
+    """Where role `name` is configured: `roles.<name>`, or `quality.judge`."""
+    return "quality.judge" if name == QUALITY_JUDGE else f"roles.{name}"
 
 
 class SetupError(OverbrainerError):
@@ -77,7 +84,9 @@ def _limiter(
     settings: Settings,
     limiters: dict[tuple[str, str], AdaptiveLimiter],
     role: Role,
+    provider: Provider,
     on_concurrency: ConcurrencyObserver | None,
+    on_wait: OnWait | None,
 ) -> AdaptiveLimiter | None:
     """The shared limiter of the role's (provider, model); None when `adaptive` is off."""
     pipeline = settings.pipeline
@@ -98,7 +107,11 @@ def _limiter(
             pipeline.concurrency,
             decrease=pipeline.adaptive_decrease,
             pause=pipeline.adaptive_pause_secs,
+            window=pipeline.adaptive_window_secs
+            or provider.spec.unstated_reset_secs
+            or UNSTATED_WINDOW,
             on_change=report,
+            on_wait=on_wait,
         )
     return limiters[key]
 
@@ -155,15 +168,18 @@ async def connect_roles(
     env: Mapping[str, str] | None = None,
     prices: PriceBook | None = None,
     on_concurrency: ConcurrencyObserver | None = None,
+    on_wait: OnWait | None = None,
 ) -> AsyncIterator[dict[str, RoleClient]]:
     """Connect each named, configured role; providers' connections close on exit.
 
     An unset optional role (embedder, judge) is left out. Each provider gets one pooled
     connection shared by its roles; its key is resolved here, not before. Every role but the
-    embedder has its price looked up in `prices` (one listing per provider). An embedded
+    embedder has its price looked up in `prices` (one listing per provider), or only in the role
+    where the provider's dialect lists no prices. An embedded
     protocol's (`stub`) connection runs over its in-process transport, not the network.
     With `[pipeline] adaptive`, roles on the same provider and model share one adaptive
-    limiter, whose changes go to `on_concurrency`.
+    limiter, whose changes go to `on_concurrency` and whose pauses for the provider's rate
+    limit go to `on_wait`.
     """
     environ = os.environ if env is None else env
     retry = RetryPolicy(max_retries=settings.pipeline.max_retries)
@@ -184,16 +200,26 @@ async def connect_roles(
             except OverbrainerError as error:
                 raise _wrap(name, error) from None
             http = connections[role.provider]
-            limiter = _limiter(settings, limiters, role, on_concurrency)
+            limiter = _limiter(settings, limiters, role, provider, on_concurrency, on_wait)
             clients[name] = (
                 role,
-                ProtocolClient(http, provider.protocol, role.model, retry=retry, limiter=limiter),
+                ProtocolClient(
+                    http,
+                    provider.protocol,
+                    role.model,
+                    retry=retry,
+                    limiter=limiter,
+                    dialect=provider.spec,
+                ),
             )
         found: dict[str, Price | None] = {}
         if prices is not None:
 
             async def look_up(name: str, role: Role, client: ProtocolClient) -> None:
-                found[name] = await prices.price_for(role.provider, client, role)
+                if client.dialect.prices is PriceSource.ROLE:  # its listing states no prices
+                    found[name] = role_price(role)
+                else:
+                    found[name] = await prices.price_for(role.provider, client, role)
 
             async with unwrapped(), trio.open_nursery() as nursery:
                 for name, (role, client) in clients.items():

@@ -79,6 +79,14 @@ class TransportError(LlmError):
         return True
 
 
+class CutBody(TransportError):
+    """A 2xx head came, then the body broke off: the provider may bill it, so it is counted."""
+
+    @property
+    def billed(self) -> bool:
+        return True
+
+
 class ProviderUnreachable(LlmError):
     """The circuit breaker is open: the provider could not be reached, so the stage stops."""
 

@@ -1,8 +1,9 @@
 """`config check --online`: ask each role's provider for its model list and say what works.
 
 One `GET {base}/models` per provider (timeouts of seconds, providers asked at once), then per
-role: reachable, key accepted, model listed, price known. Lines name statuses and causes only,
-never a key or a provider's text.
+role: reachable, key accepted, model listed, price known. A provider that gives no list (404,
+a 400 not about the key, 5xx, not JSON) gets one one-token probe per model its roles use (see
+llm.probe). Lines name statuses and causes only, never a key or a provider's text.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import trio
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
 from overbrainer.llm.client import MODELS_PATH, ProviderConnection, open_provider
-from overbrainer.llm.connect import EMBEDDER
+from overbrainer.llm.connect import EMBEDDER, QUALITY_JUDGE, role_key
 from overbrainer.llm.errors import LlmError, StatusError, TransportError
 from overbrainer.llm.pricing import find_price, role_price
+from overbrainer.llm.probe import Probe, probe_roles, refuses_key
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.types import Json
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
@@ -42,6 +44,24 @@ class Listing:
     """Why the provider was not reached (or its key not resolved): a few words."""
     keyed: bool = False
     """Whether a key was sent."""
+    names_key: bool = False
+    """Whether the refusal's text names the key (a 400 that refuses it)."""
+
+    @property
+    def key_refused(self) -> bool:
+        """Whether the answer refused the key: 401, 403, or a 400 that names the key."""
+        return self.status in (401, 403) or (self.status == 400 and self.names_key)
+
+    @property
+    def unlisted(self) -> bool:
+        """Whether the provider answered without a list that says if it takes the key."""
+        if self.cause is not None or self.key_refused:
+            return False
+        return self.value is None or listed_models(self.value) is None
+
+
+SentProbe = tuple[str, Probe]
+"""A one-token probe's result and the name of the role it was sent for."""
 
 
 @attrs.frozen
@@ -73,34 +93,79 @@ def _price(price: Price) -> str:
     return f"{rates} per million tokens"
 
 
-def judge_role(name: str, role: Role, listing: Listing, spend_cap: bool) -> RoleCheck:
-    """The verdict on `role` from its provider's `listing`."""
-    head = f"roles.{name} ({role.provider}, {role.model}):"
-    if listing.cause is not None:
-        return RoleCheck(name, f"{head} {listing.cause}", False)
-    if listing.status in (401, 403):
-        return RoleCheck(name, f"{head} reachable, key rejected (HTTP {listing.status})", False)
-    if listing.status is not None or listing.value is None:
-        status = f"HTTP {listing.status}" if listing.status is not None else "not JSON"
-        text = f"{head} reachable, no model list ({status}): key and model not checked"
-        return RoleCheck(name, text, True)
-    key = "key accepted" if listing.keyed else "no key needed"
-    ids = listed_models(listing.value)
-    if ids is None:
-        return RoleCheck(name, f"{head} reachable, {key}, model list unreadable", True)
-    if role.model not in ids:
-        return RoleCheck(name, f"{head} reachable, {key}, model not listed", False)
-    price = find_price(listing.value, role.model)
-    if price is not None:
-        known = f"price known ({_price(price)})"
+def _known_price(name: str, role: Role, listed: Price | None, spend_cap: bool) -> tuple[str, bool]:
+    """The price words of a role's line, and whether the role can work without more."""
+    if listed is not None:
+        known = f"price known ({_price(listed)})"
     elif (own := role_price(role)) is not None:
         known = f"price from the configuration ({_price(own)})"
     else:
         known = "price unknown"
-    needed = spend_cap and name != EMBEDDER and price is None and role_price(role) is None
-    if needed:
-        known += " (the spend cap needs it)"
-    return RoleCheck(name, f"{head} reachable, {key}, model listed, {known}", not needed)
+    needed = spend_cap and name != EMBEDDER and listed is None and role_price(role) is None
+    return (known + " (the spend cap needs it)", False) if needed else (known, True)
+
+
+def _accepted(keyed: bool) -> str:
+    return "key accepted" if keyed else "no key needed"
+
+
+def _refused(keyed: bool) -> str:
+    return "key refused" if keyed else "a key is needed (none was sent)"
+
+
+def _probed(
+    name: str, role: Role, head: str, sent: SentProbe, spend_cap: bool, keyed: bool
+) -> RoleCheck:
+    """The verdict from a one-token probe, after `head` (which says why there was one)."""
+    sent_for, probe = sent
+    if probe.key_refused:
+        text = f"{head}; {_refused(keyed)} (one-token probe: HTTP {probe.status})"
+        return RoleCheck(name, text, False)
+    if probe.status == 404:
+        text = f"{head}; one-token probe: HTTP 404, the model or the base URL is wrong"
+        return RoleCheck(name, text, False)
+    if probe.status is not None or probe.usage is None:
+        why = f"HTTP {probe.status}" if probe.status is not None else probe.cause
+        return RoleCheck(name, f"{head}; one-token probe: {why}: key and model not checked", True)
+    if not probe.readable:
+        text = f"{head}; {_accepted(keyed)}, one-token probe answer unreadable"
+        return RoleCheck(name, text, True)
+    tokens = f"{probe.usage.input_tokens} tokens in, {probe.usage.output_tokens} out"
+    if sent_for != name:  # one probe per provider and model: its tokens are counted once
+        tokens = f"the probe of {role_key(sent_for)}"
+    known, works = _known_price(name, role, None, spend_cap)
+    text = f"{head}; {_accepted(keyed)}, model answered a one-token probe ({tokens}), {known}"
+    return RoleCheck(name, text, works)
+
+
+def judge_role(
+    name: str, role: Role, listing: Listing, spend_cap: bool, probe: SentProbe | None = None
+) -> RoleCheck:
+    """The verdict on `role` from its provider's `listing`, and from its model's one-token
+    `probe` (and the role it was sent for) when the listing said nothing of the key."""
+    head = f"{role_key(name)} ({role.provider}, {role.model}):"
+    if listing.cause is not None:
+        return RoleCheck(name, f"{head} {listing.cause}", False)
+    if listing.key_refused:
+        text = f"{head} reachable, {_refused(listing.keyed)} (HTTP {listing.status})"
+        return RoleCheck(name, text, False)
+    if listing.status is not None or listing.value is None:
+        status = f"HTTP {listing.status}" if listing.status is not None else "not JSON"
+        head = f"{head} reachable, no model list ({status})"
+        if probe is None:
+            return RoleCheck(name, f"{head}: key and model not checked", True)
+        return _probed(name, role, head, probe, spend_cap, listing.keyed)
+    key = _accepted(listing.keyed)
+    ids = listed_models(listing.value)
+    if ids is None:
+        if probe is None:
+            return RoleCheck(name, f"{head} reachable, {key}, model list unreadable", True)
+        head = f"{head} reachable, model list unreadable"
+        return _probed(name, role, head, probe, spend_cap, listing.keyed)
+    if role.model not in ids:
+        return RoleCheck(name, f"{head} reachable, {key}, model not listed", False)
+    known, works = _known_price(name, role, find_price(listing.value, role.model), spend_cap)
+    return RoleCheck(name, f"{head} reachable, {key}, model listed, {known}", works)
 
 
 async def list_models(
@@ -135,7 +200,7 @@ async def list_models(
             async with open_provider(connection) as http:
                 return Listing(await http.get(MODELS_PATH), keyed=keyed)
         except StatusError as error:
-            return Listing(status=error.status, keyed=keyed)
+            return Listing(status=error.status, keyed=keyed, names_key=refuses_key(error))
         except TransportError as error:
             return Listing(cause=f"unreachable ({error.message})")
         except LlmError:
@@ -144,9 +209,15 @@ async def list_models(
 
 
 async def check_online(settings: Settings, env: Mapping[str, str] | None = None) -> list[RoleCheck]:
-    """Each configured role's verdict, in role order; every provider is asked once, at once."""
+    """Each configured role's verdict, in role order with `[quality] judge` last; every provider
+    is asked once, at once.
+
+    Then each model of a provider that gave no list is probed once (one request for the roles
+    that share it), all at once."""
     environ = os.environ if env is None else env
     roles = settings.roles.all()
+    if settings.quality.judge is not None:
+        roles.append((QUALITY_JUDGE, settings.quality.judge))
     listings: dict[str, Listing] = {}
 
     async def ask(name: str) -> None:
@@ -157,5 +228,23 @@ async def check_online(settings: Settings, env: Mapping[str, str] | None = None)
     async with unwrapped(), trio.open_nursery() as nursery:
         for provider_name in dict.fromkeys(role.provider for _, role in roles):
             nursery.start_soon(ask, provider_name)
+    # The first role of each provider and model stands for the others: one probe each.
+    probed: dict[tuple[str, str], str] = {}
+    for name, role in roles:
+        if listings[role.provider].unlisted:
+            probed.setdefault((role.provider, role.model), name)
+    probes = await probe_roles(settings, list(probed.values()), environ) if probed else {}
     spend_cap = settings.pipeline.max_cost_usd is not None
-    return [judge_role(n, r, listings[r.provider], spend_cap) for n, r in roles]
+    return [
+        judge_role(name, role, listings[role.provider], spend_cap, _shared(probes, probed, role))
+        for name, role in roles
+    ]
+
+
+def _shared(
+    probes: Mapping[str, Probe], probed: Mapping[tuple[str, str], str], role: Role
+) -> SentProbe | None:
+    """The probe that stands for `role`, with the role it was sent for."""
+    sent_for = probed.get((role.provider, role.model))
+    probe = None if sent_for is None else probes.get(sent_for)
+    return None if sent_for is None or probe is None else (sent_for, probe)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import httpx2
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.config.settings import Settings
+from overbrainer.llm.dialects import reasoning_fields
 from overbrainer.llm.errors import InvalidResponse
 from overbrainer.llm.http import HttpClient, Observe
 from overbrainer.llm.types import (
     Completion,
     CompletionRequest,
-    Effort,
     FinishReason,
     Json,
     Reasoning,
@@ -49,8 +50,8 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
     return {} if api_key is None else {"authorization": f"Bearer {api_key}"}
 
 
-def chat_body(model: str, request: CompletionRequest) -> dict[str, Json]:
-    """The JSON body of `POST {base}/chat/completions`."""
+def chat_body(dialect: DialectSpec, model: str, request: CompletionRequest) -> dict[str, Json]:
+    """The JSON body of `POST {base}/chat/completions`, shaped by the provider's dialect."""
     messages: list[Json] = []
     if request.system is not None:
         messages.append({"role": "system", "content": request.system})
@@ -58,14 +59,11 @@ def chat_body(model: str, request: CompletionRequest) -> dict[str, Json]:
     body: dict[str, Json] = {
         "model": model,
         "messages": messages,
-        "max_tokens": request.max_tokens,
+        dialect.token_limit: request.max_tokens,
     }
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    if request.effort is Effort.NONE:
-        body["reasoning_effort"] = "none"
-    elif request.reasoning:
-        body["reasoning"] = {"effort": (request.effort or Effort.MEDIUM).value}
+    body.update(reasoning_fields(dialect, request))
     if request.json_list:
         body["response_format"] = STRING_LIST_FORMAT
     return body
@@ -219,10 +217,16 @@ class OpenAiWire:
         return None
 
     async def complete(
-        self, http: HttpClient, model: str, request: CompletionRequest, observe: Observe | None
+        self,
+        http: HttpClient,
+        dialect: DialectSpec,
+        model: str,
+        request: CompletionRequest,
+        observe: Observe | None,
     ) -> Completion:
-        """`POST {base}/chat/completions`, read back."""
-        return parse_chat(await http.post(CHAT_PATH, chat_body(model, request), observe))
+        """`POST {base}/chat/completions` in `dialect`'s shape, read back."""
+        body = chat_body(dialect, model, request)
+        return parse_chat(await http.post(CHAT_PATH, body, observe))
 
     async def embed(self, http: HttpClient, model: str, inputs: list[str]) -> list[list[float]]:
         """`POST {base}/embeddings`, read back in input order."""

@@ -6,6 +6,7 @@ from typing import Protocol as TypingProtocol
 
 import httpx2
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.config.settings import Settings
 from overbrainer.llm.http import HttpClient, Observe
 from overbrainer.llm.types import Completion, CompletionRequest
@@ -44,9 +45,15 @@ class WireProtocol(TypingProtocol):
         ...
 
     async def complete(
-        self, http: HttpClient, model: str, request: CompletionRequest, observe: Observe | None
+        self,
+        http: HttpClient,
+        dialect: DialectSpec,
+        model: str,
+        request: CompletionRequest,
+        observe: Observe | None,
     ) -> Completion:
-        """One attempt at `request` for `model`; `observe` sees the reply's rate limits."""
+        """One attempt at `request` for `model`, shaped by the provider's `dialect`; `observe`
+        sees the reply's rate limits."""
         ...
 
     async def embed(self, http: HttpClient, model: str, inputs: list[str]) -> list[list[float]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from overbrainer.model.errors import UsageError
 from overbrainer.project.directory import CONFIG_FILE, FORMAT_VERSION, Project
+from overbrainer.project.presets import Preset, preset_config, preset_env_example
 from overbrainer.project.templates import TEMPLATE_FILES, default_text
 from overbrainer.storage import write_atomic
 
@@ -32,15 +33,21 @@ DEMO_CONFIG = "demo.toml"
 """The packaged configuration of `init --demo`: one small topic on the embedded stand-in."""
 
 
-def init_project(root: Path, *, demo: bool = False) -> list[Path]:
+def init_project(root: Path, *, demo: bool = False, preset: Preset | None = None) -> list[Path]:
     """Create the project files in `root` (made if missing); refuses, writing nothing, over one.
 
-    `demo` writes a configuration that runs offline on the embedded stand-in provider.
+    `demo` writes a configuration that runs offline on the embedded stand-in provider; `preset`
+    one for that kind of provider (its dialect, base URL and models) instead of OpenRouter.
     """
     project = Project(root)
+    config = _packaged(DEMO_CONFIG if demo else CONFIG_FILE)
+    env_example = _packaged("env.example")
+    if preset is not None:
+        config = preset_config(config, preset)
+        env_example = preset_env_example(env_example, preset)
     planned: list[tuple[Path, str]] = [
-        (project.config, _packaged(DEMO_CONFIG if demo else CONFIG_FILE)),
-        (root / ".env.example", _packaged("env.example")),
+        (project.config, config),
+        (root / ".env.example", env_example),
     ]
     planned += [(project.prompts / name, default_text(name)) for name in TEMPLATE_FILES]
     for path, _ in planned:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.config.settings import BatchApi as Kind
 from overbrainer.llm.batches.anthropic import AnthropicBatches
 from overbrainer.llm.batches.inline import InlineBatches
@@ -25,10 +26,10 @@ __all__ = [
 ]
 
 
-def batch_api(kind: Kind, http: HttpClient, model: str) -> BatchApi:
-    """The batch API of shape `kind` on `http` for `model`."""
+def batch_api(kind: Kind, http: HttpClient, model: str, dialect: DialectSpec) -> BatchApi:
+    """The batch API of shape `kind` on `http` for `model`, its bodies in `dialect`'s shape."""
     if kind is Kind.ANTHROPIC:
         return AnthropicBatches(http, model)
     if kind is Kind.INLINE:
-        return InlineBatches(http, model)
-    return OpenAiBatches(http, model)
+        return InlineBatches(http, model, dialect)
+    return OpenAiBatches(http, model, dialect)

@@ -88,7 +88,7 @@ class AnthropicBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /messages/batches/{id}/cancel`."""
-        await self.http.post(f"{PATH}/{batch_id}/cancel", {})
+        await self.http.post_empty(f"{PATH}/{batch_id}/cancel")
 
     async def find(self, tag: str) -> str | None:
         """None: Anthropic's batches carry no metadata to find `tag` by."""

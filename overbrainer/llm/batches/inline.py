@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.llm import openai
 from overbrainer.llm.batches.openai import ENDED, ENDPOINT, result_of
 from overbrainer.llm.batches.types import BatchItem, BatchResult, BatchStatus
@@ -29,9 +30,9 @@ def _obj(value: Json) -> dict[str, Json]:
     return value if isinstance(value, dict) else {}
 
 
-def request_of(model: str, item: BatchItem) -> dict[str, Json]:
+def request_of(dialect: DialectSpec, model: str, item: BatchItem) -> dict[str, Json]:
     """One entry of `requests`: `{custom_id, body}`, body as for `POST /chat/completions`."""
-    return {"custom_id": item.custom_id, "body": openai.chat_body(model, item.request)}
+    return {"custom_id": item.custom_id, "body": openai.chat_body(dialect, model, item.request)}
 
 
 def _lines(results: Json) -> list[BatchResult]:
@@ -52,13 +53,14 @@ class InlineBatches:
     max_requests = MAX_REQUESTS
     max_bytes = MAX_BYTES
 
-    def __init__(self, http: HttpClient, model: str) -> None:
+    def __init__(self, http: HttpClient, model: str, dialect: DialectSpec) -> None:
         self.http = http
         self.model = model
+        self.dialect = dialect
 
     def size(self, item: BatchItem) -> int:
         """The bytes `item` takes in the request body."""
-        return len(json.dumps(request_of(self.model, item)).encode("utf-8")) + 1
+        return len(json.dumps(request_of(self.dialect, self.model, item)).encode("utf-8")) + 1
 
     async def submit(self, items: Sequence[BatchItem], tag: str) -> str:
         """`POST /batches` with every request inline."""
@@ -66,7 +68,7 @@ class InlineBatches:
             "endpoint": ENDPOINT,
             "model": self.model,
             "completion_window": "24h",
-            "requests": [request_of(self.model, item) for item in items],
+            "requests": [request_of(self.dialect, self.model, item) for item in items],
         }
         answer = await self.http.post("batches", body)
         batch_id = _obj(answer).get("id")
@@ -100,7 +102,7 @@ class InlineBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /batches/{id}/cancel`."""
-        await self.http.post(f"batches/{batch_id}/cancel", {})
+        await self.http.post_empty(f"batches/{batch_id}/cancel")
 
     async def find(self, tag: str) -> str | None:
         """None: the batch carries no metadata of ours to find `tag` by."""

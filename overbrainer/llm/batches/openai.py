@@ -6,6 +6,7 @@ import json
 import secrets
 from collections.abc import Sequence
 
+from overbrainer.config.dialects import DialectSpec
 from overbrainer.llm import openai
 from overbrainer.llm.batches.types import (
     BatchItem,
@@ -38,13 +39,13 @@ def _text(value: Json) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def batch_line(model: str, item: BatchItem) -> bytes:
+def batch_line(dialect: DialectSpec, model: str, item: BatchItem) -> bytes:
     """One line of the input file: `{custom_id, method, url, body}` and a newline."""
     line = {
         "custom_id": item.custom_id,
         "method": "POST",
         "url": ENDPOINT,
-        "body": openai.chat_body(model, item.request),
+        "body": openai.chat_body(dialect, model, item.request),
     }
     return json.dumps(line).encode("utf-8") + b"\n"
 
@@ -94,22 +95,24 @@ def result_of(line: Json) -> BatchResult | None:
 
 
 class OpenAiBatches:
-    """OpenAI's Batch API for `model` on `http` (a base URL ending in `/v1`)."""
+    """OpenAI's Batch API for `model` on `http` (a base URL ending in `/v1`), its lines'
+    bodies in `dialect`'s shape."""
 
     max_requests = MAX_REQUESTS
     max_bytes = MAX_BYTES
 
-    def __init__(self, http: HttpClient, model: str) -> None:
+    def __init__(self, http: HttpClient, model: str, dialect: DialectSpec) -> None:
         self.http = http
         self.model = model
+        self.dialect = dialect
 
     def size(self, item: BatchItem) -> int:
         """The bytes `item`'s line takes in the input file."""
-        return len(batch_line(self.model, item))
+        return len(batch_line(self.dialect, self.model, item))
 
     async def submit(self, items: Sequence[BatchItem], tag: str) -> str:
         """Upload the input file (`purpose=batch`), then create the batch of it."""
-        content = b"".join(batch_line(self.model, item) for item in items)
+        content = b"".join(batch_line(self.dialect, self.model, item) for item in items)
         body, content_type = multipart({"purpose": "batch"}, f"{tag}.jsonl", content)
         try:
             uploaded = await self.http.post_content("files", body, content_type)
@@ -149,7 +152,7 @@ class OpenAiBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """`POST /batches/{id}/cancel`."""
-        await self.http.post(f"batches/{batch_id}/cancel", {})
+        await self.http.post_empty(f"batches/{batch_id}/cancel")
 
     async def find(self, tag: str) -> str | None:
         """The batch among the latest `LIST_LIMIT` whose metadata holds `tag`."""

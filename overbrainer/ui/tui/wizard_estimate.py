@@ -93,8 +93,8 @@ def unreadable(listing: Listing, provider: str) -> str | None:
     if listing.cause is not None:
         cause = listing.cause
         return f"{provider} is {cause}" if cause.startswith("unreachable") else cause
-    if listing.status in (401, 403):
-        return f"{provider} rejected the key (HTTP {listing.status})"
+    if listing.key_refused:
+        return f"{provider} refused the key (HTTP {listing.status})"
     if listing.status is not None:
         return f"{provider} gave no model list (HTTP {listing.status})"
     ids = None if listing.value is None else listed_models(listing.value)
