@@ -1,9 +1,10 @@
 """A project from `overbrainer init` pointed at a real third-party server, and the real command.
 
-The project is what a new user gets: `overbrainer init`'s files, then the few edits the user
-makes for a self-hosted server (the provider's name, the models, how many subtopics and
-questions, no `[training]` for a dataset-only run). Each edit must find its line: a template
-that changes under the tests fails them here, not as a puzzling count later.
+The project is what a new user gets: `overbrainer init --provider PRESET`'s files (the
+server's provider section, with its dialect), then the few edits the user makes: the models,
+how many subtopics and questions, no `[training]` for a dataset-only run. Each edit must find
+its line: a template that changes under the tests fails them here, not as a puzzling count
+later.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-
-TEMPLATE_PROVIDER = "openrouter"
-"""The provider `overbrainer init` writes; the tests rename it to the server's."""
 
 
 @attrs.frozen
@@ -57,16 +55,16 @@ def _replace(text: str, pattern: str, replacement: str, count: int = 1) -> str:
 
 def init_project(
     root: Path,
-    provider: str,
+    preset: str,
     roles: Roles,
     *,
     subtopics: int,
     questions: int,
     pipeline: str = "",
 ) -> Path:
-    """`overbrainer init root`, then the edits a user makes for `provider` and `roles`."""
+    """`overbrainer init root --provider preset`, then the edits a user makes for `roles`."""
     done = subprocess.run(
-        [sys.executable, "-m", "overbrainer", "init", str(root)],
+        [sys.executable, "-m", "overbrainer", "init", str(root), "--provider", preset],
         env=command_env({}),
         capture_output=True,
         text=True,
@@ -76,14 +74,15 @@ def init_project(
     assert done.returncode == 0, done.stderr
     path = root / "overbrainer.toml"
     text = path.read_text(encoding="utf-8")
+    [provider] = re.findall(r"^\[providers\.([a-z_]+)\]$", text, flags=re.MULTILINE)
     # A dataset-only project: everything from the training section on goes.
     text = text[: text.index("# Training:")]
-    text = text.replace(TEMPLATE_PROVIDER, provider)
     text = _replace(text, r"^subtopics = \d+", f"subtopics = {subtopics}")
     text = _replace(text, r"^questions_per_subtopic = \d+", f"questions_per_subtopic = {questions}")
     limit = "" if roles.max_tokens is None else f"\nmax_tokens = {roles.max_tokens}"
-    text = _replace(text, r'^model = "qwen/[^"]*"', f'model = "{roles.generator}"{limit}')
-    text = _replace(text, r'^model = "deepseek/[^"]*"', f'model = "{roles.parent}"{limit}')
+    for role, model in (("generator", roles.generator), ("parent", roles.parent)):
+        section = rf'(^\[roles\.{role}\][^\[]*?^model = )"[^"]*"'
+        text = _replace(text, section, rf'\g<1>"{model}"{limit}')
     reasoning = "true" if roles.reasoning else "false"
     text = _replace(text, r"^reasoning = true", f"reasoning = {reasoning}")
     if pipeline:

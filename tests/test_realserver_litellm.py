@@ -9,6 +9,7 @@ tests (`pytest -m realserver`), and where the venv cannot be made CI fails.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from tests.realserver_project import Roles, init_project, overbrainer
 
 pytestmark = pytest.mark.realserver
 
-PROVIDER = "litellm"
+PRESET = PROVIDER = "litellm"
+"""`init --provider litellm` names its provider `litellm`."""
 QUESTIONS = [
     "How does moving a String into a function change who owns it?",
     "Why can a value have many shared borrows but only one mutable borrow?",
@@ -54,7 +56,7 @@ def test_run_no_train_makes_a_dataset_through_the_proxy(
     proxy: LiteLLMProxy, tmp_path: Path
 ) -> None:
     roles = Roles(generator="gen-model", parent="parent-model", judge="judge-model")
-    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=2, questions=3)
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=2, questions=3)
     run = overbrainer(root, "run", "--no-train", env=provider_env(proxy, PROVIDER), limit=180)
     assert run.code == 0, run.stderr
     # The mock generator answers every list with the same six questions: the first subtopic
@@ -71,40 +73,48 @@ def test_run_no_train_makes_a_dataset_through_the_proxy(
     assert len((root / "data" / "train.jsonl").read_text().splitlines()) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="waits for the waste branch (issue 38 item 5)")
 def test_a_reasoning_parent_that_returns_no_reasoning_stops_with_the_fix(
     proxy: LiteLLMProxy, tmp_path: Path
 ) -> None:
     # `reasoning = true` is what `init` writes; LiteLLM's mock returns no reasoning. Six
-    # questions: enough answers for the stop to judge on (on main, all six are paid for, then
-    # excluded `no_raw_reasoning`, and the run ends `split: 0 train` with exit 0).
+    # questions: enough answers for the stop to judge on (before issue 38 all six were paid
+    # for, then excluded `no_raw_reasoning`, and the run ended `split: 0 train` with exit 0).
     roles = Roles(generator="gen-model", parent="parent-model", reasoning=True)
-    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=6)
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=1, questions=6)
     run = overbrainer(root, "run", "--no-train", env=provider_env(proxy, PROVIDER), limit=180)
     assert run.code == 2, (run.stdout, run.stderr)
-    assert "parent-model" in run.stderr
-    assert "reasoning = false" in run.stderr
-    assert "split:" not in run.stdout
+    # The six answers go out together (concurrency 8): those in flight at the stop count too.
+    assert re.fullmatch(
+        r"answers: 0 done, 0 skipped, 0 failed, [56] excluded; .*", run.out_lines[-1]
+    )
+    stop = (
+        "error: answers stopped: the parent model `parent-model` returned no reasoning in 5 of "
+        "its first 5 answers, though `[roles.parent] reasoning = true`: set `reasoning = false`"
+    )
+    assert stop in run.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="waits for the stall branch (issue 38 item 4)")
-def test_60_answers_under_rpm_30_finish_in_about_two_minutes_with_the_waits_announced(
+def test_60_answers_under_rpm_30_finish_with_the_wait_announced(
     proxy: LiteLLMProxy, tmp_path: Path
 ) -> None:
     roles = Roles(generator="gen-model", parent="parent-rpm30")
-    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=1, questions=1)
     write_questions(root, 60)
     run = overbrainer(root, "answers", env=provider_env(proxy, PROVIDER), limit=240)
     assert run.code == 0, run.stderr
     assert run.out_lines[0].startswith("answers: 60 done, 0 skipped, 0 failed, 0 excluded")
-    assert "waiting for the provider's rate limit" in run.stderr
+    wait = (
+        r"INFO litellm/parent-rpm30: waiting for the provider's rate limit: "
+        r"-?\d+ of 30 requests left, resuming in \d+ s"
+    )
+    assert re.search(wait, run.stderr), run.stderr
 
 
 def test_config_check_online_accepts_the_proxy_and_its_key(
     proxy: LiteLLMProxy, tmp_path: Path
 ) -> None:
     roles = Roles(generator="gen-model", parent="parent-model")
-    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=1, questions=1)
     run = overbrainer(
         root, "config", "check", "--online", env=provider_env(proxy, PROVIDER), limit=60
     )
@@ -114,14 +124,17 @@ def test_config_check_online_accepts_the_proxy_and_its_key(
         assert [line for line in run.out_lines if line.startswith(said)] != [], run.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="waits for the configcheck branch (issue 38 item 6)")
 def test_config_check_online_refuses_a_wrong_key(proxy: LiteLLMProxy, tmp_path: Path) -> None:
-    # On main: LiteLLM answers `/models` with a wrong key by `400 No connected db.`, and the
-    # check passes (`no model list (HTTP 400): key and model not checked`, exit 0).
+    # LiteLLM answers `/models` with a wrong key by `400 No connected db.` (before issue 38 the
+    # check passed: `no model list (HTTP 400): key and model not checked`, exit 0).
     roles = Roles(generator="gen-model", parent="parent-model")
-    root = init_project(tmp_path / "p", PROVIDER, roles, subtopics=1, questions=1)
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=1, questions=1)
     env = {**provider_env(proxy, PROVIDER), "OVERBRAINER_PROVIDERS__LITELLM__API_KEY": "sk-wrong"}
     run = overbrainer(root, "config", "check", "--online", env=env, limit=60)
     assert run.code == 2, (run.stdout, run.stderr)
-    assert "key refused" in run.stdout + run.stderr
+    assert run.out_lines[-2:] == [
+        "roles.generator (litellm, gen-model): reachable, key refused (HTTP 400)",
+        "roles.parent (litellm, parent-model): reachable, key refused (HTTP 400)",
+    ]
+    assert run.stderr.endswith("error: roles.generator and roles.parent cannot work (see above)\n")
     assert "sk-wrong" not in run.stdout + run.stderr

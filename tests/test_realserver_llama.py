@@ -22,7 +22,9 @@ from tests.realserver_project import Roles, init_project, overbrainer
 
 pytestmark = pytest.mark.realserver
 
-PROVIDER = "llama"
+PRESET = "llama.cpp"
+PROVIDER = "llama_cpp"
+"""What `init --provider llama.cpp` names its provider."""
 MAX_TOKENS = 24
 """Small answers: quick on 2 cores, and every one is cut by the limit."""
 ROLES = Roles(generator="tiny", parent="tiny", judge="tiny", max_tokens=MAX_TOKENS)
@@ -45,7 +47,7 @@ def llama_env(server: LlamaServer) -> dict[str, str]:
 
 
 def test_run_stops_at_subtopics_when_no_list_parses(server: LlamaServer, tmp_path: Path) -> None:
-    root = init_project(tmp_path / "p", PROVIDER, ROLES, subtopics=2, questions=2)
+    root = init_project(tmp_path / "p", PRESET, ROLES, subtopics=2, questions=2)
     run = overbrainer(root, "run", "--no-train", env=llama_env(server), limit=LIMIT)
     assert run.code == 1, (run.stdout, run.stderr)
     [line] = run.out_lines
@@ -58,16 +60,17 @@ def test_run_stops_at_subtopics_when_no_list_parses(server: LlamaServer, tmp_pat
 
 def given_questions(tmp_path: Path) -> Path:
     """A project whose eight questions are there already (as `overbrainer import` leaves them)."""
-    root = init_project(tmp_path / "p", PROVIDER, ROLES, subtopics=1, questions=2)
+    root = init_project(tmp_path / "p", PRESET, ROLES, subtopics=1, questions=2)
     write_questions(root, 8)
     return root
 
 
-def test_gibberish_answers_are_excluded_and_split_counts_them(
+def test_gibberish_answers_are_excluded_and_an_empty_split_fails_the_run(
     server: LlamaServer, tmp_path: Path
 ) -> None:
     root = given_questions(tmp_path)
     run = overbrainer(root, "run", "--no-train", env=llama_env(server), limit=LIMIT)
+    assert run.code == 1, (run.stdout, run.stderr)
     expected = [
         f"subtopics: 0 done, 1 skipped, 0 failed, 0 excluded; {TOKENS}",
         f"questions: 0 done, 1 skipped, 0 failed, 0 excluded; {TOKENS}",
@@ -78,24 +81,16 @@ def test_gibberish_answers_are_excluded_and_split_counts_them(
     assert len(run.out_lines) == len(expected), (run.stdout, run.stderr)
     for pattern, line in zip(expected, run.out_lines, strict=True):
         assert re.fullmatch(pattern, line), (pattern, line)
+    assert run.stderr.endswith(
+        "error: split: 0 train examples: all 8 answers were excluded (truncated 8)\n"
+    )
     assert (root / "data" / "train.jsonl").read_text() == ""
-
-
-@pytest.mark.xfail(strict=True, reason="waits for the waste branch (issue 38 item 5)")
-def test_a_run_whose_split_has_no_train_example_exits_non_zero(
-    server: LlamaServer, tmp_path: Path
-) -> None:
-    # On main: the same end state as above, exit 0.
-    root = given_questions(tmp_path)
-    run = overbrainer(root, "run", "--no-train", env=llama_env(server), limit=LIMIT)
-    assert run.code != 0, (run.stdout, run.stderr)
-    assert "0 train" in run.stderr
 
 
 def test_a_judge_that_gives_no_score_fails_each_item_after_two_asks(
     server: LlamaServer, tmp_path: Path
 ) -> None:
-    root = init_project(tmp_path / "p", PROVIDER, ROLES, subtopics=1, questions=2)
+    root = init_project(tmp_path / "p", PRESET, ROLES, subtopics=1, questions=2)
     write_answered(root, 3)  # the first is excluded (truncated): two to judge
     run = overbrainer(root, "quality", env=llama_env(server), limit=LIMIT)
     assert run.code == 1, (run.stdout, run.stderr)
