@@ -8,6 +8,7 @@ import signal
 import pytest
 
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
+from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
 from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
