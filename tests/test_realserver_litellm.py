@@ -138,3 +138,18 @@ def test_config_check_online_refuses_a_wrong_key(proxy: LiteLLMProxy, tmp_path: 
     ]
     assert run.stderr.endswith("error: roles.generator and roles.parent cannot work (see above)\n")
     assert "sk-wrong" not in run.stdout + run.stderr
+
+
+def test_a_wrong_key_stops_the_stage_at_its_first_request(
+    proxy: LiteLLMProxy, tmp_path: Path
+) -> None:
+    # The proxy's `400 No connected db.` refuses the key: the stage stops at once instead of
+    # asking again without structured output and going on item after item.
+    roles = Roles(generator="gen-model", parent="parent-model")
+    root = init_project(tmp_path / "p", PRESET, roles, subtopics=1, questions=1)
+    env = {**provider_env(proxy, PROVIDER), "OVERBRAINER_PROVIDERS__LITELLM__API_KEY": "sk-wrong"}
+    run = overbrainer(root, "subtopics", env=env, limit=60)
+    assert run.code == 1, (run.stdout, run.stderr)
+    assert "retrying without structured output" not in run.stderr
+    assert run.stderr.splitlines()[-1] == "error: subtopics stopped: HTTP 400: No connected db."
+    assert "sk-wrong" not in run.stdout + run.stderr
