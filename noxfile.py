@@ -1,4 +1,5 @@
-"""Developer sessions: tests, lint, typecheck, bench, trainer, gguf, hub_lowest, hub_newest."""
+"""Developer sessions: tests, lint, typecheck, bench, trainer, gguf, realserver, hub_lowest,
+hub_newest."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ nox.options.reuse_existing_virtualenvs = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (the torch and Axolotl tests run in their own sessions)."""
+    """The test suite (the torch, Axolotl and real-server tests run in their own sessions)."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not trainer and not gguf and not axolotl", *session.posargs)
+    selection = "not trainer and not gguf and not axolotl and not realserver"
+    session.run("pytest", "-m", selection, *session.posargs)
 
 
 @nox.session
@@ -60,6 +62,13 @@ def gguf(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.install("torch==2.13.0", "transformers", "accelerate", "sentencepiece", "gguf")
     session.run("pytest", "-m", "gguf", *session.posargs)
+
+
+@nox.session
+def realserver(session: nox.Session) -> None:
+    """The pipeline against LiteLLM's proxy and llama-server (both built once, cached)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "realserver", *session.posargs)
 
 
 def hub_requirement() -> str:

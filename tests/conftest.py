@@ -10,6 +10,7 @@ import pytest
 from overbrainer.devtools.stub_provider import check_exchanges
 from tests import standin_contract as standins
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
+from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
 from tests.standin_contract import StandinContract

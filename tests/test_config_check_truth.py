@@ -20,7 +20,6 @@ from overbrainer.devtools.stub_provider import (
     StubProvider,
 )
 from overbrainer.llm.errors import StatusError
-from overbrainer.llm.probe import refuses_key
 from overbrainer.net.http_server import Request, Response
 from tests.pipeline_support import PRICES, make_project, overbrainer
 
@@ -274,7 +273,7 @@ async def test_a_dataset_only_project_needs_no_axolotl(tmp_path: Path) -> None:
     ],
 )
 def test_which_answers_refuse_the_key(status: int, message: str, refused: bool) -> None:
-    assert refuses_key(StatusError(status, message)) is refused
+    assert StatusError(status, message).refuses_key is refused
 
 
 async def test_the_quality_judge_is_checked_online_under_its_own_key(tmp_path: Path) -> None:

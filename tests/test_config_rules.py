@@ -565,3 +565,9 @@ def test_batch_discount_is_a_fraction(tmp_path: Path, value: str) -> None:
 def test_batch_poll_secs_is_positive(tmp_path: Path) -> None:
     text = HEAD + ROLES + "[pipeline]\nbatch_poll_secs = 0\n"
     assert problems(tmp_path, text) == ["pipeline.batch_poll_secs: must be in (0, 3600]"]
+
+
+@pytest.mark.parametrize("value", ["0", "3601"])
+def test_adaptive_window_secs_is_a_sane_window(tmp_path: Path, value: str) -> None:
+    text = HEAD + ROLES + f"[pipeline]\nadaptive_window_secs = {value}\n"
+    assert problems(tmp_path, text) == ["pipeline.adaptive_window_secs: must be in (0, 3600]"]

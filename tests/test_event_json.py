@@ -64,6 +64,8 @@ EVENTS: list[ev.Event] = [
     ev.Judged("c1", 3, 4),
     ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
     ev.PodSpend("p1", 2.99, 0.4186),
+    ev.RateLimitWait("litellm/m", 41.0, "window", "requests", 0, 30),
+    ev.RateLimitWait("litellm/m", 12.5, "rate limited (429)"),
     *(ev.MarkEvent(mark) for mark in MARKS),
     *(ev.JobStatusChanged(status) for status in JOB_STATUSES),
     *(ev.PodStatusChanged(status) for status in POD_STATUSES),
@@ -100,6 +102,11 @@ def test_round_trip(event: ev.Event) -> None:
             ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
             '{"event":"concurrency","model":"openrouter/m","old":8,"new":6,'
             '"reason":"rate limited"}',
+        ),
+        (
+            ev.RateLimitWait("litellm/m", 41.0, "window", "requests", 0, 30),
+            '{"event":"rate_limit_wait","model":"litellm/m","seconds":41.0,"reason":"window",'
+            '"budget":"requests","remaining":0,"limit":30}',
         ),
         (ev.JobStatusChanged(js.Exited(3)), '{"event":"job_status","status":{"exited":3}}'),
         (ev.JobStatusChanged(js.Running()), '{"event":"job_status","status":"running"}'),

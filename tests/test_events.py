@@ -113,7 +113,8 @@ def test_stage_names_are_lowercase_and_sort_in_pipeline_order() -> None:
         Stage.ANSWERS,
         Stage.SPLIT,
     ]
-    assert len(EVENT_TYPES) == 15  # the reference's 13, then our ConcurrencyChanged, PodSpend
+    # The reference's 13, then our ConcurrencyChanged, PodSpend, RateLimitWait.
+    assert len(EVENT_TYPES) == 16
 
 
 def test_cost_is_known_only_with_a_price() -> None:

@@ -63,6 +63,21 @@ async def test_retry_after_is_honoured(
     assert trio.current_time() - start == pytest.approx(3.5, abs=0.01)
 
 
+async def test_litellm_passes_its_retry_after_on_under_another_name(
+    stub: StubProvider, autojump_clock: trio.testing.MockClock
+) -> None:
+    # LiteLLM's proxy forwards the `retry-after: 60` of its own rpm check prefixed.
+    stub.queue(
+        Reply(status=429, content="rpm", headers={"llm_provider-retry-after": "60"}),
+        Reply(content="fine"),
+    )
+    retries = Retries()
+    with trio.fail_after(600):
+        async with client_on(stub) as client:
+            await client.complete(REQUEST, retries)
+    assert retries.waits == [60.0]
+
+
 async def test_retry_after_is_capped_at_600s_and_dates_are_ignored(
     stub: StubProvider, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -191,6 +191,23 @@ async def test_a_401_on_a_list_request_sends_nothing_after_it(tmp_path: Path) ->
     )
 
 
+async def test_a_400_that_refuses_the_key_stops_a_list_request_without_asking_again(
+    tmp_path: Path,
+) -> None:
+    # LiteLLM's proxy without a database answers any key but its master key this way; before,
+    # the list was asked again without structured output, paying for a request that could not
+    # work, and the stage went on item after item.
+    root = make_project(tmp_path / "p")
+    no_db = b'{"error": {"message": "No connected db.", "type": "no_db_connection"}}'
+    async with open_stub(lambda _: Reply(status=400, body=no_db)) as stub:
+        result = await overbrainer(root, "subtopics", url=stub.url)
+        asked = len(stub.completions)
+    assert asked == 1
+    assert result.code == 1
+    assert "retrying without structured output" not in result.stderr
+    assert last_line(result.stderr) == "error: subtopics stopped: HTTP 400: No connected db."
+
+
 async def test_without_retries_a_refused_connection_names_its_cause(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     port = free_port()

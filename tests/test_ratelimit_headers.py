@@ -93,3 +93,25 @@ def test_durations(text: str, seconds: float) -> None:
 @pytest.mark.parametrize("text", ["", "soon", "1x", "-1", "s1"])
 def test_unreadable_durations(text: str) -> None:
     assert parse_duration(text) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-ratelimit-limit-requests": "30", "x-ratelimit-remaining-requests": "-4"},
+        {
+            "anthropic-ratelimit-requests-limit": "30",
+            "anthropic-ratelimit-requests-remaining": "-4",
+        },
+        {"ratelimit-limit": "30", "ratelimit-remaining": "-4"},
+    ],
+)
+def test_an_overdrawn_budget_is_read_as_it_is(headers: dict[str, str]) -> None:
+    # LiteLLM's proxy counts past its limit: -4 is none left and 4 over, not unreadable.
+    info = parse_rate_limits(headers, NOW)
+    assert info is not None and info.requests == Budget(30, -4, None)
+
+
+def test_a_negative_limit_is_unreadable() -> None:
+    info = parse_rate_limits({"x-ratelimit-limit-requests": "-30"}, NOW)
+    assert info is None

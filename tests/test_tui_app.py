@@ -15,6 +15,7 @@ from overbrainer.events.types import (
     JobStatusChanged,
     MarkEvent,
     Metric,
+    RateLimitWait,
     Stage,
     StageFinished,
     StageStarted,
@@ -136,6 +137,14 @@ def test_events_give_counts_tokens_spend_and_rate() -> None:
     assert abs(live.cost - 0.3) < 1e-9
     assert live.rate == 1.0  # 2 answers in 2 s
     assert state.live_of(Stage.SUBTOPICS).done == 0
+
+
+def test_a_pause_for_the_rate_limit_is_on_the_status_line() -> None:
+    wait = RateLimitWait("litellm/m", 41.0, "window", "requests", 0, 30)
+    state, _ = feed(State(), TaskEvent(1, wait, 100.0))
+    assert state.status == (
+        "litellm/m: waiting for the provider's rate limit: 0 of 30 requests left, resuming in 41 s"
+    )
 
 
 def test_requests_tokens_and_spend_per_role_over_the_stages_of_each() -> None:

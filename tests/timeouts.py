@@ -22,8 +22,8 @@ import pytest
 import trio
 
 SLOW_SECONDS = 2400
-"""The limit of a test that builds or runs a real tool (llama.cpp, Axolotl, the Trainer)."""
-SLOW_MARKERS = ("axolotl", "gguf", "trainer")
+"""The limit of a test that builds or runs a real tool (llama.cpp, Axolotl, Trainer, LiteLLM)."""
+SLOW_MARKERS = ("axolotl", "gguf", "trainer", "realserver")
 SLOW_FIXTURES = ("llama_tools", "axolotl_venv")
 TRIO_SHARE = 0.9
 """A Trio test is cancelled at this share of its pytest-timeout limit."""

@@ -28,6 +28,7 @@ from overbrainer.llm import CompletionRequest, LlmError, ProtocolClient
 from overbrainer.model.error_groups import meaningful_error
 from overbrainer.model.errors import WorkFailed
 from overbrainer.model.usage import Price
+from overbrainer.pipeline.judge_watch import UnscoredStreak
 from overbrainer.pipeline.spend import SpendCapReached
 from overbrainer.project.templates import Template
 from overbrainer.storage import open_file_appender, read_records
@@ -36,6 +37,15 @@ log = logging.getLogger(__name__)
 
 ASKS = 2
 """Asks per order before a reply that never parses is recorded `unparsed`."""
+
+
+FIX = "use a judge model that follows the compare prompt's format, or fix that prompt"
+"""The end of the line that stops a judge which never gives a parsable verdict."""
+
+
+def judge_name(judge: Judge) -> str:
+    """The judge's role as the stop line names it."""
+    return "`[roles.parent]` (judging)" if judge.is_parent else "`[roles.judge]`"
 
 
 class JudgeFailed(WorkFailed):
@@ -93,8 +103,9 @@ def _parse_or_none(text: str) -> VerdictLine | None:
 
 async def _ask(
     judge: Judge, spend: JudgeSpend, prompt: str, question_id: str
-) -> tuple[str, str] | None:
-    """The judge's choice and reason for one order; None when no reply parsed in two asks.
+) -> tuple[str, str] | str:
+    """The judge's choice and reason for one order; its last reply when none parsed in two
+    asks.
 
     CapRefused when the spend cap refuses an ask: the question is left unjudged.
     """
@@ -107,16 +118,18 @@ async def _ask(
         effort=role.reasoning_effort,
         thinking_budget=role.thinking_budget,
     )
+    reply = ""
     for ask in range(ASKS):
         try:
             completion = await spend.complete(judge.client, request)
         except LlmError as error:
             raise JudgeFailed(f"the judge failed on question {question_id}: {error}") from None
-        parsed = parse_reply(completion.content)
+        reply = completion.content
+        parsed = parse_reply(reply)
         if parsed is not None:
             return parsed.choice, parsed.reason
         log.debug("compare: the judge's reply %d on %s did not parse", ask + 1, question_id)
-    return None
+    return reply
 
 
 async def judge_one(
@@ -126,10 +139,12 @@ async def judge_one(
     answer: ChildAnswer | None,
     both_orders: bool,
     spend: JudgeSpend,
+    streak: UnscoredStreak | None = None,
 ) -> VerdictLine:
     """The verdict on one question: `error` without a usable answer, no judge call then.
 
-    CapRefused when the spend cap refuses one of its requests (`spend`: the command's).
+    CapRefused when the spend cap refuses one of its requests (`spend`: the command's). A
+    question judged with no reply parsed lengthens `streak`, any other ends it.
     """
     question = setup.questions[index]
     first = child_first(question.id, setup.seed)
@@ -138,15 +153,22 @@ async def judge_one(
     child = strip_reasoning(answer.answer or "")
     verdicts: list[Verdict] = []
     reasons: list[str] = []
+    unparsed: list[str] = []
     for child_is_a in (first, not first) if both_orders else (first,):
         a, b = (child, question.parent) if child_is_a else (question.parent, child)
         prompt = judge.template.render(question=question.question, answer_a=a, answer_b=b)
         reply = await _ask(judge, spend, prompt, question.id)
-        if reply is None:
+        if isinstance(reply, str):
             verdicts.append(Verdict.UNPARSED)
+            unparsed.append(reply)
             continue
         verdicts.append(verdict_of(reply[0], child_is_a))
         reasons.append(reply[1])
+    if streak is not None:
+        if len(unparsed) == len(verdicts):
+            streak.unscored(unparsed[-1])
+        else:
+            streak.scored()
     verdict = verdicts[0] if len(verdicts) == 1 else agreed(verdicts[0], verdicts[1])
     reason = next((r for r in reasons if r), None)
     return VerdictLine(question.id, verdict, reason, first)
@@ -183,6 +205,7 @@ async def judge_all(
     """
     judge, spend, bus = judging.judge, judging.spend, judging.bus
     compare_id = setup.compare
+    streak = UnscoredStreak(judge_name(judge), judge.role.model, "verdict", FIX)
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
     ids = {q.id for q in setup.questions}
     done = {k: v for k, v in known.items() if k in ids}
@@ -197,12 +220,14 @@ async def judge_all(
         async def worker() -> None:
             # Workers take questions in setup order, so a resume is predictable.
             for index in pending:
-                if not judging.admitting() or spend.cap.reached:
+                if not judging.admitting() or spend.cap.reached or streak.stop is not None:
                     return
                 question_id = setup.questions[index].id
                 answer = by_id.get(question_id)
                 try:
-                    line = await judge_one(judge, setup, index, answer, judging.both_orders, spend)
+                    line = await judge_one(
+                        judge, setup, index, answer, judging.both_orders, spend, streak
+                    )
                 except CapRefused:
                     return
                 except JudgeFailed:
@@ -227,6 +252,8 @@ async def judge_all(
     finally:
         with trio.move_on_after(5, shield=True):
             await trio.to_thread.run_sync(appender.close)
+    if streak.stop is not None:
+        raise streak.stop  # the questions in flight were judged and kept first
     if any(q.id not in done for q in setup.questions):
         if spend.cap.reached:
             raise capped(spend, compare_id)

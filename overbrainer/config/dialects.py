@@ -307,7 +307,10 @@ def detect(protocol: Protocol, base_url: str | None) -> Dialect | None:
     """
     if base_url is None or protocol is Protocol.STUB:
         return None
-    host = (urllib.parse.urlsplit(base_url).hostname or "").lower().rstrip(".")
+    try:
+        host = (urllib.parse.urlsplit(base_url).hostname or "").lower().rstrip(".")
+    except ValueError:  # an unparsable URL is the base URL check's to report, not ours
+        return None
     for spec in DIALECTS.values():
         if spec.protocol is protocol and any(_host_matches(host, p) for p in spec.hosts):
             return spec.dialect

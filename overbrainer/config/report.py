@@ -65,6 +65,7 @@ OWN_PIPELINE_KEYS = (
     "adaptive",
     "adaptive_decrease",
     "adaptive_pause_secs",
+    "adaptive_window_secs",
     "batch_poll_secs",
 )
 

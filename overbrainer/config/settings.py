@@ -202,8 +202,8 @@ class Roles:
 @attrs.frozen
 class Pipeline:
     """`[pipeline]`: the reference's tunables plus our `max_cost_usd`, `drain_secs` and the
-    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`) and
-    `batch_poll_secs`, the wait between two looks at a running batch."""
+    adaptive concurrency knobs (`adaptive`, `adaptive_decrease`, `adaptive_pause_secs`,
+    `adaptive_window_secs`) and `batch_poll_secs`, the wait between two looks at a running batch."""
 
     concurrency: int = 8
     max_retries: int = 5
@@ -219,6 +219,9 @@ class Pipeline:
     adaptive: bool = True
     adaptive_decrease: float = 0.75
     adaptive_pause_secs: float = 1.0
+    adaptive_window_secs: float | None = None
+    """How long a provider's rate-limit window lasts when its replies state no reset; None: its
+    dialect's `unstated_reset_secs`, else 60 s."""
     batch_poll_secs: float = 60.0
 
 

@@ -118,6 +118,8 @@ def check(cfg: s.Settings) -> list[str]:
         out.append("pipeline.adaptive_decrease: must be in (0, 1)")
     if not 0 <= pl.adaptive_pause_secs <= 600:
         out.append("pipeline.adaptive_pause_secs: must be in [0, 600]")
+    if pl.adaptive_window_secs is not None and not 0 < pl.adaptive_window_secs <= 3600:
+        out.append("pipeline.adaptive_window_secs: must be in (0, 3600]")
     if not 0 < pl.batch_poll_secs <= 3600:
         out.append("pipeline.batch_poll_secs: must be in (0, 3600]")
     if cfg.training is not None:

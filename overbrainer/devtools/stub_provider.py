@@ -428,6 +428,7 @@ class RateLimited:
         self.answered += 1
         return Reply(
             content=f"Answer to {request.prompt}",
+            reasoning_content="Thinking it through.",
             usage=self.usage,
             delay=self.latency,
             headers=headers,

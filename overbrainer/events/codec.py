@@ -45,6 +45,7 @@ EVENT_TAGS: dict[type[Any], str] = {
     ev.Judged: "judged",
     ev.ConcurrencyChanged: "concurrency",
     ev.PodSpend: "pod_spend",
+    ev.RateLimitWait: "rate_limit_wait",
 }
 """The `"event"` tag of each event class."""
 

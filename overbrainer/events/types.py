@@ -199,6 +199,23 @@ class ConcurrencyChanged:
 
 
 @attrs.frozen
+class RateLimitWait:
+    """Sending to one `provider/model` pauses about `seconds` for the provider's rate limit.
+
+    `reason` is `window` (its `budget` — `requests`, `tokens`, `input tokens`, `output
+    tokens` — has `remaining` of `limit` left; `limit` None when unstated) or `rate limited
+    (429)`. Published when the pause begins, and again at least every minute while it lasts.
+    """
+
+    model: str
+    seconds: float
+    reason: str
+    budget: str | None = None
+    remaining: int | None = None
+    limit: int | None = None
+
+
+@attrs.frozen
 class PodSpend:
     """The run's Runpod pod costs `cost_per_hour` USD and has cost about `spent` USD so far.
 
@@ -227,6 +244,7 @@ Event = (
     | Judged
     | ConcurrencyChanged
     | PodSpend
+    | RateLimitWait
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -245,6 +263,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     Judged,
     ConcurrencyChanged,
     PodSpend,
+    RateLimitWait,
 )
 """Every event class, in the reference's declaration order (ours beyond it last)."""
 

@@ -198,6 +198,7 @@ class _Pipeline:
                     self.config.env,
                     self.prices,
                     self._concurrency_changed,
+                    self.bus.publish,
                 )
             )
         )

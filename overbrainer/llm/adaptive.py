@@ -8,7 +8,9 @@ again, so a burst of 429s from requests already in flight counts once) and admit
 its `Retry-After` (else `pause`) has passed. After `limit` successes in a row it grows by one,
 never above `concurrency`. Every reply's rate-limit headers refresh what is left in the
 provider's windows; admission waits for a window to refill rather than send a request the
-provider has said it will refuse.
+provider has said it will refuse (a window stated without a reset refills on a clock and is
+probed by one request: see `windows`). A pause for the provider's limit of `ANNOUNCE_AFTER`
+seconds or more goes to `on_wait` when it begins and every `ANNOUNCE_EVERY` while it lasts.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.llm.ratelimit import Budget, RateLimitInfo
+from overbrainer.events.types import RateLimitWait
+from overbrainer.llm.ratelimit import RateLimitInfo
+from overbrainer.llm.windows import UNSTATED_WINDOW, Window, updated
 
 DEFAULT_DECREASE = 0.75
 """The cut on a 429 (NeMo Data Designer's factor)."""
@@ -34,8 +38,16 @@ TOKENS_SMOOTHING = 0.2
 ADMISSIONS_KEPT = 100_000
 """Admission times kept, to count what was sent since a window began."""
 
+ANNOUNCE_AFTER = 3.0
+"""A pause for the provider's rate limit at least this long (seconds) is announced."""
+ANNOUNCE_EVERY = 60.0
+"""A long pause is announced again this often (seconds): nothing waits unannounced longer."""
+RATE_LIMITED = "rate limited (429)"
+
 OnChange = Callable[[int, int, str], None]
 """Called with the old limit, the new one and why (`rate limited`, `grown`, `headers`)."""
+OnWait = Callable[[RateLimitWait], None]
+"""Told each announced pause (and again every `ANNOUNCE_EVERY` while it lasts)."""
 
 
 @attrs.frozen
@@ -45,76 +57,6 @@ class Ticket:
     generation: int
     sequence: int = 0
     admitted_at: float = 0.0
-
-
-@attrs.define
-class _Window:
-    """What is left of one provider budget, as last stated and decremented since."""
-
-    remaining: float
-    refills_at: float
-    limit: int | None
-    started_at: float = -math.inf
-    """When this window began, as far as we know: replies to requests admitted before it
-    describe an earlier window and are ignored."""
-    lateness: float = 0.0
-    """How late `refills_at` may be: the reply that set it came back this long after its
-    request left, and the provider may have counted the reset from the request's arrival."""
-
-    def refresh(self, now: float, spent_since: Callable[[float], float]) -> None:
-        """A window past its refill time starts over at its limit (unknown: unbounded), less
-        what was sent since it may really have begun."""
-        if now >= self.refills_at:
-            began = self.refills_at - self.lateness
-            full = math.inf if self.limit is None else float(self.limit)
-            self.remaining = full - spent_since(began)
-            self.started_at = began
-            self.refills_at = math.inf
-
-
-def _window(
-    budget: Budget,
-    current: _Window | None,
-    admitted_at: float,
-    now: float,
-    later: float,
-    sent_since: Callable[[float], float],
-    unsure: float,
-) -> _Window | None:
-    """The window after a reply.
-
-    The reply says what was left when its request arrived; the requests admitted after it are
-    taken off (`later`). Requests do not always arrive in the order they left (new
-    connections), which makes that count off by up to what is in flight (`unsure`). So once
-    the window is known and the provider states its limit, what is left is the limit less
-    what this process sent since the window began — exact whatever the order — unless the
-    reply says clearly less (another process using the same key) or nothing at all. A reply
-    to a request admitted before the current window began is about an earlier one and
-    changes nothing. Whether a provider counts the reset from the request's arrival or from
-    its reply differs, so it is counted from the reply (the later of the two): a window is
-    never thought to refill early.
-    """
-    if budget.remaining is None:
-        return current
-    if current is not None and admitted_at < current.started_at:
-        return current  # admitted before the window we know began: stale
-    began = -math.inf if current is None else current.started_at
-    limit = budget.limit if budget.limit is not None else (current.limit if current else None)
-    stated = float(budget.remaining) - later
-    if current is not None and limit is not None and budget.remaining > 0:
-        ours = float(limit) - sent_since(began)
-        if stated >= ours - unsure:
-            stated = ours
-    refills_at = math.inf if budget.reset_after is None else now + budget.reset_after
-    lateness = max(now - admitted_at, 0.0)
-    if current is None:
-        return _Window(stated, refills_at, limit, lateness=lateness)
-    current.remaining = stated
-    if current.refills_at == math.inf or refills_at > current.refills_at:
-        current.refills_at = refills_at
-        current.lateness = lateness
-    current.limit = limit
-    return current
 
 
 class AdaptiveLimiter:
@@ -127,7 +69,9 @@ class AdaptiveLimiter:
         *,
         decrease: float = DEFAULT_DECREASE,
         pause: float = DEFAULT_PAUSE,
+        window: float = UNSTATED_WINDOW,
         on_change: OnChange | None = None,
+        on_wait: OnWait | None = None,
     ) -> None:
         if maximum < 1:
             raise ValueError("maximum must be at least 1")
@@ -137,7 +81,9 @@ class AdaptiveLimiter:
         self.maximum = maximum
         self.decrease = decrease
         self.pause = pause
+        self.window = window
         self.on_change = on_change
+        self.on_wait = on_wait
         self.limit = maximum
         self.in_flight = 0
         self.paused_until = -math.inf
@@ -148,12 +94,14 @@ class AdaptiveLimiter:
         self._seeded = False
         self._replied = False
         self._probe_ends = math.inf
-        self._requests: _Window | None = None
-        self._tokens: dict[str, _Window] = {}
+        self._requests: Window | None = None
+        self._tokens: dict[str, Window] = {}
         self._tokens_per_request: float | None = None
         self._changed = trio.Event()
         self._admissions: list[float] = []
         """Admission times, oldest first (trio's clock never goes back): bisected, not scanned."""
+        self._announced: tuple[float, float] | None = None
+        """When the last announced pause was to end, and when it was announced."""
 
     def _notify(self) -> None:
         self._changed.set()
@@ -173,27 +121,54 @@ class AdaptiveLimiter:
             self.on_change(old, new, reason)
         self._notify()
 
-    def _wait(self, now: float) -> float:
-        """Seconds until a request may be admitted: 0 now, `inf` until something changes."""
+    def _wait(self, now: float) -> tuple[float, RateLimitWait | None]:
+        """Seconds until a request may be admitted (0 now, `inf` until something changes), and
+        the provider's rate limit that holds it, if one does (None: a probe or the
+        concurrency limit, both waiting for replies already on their way)."""
+        wait, why = 0.0, None
         if now < self.paused_until:
-            return self.paused_until - now
+            wait = self.paused_until - now
+            why = RateLimitWait(self.name, wait, RATE_LIMITED)
         if not self._replied and self.in_flight >= 1 and now < self._probe_ends:
-            return self._probe_ends - now  # one request probes the limits first
+            return max(wait, self._probe_ends - now), why  # one request probes the limits first
         if self.in_flight >= self.limit:
-            return math.inf
-        wait = 0.0
-        windows = [self._requests] if self._requests is not None else []
-        need = [1.0] * len(windows)
-        if self._tokens_per_request is not None:
-            windows += self._tokens.values()
-            need += [self._tokens_per_request] * len(self._tokens)
-        for window, amount in zip(windows, need, strict=True):
+            return math.inf, None
+        for what, window, need in self._windows():
             window.refresh(
-                now, self._sent_since if window is self._requests else self._tokens_since
+                now, self._sent_since if window is self._requests else self._tokens_since, need
             )
-            if window.remaining < amount:
-                wait = max(wait, window.refills_at - now)
-        return wait
+            if window.remaining >= need:
+                continue
+            until = window.refills_at - now
+            if window.probing(need):
+                return max(wait, until), None  # its probe's reply comes first
+            if until > wait:
+                wait = until
+                left = max(math.floor(window.remaining), 0)
+                why = RateLimitWait(self.name, wait, "window", what, left, window.limit)
+        return wait, why
+
+    def _windows(self) -> list[tuple[str, Window, float]]:
+        """Each known window that gates admission: its name, itself, what a request takes."""
+        windows = []
+        if self._requests is not None:
+            windows.append(("requests", self._requests, 1.0))
+        if self._tokens_per_request is not None:
+            for name, window in self._tokens.items():
+                windows.append((name.replace("_", " "), window, self._tokens_per_request))
+        return windows
+
+    def _announce(self, now: float, why: RateLimitWait) -> None:
+        """Tell `on_wait` of a pause, once for its end and again every `ANNOUNCE_EVERY`."""
+        if self.on_wait is None or why.seconds < ANNOUNCE_AFTER:
+            return
+        ends = now + why.seconds
+        if self._announced is not None:
+            announced_end, announced_at = self._announced
+            if abs(ends - announced_end) < 1.0 and now - announced_at < ANNOUNCE_EVERY:
+                return
+        self._announced = (ends, now)
+        self.on_wait(attrs.evolve(why, seconds=round(why.seconds, 3)))
 
     def _sent_since(self, moment: float) -> float:
         """Requests admitted at or after `moment`."""
@@ -206,16 +181,19 @@ class AdaptiveLimiter:
         """Wait until a request may start, then count it in flight."""
         while True:
             now = trio.current_time()
-            wait = self._wait(now)
-            if wait <= 0:
+            wait, why = self._wait(now)
+            if now + wait <= now:  # also a wait too short for the clock's float to count
                 return self._take()
+            if why is not None:
+                self._announce(now, why)
             changed = self._changed
-            with trio.move_on_after(wait):
+            # Woken at least every ANNOUNCE_EVERY: a long pause is announced again.
+            with trio.move_on_after(min(wait, ANNOUNCE_EVERY)):
                 await changed.wait()
 
     def try_admit(self) -> Ticket | None:
         """Count a request in flight if it may start now; None if it would have to wait."""
-        if self._wait(trio.current_time()) > 0:
+        if self._wait(trio.current_time())[0] > 0:
             return None
         return self._take()
 
@@ -252,7 +230,7 @@ class AdaptiveLimiter:
         later = 0 if ticket is None else max(self.admitted - ticket.sequence, 0)
         admitted_at = now if ticket is None else ticket.admitted_at
         if info.requests is not None:
-            self._requests = _window(
+            self._requests = updated(
                 info.requests,
                 self._requests,
                 admitted_at,
@@ -260,6 +238,7 @@ class AdaptiveLimiter:
                 later,
                 self._sent_since,
                 float(self.in_flight + 1),
+                self.window,
             )
             remaining = info.requests.remaining
             if not self._seeded and remaining is not None:
@@ -267,7 +246,7 @@ class AdaptiveLimiter:
                 self._set_limit(min(self.limit, max(1, remaining)), "headers")
         spent = later * (self._tokens_per_request or 0.0)
         for name, budget in info.token_budgets().items():
-            window = _window(
+            window = updated(
                 budget,
                 self._tokens.get(name),
                 admitted_at,
@@ -275,6 +254,7 @@ class AdaptiveLimiter:
                 spent,
                 self._tokens_since,
                 (self.in_flight + 1) * (self._tokens_per_request or 0.0),
+                self.window,
             )
             if window is not None:
                 self._tokens[name] = window
@@ -302,6 +282,8 @@ class AdaptiveLimiter:
         self._streak = 0
         now = trio.current_time()
         self.paused_until = max(self.paused_until, now + (retry_after or self.pause))
+        for _, window, _ in self._windows():
+            window.refused(now, retry_after)
         if ticket.generation == self.generation:
             self.generation += 1
             self._set_limit(math.floor(self.limit * self.decrease), "rate limited")

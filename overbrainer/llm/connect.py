@@ -11,7 +11,7 @@ import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
-from overbrainer.llm.adaptive import AdaptiveLimiter
+from overbrainer.llm.adaptive import AdaptiveLimiter, OnWait
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_provider
 from overbrainer.llm.dialects import PriceSource
 from overbrainer.llm.errors import LlmError
@@ -19,6 +19,7 @@ from overbrainer.llm.http import CONNECT_TIMEOUT, HttpClient
 from overbrainer.llm.pricing import PriceBook, role_price
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.retry import RetryPolicy
+from overbrainer.llm.windows import UNSTATED_WINDOW
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
@@ -83,7 +84,9 @@ def _limiter(
     settings: Settings,
     limiters: dict[tuple[str, str], AdaptiveLimiter],
     role: Role,
+    provider: Provider,
     on_concurrency: ConcurrencyObserver | None,
+    on_wait: OnWait | None,
 ) -> AdaptiveLimiter | None:
     """The shared limiter of the role's (provider, model); None when `adaptive` is off."""
     pipeline = settings.pipeline
@@ -104,7 +107,11 @@ def _limiter(
             pipeline.concurrency,
             decrease=pipeline.adaptive_decrease,
             pause=pipeline.adaptive_pause_secs,
+            window=pipeline.adaptive_window_secs
+            or provider.spec.unstated_reset_secs
+            or UNSTATED_WINDOW,
             on_change=report,
+            on_wait=on_wait,
         )
     return limiters[key]
 
@@ -161,6 +168,7 @@ async def connect_roles(
     env: Mapping[str, str] | None = None,
     prices: PriceBook | None = None,
     on_concurrency: ConcurrencyObserver | None = None,
+    on_wait: OnWait | None = None,
 ) -> AsyncIterator[dict[str, RoleClient]]:
     """Connect each named, configured role; providers' connections close on exit.
 
@@ -170,7 +178,8 @@ async def connect_roles(
     where the provider's dialect lists no prices. An embedded
     protocol's (`stub`) connection runs over its in-process transport, not the network.
     With `[pipeline] adaptive`, roles on the same provider and model share one adaptive
-    limiter, whose changes go to `on_concurrency`.
+    limiter, whose changes go to `on_concurrency` and whose pauses for the provider's rate
+    limit go to `on_wait`.
     """
     environ = os.environ if env is None else env
     retry = RetryPolicy(max_retries=settings.pipeline.max_retries)
@@ -191,7 +200,7 @@ async def connect_roles(
             except OverbrainerError as error:
                 raise _wrap(name, error) from None
             http = connections[role.provider]
-            limiter = _limiter(settings, limiters, role, on_concurrency)
+            limiter = _limiter(settings, limiters, role, provider, on_concurrency, on_wait)
             clients[name] = (
                 role,
                 ProtocolClient(

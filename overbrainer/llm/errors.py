@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from overbrainer.model.errors import OverbrainerError
 
@@ -11,6 +12,12 @@ MESSAGE_LIMIT = 300
 
 AUTH_FAILED = "authentication failed, check the provider API key"
 PERMISSION_DENIED = "permission denied by the provider"
+_NAMES_THE_KEY = re.compile(
+    r"api[ _-]?key|authenticat|unauthori[sz]ed|credential|no connected db", re.IGNORECASE
+)
+"""What a 400 that refuses the key says. LiteLLM's proxy without a database answers a key that
+is not its master key `400 No connected db.` (type `no_db_connection`): it cannot look virtual
+keys up, so the key is refused; Google's OpenAI endpoint answers `400 API key not valid`."""
 
 
 class LlmError(OverbrainerError):
@@ -56,8 +63,15 @@ class StatusError(LlmError):
         return self.status in (408, 429) or self.status >= 500
 
     @property
+    def refuses_key(self) -> bool:
+        """Whether the provider refused the key: 401, 403, or a 400 whose text names the key."""
+        if self.status in (401, 403):
+            return True
+        return self.status == 400 and _NAMES_THE_KEY.search(self.detail) is not None
+
+    @property
     def stops_stage(self) -> bool:
-        return 401 <= self.status <= 404
+        return 401 <= self.status <= 404 or self.refuses_key
 
     @property
     def retry_after(self) -> float | None:
@@ -76,6 +90,14 @@ class TransportError(LlmError):
 
     @property
     def retryable(self) -> bool:
+        return True
+
+
+class CutBody(TransportError):
+    """A 2xx head came, then the body broke off: the provider may bill it, so it is counted."""
+
+    @property
+    def billed(self) -> bool:
         return True
 
 

@@ -17,13 +17,14 @@ import trio
 from overbrainer.llm.breaker import Breaker
 from overbrainer.llm.errors import (
     ClientBuildError,
+    CutBody,
     InvalidApiKey,
     MalformedBody,
     StatusError,
     TransportError,
 )
 from overbrainer.llm.ratelimit import RateLimitInfo, parse_rate_limits
-from overbrainer.llm.shards import SHARD_CONNECTIONS, ClientShards, open_shards
+from overbrainer.llm.shards import SHARD_CONNECTIONS, BodyBroken, ClientShards, open_shards
 from overbrainer.llm.types import Json
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,13 @@ class HttpClient:
             except httpx2.HTTPError as error:
                 log.debug("%s %s failed: %s", method, path, type(error).__name__)
                 raise self._transport_error(error) from error
+            except BodyBroken as broken:
+                broke = broken.__cause__
+                assert isinstance(broke, httpx2.HTTPError)
+                log.debug("%s %s: %s: %s", method, path, broken, type(broke).__name__)
+                if 200 <= broken.status < 300:
+                    raise CutBody(transport_cause(broke)) from broke
+                raise TransportError(transport_cause(broke)) from broke
         if response is None:
             log.debug("%s %s timed out after %ss", method, path, self.request_timeout)
             cause = f"no answer within {self.request_timeout:g}s"
@@ -159,7 +167,10 @@ class HttpClient:
         if observe is not None:
             observe(parse_rate_limits(response.headers))
         status = response.status_code
-        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        # LiteLLM's proxy passes its own `retry-after` on as `llm_provider-retry-after`.
+        retry_after = parse_retry_after(
+            response.headers.get("retry-after") or response.headers.get("llm_provider-retry-after")
+        )
         if not 200 <= status < 300:
             raise StatusError.from_body(status, response.text, retry_after)
         return response

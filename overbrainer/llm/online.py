@@ -21,7 +21,7 @@ from overbrainer.llm.client import MODELS_PATH, ProviderConnection, open_provide
 from overbrainer.llm.connect import EMBEDDER, QUALITY_JUDGE, role_key
 from overbrainer.llm.errors import LlmError, StatusError, TransportError
 from overbrainer.llm.pricing import find_price, role_price
-from overbrainer.llm.probe import Probe, probe_roles, refuses_key
+from overbrainer.llm.probe import Probe, probe_roles
 from overbrainer.llm.protocols import wire_of
 from overbrainer.llm.types import Json
 from overbrainer.llm.wire import EMBEDDED_BASE_URL
@@ -200,7 +200,7 @@ async def list_models(
             async with open_provider(connection) as http:
                 return Listing(await http.get(MODELS_PATH), keyed=keyed)
         except StatusError as error:
-            return Listing(status=error.status, keyed=keyed, names_key=refuses_key(error))
+            return Listing(status=error.status, keyed=keyed, names_key=error.refuses_key)
         except TransportError as error:
             return Listing(cause=f"unreachable ({error.message})")
         except LlmError:

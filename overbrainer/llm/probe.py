@@ -9,7 +9,6 @@ without retries.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -29,20 +28,6 @@ PROBE_TIMEOUT = 30.0
 PROBE_PROMPT = "Reply with the word OK."
 PROBE_TOKENS = 1
 """The most output tokens a probe asks for."""
-
-_NAMES_THE_KEY = re.compile(
-    r"api[ _-]?key|authenticat|unauthori[sz]ed|credential|no connected db", re.IGNORECASE
-)
-"""What a 400 that refuses the key says. LiteLLM's proxy without a database answers a key that
-is not its master key `400 No connected db.` (type `no_db_connection`): it cannot look virtual
-keys up, so the key is refused; Google's OpenAI endpoint answers `400 API key not valid`."""
-
-
-def refuses_key(error: StatusError) -> bool:
-    """Whether `error` refuses the key: 401, 403, or a 400 whose text names the key."""
-    if error.status in (401, 403):
-        return True
-    return error.status == 400 and _NAMES_THE_KEY.search(error.detail) is not None
 
 
 @attrs.frozen
@@ -73,7 +58,7 @@ async def _probe(name: str, client: ProtocolClient) -> Probe:
         try:
             return Probe(usage=await _ask(name, client))
         except StatusError as error:
-            return Probe(status=error.status, key_refused=refuses_key(error))
+            return Probe(status=error.status, key_refused=error.refuses_key)
         except InvalidResponse:
             return Probe(usage=Usage(), readable=False)
         except LlmError as error:

@@ -29,6 +29,8 @@ class Budget:
 
     limit: int | None = None
     remaining: int | None = None
+    """What is left; negative when the provider counts more than its limit (LiteLLM's `-4`: none
+    left, 4 over)."""
     reset_after: float | None = None
 
 
@@ -83,14 +85,22 @@ def _seconds_until(text: str, now: dt.datetime) -> float | None:
     return max((moment - now).total_seconds(), 0.0)
 
 
-def _int(text: str | None) -> int | None:
+def _int(text: str | None, *, signed: bool = False) -> int | None:
+    """A whole number; a negative one only where `signed` (what is left may be overdrawn)."""
     if text is None:
         return None
     try:
-        value = int(float(text.strip()))
+        number = float(text.strip())
     except ValueError:
         return None
-    return value if value >= 0 else None
+    if not math.isfinite(number):
+        return None
+    value = int(number)
+    return value if value >= 0 or signed else None
+
+
+def _left(text: str | None) -> int | None:
+    return _int(text, signed=True)
 
 
 def _budget(limit: int | None, remaining: int | None, reset: float | None) -> Budget | None:
@@ -103,7 +113,7 @@ def _openai(headers: Mapping[str, str], kind: str) -> Budget | None:
     reset = headers.get(f"x-ratelimit-reset-{kind}")
     return _budget(
         _int(headers.get(f"x-ratelimit-limit-{kind}")),
-        _int(headers.get(f"x-ratelimit-remaining-{kind}")),
+        _left(headers.get(f"x-ratelimit-remaining-{kind}")),
         None if reset is None else parse_duration(reset),
     )
 
@@ -112,7 +122,7 @@ def _anthropic(headers: Mapping[str, str], kind: str, now: dt.datetime) -> Budge
     reset = headers.get(f"anthropic-ratelimit-{kind}-reset")
     return _budget(
         _int(headers.get(f"anthropic-ratelimit-{kind}-limit")),
-        _int(headers.get(f"anthropic-ratelimit-{kind}-remaining")),
+        _left(headers.get(f"anthropic-ratelimit-{kind}-remaining")),
         None if reset is None else _seconds_until(reset, now),
     )
 
@@ -133,21 +143,21 @@ def _ietf(headers: Mapping[str, str]) -> Budget | None:
         # Structured form: the first item of each field (one policy is what servers send).
         state = _sf_params(combined.split(",")[0])
         quota = _sf_params(policy.split(",")[0]) if policy else {}
-        return _budget(_int(quota.get("q")), _int(state.get("r")), _float(state.get("t")))
+        return _budget(_int(quota.get("q")), _left(state.get("r")), _float(state.get("t")))
     if combined is not None:
         fields: dict[str, str] = {}
         for part in combined.split(","):
             key, _, value = part.partition("=")
             fields[key.strip().lower()] = value.strip()
         return _budget(
-            _int(fields.get("limit")), _int(fields.get("remaining")), _float(fields.get("reset"))
+            _int(fields.get("limit")), _left(fields.get("remaining")), _float(fields.get("reset"))
         )
     limit = headers.get("ratelimit-limit")
     if limit is not None:
         limit = limit.split(",")[0].split(";")[0]
     return _budget(
         _int(limit),
-        _int(headers.get("ratelimit-remaining")),
+        _left(headers.get("ratelimit-remaining")),
         _float(headers.get("ratelimit-reset")),
     )
 

@@ -21,6 +21,14 @@ MakeClient = Callable[[int | None], httpx2.AsyncClient]
 """Builds one client that keeps at most that many connections (None: no limit)."""
 
 
+class BodyBroken(Exception):
+    """A reply's head came with `status`, then its body broke off (`__cause__` says how)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the body of a {status} reply broke off")
+        self.status = status
+
+
 @attrs.define(eq=False)
 class _Shard:
     client: httpx2.AsyncClient
@@ -74,10 +82,23 @@ class ClientShards:
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> httpx2.Response:
-        """`client.request(...)` on a client with a free connection slot."""
+        """`client.request(...)` on a client with a free connection slot.
+
+        BodyBroken when the head came but the body did not: a 2xx head means the provider
+        may bill the reply, which a plain transport error would hide.
+        """
         shard = await self._take()
         try:
-            return await shard.client.request(method, url, content=content, headers=headers)
+            client = shard.client
+            built = client.build_request(method, url, content=content, headers=headers)
+            response = await client.send(built, stream=True)
+            try:
+                await response.aread()
+            except httpx2.HTTPError as error:
+                raise BodyBroken(response.status_code) from error
+            finally:
+                await response.aclose()
+            return response
         finally:
             shard.busy -= 1
             if shard.busy == shard.capacity - 1:

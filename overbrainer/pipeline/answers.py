@@ -24,6 +24,7 @@ from overbrainer.model.rust_text import trim
 from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.reasoning_watch import reasoning_watch
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.storage import (
     Example,
@@ -232,6 +233,7 @@ async def _answer_pending(
     if warning is not None and role.reasoning:
         log.warning("parent %s: %s", role.model, warning)
     keep_system = ctx.settings.pipeline.include_system_prompt
+    watch = reasoning_watch(run.role.name, role.model, role.reasoning, warning is not None)
     run.start(len(pending))
 
     async with appending(ctx.project.data_file("answers")) as appender:
@@ -256,5 +258,7 @@ async def _answer_pending(
             run.done(
                 question.id, paid.usage, paid.cost, not example.usable, estimated=paid.estimated
             )
+            if watch is not None and (stop := watch.answered(example.meta.reasoning_kind)):
+                run.stop(stop)
 
         await run.each(pending, answer)

@@ -65,7 +65,11 @@ async def ask_list(run: StageRun, item_id: str, prompt: str) -> AskedList | None
         try:
             paid = await run.complete(request, item_id)
         except LlmError as error:
-            refused = isinstance(error, StatusError) and error.status in STRUCTURED_REFUSALS
+            refused = (
+                isinstance(error, StatusError)
+                and error.status in STRUCTURED_REFUSALS
+                and not error.stops_stage
+            )
             if not (structured and refused) or attempt + 1 == attempts:
                 raise
             structured = False

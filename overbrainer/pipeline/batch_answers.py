@@ -43,6 +43,7 @@ from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread, write_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.money import NO_MONEY, Money, token_rates
+from overbrainer.pipeline.reasoning_watch import reasoning_watch
 from overbrainer.pipeline.replacing import replacing
 from overbrainer.pipeline.spend import Reservation, counted_usage, worst_usage
 from overbrainer.storage import (
@@ -130,6 +131,9 @@ class _BatchStage:
         self.rates = token_rates(self.price)
         self.directory = ctx.project.state / "batches"
         self.warning = hiding_warning(provider.protocol, self.role.model)
+        self.watch = reasoning_watch(
+            run.role.name, self.role.model, self.role.reasoning, self.warning is not None
+        )
         self.questions: dict[str, Question] = {}
         self.redo: set[str] = set()
         self.reservations: dict[str, Reservation] = {}
@@ -363,6 +367,9 @@ class _BatchStage:
                 )
                 appender.append(example.to_json())
                 run.done(question_id, usage, cost, not example.usable, estimated=estimated)
+                kind = example.meta.reasoning_kind
+                if self.watch is not None and (stop := self.watch.answered(kind)):
+                    run.stop(stop)  # the batches not collected yet stay recorded
         reservation = self.reservations.pop(record.id or "", None)
         if reservation is None:
             ctx.spend.pay(paid)  # submitted by an earlier run

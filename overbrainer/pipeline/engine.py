@@ -86,6 +86,11 @@ above is importable from this module.
 
 A split body calls ``run.finish_split(counts, excluded, line)`` instead of relying on the
 generic summary: its own line is the summary and its history line carries the split counts.
+A body that ran to its end but must fail after its summary (a split that left no train
+example) sets ``run.failure``: the history line is ``failed`` with its message as the reason.
+
+A stop whose cause has ``exit_code`` 2 (``NoReasoning``, ``JudgeNeverScores``: replies that show
+a role misconfigured) fails with exit 2, the others with exit 1.
 """
 
 from __future__ import annotations
@@ -150,13 +155,15 @@ class StageItemsFailed(WorkFailed):
 
 
 class StageStopped(WorkFailed):
-    """An error fatal for the stage (HTTP 401–404, …) stopped it (exit 1)."""
+    """An error fatal for the stage (HTTP 401–404, …) stopped it (exit 1; a setting the
+    replies show to be wrong, such as `NoReasoning`, exits with its cause's 2)."""
 
     def __init__(self, stage: Stage, cause: LlmError) -> None:
         # An unreachable provider names itself and its host: the stage adds nothing to that.
         standalone = isinstance(cause, ProviderUnreachable)
         super().__init__(cause.message if standalone else f"{stage} stopped: {cause.message}")
         self.cause = cause
+        self.exit_code = cause.exit_code
 
 
 class StageInterrupted(OverbrainerError):
@@ -315,6 +322,9 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     if run.stop_cause is not None:
         await record(HistoryStatus.FAILED)
         return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
+    if run.failure is not None:
+        await record(HistoryStatus.FAILED, reason=run.failure.message)
+        return StageOutcome(run.stats, line, run.failure)
     if ctx.interrupt.caught:
         await record(HistoryStatus.INTERRUPTED)
         return StageOutcome(run.stats, line, StageInterrupted())

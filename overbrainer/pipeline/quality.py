@@ -15,6 +15,7 @@ from overbrainer.llm import LlmError
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
+from overbrainer.pipeline.judge_watch import UnscoredStreak
 from overbrainer.pipeline.quality_scores import (
     QualityScore,
     answer_sha,
@@ -29,6 +30,8 @@ from overbrainer.storage import Example, current, read_records_at
 log = logging.getLogger(__name__)
 
 TEMPLATE = "quality.txt"
+FIX = "use a `[quality] judge` model that follows prompts/quality.txt's JSON, or fix that prompt"
+"""The end of the line that stops a judge which never scores."""
 ASKS = 2
 """Asks per answer: a reply without a score is asked once more, then the item fails."""
 
@@ -99,6 +102,7 @@ async def quality_stage(ctx: StageContext, run: StageRun) -> None:
         lambda: unscored(ctx.project, ctx.selected_topic_names, model, source, ctx.force)
     )
     run.skipped(count=skipped)
+    streak = UnscoredStreak("`[quality] judge`", model, "score", FIX)
     run.start(len(pending))
 
     async with appending(path) as appender:
@@ -107,6 +111,7 @@ async def quality_stage(ctx: StageContext, run: StageRun) -> None:
             item = stored.example.id
             question, answer = question_and_answer(stored.example)
             request = run.request(template.render(question=question, answer=answer))
+            reply = ""
             for ask in range(ASKS):
                 try:
                     paid = await run.complete(request, item)
@@ -115,8 +120,10 @@ async def quality_stage(ctx: StageContext, run: StageRun) -> None:
                     return
                 if paid is None:
                     return
-                parsed = parse_score(paid.completion.content)
+                reply = paid.completion.content
+                parsed = parse_score(reply)
                 if parsed is not None:
+                    streak.scored()
                     scored = QualityScore(
                         item, stored.sha, parsed.score, parsed.reason, model, prompt
                     )
@@ -128,5 +135,7 @@ async def quality_stage(ctx: StageContext, run: StageRun) -> None:
                 if not run.admitting():
                     return
             run.failed(item, UnscoredReply(ASKS))
+            if (stop := streak.unscored(reply)) is not None:
+                run.stop(stop)
 
         await run.each(pending, score)

@@ -156,18 +156,36 @@ class SplitReport:
     def line(self) -> str:
         """The summary line on stdout, e.g. `split: 90 train, 10 eval, 3 excluded (truncated 1,
         quality 2), 2 orphaned`; ours are shown only when non-zero."""
+        moved = f", {self.moved} moved to keep near-duplicates together" if self.moved else ""
+        return (
+            f"split: {self.train} train, {self.eval} eval, "
+            f"{self.excluded_total} excluded{self._reasons()}, {self.orphaned} orphaned{moved}"
+        )
+
+    def _reasons(self) -> str:
+        """` (truncated 1, quality 2)`: the exclusions by reason; "" when there are none."""
         shown = [(reason.value, count) for reason, count in self.excluded]
         if self.quality:
             shown.append(("quality", self.quality))
         if self.contaminated:
             shown.append(("contaminated", self.contaminated))
         reasons = ", ".join(f"{reason} {count}" for reason, count in shown)
-        detail = f" ({reasons})" if reasons else ""
-        moved = f", {self.moved} moved to keep near-duplicates together" if self.moved else ""
-        return (
-            f"split: {self.train} train, {self.eval} eval, "
-            f"{self.excluded_total} excluded{detail}, {self.orphaned} orphaned{moved}"
-        )
+        return f" ({reasons})" if reasons else ""
+
+    def no_train_reason(self) -> str:
+        """Why a split left no train example, from these counts: `split: 0 train examples:
+        all 10 answers were excluded (no_raw_reasoning 10)`."""
+        answers = self.eval + self.excluded_total + self.orphaned
+        if answers == 0:
+            why = "there are no answers yet (run `overbrainer answers`)"
+        elif answers == self.excluded_total:
+            why = f"all {answers} answers were excluded{self._reasons()}"
+        else:
+            why = (
+                f"of {answers} answers, {self.eval} went to eval, {self.excluded_total} were "
+                f"excluded{self._reasons()} and {self.orphaned} are orphaned"
+            )
+        return f"split: 0 train examples: {why}"
 
     def stats(self) -> StageStats:
         """The stage's stats: done = train + eval, skipped = orphaned, excluded = all reasons."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from overbrainer.model.errors import WorkFailed
 from overbrainer.pipeline.benchmark_files import (
     AUDIT_FILE,
     audit_line,
@@ -36,6 +37,10 @@ from overbrainer.storage import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class NoTrainExamples(WorkFailed):
+    """The split left `train.jsonl` empty: nothing to train on (exit 1)."""
 
 
 def _question_text(line: str) -> tuple[str, str]:
@@ -163,6 +168,10 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
         report = plan.report
         chosen = [plan.train, plan.eval]
         audit = _audit(plan) if ctx.settings.quality.decontaminate else None
+        trains = bool(plan.train)
         del plan
         await write_in_thread(lambda: _write(ctx, chosen, stamp, audit))
     run.finish_split(report.counts(), report.excluded_total, report.line())
+    if not trains:
+        # Training on an empty file fails later and less clearly; `run` stops here.
+        run.failure = NoTrainExamples(report.no_train_reason())

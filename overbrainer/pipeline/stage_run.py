@@ -27,6 +27,7 @@ from overbrainer.llm import (
     StatusError,
     retry_message,
 )
+from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import StageContext, StageRole, stage_role_name
 from overbrainer.pipeline.money import token_rates
@@ -104,6 +105,9 @@ class StageRun:
         self._split_line: str | None = None
         self.stop_cause: LlmError | None = None
         """The error that stopped the stage (401/403, an unreachable provider, …), if any."""
+        self.failure: OverbrainerError | None = None
+        """The error a stage that ran to its end fails with after its summary (a split that
+        left no train example), if any."""
         self._halted = trio.Event()
         self._repeated: tuple[str, int] = ("", 0)
         self._unreadable_said = False

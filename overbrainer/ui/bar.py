@@ -19,6 +19,7 @@ from overbrainer.events.types import (
     Event,
     ItemDone,
     ItemFailed,
+    RateLimitWait,
     RunWatched,
     Stage,
     StageFinished,
@@ -69,6 +70,8 @@ class StageTally:
     ended: float | None = None
     concurrency: int | None = None
     """The adaptive limit of the stage's model, once it moved."""
+    resumes_at: float | None = None
+    """When sending resumes after the last announced pause for the provider's rate limit."""
 
     def apply(self, event: Event) -> None:
         """Count one item event of this stage."""
@@ -122,11 +125,15 @@ class StageTally:
         return words
 
     def time_words(self, now: float) -> str:
-        """`2.4/s, ETA 8s` while running, `2.4/s, took 12s` once ended."""
+        """`2.4/s, ETA 8s` while running (`2.4/s, rate limit, resuming in 41s` while it waits
+        for the provider's rate limit), `2.4/s, took 12s` once ended."""
         rate = self.rate(now)
         speed = "–/s" if rate is None else rate_words(rate)
         if self.ended is not None:
             return f"{speed}, took {duration_words(self.ended - self.started)}"
+        if self.resumes_at is not None and now < self.resumes_at:
+            resume = duration_words(math.ceil(self.resumes_at - now))
+            return f"{speed}, rate limit, resuming in {resume}"
         eta = self.eta(now)
         return f"{speed}, ETA {'–' if eta is None else duration_words(math.ceil(eta))}"
 
@@ -191,6 +198,8 @@ class BarScreen:
                 tally.apply(event, self.clock())
             case ConcurrencyChanged(new=new) if tally is not None:
                 tally.concurrency = new
+            case RateLimitWait(seconds=seconds) if isinstance(tally, StageTally):
+                tally.resumes_at = self.clock() + seconds
             case StageFinished(stage=stage) if tally is not None:
                 if tally.stage is stage:
                     tally.ended = self.clock()

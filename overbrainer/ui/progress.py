@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import attrs
 import trio
@@ -19,6 +20,7 @@ from overbrainer.events.types import (
     Metric,
     PodStatusChanged,
     Push,
+    RateLimitWait,
     RunWatched,
     Stage,
     StageFinished,
@@ -59,6 +61,17 @@ def metric_line(m: TrainMetric) -> str:
     if m.grad_norm is not None:
         parts.append(f"grad_norm {m.grad_norm:.4f}")
     return ", ".join(parts)
+
+
+def wait_words(wait: RateLimitWait) -> str:
+    """`waiting for the provider's rate limit: 0 of 30 requests left, resuming in 41 s`."""
+    if wait.budget is None:
+        why = wait.reason
+    elif wait.limit is None:
+        why = f"{wait.remaining} {wait.budget} left"
+    else:
+        why = f"{wait.remaining} of {wait.limit} {wait.budget} left"
+    return f"waiting for the provider's rate limit: {why}, resuming in {math.ceil(wait.seconds)} s"
 
 
 def rate_words(per_second: float, unit: str = "") -> str:
@@ -203,6 +216,8 @@ class Progress:
                     log.info("judge: %s %d/%d", compare_id, done, total)
             case ConcurrencyChanged(model=model, old=old, new=new, reason=reason):
                 log.info("concurrency: %s %d -> %d (%s)", model, old, new, reason)
+            case RateLimitWait(model=model):
+                log.info("%s: %s", model, wait_words(event))
             case _:
                 pass
 

@@ -13,6 +13,7 @@ from overbrainer.events.types import (
     MarkEvent,
     Metric,
     PodStatusChanged,
+    RateLimitWait,
     Stage,
     StageFinished,
     StageStarted,
@@ -22,6 +23,7 @@ from overbrainer.model.job_status import Running, status_name
 from overbrainer.model.phases import Exporting, Merging
 from overbrainer.model.pod_status import pod_line
 from overbrainer.model.train_metric import JobStage, StageMark
+from overbrainer.ui.progress import wait_words
 from overbrainer.ui.tui.compare_progress import CompareProgress
 from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.followed import Followed
@@ -273,6 +275,8 @@ def _event(state: State, message: TaskEvent) -> State:
             return state
         status = f"compare: {after.label()}"
         return attrs.evolve(state, compare_progress=after, status=status)
+    if isinstance(event, RateLimitWait):
+        return attrs.evolve(state, status=f"{event.model}: {wait_words(event)}")
     if isinstance(event, StageStarted):
         live = Live(total=event.total, started=now, now=now, running=True)
         return _set_live(state, event.stage, live)
