@@ -170,9 +170,6 @@ async def test_online_check_of_a_rejected_key(tmp_path: Path) -> None:
     async with open_stub() as stub:
         stub.models, stub.api_key = PRICES, KEY
         code, lines, stderr = await online(root, stub.url, key="sk-wrong-SECRET-1")
-        # The wrong key is this test's own doing: the stand-in saw it as the API would.
-        assert stub.violations and all("expected key" in v for v in stub.violations)
-        stub.violations.clear()
     assert code == 2
     assert lines == [
         "roles.generator (stub, gen-model): reachable, key refused (HTTP 401)",

@@ -66,7 +66,12 @@ def test_auth_query_and_routes_are_checked() -> None:
     no_auth = {"content-type": "application/json"}
     assert openai_contract.check_request(
         "POST", "/v1/chat/completions", no_auth, body, key="k"
-    ) == ["POST /v1/chat/completions: no `Authorization: Bearer` with the expected key"]
+    ) == ["POST /v1/chat/completions: no `Authorization: Bearer` header where a key is expected"]
+    wrong_key = {**no_auth, "authorization": "Bearer other"}  # answered 401: no violation
+    assert (
+        openai_contract.check_request("POST", "/v1/chat/completions", wrong_key, body, key="k")
+        == []
+    )
     assert openai_contract.check_request("GET", "/v1/models?x=1", {}, b"") == [
         "GET /v1/models?x=1: undeclared query parameters ['x']"
     ]
