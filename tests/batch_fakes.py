@@ -5,6 +5,13 @@ a JSONL of `{custom_id, method, url, body}`), `/v1/batches` (validating, in_prog
 finalizing, completed | expired | cancelling, cancelled; output and error files read at
 `/v1/files/{id}/content`); Anthropic's `/v1/messages/batches` (in_progress, canceling, ended;
 `request_counts`; results JSONL of `{custom_id, result: {type, message | error}}`).
+
+Every exchange is checked as the stand-in provider's are (tests/standin_contract.py: OpenAI's
+published description, Anthropic's SDK types, the request bodies inside batch files too): a
+request the API would refuse is answered 400 and kept in `violations`, and a block of
+`open_fake` that ends with a violation left fails. OpenRouter's inline batches
+(`POST /batches` with `requests`) are not in OpenAI's description: each request inside one is
+checked as a chat request of the `openrouter` dialect, and the envelope by the fake itself.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from typing import Any
 import attrs
 import trio
 
+from overbrainer.devtools.stub_provider import model_listing
 from overbrainer.net.http_server import Request, Response, serve_http
+from tests import openai_contract
 from tests.pipeline_support import PRICES
+from tests.standin_contract import check_request, check_response
 
 Outcome = Callable[[str, str], str]
 """`(custom_id, prompt)` → `succeeded`, `errored` or `expired`."""
@@ -27,6 +37,7 @@ Outcome = Callable[[str, str], str]
 OPENAI_STEPS = ("validating", "in_progress", "finalizing")
 """The states an OpenAI batch passes through, one per poll, before it ends."""
 USAGE = (100, 50)
+CREATED = 1_767_225_600
 
 
 def all_succeed(_custom_id: str, _prompt: str) -> str:
@@ -43,8 +54,19 @@ def _jsonl(lines: list[dict[str, Any]]) -> Response:
     return Response(200, data, (("content-type", "application/binary"),))
 
 
+def _error(message: str, status: int) -> Response:
+    kind = "not_found_error" if status == 404 else "invalid_request_error"
+    return _json({"error": {"message": message, "type": kind, "param": None, "code": None}}, status)
+
+
 def _not_found() -> Response:
-    return _json({"error": {"message": "not found"}}, 404)
+    return _error("not found", 404)
+
+
+def _anthropic_not_found() -> Response:
+    return _json(
+        {"type": "error", "error": {"type": "not_found_error", "message": "not found"}}, 404
+    )
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -63,6 +85,7 @@ class FakeBatch:
     state: str = ""
     cancelled: bool = False
     results: list[dict[str, Any]] = attrs.Factory(list)
+    input_file_id: str = ""
 
 
 class FakeBatches:
@@ -90,14 +113,33 @@ class FakeBatches:
         """Chat completions answered one by one (OpenAI's synchronous API)."""
         self.cancels = 0
         self.headers: list[dict[str, str]] = []
+        self.violations: list[str] = []
 
     async def handle(self, request: Request) -> Response:
-        """Route `request` to the API it belongs to."""
+        """Check `request`, route it to the API it belongs to, check the answer."""
         self.requests.append((request.method, request.target))
         self.headers.append(request.headers)
+        inline = request.path == "/v1/batches" and b'"requests"' in request.body
+        wrong = (
+            _check_inline(request.body)
+            if inline
+            else check_request(request, dialect="openai", key=None)
+        )
+        self.violations += wrong
+        if wrong:
+            return _error("; ".join(wrong)[:2000], 400)
+        response = self._route(request)
+        parts = request.path.split("/")
+        batch = self.batches.get(parts[3]) if parts[2:3] == ["batches"] and len(parts) > 3 else None
+        inline_batch = batch is not None and batch.kind == "inline"
+        if not (inline or inline_batch or response.drop):
+            self.violations += check_response(request, response)
+        return response
+
+    def _route(self, request: Request) -> Response:
         path = request.path.removeprefix("/v1/")
         if request.method == "GET" and path == "models":
-            return _json(PRICES)
+            return _json(model_listing(PRICES))
         if path.startswith("messages/batches"):
             return self._anthropic(request, path.removeprefix("messages/batches").strip("/"))
         return self._openai(request, path)
@@ -149,23 +191,33 @@ class FakeBatches:
             if name is not None:
                 fields[name[1].decode()] = content.removesuffix(b"\r\n")
         if fields.get("purpose") != b"batch" or "file" not in fields:
-            return _json({"error": {"message": "purpose must be batch, with a file"}}, 400)
+            return _error("purpose must be batch, with a file", 400)
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = fields["file"]
-        return _json({"id": file_id, "object": "file", "purpose": "batch"})
+        return _json(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(fields["file"]),
+                "created_at": CREATED,
+                "filename": "batch.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            }
+        )
 
     def _create_openai(self, body: dict[str, Any]) -> Response:
         if self.refuse is not None:
-            return _json({"error": {"message": "batch refused"}}, self.refuse)
+            return _error("batch refused", self.refuse)
         content = self.files.get(body.get("input_file_id", ""))
         if content is None or body.get("completion_window") != "24h":
-            return _json({"error": {"message": "bad batch"}}, 400)
+            return _error("bad batch", 400)
         endpoint = body.get("endpoint")
         requests: dict[str, dict[str, Any]] = {}
         for raw in content.decode().splitlines():
             line = json.loads(raw)
             if line["method"] != "POST" or line["url"] != endpoint:
-                return _json({"error": {"message": "line does not match endpoint"}}, 400)
+                return _error("line does not match endpoint", 400)
             requests[line["custom_id"]] = line["body"]
         self.submissions += 1
         batch = FakeBatch(
@@ -174,17 +226,18 @@ class FakeBatches:
             requests,
             body.get("metadata") or {},
             state="validating",
+            input_file_id=body["input_file_id"],
         )
         self.batches[batch.id] = batch
         return _json(self._openai_object(batch))
 
     def _create_inline(self, raw: bytes) -> Response:
         if self.refuse is not None:
-            return _json({"error": {"message": "batch refused"}}, self.refuse)
+            return _error("batch refused", self.refuse)
         body = json.loads(raw)
         # OpenRouter parses the body as a stream: endpoint and model come before the requests.
         if list(body)[:2] != ["endpoint", "model"] or body.get("completion_window") != "24h":
-            return _json({"error": {"message": "endpoint and model must come first"}}, 400)
+            return _error("endpoint and model must come first", 400)
         requests = {entry["custom_id"]: entry["body"] for entry in body["requests"]}
         self.submissions += 1
         batch = FakeBatch(f"batch_{self.submissions}", "inline", requests, state="validating")
@@ -219,14 +272,25 @@ class FakeBatches:
             if fate == "succeeded":
                 answer = self._chat_answer(body, n)
                 response = {"status_code": 200, "request_id": f"req_{n}", "body": answer}
-                output.append({"id": f"batch_req_{n}", "custom_id": cid, "response": response})
+                output.append(
+                    {"id": f"batch_req_{n}", "custom_id": cid, "response": response, "error": None}
+                )
             elif fate == "errored":
                 response = {
                     "status_code": 400,
                     "request_id": f"req_{n}",
-                    "body": {"error": {"message": "invalid request", "type": "invalid_request"}},
+                    "body": {
+                        "error": {
+                            "message": "invalid request",
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": None,
+                        }
+                    },
                 }
-                errors.append({"id": f"batch_req_{n}", "custom_id": cid, "response": response})
+                errors.append(
+                    {"id": f"batch_req_{n}", "custom_id": cid, "response": response, "error": None}
+                )
             else:
                 code = "batch_expired" if fate == "expired" else "batch_cancelled"
                 error = {"code": code, "message": f"This request was {fate}."}
@@ -244,6 +308,7 @@ class FakeBatches:
         return {
             "id": f"chatcmpl-{n}",
             "object": "chat.completion",
+            "created": CREATED,
             "model": body["model"],
             "choices": [
                 {
@@ -251,12 +316,18 @@ class FakeBatches:
                     "message": {
                         "role": "assistant",
                         "content": f"Answer to {_prompt(body)}",
+                        "refusal": None,
                         "reasoning": "thinking",
                     },
                     "finish_reason": "stop",
+                    "logprobs": None,
                 }
             ],
-            "usage": {"prompt_tokens": USAGE[0], "completion_tokens": USAGE[1]},
+            "usage": {
+                "prompt_tokens": USAGE[0],
+                "completion_tokens": USAGE[1],
+                "total_tokens": sum(USAGE),
+            },
         }
 
     def _openai_object(self, batch: FakeBatch) -> dict[str, Any]:
@@ -273,19 +344,20 @@ class FakeBatches:
                 "request_counts": counts,
                 "results": batch.results if ended else None,
             }
-        return {
+        files = {
+            f"{key}_file_id": f"file-{batch.id}-{key}"
+            for key in ("output", "error")
+            if ended and f"file-{batch.id}-{key}" in self.files
+        }
+        return files | {
             "id": batch.id,
             "object": "batch",
             "endpoint": "/v1/chat/completions",
+            "input_file_id": batch.input_file_id,
+            "created_at": CREATED,
             "status": batch.state,
             "completion_window": "24h",
             "metadata": batch.metadata,
-            "output_file_id": f"file-{batch.id}-output"
-            if ended and f"file-{batch.id}-output" in self.files
-            else None,
-            "error_file_id": f"file-{batch.id}-error"
-            if ended and f"file-{batch.id}-error" in self.files
-            else None,
             "request_counts": {
                 "total": len(batch.requests),
                 "completed": ok,
@@ -302,7 +374,7 @@ class FakeBatches:
         batch_id, _, action = rest.partition("/")
         batch = self.batches.get(batch_id)
         if batch is None or batch.kind != "anthropic":
-            return _not_found()
+            return _anthropic_not_found()
         if method == "POST" and action == "cancel":
             self.cancels += 1
             batch.cancelled = True
@@ -310,16 +382,22 @@ class FakeBatches:
             return _json(self._anthropic_object(batch))
         if method == "GET" and action == "results":
             if batch.state != "ended":
-                return _json({"error": {"message": "not ended"}}, 400)
+                return _json(
+                    {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": "not ended"},
+                    },
+                    400,
+                )
             return _jsonl(batch.results)
         if method == "GET" and action == "":
             self._advance_anthropic(batch)
             return _json(self._anthropic_object(batch))
-        return _not_found()
+        return _anthropic_not_found()
 
     def _create_anthropic(self, body: dict[str, Any]) -> Response:
         if self.refuse is not None:
-            return _json({"error": {"message": "batch refused"}}, self.refuse)
+            return _error("batch refused", self.refuse)
         requests = {entry["custom_id"]: entry["params"] for entry in body["requests"]}
         self.submissions += 1
         batch = FakeBatch(f"msgbatch_{self.submissions}", "anthropic", requests)
@@ -347,6 +425,7 @@ class FakeBatches:
                     "model": params["model"],
                     "content": [{"type": "text", "text": f"Answer to {_prompt(params)}"}],
                     "stop_reason": "end_turn",
+                    "stop_sequence": None,
                     "usage": {"input_tokens": USAGE[0], "output_tokens": USAGE[1]},
                 }
             elif fate == "errored":
@@ -369,6 +448,11 @@ class FakeBatches:
             "processing_status": batch.state,
             "request_counts": counts,
             "results_url": f"{self.url}/messages/batches/{batch.id}/results" if ended else None,
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T00:10:00Z" if ended else None,
+            "cancel_initiated_at": "2026-01-01T00:05:00Z" if batch.cancelled else None,
+            "archived_at": None,
         }
 
 
@@ -383,3 +467,18 @@ async def open_fake(outcome: Outcome = all_succeed) -> AsyncIterator[FakeBatches
             yield fake
         finally:
             nursery.cancel_scope.cancel()
+    assert fake.violations == [], f"exchanges off the provider's API: {fake.violations}"
+
+
+def _check_inline(raw: bytes) -> list[str]:
+    """Why an inline batch's requests are not chat requests OpenRouter takes."""
+    try:
+        body = json.loads(raw)
+        entries = body["requests"]
+    except (ValueError, KeyError, TypeError):
+        return ["POST /v1/batches: an inline batch without a `requests` list"]
+    return [
+        f"inline batch request {n}: {e}"
+        for n, entry in enumerate(entries)
+        for e in openai_contract.check_chat_request(entry.get("body"), "openrouter")
+    ]

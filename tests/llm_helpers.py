@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider
+from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider, openai_error
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.types import Json, Protocol
 from overbrainer.net.http_server import Request, Response
@@ -43,18 +43,22 @@ class RoutedStub(StubProvider):
         self.models_delay = 0.0
         self.models_status = 200
 
-    async def handle(self, request: Request) -> Response:
+    async def respond(self, request: Request, wrong: list[str]) -> tuple[Response, bool]:
+        """The test's own answers to its routes (scripted: not checked), else the stub's."""
         self.targets.append(request.target)
-        if self.embeddings_answer is not None and request.path.endswith("/embeddings"):
+        if (
+            not wrong
+            and self.embeddings_answer is not None
+            and request.path.endswith("/embeddings")
+        ):
             body = json.loads(request.body)
             answer = self.embeddings_answer(body["input"])
-            return Response(200, json.dumps(answer).encode(), JSON_HEADERS)
+            return Response(200, json.dumps(answer).encode(), JSON_HEADERS), True
         if request.path.endswith("/models"):
             await trio.sleep(self.models_delay)
             if self.models_status != 200:
-                body = json.dumps({"error": {"message": "listing broke"}}).encode()
-                return Response(self.models_status, body, JSON_HEADERS)
-        return await super().handle(request)
+                return openai_error("listing broke", self.models_status), True
+        return await super().respond(request, wrong)
 
 
 @contextlib.asynccontextmanager

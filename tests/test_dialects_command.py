@@ -121,7 +121,7 @@ async def test_a_stage_sends_the_dialects_body(
     root = make_project(tmp_path / "p")
     write_questions(root, 2)
     env = {"OVERBRAINER_PROVIDERS__STUB__DIALECT": dialect}
-    async with open_stub() as stub:
+    async with open_stub(dialect=dialect) as stub:
         stub.models = PRICES
         done = await overbrainer(root, "answers", url=stub.url, env=env)
         assert done.code == 0, done.stderr

@@ -15,10 +15,14 @@ import trio
 
 from overbrainer.devtools.stub_provider import Reply, default_embedding, open_stub
 
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
+MESSAGES = {**CHAT, "max_tokens": 100}
+HEADERS = {"authorization": "Bearer k", "anthropic-version": "2023-06-01"}
+
 
 async def post(url: str, body: object) -> httpx2.Response:
     async with httpx2.AsyncClient(timeout=None) as client:
-        return await client.post(url, json=body, headers={"authorization": "Bearer k"})
+        return await client.post(url, json=body, headers=HEADERS)
 
 
 async def test_default_list_reply_has_the_asked_count_and_is_deterministic() -> None:
@@ -63,13 +67,13 @@ async def test_queued_replies_come_first_in_order_then_the_responder() -> None:
                 Reply(content="c", refusal="no", finish_reason="stop", usage=(3, 4)),
             )
             url = f"{stub.url}/chat/completions"
-            limited = await post(url, {"model": "m"})
-            malformed = await post(url, {"model": "m"})
-            refused = (await post(url, {"model": "m"})).json()
-            later = (await post(url, {"model": "m"})).json()
+            limited = await post(url, CHAT)
+            malformed = await post(url, CHAT)
+            refused = (await post(url, CHAT)).json()
+            later = (await post(url, CHAT)).json()
     assert limited.status_code == 429
     assert limited.headers["retry-after"] == "2"
-    assert limited.json() == {"error": {"message": "slow down"}}
+    assert limited.json()["error"]["message"] == "slow down"
     assert malformed.content == b"{not json"
     assert refused["choices"][0]["message"]["refusal"] == "no"
     assert refused["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
@@ -78,7 +82,7 @@ async def test_queued_replies_come_first_in_order_then_the_responder() -> None:
 
 
 async def test_anthropic_messages_shape() -> None:
-    body = {"model": "claude", "system": "s", "messages": [{"role": "user", "content": "q"}]}
+    body = {**MESSAGES, "model": "claude", "system": "s"}
     with trio.fail_after(10):
         async with open_stub() as stub:
             stub.queue(Reply(content="a", thinking="t", finish_reason="length", usage=(5, 6)))
@@ -97,12 +101,16 @@ async def test_models_embeddings_drop_and_unknown_routes() -> None:
         async with open_stub() as stub:
             stub.models = {"data": [{"id": "m", "pricing": {"prompt": "0.000001"}}]}
             async with httpx2.AsyncClient() as client:
-                listing = await client.get(f"{stub.url}/models?detailed=true")
-                unknown = await client.get(f"{stub.url}/nothing")
-            vectors = (await post(f"{stub.url}/embeddings", {"input": ["a b", "c"]})).json()
+                listing = await client.get(f"{stub.url}/models", headers=HEADERS)
+                unknown = await client.get(f"{stub.url}/nothing", headers=HEADERS)
+            # A route OpenAI does not have is a violation, as the 404 is.
+            assert stub.violations == ["GET /v1/nothing: not an operation of the description"]
+            stub.violations.clear()
+            embedding = {"model": "e", "input": ["a b", "c"]}
+            vectors = (await post(f"{stub.url}/embeddings", embedding)).json()
             stub.queue(Reply(drop=True))
             with pytest.raises(httpx2.HTTPError):
-                await post(f"{stub.url}/chat/completions", {"model": "m"})
+                await post(f"{stub.url}/chat/completions", CHAT)
     assert listing.json()["data"][0]["id"] == "m"
     assert stub.requests[0].path == "/v1/models"
     assert unknown.status_code == 404
@@ -114,7 +122,7 @@ async def test_a_delay_holds_the_reply(autojump_clock: trio.abc.Clock) -> None:
     with trio.fail_after(100):
         async with open_stub(delay=30) as stub:
             start = trio.current_time()
-            await post(f"{stub.url}/chat/completions", {"model": "m"})
+            await post(f"{stub.url}/chat/completions", CHAT)
             assert trio.current_time() - start >= 30
 
 
@@ -133,7 +141,7 @@ def test_command_line_prints_its_url_and_stops_on_sigint() -> None:
         assert process.stderr.readline() == (
             f"stand-in provider at {url}, pid {pid}: stop it with Ctrl-C or `kill {pid}`\n"
         )
-        answer = httpx2.post(f"{url}/chat/completions", json={"model": "m", "messages": []})
+        answer = httpx2.post(f"{url}/chat/completions", json=CHAT)
         assert answer.status_code == 200
         os.kill(process.pid, signal.SIGINT)
         assert process.wait(timeout=10) == 0
@@ -164,14 +172,14 @@ async def test_a_cut_reply_sends_its_head_and_half_its_body_then_closes() -> Non
     with trio.fail_after(10):
         async with open_stub() as stub:
             stub.queue(Reply(content="x" * 400, cut=True), Reply(content="x" * 400))
-            cut = await raw_exchange(stub.url, b'{"model": "m"}')
-            whole = await raw_exchange(stub.url, b'{"model": "m"}')
+            cut = await raw_exchange(stub.url, json.dumps(CHAT).encode())
+            whole = await raw_exchange(stub.url, json.dumps(CHAT).encode())
     head, _, body = cut.partition(b"\r\n\r\n")
     whole_body = whole.partition(b"\r\n\r\n")[2]
     assert head.startswith(b"HTTP/1.1 200 ")
     assert f"content-length: {len(whole_body)}".encode() in head.lower()
     assert len(body) == len(whole_body) // 2  # the same answer but its serial, cut in half
-    assert body.startswith(b'{"id": "stub-') and not body.endswith(b"}")
+    assert body.startswith(b'{"id": "chatcmpl-stub-') and not body.endswith(b"}")
 
 
 async def test_a_reset_resets_the_connection_without_an_answer() -> None:
@@ -179,7 +187,7 @@ async def test_a_reset_resets_the_connection_without_an_answer() -> None:
         async with open_stub() as stub:
             stub.queue(Reply(reset=True))
             with pytest.raises(trio.BrokenResourceError) as caught:
-                await raw_exchange(stub.url, b'{"model": "m"}')
+                await raw_exchange(stub.url, json.dumps(CHAT).encode())
     assert isinstance(caught.value.__cause__, ConnectionResetError)
     assert len(stub.completions) == 1
 
@@ -188,8 +196,8 @@ async def test_a_reply_without_usage_has_no_usage_field() -> None:
     with trio.fail_after(10):
         async with open_stub() as stub:
             stub.queue(Reply(content="a", usage=None), Reply(content="b", usage=None))
-            openai = (await post(f"{stub.url}/chat/completions", {"model": "m"})).json()
-            anthropic = (await post(f"{stub.url}/messages", {"model": "m"})).json()
+            openai = (await post(f"{stub.url}/chat/completions", CHAT)).json()
+            anthropic = (await post(f"{stub.url}/messages", MESSAGES)).json()
     assert "usage" not in openai and openai["choices"][0]["message"]["content"] == "a"
     assert "usage" not in anthropic and anthropic["content"][-1]["text"] == "b"
 

@@ -6,6 +6,12 @@ connections, bodies cut midway, connection resets, replies without `usage`) and 
 request it got. Without a script it answers like a tiny,
 deterministic model, so `python -m overbrainer.devtools.stub_provider` can stand in for a real
 provider in a demo of the whole pipeline.
+
+It refuses what the real APIs refuse (400 with the provider's error object: no `model` or
+`messages`, an unknown role or reasoning effort; 401 without the expected key), and its own
+answers carry every field OpenAI's and Anthropic's descriptions require. The tests go further:
+they install a `Contract` (`check_exchanges`) that checks every exchange against the published
+descriptions and records what breaks them in `StubProvider.violations`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 import attrs
 import trio
@@ -33,6 +39,11 @@ from overbrainer.net.http_server import Request, Response, serve_http
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
 
 JSON_HEADERS = (("content-type", "application/json"),)
+CREATED = 1_767_225_600
+"""The `created` time of every answer (2026-01-01, fixed so that replies are reproducible)."""
+OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh", "max"})
 EMBEDDING_DIMENSIONS = 64
 
 _ANTHROPIC_STOP = {
@@ -121,6 +132,22 @@ class Reply:
     """Send the head and half the body, then close the connection."""
     reset: bool = False
     """Answer nothing and reset the connection (TCP RST)."""
+    off_contract: bool = False
+    """A 200 answer the test shapes outside the API on purpose: a `Contract` does not check it."""
+
+    @property
+    def deliberate(self) -> bool:
+        """Whether this reply is a scripted fault (an error, raw bytes, a cut or lost answer,
+        no `usage`)."""
+        return (
+            self.off_contract
+            or self.status != 200
+            or self.body is not None
+            or self.drop
+            or self.reset
+            or self.cut
+            or self.usage is None
+        )
 
 
 @attrs.frozen
@@ -231,20 +258,29 @@ def default_embedding(text: str) -> list[float]:
 
 
 def _openai_body(reply: Reply, model: str, serial: int) -> Json:
-    message: dict[str, Json] = {"role": "assistant", "content": reply.content}
+    message: dict[str, Json] = {
+        "role": "assistant",
+        "content": reply.content,
+        "refusal": reply.refusal,
+    }
     if reply.reasoning is not None:
         message["reasoning"] = reply.reasoning
     if reply.reasoning_content is not None:
         message["reasoning_content"] = reply.reasoning_content
     if reply.reasoning_details is not None:
         message["reasoning_details"] = reply.reasoning_details
-    if reply.refusal is not None:
-        message["refusal"] = reply.refusal
+    choice: dict[str, Json] = {
+        "index": 0,
+        "message": message,
+        "finish_reason": reply.finish_reason,
+        "logprobs": None,
+    }
     body: dict[str, Json] = {
-        "id": f"stub-{serial}",
+        "id": f"chatcmpl-stub-{serial}",
         "object": "chat.completion",
+        "created": CREATED,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "choices": [choice],
     }
     if reply.usage is not None:
         tokens_in, tokens_out = reply.usage
@@ -268,11 +304,55 @@ def _anthropic_body(reply: Reply, model: str, serial: int) -> Json:
         "model": model,
         "content": blocks,
         "stop_reason": _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason),
+        "stop_sequence": None,
     }
     if reply.usage is not None:
         tokens_in, tokens_out = reply.usage
         body["usage"] = {"input_tokens": tokens_in, "output_tokens": tokens_out}
     return body
+
+
+def openai_error(message: str, status: int, param: str | None = None) -> Response:
+    """An error answer in OpenAI's shape (`{"error": {message, type, param, code}}`)."""
+    kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
+    error: Json = {
+        "message": message,
+        "type": kind.get(status, "invalid_request_error" if status < 500 else "server_error"),
+        "param": param,
+        "code": None,
+    }
+    return _json_response({"error": error}, status)
+
+
+def anthropic_error(message: str, status: int) -> Response:
+    """An error answer in Anthropic's shape (`{"type": "error", "error": {type, message}}`)."""
+    kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
+    error: Json = {"type": kind.get(status, "invalid_request_error"), "message": message}
+    return _json_response({"type": "error", "error": error}, status)
+
+
+def refusal(path: str, body: Json) -> tuple[str, str] | None:
+    """What a real API refuses in a completion request: `(parameter, why)`, None if nothing."""
+    anthropic = path.endswith("/messages")
+    if not isinstance(body, dict):
+        return "body", "the body must be a JSON object"
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return "model", "you must provide a model parameter"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages", "`messages` must be a non-empty array"
+    roles = ANTHROPIC_ROLES if anthropic else OPENAI_ROLES
+    for n, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in roles:
+            return f"messages[{n}].role", f"invalid role {role!r}, expected one of {sorted(roles)}"
+    if anthropic and not isinstance(body.get("max_tokens"), int):
+        return "max_tokens", "max_tokens: field required"
+    effort = body.get("reasoning_effort")
+    if not anthropic and effort is not None and effort not in REASONING_EFFORTS:
+        return "reasoning_effort", f"invalid value {effort!r}, expected {sorted(REASONING_EFFORTS)}"
+    return None
 
 
 def _json_response(
@@ -355,12 +435,47 @@ class RateLimited:
         )
 
 
-class StubProvider:
-    """The scripted provider; `serve` runs it, `url` is its base URL once started."""
+class Contract(Protocol):
+    """A check of the stand-in's exchanges against a published API (the tests install one)."""
 
-    def __init__(self, responder: Responder | None = None, *, delay: float = 0.0) -> None:
+    def request(self, stub: StubProvider, request: Request) -> list[str]:
+        """Why `request` breaks the API the stub pretends to be (empty when it does not)."""
+        ...
+
+    def response(self, stub: StubProvider, request: Request, response: Response) -> list[str]:
+        """Why the stub's own `response` breaks the API."""
+        ...
+
+
+_contract: Contract | None = None
+
+
+def check_exchanges(contract: Contract | None) -> Contract | None:
+    """Check every stand-in's exchanges with `contract` from now on; returns the one before."""
+    global _contract
+    before, _contract = _contract, contract
+    return before
+
+
+class StubProvider:
+    """The scripted provider; `serve` runs it, `url` is its base URL once started.
+
+    `dialect` names the API it pretends to be (`openai`, `openrouter`, …; by default what the
+    product assumes of a base URL it does not know, `openai-compatible`), for a `Contract` that
+    allows each provider's own request fields; `violations` holds what a `Contract` found.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        delay: float = 0.0,
+        dialect: str = "openai-compatible",
+    ) -> None:
         self.responder = responder
         self.delay = delay
+        self.dialect = dialect
+        self.violations: list[str] = []
         self.requests: list[Recorded] = []
         self.models: Json = {"data": []}
         self.embedder: Callable[[str], list[float]] = default_embedding
@@ -387,7 +502,20 @@ class StubProvider:
         return await made if inspect.isawaitable(made) else made
 
     async def handle(self, request: Request) -> Response:
-        """Record `request` and answer it by route."""
+        """Record `request`, answer it by route, and have the installed `Contract` check both."""
+        contract = _contract
+        wrong = [] if contract is None else contract.request(self, request)
+        self.violations += wrong
+        response, deliberate = await self.respond(request, wrong)
+        if contract is not None and not (wrong or deliberate):
+            self.violations += contract.response(self, request, response)
+        return response
+
+    async def respond(self, request: Request, wrong: list[str]) -> tuple[Response, bool]:
+        """The answer to `request`, and whether it is a scripted fault (not checked).
+
+        `wrong` says why the request breaks the API: it is refused as the real API would.
+        """
         try:
             body: Json = json.loads(request.body) if request.body else None
         except ValueError:
@@ -396,48 +524,65 @@ class StubProvider:
         self.requests.append(recorded)
         model = body.get("model") if isinstance(body, dict) else None
         model_name = model if isinstance(model, str) else "stub"
+        anthropic = request.path.endswith("/messages")
+        # Anthropic's routes (Messages, Message Batches) answer errors in Anthropic's shape.
+        error = anthropic_error if "/messages" in request.path else openai_error
         if self.api_key is not None and self.api_key not in (
             request.headers.get("authorization", "").removeprefix("Bearer "),
             request.headers.get("x-api-key"),
         ):
-            return _json_response({"error": {"message": "invalid api key"}}, 401)
+            return error("invalid api key", 401), False
         if request.method == "GET" and request.path.endswith("/models"):
-            return _json_response(self.models)
-        if request.method != "POST":
-            return _json_response({"error": {"message": "not found"}}, 404)
+            return _json_response(model_listing(self.models)), False
+        known = request.path.endswith("/embeddings") or recorded.is_completion
+        if request.method != "POST" or not known:
+            return error("not found", 404), False
+        if wrong:
+            return error("; ".join(wrong)[:2000], 400), False
         if request.path.endswith("/embeddings"):
-            return self._embeddings(body)
-        if not recorded.is_completion:
-            return _json_response({"error": {"message": "not found"}}, 404)
+            return self._embeddings(body), False
+        refused = refusal(request.path, body)
+        if refused is not None:
+            param, why = refused
+            return (
+                anthropic_error(why, 400) if anthropic else openai_error(why, 400, param)
+            ), False
         reply = await self._reply_for(recorded)
         delay = reply.delay or self.delay
         if delay > 0:
             await trio.sleep(delay)
         if reply.drop or reply.reset:
-            return Response(drop=reply.drop, reset=reply.reset)
+            return Response(drop=reply.drop, reset=reply.reset), True
         if reply.body is not None:
-            return Response(reply.status, reply.body, JSON_HEADERS + tuple(reply.headers.items()))
+            headers = JSON_HEADERS + tuple(reply.headers.items())
+            return Response(reply.status, reply.body, headers), True
         if reply.status != 200:
             text = _echoed_auth(recorded) if reply.echo_auth else reply.content
-            error: Json = {"error": {"message": text}}
-            return _json_response(error, reply.status, reply.headers)
+            answered = error(text, reply.status)
+            return attrs.evolve(
+                answered, headers=answered.headers + tuple(reply.headers.items())
+            ), True
         serial = len(self.requests)
-        if request.path.endswith("/messages"):
+        if anthropic:
             answer = _anthropic_body(reply, model_name, serial)
         else:
             answer = _openai_body(reply, model_name, serial)
-        return attrs.evolve(_json_response(answer, 200, reply.headers), cut=reply.cut)
+        response = attrs.evolve(_json_response(answer, 200, reply.headers), cut=reply.cut)
+        return response, reply.deliberate
 
     def _embeddings(self, body: Json) -> Response:
         inputs = body.get("input") if isinstance(body, dict) else None
         texts = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            return _json_response({"error": {"message": "input must be strings"}}, 400)
+            return openai_error("input must be a string or an array of strings", 400, "input")
         data: list[Json] = [
             {"object": "embedding", "index": i, "embedding": list[Json](self.embedder(str(t)))}
             for i, t in enumerate(texts)
         ]
-        return _json_response({"object": "list", "data": data, "usage": {"prompt_tokens": 0}})
+        model = body.get("model") if isinstance(body, dict) else None
+        usage: Json = {"prompt_tokens": 0, "total_tokens": 0}
+        answer: Json = {"object": "list", "data": data, "model": model or "stub", "usage": usage}
+        return _json_response(answer)
 
     async def serve(
         self,
@@ -457,24 +602,44 @@ class StubProvider:
             await started(nursery)
 
 
+def model_listing(models: Json) -> Json:
+    """`models` as OpenAI lists them: each entry completed with the fields OpenAI requires."""
+    entries = models.get("data") if isinstance(models, dict) else None
+    if not isinstance(models, dict) or not isinstance(entries, list):
+        return models
+    data: list[Json] = [
+        {"object": "model", "created": CREATED, "owned_by": "stub", **entry}
+        if isinstance(entry, dict)
+        else entry
+        for entry in entries
+    ]
+    return {"object": "list", **models, "data": data}
+
+
 @contextlib.asynccontextmanager
 async def open_stub(
-    responder: Responder | None = None, *, delay: float = 0.0
+    responder: Responder | None = None, *, delay: float = 0.0, dialect: str = "openai-compatible"
 ) -> AsyncIterator[StubProvider]:
-    """A stub serving on 127.0.0.1 (a free port) for the duration of the block."""
-    stub = StubProvider(responder, delay=delay)
+    """A stub serving on 127.0.0.1 (a free port) for the duration of the block.
+
+    A block that ends normally with a violation left (one the test did not expect and clear)
+    fails.
+    """
+    stub = StubProvider(responder, delay=delay, dialect=dialect)
     async with unwrapped(), trio.open_nursery() as nursery:
         await nursery.start(stub.serve)
         try:
             yield stub
         finally:
             nursery.cancel_scope.cancel()
+    if stub.violations:
+        raise AssertionError(f"exchanges off the provider's API: {stub.violations}")
 
 
 async def _serve_forever(
-    port: int, delay: float, models: Json, limits: RateLimited | None = None
+    port: int, delay: float, models: Json, limits: RateLimited | None, dialect: str
 ) -> None:
-    stub = StubProvider(limits, delay=0.0 if limits else delay)
+    stub = StubProvider(limits, delay=0.0 if limits else delay, dialect=dialect)
     stub.models = models
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -516,6 +681,12 @@ def main(argv: list[str] | None = None) -> None:
         help="a budget of N requests per window of SECONDS: OpenAI's x-ratelimit-* headers on "
         "every reply, 429 with Retry-After over budget; prints its counts as JSON on exit",
     )
+    parser.add_argument(
+        "--dialect",
+        default="openai-compatible",
+        help="the provider API it pretends to be (openai, openrouter, ...), for a check of its "
+        "exchanges installed around it (bench/prism_acceptance.sh)",
+    )
     args = parser.parse_args(argv)
     models: Json = json.load(args.models_json) if args.models_json else {"data": []}
     limits = None
@@ -526,7 +697,7 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError:
             parser.error(f"--rate-limit {args.rate_limit}: use N/SECONDS, e.g. 20/2")
     try:
-        trio.run(_serve_forever, args.port, args.delay, models, limits)
+        trio.run(_serve_forever, args.port, args.delay, models, limits, args.dialect)
     except (OSError, BaseExceptionGroup) as error:
         failed = next((e for e in error_leaves(error) if isinstance(e, OSError)), None)
         if failed is None:
