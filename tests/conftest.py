@@ -8,16 +8,12 @@ import signal
 import pytest
 
 from overbrainer.devtools.stub_provider import check_exchanges
-from tests import standin_contract as standins
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
 from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
 from tests.standin_contract import StandinContract
 from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
-
-_TOLERATED: dict[str, list[str]] = {}
-"""Test id → the known product violations it sent (`standin_contract.KNOWN_OFF_API`)."""
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -41,7 +37,7 @@ def restored_signals() -> collections.abc.Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def standin_contract(request: pytest.FixtureRequest) -> collections.abc.Iterator[StandinContract]:
+def standin_contract() -> collections.abc.Iterator[StandinContract]:
     """Every stand-in provider of the test checked against the published APIs.
 
     A test fails when a stub is left with a violation: a request the real API would refuse,
@@ -50,13 +46,10 @@ def standin_contract(request: pytest.FixtureRequest) -> collections.abc.Iterator
     """
     contract = StandinContract()
     before = check_exchanges(contract)
-    standins.tolerated.clear()
     try:
         yield contract
     finally:
         check_exchanges(before)
-    if standins.tolerated:
-        _TOLERATED[request.node.nodeid] = sorted(set(standins.tolerated))
     left = contract.violations()
     assert not left, f"exchanges off the provider's API: {left}"
 
@@ -68,12 +61,3 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[S
     server.start()
     yield server
     server.stop()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Which tests sent the product's known violations (left to the `dialects` branch)."""
-    if not _TOLERATED:
-        return
-    terminalreporter.section("requests off the API, tolerated (standin_contract.KNOWN_OFF_API)")
-    for nodeid, violations in sorted(_TOLERATED.items()):
-        terminalreporter.write_line(f"{nodeid}: {'; '.join(violations)[:300]}")

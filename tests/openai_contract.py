@@ -46,6 +46,13 @@ _URI = "https://api.openai.com/openapi.json"
 
 Json = Any
 
+DIALECT_QUERY: dict[str, frozenset[str]] = {
+    # The reference's `GET /models?detailed=true` (NanoGPT lists prices with it), sent only to
+    # servers of unknown make: OpenAI and the named dialects get the plain listing.
+    "openai-compatible": frozenset({"detailed"}),
+}
+"""Query parameters a server of a dialect takes beyond what OpenAI's description declares."""
+
 DIALECT_FIELDS: dict[str, frozenset[str]] = {
     "openai": frozenset(),
     "openai-compatible": frozenset(),
@@ -195,7 +202,8 @@ def check_request(
     # A wrong key is the caller's mistake the API answers 401; no key at all is a bad request.
     if key is not None and not headers.get("authorization", "").startswith("Bearer "):
         wrong.append(f"{where}: no `Authorization: Bearer` header where a key is expected")
-    undeclared = sorted(set(urllib.parse.parse_qs(query)) - _query_names(item, method))
+    allowed = _query_names(item, method) | DIALECT_QUERY.get(dialect, frozenset())
+    undeclared = sorted(set(urllib.parse.parse_qs(query)) - allowed)
     if undeclared:
         wrong.append(f"{where}: undeclared query parameters {undeclared}")
     declared_body = item[method.lower()].get("requestBody")

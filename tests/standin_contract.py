@@ -8,34 +8,9 @@ is left with a violation, however it was started.
 
 from __future__ import annotations
 
-import os
-import re
-
 from overbrainer.devtools.stub_provider import StubProvider
 from overbrainer.net.http_server import Request, Response
 from tests import anthropic_contract, openai_contract
-
-KNOWN_OFF_API = (
-    # The product lists models with `?detailed=true`, which OpenAI's `GET /models` does not declare.
-    re.compile(r"^GET /v1/models\?detailed=true: undeclared query parameters \['detailed'\]$"),
-    # A role's `temperature` goes to Anthropic's Messages API, whose SDK types (2.17) declare
-    # no `temperature` (nor `top_p`, `top_k`) any more.
-    re.compile(r"does not declare: \['temperature'\]$"),
-)
-"""Violations of the product's own requests, known and left to a fix of the product's request
-shapes: they are recorded in `tolerated` (listed at the end of the session) instead of failing
-the test. `STANDIN_STRICT=1` makes them fail; remove each entry with its fix."""
-
-tolerated: list[str] = []
-"""The tolerated violations seen since the last test started (tests/conftest.py drains it)."""
-
-
-def _untolerated(wrong: list[str]) -> list[str]:
-    if os.environ.get("STANDIN_STRICT") == "1":
-        return wrong
-    known = [w for w in wrong if any(p.search(w) for p in KNOWN_OFF_API)]
-    tolerated.extend(known)
-    return [w for w in wrong if w not in known]
 
 
 def is_anthropic(request: Request) -> bool:
@@ -46,15 +21,11 @@ def is_anthropic(request: Request) -> bool:
 def check_request(request: Request, *, dialect: str, key: str | None) -> list[str]:
     """Why the request breaks the API it is sent to (empty when it does not)."""
     if is_anthropic(request):
-        return _untolerated(
-            anthropic_contract.check_request(
-                request.method, request.target, request.headers, request.body, key=key
-            )
+        return anthropic_contract.check_request(
+            request.method, request.target, request.headers, request.body, key=key
         )
-    return _untolerated(
-        openai_contract.check_request(
-            request.method, request.target, request.headers, request.body, dialect=dialect, key=key
-        )
+    return openai_contract.check_request(
+        request.method, request.target, request.headers, request.body, dialect=dialect, key=key
     )
 
 

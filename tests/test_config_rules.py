@@ -179,15 +179,23 @@ RULES: list[tuple[str, str, list[str]]] = [
         ),
         ["roles.generator.reasoning_effort: requires reasoning = true"],
     ),
-    # 5. anthropic temperature with reasoning
+    # 5. anthropic: no temperature (its SDK's request types declare none), reasoning or not
     (
         "anthropic-temperature",
         with_role(
             "parent", '{ provider = "claude", model = "p", reasoning = true, temperature = 1.0 }'
         ),
         [
-            "roles.parent.temperature: the anthropic protocol does not accept a temperature "
-            "with reasoning = true"
+            "roles.parent.temperature: Anthropic's Messages API takes no temperature "
+            "(its published request types declare none); remove it"
+        ],
+    ),
+    (
+        "anthropic-temperature-plain",
+        with_role("parent", '{ provider = "claude", model = "p", temperature = 0.5 }'),
+        [
+            "roles.parent.temperature: Anthropic's Messages API takes no temperature "
+            "(its published request types declare none); remove it"
         ],
     ),
     # 6. thinking budget
@@ -339,8 +347,8 @@ def test_every_problem_is_reported_together_in_order(tmp_path: Path) -> None:
             "roles.embedder: unknown provider `ghost`",
             "roles.generator.max_tokens: must be at least 1",
             "roles.parent.temperature: must be in [0, 2]",
-            "roles.parent.temperature: the anthropic protocol does not accept a temperature "
-            "with reasoning = true",
+            "roles.parent.temperature: Anthropic's Messages API takes no temperature "
+            "(its published request types declare none); remove it",
             "roles.parent.thinking_budget: must be at least 1024",
             "topics.t.subtopics: must be at least 1",
             "pipeline.concurrency: must be at least 1",

@@ -99,7 +99,7 @@ class DialectSpec:
     - `prices`, `batch_api` (None: no batch API), `hosts` (base URL hosts it is detected by; a
       leading `.` matches subdomains), `rate_limit_headers` (those it is known to send) and
       `unstated_reset_secs` (when a budget comes without a reset: the window it refills after,
-      None when unknown).
+      None when unknown), `models_path` (the model listing below the base URL).
     """
 
     dialect: Dialect
@@ -114,6 +114,7 @@ class DialectSpec:
     hosts: tuple[str, ...] = ()
     rate_limit_headers: tuple[str, ...] = ()
     unstated_reset_secs: float | None = None
+    models_path: str = "models"
 
 
 _OPENAI_HEADERS = ("x-ratelimit-{limit,remaining,reset}-{requests,tokens}",)
@@ -154,6 +155,8 @@ DIALECTS: Mapping[Dialect, DialectSpec] = MappingProxyType(
                 reasoning_returned=("reasoning_content", "reasoning", "<think>"),
                 prices=PriceSource.LISTING,
                 batch_api=BatchApi.OPENAI,
+                # The reference's listing: the query adds prices on NanoGPT, others ignore it.
+                models_path="models?detailed=true",
             ),
             DialectSpec(
                 Dialect.VLLM,

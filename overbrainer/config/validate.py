@@ -35,10 +35,11 @@ def check(cfg: s.Settings) -> list[str]:
     for name, role in roles:
         p = cfg.providers.get(role.provider)
         anthropic = p is not None and p.protocol is s.Protocol.ANTHROPIC
-        if anthropic and role.reasoning and role.temperature is not None:
+        # Anthropic's published request types (its SDK's, 2.17) declare no temperature.
+        if anthropic and role.temperature is not None:
             out.append(
-                f"roles.{name}.temperature: the anthropic protocol does not accept a "
-                "temperature with reasoning = true"
+                f"roles.{name}.temperature: Anthropic's Messages API takes no temperature "
+                "(its published request types declare none); remove it"
             )
         openai = p is not None and p.spec.dialect is Dialect.OPENAI
         # OpenAI's reasoning models (o-series, GPT-5) refuse any temperature but the default.

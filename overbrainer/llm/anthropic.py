@@ -46,8 +46,6 @@ def messages_body(model: str, request: CompletionRequest) -> dict[str, Json]:
     if request.system is not None:
         body["system"] = request.system
     body["messages"] = [{"role": "user", "content": request.prompt}]
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
     if request.reasoning:
         if request.thinking_budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}

@@ -34,8 +34,6 @@ from overbrainer.llm.retry import (
 from overbrainer.llm.types import Completion, CompletionRequest, Json, Protocol
 from overbrainer.model.error_groups import unwrapped
 
-MODELS_PATH = "models?detailed=true"
-
 
 class LlmClient(TypingProtocol):
     """What the pipeline needs of a model: completions and embeddings."""
@@ -177,8 +175,8 @@ class ProtocolClient:
         return await with_retry(self.retry, once, on_retry, rng=self._rng, gate=gate)
 
     async def models(self) -> Json:
-        """The provider's raw model listing (`GET {base}/models?detailed=true`), one attempt."""
-        return await self.http.get(MODELS_PATH)
+        """The provider's raw model listing (its dialect's `models_path`), one attempt."""
+        return await self.http.get(self.dialect.models_path)
 
 
 async def _admitted(limiter: AdaptiveLimiter, gate: Gate | None) -> Ticket:

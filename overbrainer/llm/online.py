@@ -17,7 +17,7 @@ import trio
 
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Provider, Role, Settings
-from overbrainer.llm.client import MODELS_PATH, ProviderConnection, open_provider
+from overbrainer.llm.client import ProviderConnection, open_provider
 from overbrainer.llm.connect import EMBEDDER, QUALITY_JUDGE, role_key
 from overbrainer.llm.errors import LlmError, StatusError, TransportError
 from overbrainer.llm.pricing import find_price, role_price
@@ -198,7 +198,7 @@ async def list_models(
                 transport=transport,
             )
             async with open_provider(connection) as http:
-                return Listing(await http.get(MODELS_PATH), keyed=keyed)
+                return Listing(await http.get(provider.spec.models_path), keyed=keyed)
         except StatusError as error:
             return Listing(status=error.status, keyed=keyed, names_key=error.refuses_key)
         except TransportError as error:

@@ -27,7 +27,7 @@ class ListsModels(TypingProtocol):
     """What a price lookup needs of a client: the raw model listing."""
 
     async def models(self) -> Json:
-        """`GET {base}/models?detailed=true`, decoded."""
+        """The provider's model listing, decoded."""
         ...
 
 
