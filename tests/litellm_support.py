@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -24,13 +22,13 @@ import pytest
 
 from tests.ports import free_port
 from tests.real_parts import missing
+from tests.server_process import stop_group, wait_until_up
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VENV_SCRIPT = REPO_ROOT / ".ci" / "litellm-venv.sh"
 MASTER_KEY = "sk-overbrainer-test-master"
 READY_WITHIN = 120.0
 """Seconds the proxy may take to answer its readiness probe (its imports are slow on 2 cores)."""
-STOP_WITHIN = 15.0
 
 
 @attrs.frozen
@@ -102,32 +100,6 @@ def _ready(url: str) -> bool:
         return False
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll the readiness endpoint until it answers 200; fail on exit or after `READY_WITHIN`."""
-    deadline = time.monotonic() + READY_WITHIN
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log.read_text(errors="replace")[-4000:]
-            raise RuntimeError(f"the LiteLLM proxy exited ({process.returncode}):\n{tail}")
-        if _ready(url):
-            return
-        time.sleep(0.25)
-    tail = log.read_text(errors="replace")[-4000:]
-    raise RuntimeError(f"the LiteLLM proxy was not ready within {READY_WITHIN:.0f} s:\n{tail}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the proxy's process group, then SIGKILL it if it has not ended in time."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_WITHIN)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=STOP_WITHIN)
-
-
 def start_proxy(venv: Path, directory: Path, models: list[MockModel]) -> Iterator[LiteLLMProxy]:
     """Run `litellm --config` on a free loopback port until the generator is closed."""
     config = directory / "litellm.json"
@@ -148,10 +120,12 @@ def start_proxy(venv: Path, directory: Path, models: list[MockModel]) -> Iterato
             start_new_session=True,
         )
     try:
-        wait_ready(url, process, log)
+        wait_until_up(
+            "the LiteLLM proxy", lambda: _ready(url), process, log, READY_WITHIN, poll=0.25
+        )
         yield LiteLLMProxy(url=url, key=MASTER_KEY, log=log)
     finally:
-        stop(process)
+        stop_group(process)
 
 
 def provider_env(proxy: LiteLLMProxy, provider: str) -> Mapping[str, str]:

@@ -5,10 +5,7 @@ tests/gguf_support.py on 127.0.0.1: an OpenAI-compatible provider whose answers 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,9 +16,9 @@ import attrs
 from tests.gguf_support import write_tiny_llama
 from tests.llama_support import LlamaTools
 from tests.ports import free_port
+from tests.server_process import stop_group, wait_until_up
 
 READY_WITHIN = 60.0
-STOP_WITHIN = 15.0
 SLOTS = 4
 """Parallel slots: the pipeline's requests are answered four at a time."""
 CONTEXT_PER_SLOT = 2048
@@ -53,32 +50,6 @@ def _health(url: str) -> str | None:
         return None
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll `/health` until it says `ok`; fail on exit or after `READY_WITHIN`."""
-    deadline = time.monotonic() + READY_WITHIN
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log.read_text(errors="replace")[-4000:]
-            raise RuntimeError(f"llama-server exited ({process.returncode}):\n{tail}")
-        if _health(url) == "ok":
-            return
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-4000:]
-    raise RuntimeError(f"llama-server was not healthy within {READY_WITHIN:.0f} s:\n{tail}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group, then SIGKILL it if it has not ended in time."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_WITHIN)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=STOP_WITHIN)
-
-
 def serve_tiny_model(tools: LlamaTools, directory: Path) -> Iterator[LlamaServer]:
     """Write the tiny GGUF and serve it until the generator is closed."""
     model = directory / "tiny.gguf"
@@ -102,7 +73,9 @@ def serve_tiny_model(tools: LlamaTools, directory: Path) -> Iterator[LlamaServer
             start_new_session=True,
         )
     try:
-        wait_healthy(url, process, log)
+        wait_until_up(
+            "llama-server", lambda: _health(url) == "ok", process, log, READY_WITHIN, poll=0.1
+        )
         yield LlamaServer(url=url, log=log)
     finally:
-        stop(process)
+        stop_group(process)
