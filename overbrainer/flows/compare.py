@@ -80,7 +80,10 @@ async def open_judge(command: Command) -> AsyncIterator[Judge]:
     name = "judge" if settings.roles.judge is not None else "parent"
     source = template_source(command.project.prompts, JUDGE_TEMPLATE)
     template = parse_template(JUDGE_TEMPLATE, source)
-    async with connect_roles(settings, [name], command.config.env, PriceBook()) as roles:
+    # The judge's waits for its provider's rate limit are announced as the pipeline's are.
+    async with connect_roles(
+        settings, [name], command.config.env, PriceBook(), on_wait=command.bus.publish
+    ) as roles:
         role = roles[name]
         yield Judge(
             role.provider, role.role, role.client, template, source, name == "parent", role.price
