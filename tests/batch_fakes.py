@@ -95,8 +95,11 @@ class FakeBatches:
     `submissions`, `cancels` and `requests` count what it got.
     """
 
-    def __init__(self, outcome: Outcome = all_succeed) -> None:
+    def __init__(self, outcome: Outcome = all_succeed, dialect: str = "openai-compatible") -> None:
         self.outcome = outcome
+        self.dialect = dialect
+        """The API the fakes pretend to be: by default what the product assumes of a loopback
+        base URL (`openai-compatible`: OpenAI's declared fields, and the reference's listing)."""
         self.hold = False
         self.refuse: int | None = None
         """A status every batch creation is answered with (no batch is made)."""
@@ -123,7 +126,7 @@ class FakeBatches:
         wrong = (
             _check_inline(request.body)
             if inline
-            else check_request(request, dialect="openai", key=None)
+            else check_request(request, dialect=self.dialect, key=None)
         )
         self.violations += wrong
         if wrong:
