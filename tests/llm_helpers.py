@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider, openai_error
+from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider, openai_error, serving
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.types import Json, Protocol
 from overbrainer.net.http_server import Request, Response
@@ -64,10 +64,5 @@ class RoutedStub(StubProvider):
 @contextlib.asynccontextmanager
 async def open_routed() -> AsyncIterator[RoutedStub]:
     """A `RoutedStub` serving on 127.0.0.1 for the block."""
-    stub = RoutedStub()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(stub.serve)
-        try:
-            yield stub
-        finally:
-            nursery.cancel_scope.cancel()
+    async with serving(RoutedStub()) as stub:
+        yield stub

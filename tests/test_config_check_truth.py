@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import trio
 
 from overbrainer.devtools.stub_provider import (
     JSON_HEADERS,
@@ -18,6 +17,7 @@ from overbrainer.devtools.stub_provider import (
     Recorded,
     Reply,
     StubProvider,
+    serving,
 )
 from overbrainer.llm.errors import StatusError
 from overbrainer.net.http_server import Request, Response
@@ -70,13 +70,8 @@ class ListingStub(StubProvider):
 @contextlib.asynccontextmanager
 async def open_listing_stub() -> AsyncIterator[ListingStub]:
     """A `ListingStub` on 127.0.0.1 for the block."""
-    stub = ListingStub()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(stub.serve)
-        try:
-            yield stub
-        finally:
-            nursery.cancel_scope.cancel()
+    async with serving(ListingStub()) as stub:
+        yield stub
 
 
 async def check(

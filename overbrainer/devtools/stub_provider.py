@@ -27,7 +27,7 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 import attrs
 import trio
@@ -616,6 +616,10 @@ def model_listing(models: Json) -> Json:
     return {"object": "list", **models, "data": data}
 
 
+Served = TypeVar("Served", bound="StubProvider")
+"""A stub provider of any class, as `serving` hands it back."""
+
+
 @contextlib.asynccontextmanager
 async def open_stub(
     responder: Responder | None = None, *, delay: float = 0.0, dialect: str = "openai-compatible"
@@ -625,7 +629,14 @@ async def open_stub(
     A block that ends normally with a violation left (one the test did not expect and clear)
     fails.
     """
-    stub = StubProvider(responder, delay=delay, dialect=dialect)
+    async with serving(StubProvider(responder, delay=delay, dialect=dialect)) as stub:
+        yield stub
+
+
+@contextlib.asynccontextmanager
+async def serving(stub: Served) -> AsyncIterator[Served]:
+    """`stub` (a `StubProvider` or a subclass) serving on 127.0.0.1 for the block; a block
+    that ends normally with a violation left fails."""
     async with unwrapped(), trio.open_nursery() as nursery:
         await nursery.start(stub.serve)
         try:
