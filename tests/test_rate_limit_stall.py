@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from overbrainer.devtools.stub_provider import open_stub
+from tests.compare_support import JUDGE_PRICES, answered_compare, make_compare_project
 from tests.litellm_limits import LiteLlmLimits
 from tests.pipeline_support import make_project, overbrainer, read_examples, write_questions
 
@@ -54,3 +55,21 @@ async def test_answers_waits_for_a_window_without_reset_and_says_so(tmp_path: Pa
     for moment in limits.sent:
         per_window[int(moment // WINDOW)] = per_window.get(int(moment // WINDOW), 0) + 1
     assert max(per_window.values()) <= RPM + 1
+
+
+async def test_compares_judge_announces_its_waits_too(tmp_path: Path) -> None:
+    # The judge of `compare` shares the pipeline's limiter and says why it waits, as answers do.
+    root = make_compare_project(tmp_path / "p", concurrency=8, questions=4)
+    compare_id = answered_compare(root)
+    limits = LiteLlmLimits(rpm=RPM, window=WINDOW, enforce=False)
+    env = {"OVERBRAINER_PIPELINE__ADAPTIVE_WINDOW_SECS": str(WINDOW)}
+    async with open_stub(limits) as stub:
+        stub.models = JUDGE_PRICES
+        result = await overbrainer(
+            root, "compare", "--rejudge", compare_id, url=stub.url, env=env, limit=20 * WINDOW
+        )
+    assert limits.answered > RPM, result.stderr[-3000:]  # more than one window's worth
+    assert (
+        f"judge-model: waiting for the provider's rate limit: 0 of {RPM} requests left"
+        in result.stderr
+    ), result.stderr[-3000:]
