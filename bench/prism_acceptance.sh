@@ -23,9 +23,18 @@ preset="${1:-openrouter}"
 prism_cmd="${PRISM:-npx --yes @stoplight/prism-cli@5.16.0}"  # PRISM: an installed prism binary
 work=$(mktemp -d)
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+stop_servers() {
+    # Each server leads its own process group (setsid), so npx's node child goes with it; a
+    # group still there 5 s after SIGTERM (Prism's node may not end on it) is killed.
+    for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do
+        for _ in $(seq 50); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+    done
     wait 2>/dev/null || true
+}
+cleanup() {
+    stop_servers
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -55,7 +64,7 @@ provider=$(cat provider)
 # The stand-in runs with the tests' own check installed (tests/standin_contract.py, strict:
 # the product's known violations count too), so that the run is also counted by a validator
 # that is proven to reject bad bodies; it writes what it found on exit.
-PYTHONPATH="$here" python - --models-json "$work/models.json" --dialect "$preset" \
+PYTHONPATH="$here" setsid python - --models-json "$work/models.json" --dialect "$preset" \
     > "$work/stub.out" 2> "$work/stub.err" <<EOF &
 import atexit, json, sys
 from overbrainer.devtools import stub_provider
@@ -73,7 +82,7 @@ until [ -s "$work/stub.out" ]; do sleep 0.2; done
 upstream=$(head -1 "$work/stub.out")
 
 port=$(free_port)
-$prism_cmd proxy "$spec" "$upstream" --errors \
+setsid $prism_cmd proxy "$spec" "$upstream" --errors \
     --host 127.0.0.1 --port "$port" > "$work/prism.log" 2>&1 &
 pids+=($!)
 prism="http://127.0.0.1:$port"
@@ -94,7 +103,7 @@ set -e
 echo "overbrainer run --no-train: exit $code"
 tail -3 "$work/run.out"
 
-for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+stop_servers
 wait 2>/dev/null || true
 pids=()
 contract=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print(len(v)); [print("  ", x[:200]) for x in sorted(set(v))[:20]]' "$work/contract.json")
