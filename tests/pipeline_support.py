@@ -51,6 +51,18 @@ max_retries = 2
 {pipeline}
 """
 
+TRAINING = """
+[training]
+target = "local"
+base_model = "Qwen/Qwen3-4B"
+adapter = "qlora"
+
+[targets.local]
+kind = "local"
+runtime = "native"
+"""
+"""`[training]` on a native local target, appended to a project that must train."""
+
 PRICES: Json = {
     "data": [
         {"id": "parent-model", "pricing": {"prompt": "0.001", "completion": "0.002"}},

@@ -21,7 +21,7 @@ from overbrainer.devtools.stub_provider import (
 )
 from overbrainer.llm.errors import StatusError
 from overbrainer.net.http_server import Request, Response
-from tests.pipeline_support import PRICES, make_project, overbrainer
+from tests.pipeline_support import PRICES, TRAINING, make_project, overbrainer
 
 KEY = "sk-test-SECRET-4242"
 WRONG = "sk-wrong-SECRET-1"
@@ -36,16 +36,6 @@ LITELLM_NO_DB: Json = {
     }
 }
 """What LiteLLM's proxy without a database answers a key that is not its master key."""
-TRAINING = """
-[training]
-target = "local"
-base_model = "Qwen/Qwen3-4B"
-adapter = "qlora"
-
-[targets.local]
-kind = "local"
-runtime = "native"
-"""
 TRAINING_PROBLEM = (
     "target `local` cannot train: axolotl is not on PATH (set targets.local.venv to Axolotl's "
     "virtual environment); `config check --no-train` checks a dataset-only run (`run --no-train`)"

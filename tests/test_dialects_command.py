@@ -3,10 +3,7 @@ bodies a stage sends, and `init --provider` presets."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,27 +11,13 @@ import pytest
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.project.presets import PRESETS
 from tests.pipeline_support import PRICES, make_project, overbrainer, write_questions
+from tests.test_init import overbrainer as run
 from tests.train_helpers import axolotl_on_path
 
 VALID = (
     "`openai`, `openrouter`, `openai-compatible`, `vllm`, `llama.cpp`, `ollama`, `litellm`, "
     "`deepseek`, `together`, `groq`, `fireworks`, `anthropic`"
 )
-
-
-def run(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "overbrainer", *args],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def project_with(tmp_path: Path, provider_lines: str) -> Path:

@@ -15,6 +15,7 @@ from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.records import Question, Subtopic
 from overbrainer.training.run_store import Runs
 from tests.pipeline_support import (
+    TRAINING,
     history,
     make_project,
     overbrainer,
@@ -23,17 +24,6 @@ from tests.pipeline_support import (
     wait_until,
 )
 from tests.train_helpers import kill_jobs, standin_env
-
-TRAINING = """
-[training]
-target = "local"
-base_model = "Qwen/Qwen3-4B"
-adapter = "qlora"
-
-[targets.local]
-kind = "local"
-runtime = "native"
-"""
 
 
 def records(root: Path, name: str, kind: type[Subtopic] | type[Question]) -> list[str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
+from tests.pipeline_support import TRAINING, write_answered
 from tests.pipeline_support import make_project as pipeline_project
-from tests.pipeline_support import write_answered
 from tests.train_helpers import (
     group_alive,
     kill_jobs,
@@ -25,17 +25,6 @@ from tests.train_helpers import (
     training,
     wait_for,
 )
-
-TRAINING = """
-[training]
-target = "local"
-base_model = "Qwen/Qwen3-4B"
-adapter = "qlora"
-
-[targets.local]
-kind = "local"
-runtime = "native"
-"""
 
 
 @pytest.fixture
