@@ -281,21 +281,30 @@ def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
     return fields
 
 
-def check_batch_input(content: str, *, dialect: str = "openai") -> list[str]:
-    """Why a batch input file (JSONL) is not what the Batch API takes (empty when it is)."""
-    wrong: list[str] = []
-    seen: set[str] = set()
+def _jsonl_lines(
+    content: str, kind: str, keys: set[str], wrong: list[str]
+) -> Iterator[tuple[str, dict[str, Json]]]:
+    """Each line of a batch file that is a JSON object with exactly `keys`, with where it
+    stands; what is wrong with the others goes to `wrong`."""
     for number, raw in enumerate(content.splitlines(), 1):
-        where = f"batch input line {number}"
+        where = f"{kind} line {number}"
         try:
             line = json.loads(raw)
         except ValueError:
             wrong.append(f"{where}: not JSON")
             continue
-        if not isinstance(line, dict) or set(line) != BATCH_INPUT_LINE:
-            keys = sorted(line) if isinstance(line, dict) else type(line).__name__
-            wrong.append(f"{where}: keys {keys}, expected {sorted(BATCH_INPUT_LINE)}")
+        if not isinstance(line, dict) or set(line) != keys:
+            found = sorted(line) if isinstance(line, dict) else type(line).__name__
+            wrong.append(f"{where}: keys {found}, expected {sorted(keys)}")
             continue
+        yield where, line
+
+
+def check_batch_input(content: str, *, dialect: str = "openai") -> list[str]:
+    """Why a batch input file (JSONL) is not what the Batch API takes (empty when it is)."""
+    wrong: list[str] = []
+    seen: set[str] = set()
+    for where, line in _jsonl_lines(content, "batch input", BATCH_INPUT_LINE, wrong):
         if not isinstance(line["custom_id"], str) or line["custom_id"] in seen:
             wrong.append(f"{where}: custom_id must be a unique string")
         seen.add(str(line["custom_id"]))
@@ -308,17 +317,7 @@ def check_batch_input(content: str, *, dialect: str = "openai") -> list[str]:
 def check_batch_output(content: str) -> list[str]:
     """Why a batch output or error file (JSONL) is not what the Batch API writes."""
     wrong: list[str] = []
-    for number, raw in enumerate(content.splitlines(), 1):
-        where = f"batch output line {number}"
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            wrong.append(f"{where}: not JSON")
-            continue
-        if not isinstance(line, dict) or set(line) != BATCH_OUTPUT_LINE:
-            keys = sorted(line) if isinstance(line, dict) else type(line).__name__
-            wrong.append(f"{where}: keys {keys}, expected {sorted(BATCH_OUTPUT_LINE)}")
-            continue
+    for where, line in _jsonl_lines(content, "batch output", BATCH_OUTPUT_LINE, wrong):
         response, error = line["response"], line["error"]
         if (response is None) == (error is None):
             wrong.append(f"{where}: exactly one of response and error")
