@@ -26,35 +26,26 @@ from overbrainer.model.train_metric import JobStage, StageMark, TrainMetric
 from overbrainer.model.usage import Usage
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
-from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui import actions, app, dataset_keys, logs_keys, render, training_keys
+from overbrainer.ui.tui.effects import Abandon, Cancel, Exit, ExportLogs, OpenEditor, Spawn
+from overbrainer.ui.tui.live import ROLES
 from overbrainer.ui.tui.load import latest_answer
-from overbrainer.ui.tui.state import (
-    ROLES,
-    Abandon,
-    Cancel,
+from overbrainer.ui.tui.messages import (
     ComparePrepared,
     ConfigChanged,
-    Exit,
-    ExportLogs,
     Key,
     Loaded,
-    OpenEditor,
     Previewed,
     Rekeyed,
-    RunRow,
     SignalMsg,
-    Snapshot,
-    Spawn,
-    State,
     TaskDone,
     TaskEvent,
-    TaskKind,
     TaskReport,
-    TaskSpec,
     Tick,
-    TreeRow,
-    View,
 )
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot, TreeRow
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.pipeline_support import make_project, read_examples, write_answered
 from tests.tui_app_support import feed, keys
 
@@ -238,7 +229,7 @@ def test_training_keys() -> None:
     )
     state = loaded(State(view=View.TRAINING), Snapshot(runs=runs))
     state, effects = keys(state, "t")
-    assert (effects, state.status) == ([], app.NO_TRAINING)
+    assert (effects, state.status) == ([], training_keys.NO_TRAINING)
     state = attrs.evolve(state, snapshot=Snapshot(runs=runs, training=True))
     state, effects = keys(state, "x")
     assert [r.id for r in state.visible_runs()] == ["r2"]
@@ -257,7 +248,7 @@ def test_training_keys() -> None:
     assert followed.losses == ((1.0, 2.5), (2.0, 1.5))
     state, effects = keys(state, "c")
     assert effects == []  # c asks first: cancel the selected run, or detach from the follower
-    assert state.confirm == tuple(line.format(run="r2") for line in app.CANCEL_LINES)
+    assert state.confirm == tuple(line.format(run="r2") for line in training_keys.CANCEL_LINES)
     assert state.status.startswith("cancel run r2? y cancels it, d detaches from ")
     state, effects = keys(state, "d")
     assert effects == [Cancel(2)]
@@ -276,7 +267,7 @@ def test_training_keys() -> None:
     state, effects = keys(state, "c", "y")
     assert effects == [Spawn(7, TaskSpec(TaskKind.CANCEL, run_id="r1"))]
     state, effects = keys(state, "p")
-    assert (effects, state.status) == ([], app.POD_HINT)
+    assert (effects, state.status) == ([], training_keys.POD_HINT)
 
 
 def test_stop_of_a_run_a_task_follows_only_requests_the_snapshot() -> None:
@@ -335,7 +326,7 @@ def test_export_is_refused_while_a_stage_or_a_compare_runs_and_quit_abandons_it(
     state, _ = feed(state, TaskDone(2))
     state, effects = keys(state, "C", "E")
     assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.PREPARE_COMPARE
-    assert state.status == app.PREPARE_BUSY
+    assert state.status == actions.PREPARE_BUSY
     state, effects = feed(state, ComparePrepared(4, "r1", ("run r1",)), Key("y"), Key("E"))
     assert [e for e in effects if isinstance(e, Spawn)][-1].spec.kind is TaskKind.COMPARE
     assert state.status.startswith("busy: overbrainer compare --run r1 is running")
@@ -363,7 +354,7 @@ def test_logs_keys_filter_scroll_and_export() -> None:
     state, _ = keys(state, "down", "end")
     assert state.log_offset == 0
     state, effects = keys(state, "s")  # no run: no pod log to read
-    assert (effects, state.status) == ([], app.NO_RUN_LOG)
+    assert (effects, state.status) == ([], logs_keys.NO_RUN_LOG)
 
 
 def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless_busy() -> None:
@@ -376,7 +367,7 @@ def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless
     state, effects = keys(state, "e")
     assert effects == [OpenEditor("overbrainer.toml")]
     state, effects = keys(state, "2", "e")
-    assert (effects, state.status) == ([], app.TOPIC_EDIT)
+    assert (effects, state.status) == ([], dataset_keys.TOPIC_EDIT)
     state, effects = keys(state, "down", "down", "e")
     edit = TaskSpec(TaskKind.EDIT, record_file="questions", record_id="q1")
     assert effects == [Spawn(2, edit)]
@@ -396,7 +387,7 @@ def test_project_opens_the_editor_and_dataset_edits_or_deletes_one_record_unless
     assert state.confirm == (
         "delete question q1?",
         "What is a borrow?",
-        app.DELETE_LINES["questions"],
+        dataset_keys.DELETE_LINES["questions"],
     )
     assert state.status == "delete question q1? y deletes it, any other key does not"
     state, effects = keys(state, "n")

@@ -12,30 +12,23 @@ from overbrainer.compare.verdicts import Verdict
 from overbrainer.hub.errors import PushRefused
 from overbrainer.project.directory import open_project
 from overbrainer.ui.logs import LogBuffer
-from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui import actions, app, compare_keys, render
 from overbrainer.ui.tui.compare_view import NO_COMPARE, screen_layout
 from overbrainer.ui.tui.compares import latest_compare_line, read_compares
-from overbrainer.ui.tui.push_plan import plan_lines
-from overbrainer.ui.tui.state import (
-    Abandon,
-    Cancel,
+from overbrainer.ui.tui.effects import Abandon, Cancel, Exit, Spawn
+from overbrainer.ui.tui.messages import (
     ComparePrepared,
-    CompareRow,
-    Exit,
     Key,
     Loaded,
     PushPlanned,
     Resized,
-    RunRow,
     SignalMsg,
-    Snapshot,
-    Spawn,
-    State,
     TaskDone,
-    TaskKind,
-    TaskSpec,
-    View,
 )
+from overbrainer.ui.tui.push_plan import plan_lines
+from overbrainer.ui.tui.snapshot import CompareRow, RunRow, Snapshot
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.hub_support import RUN_ID, make_run
 from tests.tui_app_support import feed, keys
 from tests.tui_compare_support import write_compare
@@ -157,10 +150,10 @@ def test_page_keys_scroll_a_long_detail_and_stop_at_its_last_page(tmp_path: Path
     assert "question: Question 0" in top
     assert "lines 1-" in top and "(PgUp/PgDn)" in top
     state, _ = keys(state, "page down")
-    assert state.detail_offset == app.DETAIL_PAGE
+    assert state.detail_offset == compare_keys.DETAIL_PAGE
     scrolled = shown(state)
     assert "question: Question 0" not in scrolled
-    assert f"lines {app.DETAIL_PAGE + 1}-" in scrolled
+    assert f"lines {compare_keys.DETAIL_PAGE + 1}-" in scrolled
     state, _ = keys(state, "page up", "page up")
     assert state.detail_offset == 0
     assert shown(state) == top
@@ -170,7 +163,7 @@ def test_page_keys_scroll_a_long_detail_and_stop_at_its_last_page(tmp_path: Path
     bottom = shown(state)
     assert "judge: win: reason 0: win" in bottom
     state, _ = keys(state, "page up")  # one key scrolls back at once
-    assert state.detail_offset == last - app.DETAIL_PAGE
+    assert state.detail_offset == last - compare_keys.DETAIL_PAGE
     state, _ = feed(state, Resized(200, 60))  # a bigger terminal: the offset is clamped again
     state, _ = keys(state, "page down")
     assert state.detail_offset == screen_layout(state).last_offset < last
@@ -206,9 +199,9 @@ def test_c_plans_the_compare_then_asks_and_only_y_starts_it(tmp_path: Path) -> N
     state = State(view=View.COMPARE, snapshot=Snapshot(compares=compares(tmp_path)))
     state, effects = keys(state, "C")
     assert effects == [Spawn(1, TaskSpec(TaskKind.PREPARE_COMPARE))]  # nothing paid yet
-    assert state.status == app.PREPARING
+    assert state.status == actions.PREPARING
     state, effects = keys(state, "C")
-    assert (effects, state.status) == ([], app.PREPARE_BUSY)  # one compare at a time
+    assert (effects, state.status) == ([], actions.PREPARE_BUSY)  # one compare at a time
     state, effects = feed(state, ComparePrepared(1, "run_b", LINES))
     assert (effects, state.confirm) == ([], LINES)
     assert state.status == "compare run run_b? y compares, n or Esc does not"
@@ -259,7 +252,7 @@ def test_one_compare_at_a_time_refused_while_a_stage_runs_and_c_abandons(tmp_pat
     state, effects = keys(state, "J")
     assert effects == []  # the judge is paid: asked first
     assert state.confirm[0] == "rejudge compare_20261002-000000 of run run_b?"
-    assert state.status == f"rejudge compare_20261002-000000? {app.REJUDGE_ASK}"
+    assert state.status == f"rejudge compare_20261002-000000? {compare_keys.REJUDGE_ASK}"
     dropped, effects = keys(state, "n")
     assert (effects, dropped.confirm, dropped.status) == ([], (), "not rejudged")
     state, effects = keys(state, "y")

@@ -5,29 +5,17 @@ from __future__ import annotations
 import pytest
 
 from overbrainer.events.codec import event_from_json, event_to_json
-from overbrainer.events.types import (
-    Event,
-    JobStatusChanged,
-    Judged,
-    MarkEvent,
-    RunWatched,
-)
+from overbrainer.events.types import Event, JobStatusChanged, Judged, MarkEvent, RunWatched
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited
 from overbrainer.model.train_metric import EvalMark, JobStage, StageMark
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_progress import CompareProgress
-from overbrainer.ui.tui.state import (
-    Key,
-    Spawn,
-    State,
-    TaskDone,
-    TaskEvent,
-    TaskKind,
-    TaskSpec,
-    View,
-)
+from overbrainer.ui.tui.effects import Spawn
+from overbrainer.ui.tui.messages import Key, TaskDone, TaskEvent
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.tui_app_support import feed
 
 COMPARE = TaskSpec(TaskKind.COMPARE, run_id="run_b")

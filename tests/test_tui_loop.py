@@ -24,7 +24,8 @@ from overbrainer.project.directory import open_project, project_lock
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui.loop import Runner
 from overbrainer.ui.tui.main import check_terminal
-from overbrainer.ui.tui.state import Key, View
+from overbrainer.ui.tui.messages import Key
+from overbrainer.ui.tui.state import View
 from overbrainer.ui.tui.typeahead import keep_typeahead, keys_of
 from tests.pipeline_support import make_project, wait_until
 from tests.tasks import live_tasks

@@ -14,8 +14,9 @@ from overbrainer.flows import pod_logs
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from overbrainer.ui.tui import pod_log
+from overbrainer.ui.tui.messages import Msg, Notice, PodLogLines, TaskDone
 from overbrainer.ui.tui.pod_log import read_pod_log
-from overbrainer.ui.tui.state import Msg, Notice, PodLogLines, TaskDone, TaskKind, TaskSpec
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.hub_support import RUN_ID, make_run
 from tests.runpod_fake import KEY, RunpodFake, open_fake, pod_json
 

@@ -10,22 +10,13 @@ import attrs
 from overbrainer.project.directory import open_project
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from overbrainer.ui.logs import LogBuffer
-from overbrainer.ui.tui import app, render
+from overbrainer.ui.tui import logs_keys, render, training_keys
+from overbrainer.ui.tui.effects import Cancel, Spawn
 from overbrainer.ui.tui.load import load_snapshot
-from overbrainer.ui.tui.state import (
-    Cancel,
-    Loaded,
-    Notice,
-    PodLogLines,
-    RunRow,
-    Snapshot,
-    Spawn,
-    State,
-    TaskDone,
-    TaskKind,
-    TaskSpec,
-    View,
-)
+from overbrainer.ui.tui.messages import Loaded, Notice, PodLogLines, TaskDone
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.hub_support import RUN_ID, make_run
 from tests.tui_app_support import add_job, feed, keys
 
@@ -64,7 +55,7 @@ def test_p_dismisses_the_selected_runs_pod_notice_for_the_session() -> None:
     state, _ = feed(State(view=View.TRAINING), Loaded(0, Snapshot(runs=runs)))
     assert NOTICE in shown(state)
     state, effects = keys(state, "p")  # run_a has no pod
-    assert (effects, state.status, state.dismissed_pods) == ([], app.POD_HINT, ())
+    assert (effects, state.status, state.dismissed_pods) == ([], training_keys.POD_HINT, ())
     state, effects = keys(state, "j", "p")
     assert (effects, state.dismissed_pods) == ([], ("run_b",))
     assert state.status == "pod notice of run run_b dismissed: pod pod123 stays until `pod rm`"
@@ -73,7 +64,7 @@ def test_p_dismisses_the_selected_runs_pod_notice_for_the_session() -> None:
     state, _ = feed(state, Loaded(0, Snapshot(runs=runs)))  # read again: still dismissed
     assert NOTICE not in shown(state)
     state, effects = keys(state, "p")
-    assert (effects, state.status) == ([], app.POD_HINT)
+    assert (effects, state.status) == ([], training_keys.POD_HINT)
 
 
 def test_the_pods_of_ended_compares_and_exports_are_listed_with_their_pod_rm(
@@ -168,7 +159,7 @@ def test_the_pod_log_shows_scrolls_and_s_or_esc_goes_back() -> None:
     assert "== .pod/bootstrap.log ==" in shown(state)
     state, effects = keys(state, "s")  # the task still reads: stopped
     assert effects == [Cancel(1)]
-    assert (state.pod_log, state.log_offset, state.status) == (None, 0, app.APP_LOG)
+    assert (state.pod_log, state.log_offset, state.status) == (None, 0, logs_keys.APP_LOG)
     assert "Logs: INFO and above" in shown(state)
     state, _ = feed(state, PodLogLines(1, "run_a", ("late",)))  # after `s`: not shown
     assert state.pod_log is None

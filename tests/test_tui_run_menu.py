@@ -5,14 +5,10 @@ from __future__ import annotations
 from overbrainer.events.types import Stage
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import render
-from overbrainer.ui.tui.state import (
-    Snapshot,
-    Spawn,
-    State,
-    TaskKind,
-    TaskSpec,
-    View,
-)
+from overbrainer.ui.tui.effects import Spawn
+from overbrainer.ui.tui.snapshot import Snapshot
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from tests.tui_app_support import keys
 
 TOPICS = ("ownership", "async")

@@ -15,25 +15,14 @@ from overbrainer.model.train_metric import TrainMetric
 from overbrainer.ui.logs import LogBuffer
 from overbrainer.ui.tui import render
 from overbrainer.ui.tui.compare_view import Row
+from overbrainer.ui.tui.effects import Spawn
 from overbrainer.ui.tui.followed import MAX_POINTS, Followed
 from overbrainer.ui.tui.machine import HISTORY, Machine
-from overbrainer.ui.tui.state import (
-    Key,
-    Loaded,
-    RunRow,
-    Sampled,
-    Snapshot,
-    Spawn,
-    State,
-    TaskDone,
-    TaskEvent,
-    TaskKind,
-    TaskReport,
-    TaskSpec,
-    Tick,
-    View,
-)
+from overbrainer.ui.tui.messages import Key, Loaded, Sampled, TaskDone, TaskEvent, TaskReport, Tick
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot
+from overbrainer.ui.tui.state import State, View
 from overbrainer.ui.tui.system_panel import level, mark, panel_rows
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from overbrainer.ui.tui.training_view import MIN_CHART, run_text
 from tests.tui_app_support import feed
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from overbrainer.ui.tui import app
-from overbrainer.ui.tui.state import Effect, Key, Msg, State
+from overbrainer.ui.tui.effects import Effect
+from overbrainer.ui.tui.messages import Key, Msg
+from overbrainer.ui.tui.state import State
 
 
 def feed(state: State, *messages: Msg) -> tuple[State, list[Effect]]:

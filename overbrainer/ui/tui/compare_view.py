@@ -7,7 +7,8 @@ import textwrap
 
 import attrs
 
-from overbrainer.ui.tui.state import COMPARE_FILTERS, CompareItem, State
+from overbrainer.ui.tui.snapshot import COMPARE_FILTERS, CompareItem
+from overbrainer.ui.tui.state import State
 
 Markup = str | tuple[str, str]
 Row = list[Markup]

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from overbrainer.ui.tui.state import CompareItem, CompareRow
+from overbrainer.ui.tui.snapshot import CompareItem, CompareRow
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from overbrainer.storage import Example, Question, Subtopic, format_history, rea
 from overbrainer.targets import POD_DIR, load_pod_record
 from overbrainer.training import Runs, RunState
 from overbrainer.ui.tui.compares import read_compares
-from overbrainer.ui.tui.state import RunRow, Snapshot, TreeRow
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot, TreeRow
 
 log = logging.getLogger(__name__)
 

@@ -27,32 +27,24 @@ from overbrainer.system.sampler import LocalSampler
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.tui import app, render
 from overbrainer.ui.tui.compare_view import Markup
+from overbrainer.ui.tui.effects import Abandon, Cancel, Effect, Exit, ExportLogs, OpenEditor, Spawn
 from overbrainer.ui.tui.look import Look, look_of, palette, working_mark
-from overbrainer.ui.tui.state import (
-    Abandon,
-    Cancel,
+from overbrainer.ui.tui.messages import (
     ConfigChanged,
     EditorDone,
-    Effect,
-    Exit,
-    ExportLogs,
     Key,
     Msg,
     Notice,
-    OpenEditor,
     Rekeyed,
     Resized,
     Sampled,
     SignalMsg,
-    Spawn,
-    State,
     TaskDone,
-    TaskKind,
     TaskReport,
-    TaskSpec,
     Tick,
-    View,
 )
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 from overbrainer.ui.tui.tasks import TaskHandle, run_task
 from overbrainer.ui.tui.typeahead import TypeAhead
 

@@ -11,18 +11,13 @@ import trio
 
 from overbrainer.config.load import load_settings
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.flows.pod_logs import (
-    CATCH_UP,
-    KeptPodLog,
-    catch_up,
-    no_pod_log,
-    read_kept_pod_log,
-)
+from overbrainer.flows.pod_logs import CATCH_UP, KeptPodLog, catch_up, no_pod_log, read_kept_pod_log
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import open_project
 from overbrainer.training import Runs
-from overbrainer.ui.tui.state import Msg, Notice, PodLogLines, TaskDone, TaskSpec
+from overbrainer.ui.tui.messages import Msg, Notice, PodLogLines, TaskDone
+from overbrainer.ui.tui.task_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,11 @@ import textwrap
 from overbrainer.events.types import Stage
 from overbrainer.ui.logs import LogBuffer, level_name
 from overbrainer.ui.progress import rate_words
-from overbrainer.ui.tui.app import STAGES
 from overbrainer.ui.tui.compare_view import CHROME, Row, compare_layout
+from overbrainer.ui.tui.live import ROLES
+from overbrainer.ui.tui.pipeline_keys import STAGES
 from overbrainer.ui.tui.run_menu import menu_lines
-from overbrainer.ui.tui.state import ROLES, State, View
+from overbrainer.ui.tui.state import State, View
 from overbrainer.ui.tui.training_view import training_rows
 
 MIN_COLS = 80

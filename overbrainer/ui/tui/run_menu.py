@@ -7,7 +7,7 @@ import enum
 import attrs
 
 from overbrainer.events.types import Stage
-from overbrainer.ui.tui.state import RunMenu
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
 
 FORCE_WORDS = {
     Stage.SUBTOPICS: "every selected topic's subtopics are asked for again (paid)",
@@ -17,6 +17,19 @@ FORCE_WORDS = {
 }
 """What `--force` does, per stage (split has no `--force`)."""
 NO_FORCE = "split has no --force: it always rewrites train/eval from what is stored"
+
+
+@attrs.frozen
+class RunMenu:
+    """What `r` offers before a stage runs: the topic (None: all) and `--force`."""
+
+    stage: Stage
+    topic: str | None = None
+    force: bool = False
+
+    def spec(self) -> TaskSpec:
+        """The stage command the menu stands for now."""
+        return TaskSpec(TaskKind.STAGE, stage=self.stage, topic=self.topic, force=self.force)
 
 
 class Choice(enum.Enum):

@@ -23,10 +23,7 @@ from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.compare_plan import prepare_compare
 from overbrainer.ui.tui.load import latest_answer, load_snapshot
-from overbrainer.ui.tui.pod_log import read_pod_log
-from overbrainer.ui.tui.push_plan import plan_lines
-from overbrainer.ui.tui.state import (
-    READ_KINDS,
+from overbrainer.ui.tui.messages import (
     ComparePrepared,
     Loaded,
     Msg,
@@ -34,11 +31,12 @@ from overbrainer.ui.tui.state import (
     PushPlanned,
     TaskDone,
     TaskEvent,
-    TaskKind,
     TaskLagged,
     TaskReport,
-    TaskSpec,
 )
+from overbrainer.ui.tui.pod_log import read_pod_log
+from overbrainer.ui.tui.push_plan import plan_lines
+from overbrainer.ui.tui.task_spec import READ_KINDS, TaskKind, TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ from overbrainer.ui.tui.compare_view import Row
 from overbrainer.ui.tui.compares import latest_compare_line
 from overbrainer.ui.tui.followed import Followed
 from overbrainer.ui.tui.machine import Machine
-from overbrainer.ui.tui.state import RunRow, State
+from overbrainer.ui.tui.snapshot import RunRow
+from overbrainer.ui.tui.state import State
 from overbrainer.ui.tui.system_panel import panel_rows
 
 MIN_CHART = 6
