@@ -17,6 +17,7 @@ from overbrainer.flows.pipeline import PipelineRequest, pipeline_flow
 from overbrainer.flows.push import push_flow
 from overbrainer.flows.setup import CommandOptions, single_error
 from overbrainer.flows.train import attach_flow, cancel_flow, stop_flow, train_flow
+from overbrainer.model.error_groups import error_leaves
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
 from overbrainer.pipeline.editing import delete_record
 from overbrainer.project.directory import open_project
@@ -101,6 +102,13 @@ async def _forward(task: int, subscription: Subscription, post: Post) -> None:
                 post(TaskLagged(task, item.n))
             else:
                 post(TaskEvent(task, item, trio.current_time()))
+
+
+def _only_cancelled(error: BaseException) -> bool:
+    """Whether `error` is a group of `trio.Cancelled` alone: a flow's nurseries, cancelled."""
+    if not isinstance(error, BaseExceptionGroup):
+        return False
+    return all(isinstance(leaf, trio.Cancelled) for leaf in error_leaves(error))
 
 
 def _error_of(error: BaseException) -> OverbrainerError | None:
@@ -192,6 +200,8 @@ async def run_task(
             try:
                 await flow(front)
             except (Exception, BaseExceptionGroup) as error:
+                if _only_cancelled(error):
+                    raise  # the app's nursery was cancelled (the app quits): nothing failed
                 found = _error_of(error)
                 if found is None:
                     log.exception("%s failed (a bug)", spec.label)
