@@ -224,6 +224,7 @@ async def end_export(
     exports: Runs, record: RunRecord, state: RunState, message: str | None, job_dir: Path
 ) -> RunRecord:
     """Record how the export ended, what was staged for its job removed; the ended record."""
+
     def save() -> RunRecord:
         remove_staged(job_dir)
         ended = attrs.evolve(record, state=state, message=message)

@@ -105,7 +105,7 @@ async def train_on_pod(
 
 async def provision_or_fail(run: RunPod, interrupt: Interrupt) -> None:
     """Provision raced against Ctrl-C (§7.5): the interruption cancels it, and only the
-    create and its record are shielded (provision.py). On a failure or a stop, delete the pod
+    create and its record are shielded (pod_create.py). On a failure or a stop, delete the pod
     and fail the run (or the run's job)."""
     failure: str | None = None
 
