@@ -28,9 +28,9 @@ from overbrainer.project.directory import Project
 from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.training import lifecycle
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs, RunState
+from overbrainer.training.session import Session
 from tests.train_helpers import Lines, make_project, standin_env
 
 
@@ -117,9 +117,7 @@ async def test_a_job_runs_through_a_kind_registered_by_a_test(
     lines = Lines()
     with trio.fail_after(60):
         async with open_event_bus() as bus:
-            session = lifecycle.Session(
-                settings, Project(root), bus, Interrupt(), FollowTimes(poll=0.05)
-            )
+            session = Session(settings, Project(root), bus, Interrupt(), FollowTimes(poll=0.05))
             record = await train_run(session, lines, target_name="toy")
 
     assert record.target == "toy"

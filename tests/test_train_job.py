@@ -23,12 +23,12 @@ from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
 from overbrainer.targets import local as local_job
 from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
-from overbrainer.training import lifecycle
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof
 from overbrainer.training.prepare import job_commands
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
 from overbrainer.training.runtime import JobRequest, plan_job
+from overbrainer.training.session import Detached, Session
 from overbrainer.training.summary import MetricsSummary
 from tests.train_helpers import Lines, kill_jobs, make_project, standin_env, wait_for
 
@@ -247,10 +247,8 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
     lines = Lines()
     with trio.fail_after(10):
         async with open_event_bus() as bus:
-            session = lifecycle.Session(
-                settings, Project(root), bus, interrupt, FollowTimes(poll=0.05)
-            )
-            with pytest.raises(lifecycle.Detached) as caught:
+            session = Session(settings, Project(root), bus, interrupt, FollowTimes(poll=0.05))
+            with pytest.raises(Detached) as caught:
                 await train_run(session, lines)
     (run_id,) = Runs(root / "runs").ids()
     record = Runs(root / "runs").load(run_id)
@@ -348,7 +346,7 @@ async def test_run_stops_after_split_without_training(
     lines = Lines()
     with caplog.at_level(logging.INFO), trio.fail_after(10):
         async with open_event_bus() as bus:
-            session = lifecycle.Session(settings, Project(root), bus, Interrupt())
+            session = Session(settings, Project(root), bus, Interrupt())
             result = await train_after_split(session, lines)
     assert result is None
     assert lines.lines == []

@@ -1,15 +1,31 @@
-"""What an export of a run would convert, or the refusal that says why it cannot (§B.1)."""
+"""An export checked before anything connects (§B.1): what was asked, the model of the run it
+converts (or the refusal that says why it cannot), and the target it runs on."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import attrs
+import trio
 
 from overbrainer.config.ranges import is_ollama_name
 from overbrainer.config.settings import QUANTIZE_TYPES
+from overbrainer.export.record import EXPORTS_DIR
 from overbrainer.model.errors import UsageError
-from overbrainer.training import CONFIG_FILE, OUTPUT_DIR, RunRecord, RunState
+from overbrainer.training import (
+    CONFIG_FILE,
+    OUTPUT_DIR,
+    RunRecord,
+    Runs,
+    RunState,
+    Session,
+    TrainTarget,
+    run_target,
+    warn_missing_engine,
+)
+
+log = logging.getLogger(__name__)
 
 MODEL_FILES = ("adapter_config.json", "config.json")
 
@@ -78,3 +94,42 @@ def check_ollama_name(name: str | None) -> str | None:
     if name is not None and not is_ollama_name(name):
         raise UsageError("--ollama: must be an Ollama model name ([host/][namespace/]model[:tag])")
     return name
+
+
+@attrs.frozen
+class ExportRequest:
+    """What `overbrainer export` was asked: the run, the type, the Ollama name, `--keep-pod`."""
+
+    run_id: str
+    quantize: str
+    ollama_name: str | None = None
+    keep_pod: bool = False
+
+
+def export_target(session: Session, record: RunRecord, keep_pod: bool) -> TrainTarget:
+    """The run's target, where the export runs (a Runpod one: on a new pod; a container
+    runtime: in the target's container, as a training job)."""
+    return run_target(session.settings, record.target, keep_pod=keep_pod)
+
+
+@attrs.frozen
+class ExportPlan:
+    """An export checked before anything connects: the run, its model, its target."""
+
+    run: RunRecord
+    choice: ModelChoice
+    target: TrainTarget
+    exports: Runs
+
+
+async def plan_export(session: Session, request: ExportRequest) -> ExportPlan:
+    """The refusals of §B.1 and the run's model and target (the stopped-run warning logged)."""
+    runs = session.runs
+    run = await trio.to_thread.run_sync(runs.load, request.run_id)
+    run_dir = runs.dir_of(run.id)
+    choice = await trio.to_thread.run_sync(model_of, run, run_dir)
+    target = export_target(session, run, request.keep_pod)
+    warn_missing_engine(run.target, target)
+    if choice.warning is not None:
+        log.warning("%s", choice.warning)
+    return ExportPlan(run, choice, target, Runs(run_dir / EXPORTS_DIR))

@@ -13,16 +13,9 @@ import trio
 import yaml
 
 from overbrainer.config.settings import RunpodTarget, Settings
-from overbrainer.export.job import (
-    ExportCancelled,
-    ExportPlan,
-    ExportRequest,
-    ExportStart,
-    Started,
-    create_export,
-    follow_and_deliver,
-    start_export,
-)
+from overbrainer.export.job import ExportCancelled, follow_and_deliver
+from overbrainer.export.plan import ExportPlan, ExportRequest
+from overbrainer.export.start import ExportStart, Started, create_export, start_export
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
 from overbrainer.model.pod_status import DeleteReason

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from overbrainer.events.frontend import Frontend
-from overbrainer.export.job import ExportRequest, plan_export, run_export
-from overbrainer.export.plan import check_ollama_name, check_quantize
+from overbrainer.export.job import run_export
+from overbrainer.export.plan import ExportRequest, check_ollama_name, check_quantize, plan_export
 from overbrainer.export.pod import export_on_pod
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import training_session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from overbrainer.events.frontend import Frontend, ResultSink
-from overbrainer.export.job import after_training
+from overbrainer.export.after_training import after_training
 from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         watch_pace,
     )
     from overbrainer.targets.runpod.model_shape import ShapeUnknown
+    from overbrainer.targets.runpod.pod_delete import forget_keys, remove
     from overbrainer.targets.runpod.pod_end import (
         DRAIN_LIMIT,
         END_BOUND,
@@ -87,15 +88,8 @@ if TYPE_CHECKING:
         save_pod_record,
         spend,
     )
-    from overbrainer.targets.runpod.provision import (
-        PodRun,
-        forget_keys,
-        new_pod_run,
-        open_pod_ssh,
-        pod_poll,
-        provision,
-        remove,
-    )
+    from overbrainer.targets.runpod.pod_run import PodRun, new_pod_run, open_pod_ssh, pod_poll
+    from overbrainer.targets.runpod.provision import provision
     from overbrainer.targets.runpod.sanitize import sanitize
     from overbrainer.targets.runpod.strays import Classified, RunView, classify_all, stray_warnings
     from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Pod, Template
@@ -278,7 +272,7 @@ __getattr__ = lazy_face(
         "PodPrice": "runpod.auto",
         "PodRecord": "runpod.pod_record",
         "PodRecordError": "runpod.pod_record",
-        "PodRun": "runpod.provision",
+        "PodRun": "runpod.pod_run",
         "PodState": "runpod.pod_record",
         "ProbeSampler": "probe_sampler",
         "QUANTIZE_ENV": "export_job_script",
@@ -312,7 +306,7 @@ __getattr__ = lazy_face(
         "floor_gb": "runpod.vram",
         "follow_disk": "runpod.disk",
         "forget_client_key": "runpod.keys",
-        "forget_keys": "runpod.provision",
+        "forget_keys": "runpod.pod_delete",
         "gguf_name": "export_job_script",
         "guard_cost": "runpod.cost",
         "helpers_script": "llama_cpp",
@@ -325,14 +319,14 @@ __getattr__ = lazy_face(
         "load_pod_record": "runpod.pod_record",
         "local_manifest": "manifest",
         "native_commands": "job_script",
-        "new_pod_run": "runpod.provision",
+        "new_pod_run": "runpod.pod_run",
         "no_estimate_line": "runpod.vram",
-        "open_pod_ssh": "runpod.provision",
+        "open_pod_ssh": "runpod.pod_run",
         "open_runpod": "runpod.api",
         "open_ssh": "ssh_open",
         "ssh_client_of": "ssh_open",
         "pod_path": "runpod.create_body",
-        "pod_poll": "runpod.provision",
+        "pod_poll": "runpod.pod_run",
         "pod_price": "runpod.auto",
         "pod_settings": "runpod.kind",
         "price_order": "runpod.auto",
@@ -341,7 +335,7 @@ __getattr__ = lazy_face(
         "quote": "job_script",
         "read_cursor": "runpod.pod_logs",
         "read_from": "local",
-        "remove": "runpod.provision",
+        "remove": "runpod.pod_delete",
         "remove_container": "executor",
         "resolve_pin": "llama_cpp",
         "sanitize": "runpod.sanitize",

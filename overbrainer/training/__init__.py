@@ -12,30 +12,15 @@ if TYPE_CHECKING:
         template_warning,
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-    from overbrainer.training.lifecycle import (
-        START_BOUND,
-        RunEnding,
-        Session,
+    from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref
+    from overbrainer.training.outcome import local_summary
+    from overbrainer.training.pod_follow import follow_on_pod
+    from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
+    from overbrainer.training.preflight import (
         check_can_train,
-        detached,
-        ending,
-        follow_to_end,
-        job_ref,
-        not_started,
-        plan_start,
         refuse_if_training_cannot_start,
-        start_run,
         warn_if_a_run_still_trains,
         warn_missing_engine,
-    )
-    from overbrainer.training.outcome import local_summary
-    from overbrainer.training.pod_train import (
-        RunPod,
-        api_key,
-        follow_on_pod,
-        provision_or_fail,
-        start_on_pod,
-        train_on_pod,
     )
     from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
     from overbrainer.training.retrieve import fetch
@@ -50,6 +35,7 @@ if TYPE_CHECKING:
         request_stop,
         stop_on_pod,
     )
+    from overbrainer.training.run_pod import RunPod, api_key
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
     from overbrainer.training.run_store import (
         Container,
@@ -68,6 +54,8 @@ if TYPE_CHECKING:
         plan_job,
         plan_nested_job,
     )
+    from overbrainer.training.session import Session, detached, not_started
+    from overbrainer.training.start import START_BOUND, plan_start, start_run
     from overbrainer.training.summary import MetricsSummary
     from overbrainer.training.target_access import TrainTarget, open_executor, run_target
     from overbrainer.training.trainer_check import (
@@ -163,45 +151,45 @@ __getattr__ = lazy_face(
         "MetricsTail": "follow_job",
         "NestedJob": "runtime",
         "OUTPUT_DIR": "axolotl_config",
-        "RunEnding": "lifecycle",
+        "RunEnding": "follow_run",
         "RunNotFound": "run_record",
-        "RunPod": "pod_train",
+        "RunPod": "run_pod",
         "RunRecord": "run_record",
         "RunState": "run_record",
         "Runs": "run_store",
         "RunsError": "run_record",
         "SNAPSHOT_ENV": "prepare",
-        "START_BOUND": "lifecycle",
-        "Session": "lifecycle",
+        "START_BOUND": "start",
+        "Session": "session",
         "TrainTarget": "target_access",
-        "api_key": "pod_train",
+        "api_key": "run_pod",
         "attach_run": "run_commands",
         "cancel_run": "run_commands",
         "cannot_train": "trainer_check",
-        "check_can_train": "lifecycle",
+        "check_can_train": "preflight",
         "check_stoppable": "run_commands",
         "checks_axolotl": "trainer_check",
-        "detached": "lifecycle",
-        "ending": "lifecycle",
+        "detached": "session",
+        "ending": "follow_run",
         "expand_venv": "runtime",
         "fetch": "retrieve",
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
-        "follow_on_pod": "pod_train",
-        "follow_to_end": "lifecycle",
+        "follow_on_pod": "pod_follow",
+        "follow_to_end": "follow_run",
         "is_valid_run_id": "run_store",
-        "job_ref": "lifecycle",
+        "job_ref": "follow_run",
         "job_root": "runtime",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
-        "not_started": "lifecycle",
+        "not_started": "session",
         "open_executor": "target_access",
         "parse_rfc3339": "run_store",
         "plan_job": "runtime",
         "plan_nested_job": "runtime",
-        "plan_start": "lifecycle",
+        "plan_start": "start",
         "provision_or_fail": "pod_train",
-        "refuse_if_training_cannot_start": "lifecycle",
+        "refuse_if_training_cannot_start": "preflight",
         "request_on_pod_beside": "run_commands",
         "request_snapshot": "run_commands",
         "request_snapshot_on": "run_commands",
@@ -209,11 +197,11 @@ __getattr__ = lazy_face(
         "rfc3339": "run_store",
         "run_target": "target_access",
         "start_on_pod": "pod_train",
-        "start_run": "lifecycle",
+        "start_run": "start",
         "stop_on_pod": "run_commands",
         "template_warning": "axolotl_config",
         "train_on_pod": "pod_train",
-        "warn_if_a_run_still_trains": "lifecycle",
-        "warn_missing_engine": "lifecycle",
+        "warn_if_a_run_still_trains": "preflight",
+        "warn_missing_engine": "preflight",
     },
 )

@@ -29,26 +29,14 @@ from overbrainer.targets import (
     workdir,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
-from overbrainer.training.lifecycle import (
-    Detached,
-    RunEnding,
-    Session,
-    detached,
-    ending,
-    follow_to_end,
-    job_ref,
-    summarize,
-)
+from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref, summarize
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_train import (
-    attach_pod,
-    follow_and_end,
-    live_pod_record,
-    reach_pod,
-)
+from overbrainer.training.pod_attach import attach_pod, live_pod_record, reach_pod
+from overbrainer.training.pod_follow import follow_and_end
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
+from overbrainer.training.session import Detached, Session, detached
 from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
 
 log = logging.getLogger(__name__)

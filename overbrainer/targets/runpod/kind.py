@@ -54,7 +54,7 @@ class RunpodKind:
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
     ) -> AbstractAsyncContextManager[Executor]:
-        """Not used: a pod is opened with its job's record (`provision.new_pod_run`)."""
+        """Not used: a pod is opened with its job's record (`pod_run.new_pod_run`)."""
         raise AssertionError("a runpod target is opened per job by its pod code")
 
 

@@ -13,6 +13,7 @@ from overbrainer.model.pod_status import DeleteReason, PodKept
 from overbrainer.model.redact import redact
 from overbrainer.storage import write_atomic
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.runpod.pod_delete import forget_keys, remove, sweep
 from overbrainer.targets.runpod.pod_logs import (
     MAX_TAIL,
     PodLogsGone,
@@ -21,15 +22,7 @@ from overbrainer.targets.runpod.pod_logs import (
     stream_pod_logs,
 )
 from overbrainer.targets.runpod.pod_record import POD_DIR, AttemptResult, PodState
-from overbrainer.targets.runpod.provision import (
-    D,
-    PodRun,
-    R,
-    forget_keys,
-    pod_poll,
-    remove,
-    sweep,
-)
+from overbrainer.targets.runpod.pod_run import D, PodRun, R, pod_poll
 
 log = logging.getLogger(__name__)
 
