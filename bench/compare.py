@@ -50,7 +50,8 @@ TOOLS = Path.home() / ".cache" / "overbrainer" / "ci-tools" / "llama-cpp-python-
 
 STUB = """
 import sys, trio
-from overbrainer.devtools.stub_provider import Reply, StubProvider
+from overbrainer.devtools.stub_provider import StubProvider
+from overbrainer.devtools.stub_script import Reply
 async def main():
     stub = StubProvider(lambda r: Reply('{"verdict": "A", "reason": "r"}'), delay=%s)
     async with trio.open_nursery() as nursery:

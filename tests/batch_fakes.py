@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import trio
 
-from overbrainer.devtools.stub_provider import model_listing
+from overbrainer.devtools.stub_wire import model_listing
 from overbrainer.net.http_server import Request, Response, serve_http
 from tests import openai_contract
 from tests.pipeline_support import PRICES

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from overbrainer.compare.job import ANSWERS_FILE, compares_of, create_compare
 from overbrainer.compare.plan import plan_compare
-from overbrainer.devtools.stub_provider import Json, Recorded, Reply
+from overbrainer.devtools.stub_script import Json, Recorded, Reply
 from overbrainer.export.record import ExportRecord, write_export_record
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, Runs, RunState

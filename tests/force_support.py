@@ -9,7 +9,8 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.storage.ids import question_id, subtopic_id
 from overbrainer.storage.records import Example, Message, Meta, Question, Subtopic

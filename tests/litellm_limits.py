@@ -18,7 +18,7 @@ import math
 import attrs
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply
+from overbrainer.devtools.stub_script import Recorded, Reply
 
 
 @attrs.define

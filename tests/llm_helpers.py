@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from overbrainer.devtools.stub_provider import JSON_HEADERS, StubProvider, openai_error, serving
+from overbrainer.devtools.stub_provider import StubProvider, serving
+from overbrainer.devtools.stub_wire import JSON_HEADERS, openai_error
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.types import Json, Protocol
 from overbrainer.net.http_server import Request, Response

@@ -12,7 +12,8 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.devtools.stub_provider import Json, StubProvider
+from overbrainer.devtools.stub_provider import StubProvider
+from overbrainer.devtools.stub_script import Json
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.storage.history import HistoryRecord, read_history
 from overbrainer.storage.ids import question_id, subtopic_id

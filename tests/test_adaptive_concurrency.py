@@ -6,7 +6,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import RateLimited, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_rate_limit import RateLimited
 from tests.pipeline_support import (
     FIXED_CONCURRENCY,
     make_project,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.records import Exclusion

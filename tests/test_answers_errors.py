@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from overbrainer.config.settings import Pipeline, Topic
-from overbrainer.devtools.stub_provider import Recorded, Reply
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.events.types import Stage
 from overbrainer.llm.client import ProtocolClient
 from overbrainer.llm.retry import Gate, OnRetry

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, StubProvider, open_stub
+from overbrainer.devtools.stub_provider import StubProvider, open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.net.http_server import Request, Response
 from overbrainer.project.directory import Project, project_lock
 from overbrainer.storage.history import HistoryStatus

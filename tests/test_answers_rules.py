@@ -9,7 +9,8 @@ import pytest
 import trio
 
 from overbrainer.config.settings import Protocol, Role
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.events.codec import event_from_json
 from overbrainer.events.types import ItemDone, Stage, StageFinished, StageModel, StageStarted
 from overbrainer.llm.types import Completion, Reasoning

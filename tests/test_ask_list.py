@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Pipeline, Topic
-from overbrainer.devtools.stub_provider import Reply
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.events.types import Stage, StageStats
 from overbrainer.llm.errors import InvalidResponse, StatusError
 from overbrainer.model.usage import Usage

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.pipeline_support import make_project, overbrainer, write_answered
 
 CORRUPT = '{"broken":'

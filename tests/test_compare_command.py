@@ -12,7 +12,8 @@ import pytest
 import trio
 
 from overbrainer.compare.verdicts import child_first
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.compare_support import (
     RUN_ID,
     SCRIPTED,

@@ -15,7 +15,8 @@ import trio
 
 from overbrainer.compare.finish import load_setup
 from overbrainer.compare.reasoning import strip_reasoning
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.events.types import Stage
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.usage import Price, Usage

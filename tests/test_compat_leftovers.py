@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Subtopic
 from tests.pipeline_support import make_project, overbrainer, read_examples, write_questions

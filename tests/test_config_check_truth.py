@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.devtools.stub_provider import (
-    JSON_HEADERS,
-    Json,
-    Recorded,
-    Reply,
-    StubProvider,
-    serving,
-)
+from overbrainer.devtools.stub_provider import StubProvider, serving
+from overbrainer.devtools.stub_script import Json, Recorded, Reply
+from overbrainer.devtools.stub_wire import JSON_HEADERS
 from overbrainer.llm.errors import StatusError
 from overbrainer.net.http_server import Request, Response
 from tests.pipeline_support import PRICES, TRAINING, make_project, overbrainer

@@ -11,7 +11,7 @@ import trio.testing
 
 from overbrainer.config.secrets import Secret
 from overbrainer.config.settings import Pipeline, Project, Protocol, Provider, Role, Roles, Settings
-from overbrainer.devtools.stub_provider import Reply
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.llm.connect import SetupError, connect_roles
 from overbrainer.llm.pricing import PriceBook
 from overbrainer.llm.types import CompletionRequest, Json

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import PRICES, history, make_project, overbrainer, write_questions
 

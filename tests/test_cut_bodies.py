@@ -6,7 +6,9 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.spend import estimate_tokens, exact_cost, usd, worst_usage
 from tests.pipeline_support import (

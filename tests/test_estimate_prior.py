@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import PRICES, history, make_project, overbrainer, write_questions
 from tests.test_estimate import PARENT, number, parse

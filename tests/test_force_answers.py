@@ -13,7 +13,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.storage.records import Example, Question
 from tests.force_support import OLD, Watcher, delayed, force_state, old_answers, whole_lines
 from tests.pipeline_support import (

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.history import HistoryStatus
 from tests.compare_support import (
     JUDGE_PRICES,

@@ -10,7 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
+from overbrainer.devtools.stub_provider import StubProvider, open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.llm.client import ProtocolClient, ProviderConnection, open_client
 from overbrainer.llm.errors import InvalidResponse, LlmError, StatusError, TransportError
 from overbrainer.llm.retry import RetryPolicy, retry_message

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
+from overbrainer.devtools.stub_provider import StubProvider, open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.llm.errors import InvalidResponse, Unsupported
 from overbrainer.llm.openai import STRING_LIST_FORMAT
 from overbrainer.llm.types import (

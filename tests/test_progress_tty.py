@@ -14,7 +14,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.pipeline_support import (
     PRICES,
     command,

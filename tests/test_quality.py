@@ -10,13 +10,9 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import (
-    Json,
-    Recorded,
-    Reply,
-    default_reply,
-    open_stub,
-)
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Json, Recorded, Reply
 from overbrainer.pipeline.quality_scores import QualityScore, answer_sha
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.jsonl import read_records

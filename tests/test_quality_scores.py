@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from overbrainer.devtools.stub_provider import Json, Recorded, default_reply
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_script import Json, Recorded
 from overbrainer.pipeline.quality_scores import QualityScore, ScoreReply, parse_score
 from overbrainer.project.templates import default_text, parse_template
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.ids import subtopic_id
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Question, Subtopic

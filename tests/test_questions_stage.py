@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Pipeline, Topic
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_embedding
+from overbrainer.devtools.stub_model import default_embedding
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.events.types import Stage, StageStarted
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageItemsFailed

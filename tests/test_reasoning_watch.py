@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from overbrainer.devtools.stub_provider import Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.records import Exclusion
 from tests.batch_fakes import FakeBatches, open_fake

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import Reply, StubProvider, open_stub
+from overbrainer.devtools.stub_provider import StubProvider, open_stub
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.net.http_server import Request, Response, serve_http
 from tests.pipeline_support import (
     PRICES,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.history import HistoryStatus
 from tests.pipeline_support import (
     history,

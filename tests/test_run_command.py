@@ -9,7 +9,9 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.pipeline.split import stratify
 from overbrainer.storage.history import HistoryStatus
 from overbrainer.storage.records import Question, Subtopic

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.serde_float import serde_float
 from tests.pipeline_support import PRICES, make_project, overbrainer
 

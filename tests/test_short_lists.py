@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.ids import subtopic_id
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import Question, Subtopic

@@ -7,7 +7,9 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.llm.types import CompletionRequest
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.spend import decimal, estimate_tokens, exact_cost, usd, worst_usage

@@ -9,7 +9,8 @@ import pytest
 import trio
 
 from overbrainer.devtools.embedded import stub_transport
-from overbrainer.devtools.stub_provider import Reply, check_exchanges, open_stub
+from overbrainer.devtools.stub_provider import check_exchanges, open_stub
+from overbrainer.devtools.stub_script import Reply
 from tests import anthropic_contract, openai_contract
 from tests.standin_contract import StandinContract
 

@@ -13,7 +13,9 @@ import httpx2
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import Reply, default_embedding, open_stub
+from overbrainer.devtools.stub_model import default_embedding
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Reply
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
 MESSAGES = {**CHAT, "max_tokens": 100}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.config.settings import Topic
-from overbrainer.devtools.stub_provider import Reply
+from overbrainer.devtools.stub_script import Reply
 from overbrainer.events.types import Stage, StageStarted
 from overbrainer.model.usage import Usage
 from overbrainer.pipeline.engine import StageItemsFailed, StageStopped

@@ -11,7 +11,9 @@ import json
 import re
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, default_reply, open_stub
+from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.ids import question_id, subtopic_id
 from overbrainer.storage.records import (
     Example,

@@ -14,7 +14,8 @@ import attrs
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.project.directory import ProjectLocked, open_project, project_lock
 from overbrainer.storage.ids import question_id
 from overbrainer.storage.records import RejectedQuestion

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.spend import decimal, estimate_tokens, exact_cost, usd, worst_usage
 from overbrainer.storage.history import HistoryStatus

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.devtools.stub_provider import Recorded, Reply, open_stub
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.storage.history import HistoryStatus
 from tests import train_helpers
 from tests.permissions import permissions_hold

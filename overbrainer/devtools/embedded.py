@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 import httpx2
 
-from overbrainer.devtools.stub_provider import Json, StubProvider
+from overbrainer.devtools.stub_provider import StubProvider
+from overbrainer.devtools.stub_script import Json
 from overbrainer.net.http_server import Request
 
 STUB_PRICE = ("0.0000001", "0.0000004")
