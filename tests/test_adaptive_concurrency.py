@@ -9,32 +9,20 @@ import attrs
 import trio
 import trio.testing
 
-from overbrainer.config.load import load_settings
 from overbrainer.devtools.stub_provider import RateLimited, Recorded, Reply, open_stub
-from overbrainer.events.bus import open_event_bus
-from overbrainer.events.interrupt import Interrupt
-from overbrainer.events.types import Stage
-from overbrainer.llm.connect import connect_roles
-from overbrainer.pipeline.answers import answers_stage
-from overbrainer.pipeline.context import load_templates, select_topics
-from overbrainer.pipeline.engine import StageContext, run_stage
-from overbrainer.pipeline.spend import SpendCap
-from overbrainer.project.directory import Project
 from tests.pipeline_support import (
     FIXED_CONCURRENCY,
-    command_env,
     make_project,
     overbrainer,
     read_examples,
     write_questions,
 )
+from tests.stage_in_process import answer_in_process
 
 QUESTIONS = 400
 BUDGET = 20
 WINDOW = 2.0
 FLOOR = QUESTIONS / BUDGET * WINDOW  # the budget's minimum time: 40 s
-
-
 LATENCY = 0.2
 
 
@@ -54,35 +42,18 @@ class Timed:
         return self.moments[-1] + LATENCY - self.moments[0]
 
 
-async def answer_in_process(root: Path) -> tuple[RateLimited, float, list[str]]:
+async def answer_all(root: Path) -> tuple[RateLimited, float, list[str]]:
     """The answers stage on every question against a fresh rate-limited stand-in, in this
     process (on the test's clock): the limits, the time its requests took and the
     concurrency changes."""
     timed = Timed(RateLimited(requests=BUDGET, window=WINDOW, latency=LATENCY))
     changes: list[str] = []
     async with open_stub(timed) as stub:
-        env = command_env(stub.url)
-        settings = load_settings(root, env)
-        async with (
-            open_event_bus() as bus,
-            connect_roles(
-                settings,
-                ["parent"],
-                env,
-                on_concurrency=lambda name, old, new, _: changes.append(f"{name} {old}->{new}"),
-            ) as roles,
-        ):
-            ctx = StageContext(
-                project=Project(root),
-                settings=settings,
-                topics=select_topics(settings, ()),
-                bus=bus,
-                interrupt=Interrupt(),
-                spend=SpendCap(),
-                templates=load_templates(Project(root)),
-                roles=roles,
-            )
-            await run_stage(ctx, Stage.ANSWERS, answers_stage)
+        await answer_in_process(
+            root,
+            stub.url,
+            on_concurrency=lambda name, old, new, _: changes.append(f"{name} {old}->{new}"),
+        )
     # Timed by the requests: autojump moves the clock on while the stage's file work runs
     # in threads, which real time would not.
     return timed.limits, timed.took(), changes
@@ -93,7 +64,7 @@ async def test_adaptive_follows_the_budget_and_fixed_concurrency_storms_it(
 ) -> None:
     adaptive_root = make_project(tmp_path / "adaptive", concurrency=64)
     write_questions(adaptive_root, QUESTIONS)
-    limits, took, changes = await answer_in_process(adaptive_root)
+    limits, took, changes = await answer_all(adaptive_root)
     assert len(read_examples(adaptive_root)) == QUESTIONS
     assert limits.answered == QUESTIONS
     assert FLOOR - WINDOW <= took <= 1.15 * FLOOR, changes
@@ -102,7 +73,7 @@ async def test_adaptive_follows_the_budget_and_fixed_concurrency_storms_it(
 
     fixed_root = make_project(tmp_path / "fixed", concurrency=64, pipeline=FIXED_CONCURRENCY)
     write_questions(fixed_root, QUESTIONS)
-    fixed, _, _ = await answer_in_process(fixed_root)
+    fixed, _, _ = await answer_all(fixed_root)
     assert fixed.refused > 5 * max(limits.refused, 1)
 
 
