@@ -8,12 +8,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.timeouts import trio_bound
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 CONFIG = """\
 [pytest]
 trio_mode = true
-timeout = 8
+timeout = 2
 markers =
     gguf: a real tool
 """
@@ -97,7 +101,7 @@ def test_a_hung_trio_test_fails_with_a_trio_cancellation_before_the_timeout(
         "[single exception in ExceptionGroup]",
         *(
             f"FAILED test_tiny.py::{name} - tests.timeouts.TrioTestTimeout: still running "
-            "after 7.2 s of wall-clock time (90% of its 8 s timeout): cancelled; the "
+            "after 1 s of wall-clock time (50% of its 2 s timeout): cancelled; the "
             "Cancelled above shows where it waited"
             for name in ("test_hangs", "test_hangs_in_a_fixture", "test_hangs_on_autojump")
         ),
@@ -109,7 +113,12 @@ def test_a_hung_trio_test_fails_with_a_trio_cancellation_before_the_timeout(
     assert "+++++ Timeout +++++" not in out
     assert out.count("trio.Cancelled: cancelled due to explicit") >= 3, out
     assert out.count("await trio.sleep_forever()") >= 3, out
-    # Three hangs of 7.2 s each, and pytest's start-up: far from three full timeouts and more.
-    # (8 s, not less: the 0.8 s left after the cancel covers reporting the failure on a busy
-    # machine, where pytest's traceback formatting alone took over 0.2 s.)
+    # Three hangs of 1 s each, and pytest's start-up: far from a hang pytest-timeout missed.
+    # (The 1 s left after each cancel, REPORT_MARGIN, covers reporting the failure on a busy
+    # machine.)
     assert took < 60
+
+
+def test_the_trio_bound_leaves_time_to_report_before_pytest_timeout() -> None:
+    limits = (2400, 300, 10, 8, 2, 1)
+    assert [trio_bound(limit) for limit in limits] == pytest.approx([2160, 270, 9, 7, 1, 0.5])

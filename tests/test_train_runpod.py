@@ -495,13 +495,15 @@ async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup)
 
 
 async def test_max_hours_deletes_the_pod_of_a_stuck_job(setup: Setup) -> None:
-    # max_hours = 0.003 (10.8 s): the job trains past it (15 s of steps: the overrun note),
-    # then hangs ignoring TERM, so no metric renews the lease; the client guard deletes the pod
-    # once the deadline plus its grace passed and the lease is stale (the guard's clocks
-    # shortened). The deadline leaves a slow pod start time to log two steps before it.
+    # max_hours = 0.003 (10.8 s): the job's pace (15 s of steps) ends past it (the overrun
+    # note), but it hangs after its third step, so no metric renews the lease; the client guard
+    # deletes the pod once the deadline plus its grace passed and the lease is stale (the
+    # guard's clocks shortened; test_pod_lease checks them at their real hours). The deadline
+    # leaves a slow pod start time to log two steps before it.
     config = setup.project / "overbrainer.toml"
     config.write_text(config.read_text().replace("max_hours = 2", "max_hours = 0.003"))
-    slow_job(setup, "STANDIN_STEPS=150 STANDIN_STALL=1")
+    never = setup.pods_root.parent / "never-released"
+    slow_job(setup, f"STANDIN_STEPS=150 STANDIN_HOLD=3:{never}")
     setup.env["OVERBRAINER_TEST_LEASE_S"] = "0.1,0.2,1,0.5,1.5"
     done = await train(setup)
     err = done.stderr.decode()

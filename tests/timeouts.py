@@ -2,8 +2,9 @@
 
 pytest-timeout (`timeout` in pyproject.toml) fails a test that runs past its limit, but from a
 signal handler that lands anywhere, Trio's run loop included. So a Trio test is cancelled
-first, at `TRIO_SHARE` of that limit: it fails with `TrioTestTimeout` chained to the
-`Cancelled` that shows where it waited, and its fixtures are torn down as usual.
+first, at `TRIO_SHARE` of that limit (`REPORT_MARGIN` before it at least): it fails with
+`TrioTestTimeout` chained to the `Cancelled` that shows where it waited, and its fixtures are
+torn down as usual.
 
 The bound is wall-clock time even on `autojump_clock`, whose virtual time jumps whenever the
 run is idle: a worker thread waits out the seconds and cancels the test's scope.
@@ -26,7 +27,10 @@ SLOW_SECONDS = 2400
 SLOW_MARKERS = ("axolotl", "gguf", "trainer", "realserver")
 SLOW_FIXTURES = ("llama_tools", "axolotl_venv")
 TRIO_SHARE = 0.9
-"""A Trio test is cancelled at this share of its pytest-timeout limit."""
+"""A Trio test is cancelled at this share of its pytest-timeout limit..."""
+REPORT_MARGIN = 1.0
+"""...or this many seconds before it, whichever is sooner: the failure must be reported before
+pytest-timeout fires (pytest's traceback formatting alone took over 0.2 s on a busy machine)."""
 
 LIMIT = pytest.StashKey[float]()
 
@@ -73,16 +77,22 @@ def bounded_run(
     clock: trio.abc.Clock | None,
     instruments: Sequence[trio.abc.Instrument],
 ) -> object:
-    """`trio.run` for pytest-trio, with the test cancelled at `TRIO_SHARE` of its limit."""
+    """`trio.run` for pytest-trio, with the test cancelled after `trio_bound(limit)`."""
     limit = item.stash.get(LIMIT, 0.0)
     if not limit:
         return trio.run(test, clock=clock, instruments=instruments)
     return trio.run(cancel_after, test, limit, clock=clock, instruments=instruments)
 
 
+def trio_bound(limit: float) -> float:
+    """The wall-clock seconds a Trio test with pytest-timeout's `limit` runs before its cancel:
+    `TRIO_SHARE` of it, `REPORT_MARGIN` before it at least, half of it at least."""
+    return max(limit / 2, min(limit * TRIO_SHARE, limit - REPORT_MARGIN))
+
+
 async def cancel_after(test: Callable[[], Awaitable[object]], limit: float) -> object:
-    """Run `test`, cancelled once `TRIO_SHARE` of `limit` wall-clock seconds have passed."""
-    seconds = limit * TRIO_SHARE
+    """Run `test`, cancelled once `trio_bound(limit)` wall-clock seconds have passed."""
+    seconds = trio_bound(limit)
     token = trio.lowlevel.current_trio_token()
     finished = threading.Event()
     with trio.CancelScope() as scope:
@@ -108,6 +118,6 @@ async def cancel_after(test: Callable[[], Awaitable[object]], limit: float) -> o
 def message(seconds: float, limit: float) -> str:
     """Why the test failed, and where to look."""
     return (
-        f"still running after {seconds:g} s of wall-clock time ({TRIO_SHARE:.0%} of its "
+        f"still running after {seconds:g} s of wall-clock time ({seconds / limit:.0%} of its "
         f"{limit:g} s timeout): cancelled; the Cancelled above shows where it waited"
     )

@@ -6,7 +6,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import attrs
 import trio
@@ -15,13 +16,22 @@ from overbrainer.events.bus import EventBus
 from overbrainer.events.types import Metric
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.train_metric import TrainMetric
-from overbrainer.targets.executor import Executor
 
 log = logging.getLogger(__name__)
 
 LEASE_TIMES_ENV = "OVERBRAINER_TEST_LEASE_S"
 """Test hook: `tick,renew,fresh,grace,stale` seconds (see LeaseTimes)."""
 DEADLINE_MESSAGE = "max_hours reached: the pod was deleted before the job ended"
+
+Clock = Callable[[], float]
+"""Seconds since the epoch (`time.time`; tests give one on Trio's virtual clock)."""
+
+
+class LeaseFile(Protocol):
+    """Where the lease is renewed: the pod's executor."""
+
+    async def put_file(self, path: str, content: str) -> None:
+        """Write `content` to `path` on the target, atomically."""
 
 
 @attrs.frozen
@@ -55,13 +65,16 @@ class LeaseTimes:
 class Pace:
     """When the last metric arrived, and the job's pace since the first one seen."""
 
-    last_arrival: float = attrs.field(factory=time.time)
+    clock: Clock = time.time
+    last_arrival: float = attrs.field(
+        default=attrs.Factory(lambda self: self.clock(), takes_self=True)
+    )
     first: TrainMetric | None = None
     latest: TrainMetric | None = None
 
     def seen(self, metric: TrainMetric) -> None:
         """Note a training metric line."""
-        self.last_arrival = time.time()
+        self.last_arrival = self.clock()
         if self.first is None:
             self.first = metric
         self.latest = metric
@@ -87,7 +100,7 @@ async def watch_pace(bus: EventBus, pace: Pace, deadline: int | None, deadline_t
                 continue
             pace.seen(event.metric)
             left = pace.seconds_left()
-            if noted or deadline is None or left is None or time.time() + left <= deadline:
+            if noted or deadline is None or left is None or pace.clock() + left <= deadline:
                 continue
             noted = True
             tenths = max(1, math.ceil(left / 360))  # hours, tenths rounded up
@@ -104,7 +117,7 @@ async def watch_pace(bus: EventBus, pace: Pace, deadline: int | None, deadline_t
 
 
 async def keep_lease(
-    executor: Executor,
+    executor: LeaseFile,
     remote_dir: str,
     pace: Pace,
     deadline: int | None,
@@ -112,10 +125,11 @@ async def keep_lease(
     times: LeaseTimes,
 ) -> None:
     """Renew `.pod/lease` while metrics come; set `passed` once the deadline is 5 min past
-    and no lease was renewed within 15 min (the caller deletes the pod)."""
+    and no lease was renewed within 15 min (the caller deletes the pod). Time is `pace`'s
+    clock."""
     renewed = -math.inf
     while True:
-        now = time.time()
+        now = pace.clock()
         if now - renewed >= times.renew and now - pace.last_arrival <= times.fresh:
             try:
                 await executor.put_file(f"{remote_dir}/.pod/lease", "")
