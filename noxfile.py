@@ -1,5 +1,5 @@
-"""Developer sessions: tests, lint, typecheck, bench, trainer, gguf, realserver, hub_lowest,
-hub_newest."""
+"""Developer sessions: tests, quick, durations, lint, typecheck, bench, trainer, gguf, realserver,
+hub_lowest, hub_newest, axolotl."""
 
 from __future__ import annotations
 
@@ -13,12 +13,32 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 
+SUITE = "not trainer and not gguf and not axolotl and not realserver"
+"""The README's suite: the torch, Axolotl and real-server tests run in their own sessions."""
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (the torch, Axolotl and real-server tests run in their own sessions)."""
+    """The test suite, in parallel (pytest-xdist; the torch, Axolotl and real-server tests run in
+    their own sessions)."""
     session.install("-e", ".[test]")
-    selection = "not trainer and not gguf and not axolotl and not realserver"
-    session.run("pytest", "-m", selection, *session.posargs)
+    session.run("pytest", "-m", SUITE, *session.posargs)
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The inner tier: every test that took under a second in the recorded run
+    (tests/durations.json) and the end-to-end paths marked `quick`; under 3 minutes."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", f"not slow and {SUITE}", *session.posargs)
+
+
+@nox.session
+def durations(session: nox.Session) -> None:
+    """Run the suite and record each test's wall time in tests/durations.json (the quick tier's
+    source); commit the file when tests were added or got slower."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", SUITE, "--record-durations", *session.posargs)
 
 
 @nox.session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import os
 import signal
 
 import pytest
@@ -14,6 +15,19 @@ from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared
 from tests.sshd_support import Sshd, make_sshd
 from tests.standin_contract import StandinContract
 from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401
+
+pytest_plugins = ["tests.tiers"]
+
+
+WORKERS_PER_CPU = 2
+"""`-n auto`'s workers per CPU: most tests wait on a subprocess, a socket or a file, not a CPU."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: `WORKERS_PER_CPU` per usable CPU, unless PYTEST_XDIST_AUTO_NUM_WORKERS says."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist reads it
+    return WORKERS_PER_CPU * len(os.sched_getaffinity(0))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -6,6 +6,7 @@ A server in this process binds port 0 instead and reports what it got.
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import threading
@@ -15,6 +16,8 @@ LOWEST = 10_000
 """The lowest port handed out: above the well-known and most registered services' ports."""
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 TRIES = 100
+STRIPES = 64
+"""Ports are dealt in stripes: a parallel test process takes only the ports of its own stripe."""
 
 _handed_out: set[int] = set()
 _lock = threading.Lock()
@@ -35,13 +38,16 @@ def free_port() -> int:
     port to the next bind(0) or outgoing connection, here or in a test run beside this one.
     This port is picked at random below the ephemeral range, where the kernel never hands out
     ports on its own; a bind checks that nothing holds it, and this process never reuses it.
+    Under pytest-xdist each worker draws from its own stripe (`port % STRIPES`), so two workers
+    never hand out the same port between its check and its use.
     """
     top = ephemeral_start()
-    if top - LOWEST < TRIES:
+    if top - LOWEST < TRIES * STRIPES:
         raise RuntimeError(f"no room below the ephemeral range (it starts at {top})")
+    stripe = worker_stripe()
     with _lock:
         for _ in range(TRIES):
-            port = random.randrange(LOWEST, top)
+            port = in_stripe(random.randrange(LOWEST + STRIPES, top), stripe)
             if port in _handed_out:
                 continue
             with socket.socket() as probe:
@@ -52,3 +58,14 @@ def free_port() -> int:
             _handed_out.add(port)
             return port
     raise RuntimeError(f"no free port on 127.0.0.1 in {TRIES} tries")
+
+
+def in_stripe(port: int, stripe: int) -> int:
+    """The highest port of `stripe` at or below `port`."""
+    return port - (port - stripe) % STRIPES
+
+
+def worker_stripe() -> int:
+    """This test process's stripe: its pytest-xdist worker number (`gw3` → 3), 0 when serial."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw") or 0) % STRIPES

@@ -32,7 +32,8 @@ def bound_below_the_ephemeral_range() -> socket.socket:
     while True:
         held = socket.socket()
         try:
-            held.bind(("127.0.0.1", random.randrange(LOWEST, ephemeral_start())))
+            port = random.randrange(LOWEST + ports.STRIPES, ephemeral_start())
+            held.bind(("127.0.0.1", ports.in_stripe(port, ports.worker_stripe())))
         except OSError:
             held.close()
         else:
@@ -56,7 +57,8 @@ def test_a_port_in_use_or_already_handed_out_is_skipped(monkeypatch: pytest.Monk
         monkeypatch.setattr(random, "randrange", scripted)
         port = free_port()
     assert proposed[:3] == [busy, handed, busy]
-    assert port == proposed[-1] and port not in (busy, handed)
+    assert port == ports.in_stripe(proposed[-1], ports.worker_stripe())
+    assert port not in (busy, handed)
 
 
 def test_without_room_below_the_ephemeral_range_it_says_so(
@@ -65,3 +67,11 @@ def test_without_room_below_the_ephemeral_range_it_says_so(
     monkeypatch.setattr(ports, "ephemeral_start", lambda: LOWEST + 10)
     with pytest.raises(RuntimeError, match="no room below the ephemeral range"):
         free_port()
+
+
+def test_parallel_test_processes_draw_from_their_own_stripe(monkeypatch: pytest.MonkeyPatch) -> None:
+    for worker in ("gw0", "gw1", "gw7"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        stripe = int(worker[2:])
+        drawn = [free_port() for _ in range(20)]
+        assert all(port % ports.STRIPES == stripe for port in drawn), drawn
