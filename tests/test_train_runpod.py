@@ -575,9 +575,10 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
     # Once the pod is gone, Runpod has no more lines to give.
     cancel = await train(setup, "cancel", run_id)
     assert cancel.returncode == 0, cancel.stderr.decode()
+    assert "pod: cannot keep" not in cancel.stderr.decode()
     done = await overbrainer_on(setup, "runs", "logs", run_id, "--pod")
     lines = done.stdout.decode().splitlines()
-    assert "== .pod/watchdog.log ==" in lines
+    assert "== .pod/watchdog.log ==" in lines, cancel.stderr.decode()
     # The pod's end kept its last lines (the pod's own output may follow Runpod's).
     assert any(line.endswith(" system GPU 0 at 71 C") for line in lines)
     assert setup.fake.pods == {}
