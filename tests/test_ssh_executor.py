@@ -268,9 +268,10 @@ async def test_a_connection_lost_under_a_command_names_its_cause_and_is_made_aga
     started = workdir / "started"
     with trio.fail_after(BOUND):
         async with connected(sshd, workdir, SshClient.BUILTIN) as executor:
+            assert isinstance(executor, BuiltinSshExecutor)
             await executor.connect()
-            first = connection_of(executor)
-            assert isinstance(first, paramiko.Transport)
+            first = executor.transport
+            assert first is not None
             failed: list[str] = []
 
             async def run_until_dropped() -> None:

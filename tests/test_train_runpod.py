@@ -428,6 +428,12 @@ def slow_job(setup: Setup, extra: str = "") -> None:
     )
 
 
+def held_job(setup: Setup) -> None:
+    """`slow_job`, held after its step 2 until it is stopped or cancelled (at most 120 s): a
+    test acts on a running job however loaded the machine."""
+    slow_job(setup, f"STANDIN_HOLD=2:{setup.pods_root / 'never-released'}")
+
+
 async def detached_run(setup: Setup) -> str:
     """A run whose `train` was detached by Ctrl-C once its job logged two steps on the pod."""
     code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
@@ -438,7 +444,7 @@ async def detached_run(setup: Setup) -> str:
 
 
 async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     done = await train(setup, "stop", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -468,7 +474,7 @@ async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Se
 
 
 async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     done = await train(setup, "cancel", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -483,7 +489,7 @@ async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup
 
 
 async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     removed = await overbrainer_on(setup, "pod", "rm", run_id, "--force")
     assert removed.returncode == 0, removed.stderr.decode()
@@ -531,7 +537,7 @@ def kept_host_key(setup: Setup) -> bool:
 
 
 async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     # Detached once the log capture (which runs beside the job) has kept the pod's first lines.
     code, err = await interrupt_when(
         setup, lambda: remote_steps(setup.pods_root) >= 2 and kept_host_key(setup)
@@ -727,7 +733,7 @@ async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
 async def test_a_full_disk_stops_the_job_with_a_snapshot(setup: Setup) -> None:
     # The disk policy's thresholds lowered to 1 % (test hook): the pod's disk counts as full
     # at once, so the client warns, then asks the job for a `disk` snapshot; the run stops.
-    slow_job(setup)
+    held_job(setup)
     setup.env["OVERBRAINER_TEST_DISK"] = "0.2,1,1"
     done = await train(setup)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -798,7 +804,7 @@ async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setu
     # The pod vanishes from Runpod (its job and sshd killed); the command's own ControlMaster
     # is then ended, as a deleted pod's connection would be: the job cannot be reached, and
     # Runpod no longer has the pod, so the run failed.
-    slow_job(setup)
+    held_job(setup)
     err_path = setup.project / "train.err"
     with open(err_path, "wb") as err_file:  # noqa: ASYNC230 - a test's file
         async with trio.open_nursery() as nursery:

@@ -20,7 +20,6 @@ from overbrainer.targets.ssh_session import ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 SSH_ERRORS = (paramiko.SSHException, EOFError, OSError)
 
 
-
 def ssh_cause(error: BaseException) -> str:
     """What an SSH failure says; its type when it says nothing (paramiko's EOFError)."""
     return str(error) or type(error).__name__

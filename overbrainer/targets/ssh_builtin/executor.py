@@ -97,8 +97,7 @@ class BuiltinSshExecutor(ScriptExecutor):
         if not self._lost:
             self._lost = True
             log.warning(
-                "ssh: the connection to target `%s` was lost (its job keeps running): "
-                "reconnecting",
+                "ssh: the connection to target `%s` was lost (its job keeps running): reconnecting",
                 self.name,
             )
         await self._drop()
