@@ -43,7 +43,9 @@ class Fault:
     """A scripted answer for the next request matching `method` and `path` (a prefix).
 
     `status` answers with Runpod's error shape (and `retry_after`); `delay` waits first;
-    `drop` closes the connection without answering; `body` answers these raw bytes.
+    `held` waits until the test sets it (an answer that comes after what the test does first,
+    however loaded the machine); `drop` closes the connection without answering; `body`
+    answers these raw bytes.
     """
 
     method: str
@@ -52,6 +54,7 @@ class Fault:
     retry_after: str | None = None
     detail: str = "scripted fault"
     delay: float = 0.0
+    held: trio.Event | None = None
     drop: bool = False
     body: bytes | None = None
     content_type: str = "application/problem+json"
@@ -294,6 +297,8 @@ class RunpodFake:
                 routed = self._route(request)
                 if fault.status is None and fault.body is None and not fault.drop:
                     await trio.sleep(fault.delay)  # a slow answer to a request that was done
+                    if fault.held is not None:
+                        await fault.held.wait()
                     return routed
                 return await self._fault(fault)
         if request.headers.get("authorization") != f"Bearer {self.key}":
@@ -303,6 +308,8 @@ class RunpodFake:
     async def _fault(self, fault: Fault) -> Response:
         if fault.delay:
             await trio.sleep(fault.delay)
+        if fault.held is not None:
+            await fault.held.wait()
         if fault.drop:
             return Response(drop=True)
         if fault.body is not None:

@@ -53,7 +53,15 @@ async def test_first_sigint_drains_the_requests_in_flight_and_stores_them(
 ) -> None:
     root = make_project(tmp_path / "p", concurrency=3, pipeline=FIXED_CONCURRENCY)
     questions = write_questions(root, 10)
-    async with open_stub(slow(3.0)) as stub, trio.open_nursery() as nursery:
+    released = trio.Event()
+
+    async def held(request: Recorded) -> Reply:
+        # The replies wait for the test, so none finishes before the signal, however slow
+        # the machine: a request sent after it is then the product's doing, not the clock's.
+        await released.wait()
+        return slow(0.0)(request)
+
+    async with open_stub(held) as stub, trio.open_nursery() as nursery:
         process = await start(nursery, root, "answers", url=stub.url)
         await wait_until(lambda: len(stub.completions) == 3)
         # A second writer during the stage is refused, naming the holder.
@@ -65,6 +73,8 @@ async def test_first_sigint_drains_the_requests_in_flight_and_stores_them(
         in_flight = set(completion_prompts(stub))
         assert len(in_flight) == 3
         process.send_signal(signal.SIGINT)
+        await wait_until(lambda: "answers: stopping:" in (root / "stderr.txt").read_text())
+        released.set()
         with trio.fail_after(8):
             code = await process.wait()
         assert code == 130

@@ -127,9 +127,9 @@ async def test_ctrl_c_during_the_export_job_cancels_it_and_deletes_the_pod(
                 )
             )
         with trio.fail_after(120):
-            while not running():  # noqa: ASYNC110 - the command's files
+            # The job is recorded running, and the command follows it.
+            while not (running() and ": job running" in err.read_text()):  # noqa: ASYNC110
                 await trio.sleep(0.05)
-        await trio.sleep(0.5)
         process.send_signal(signal.SIGINT)
         with trio.fail_after(90):
             await process.wait()

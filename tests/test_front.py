@@ -9,6 +9,7 @@ import signal
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from overbrainer.events.frontend import Frontend, Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Interrupt
@@ -104,7 +105,7 @@ async def test_wait_counts_each_sigint_for_a_second_ctrl_c() -> None:
             await send.send(await interrupt.wait())
 
         nursery.start_soon(watch)
-        await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # the watcher waits for the first one
         with trio.fail_after(5):
             send_sigint()
             assert await receive.receive() == 1

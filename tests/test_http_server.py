@@ -10,6 +10,7 @@ import os
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from overbrainer.model.error_groups import error_leaves
 from overbrainer.net.http_server import ACCEPT_PAUSE, Request, Response, serve_http
@@ -78,7 +79,7 @@ async def test_connections_over_the_cap_are_closed_at_once() -> None:
         async with trio.open_nursery() as nursery:
             host, port = await nursery.start(functools.partial(serve_http, echo, max_connections=2))
             held = [await trio.open_tcp_stream(host, port) for _ in range(2)]
-            await trio.sleep(0.1)
+            await trio.testing.wait_all_tasks_blocked()  # the server has taken both
             extra = await trio.open_tcp_stream(host, port)
             assert await extra.receive_some(100) == b""  # closed by the server, unanswered
             await held[0].send_all(b"GET /x HTTP/1.1\r\nhost: a\r\n\r\n")

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from overbrainer.config.load import load_settings
 from overbrainer.config.settings import Settings
@@ -129,7 +130,7 @@ async def test_the_33rd_connection_is_closed_at_once(tmp_path: Path) -> None:
             await held[-1].send_all(b"GET /metrics HTTP/1.1\r\nhost: a\r\n\r\n")
             assert (await held[-1].receive_some(100)).startswith(b"HTTP/1.1 200")
             await held[0].aclose()
-            await trio.sleep(0.05)  # the server notices the close
+            await trio.testing.wait_all_tasks_blocked()  # the server notices the close
             again = await raw_request(metrics.address, b"GET /x HTTP/1.1\r\nhost: a\r\n\r\n")
             assert again.startswith(b"HTTP/1.1 404")
             for stream in [*held[1:], extra]:
@@ -235,16 +236,25 @@ async def test_a_server_failure_after_start_stops_the_metrics_not_the_command(
         *args: object, task_status: trio.TaskStatus[tuple[str, int]], **kwargs: object
     ) -> None:
         task_status.started(("127.0.0.1", 9))
-        await trio.sleep(0.01)
+        await failing.wait()
         raise OSError(errno.EMFILE, "Too many open files")
 
+    failing = trio.Event()
     monkeypatch.setattr(metrics_endpoint, "serve_http", serve_then_fail)
     with trio.fail_after(10):
         async with open_metrics(settings(tmp_path, "127.0.0.1:0"), Project(tmp_path)) as metrics:
             assert metrics.address == "127.0.0.1:9"
-            await trio.sleep(0.1)  # the command goes on working meanwhile
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == ["the metrics endpoint stopped: [Errno 24] Too many open files"]
+            failing.set()
+            await trio.testing.wait_all_tasks_blocked()  # the failure is handled meanwhile
+            # The command goes on working after it.
+            assert warnings(caplog) == [
+                "the metrics endpoint stopped: [Errno 24] Too many open files"
+            ]
+    assert warnings(caplog) == ["the metrics endpoint stopped: [Errno 24] Too many open files"]
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def has_ipv6_loopback() -> bool:

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from overbrainer.config.settings import ListOrAuto, RunpodTarget
+from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import (
     COMMAND_FIELD,
@@ -28,6 +29,7 @@ from overbrainer.targets.runpod.keys import (
     write_known_hosts,
     write_ssh_config,
 )
+from overbrainer.targets.runpod.pod_end import copy_pod_logs
 from overbrainer.targets.runpod.pod_record import (
     Attempt,
     AttemptResult,
@@ -342,3 +344,22 @@ def test_spend_is_rounded_to_a_hundredth_of_a_cent() -> None:
     assert spend(0.44, 4320) == 0.528
     assert spend(2.69, 1) == 0.0007
     assert os.sep == "/"
+
+
+async def test_the_pod_logs_are_kept_and_one_that_cannot_be_read_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    remote = tmp_path / "pod" / "run"
+    (remote / ".pod").mkdir(parents=True)
+    (remote / ".pod" / "bootstrap.log").write_text("starting the watchdog\n")
+    (remote / ".pod" / "watchdog.log").mkdir()  # a read of it fails
+    local = tmp_path / "runs" / "r1" / ".pod"
+    local.parent.mkdir(parents=True)
+    with trio.fail_after(10):
+        await copy_pod_logs(LocalExecutor(tmp_path), str(remote), local)
+    assert (local / "bootstrap.log").read_text() == "starting the watchdog\n"
+    assert not (local / "watchdog.log").exists()
+    assert caplog.messages == [
+        "pod: cannot keep the pod's .pod/watchdog.log: "
+        f"[Errno 21] Is a directory: '{remote / '.pod' / 'watchdog.log'}'"
+    ]

@@ -162,7 +162,7 @@ def test_a_signal_during_the_upload_commits_nothing_and_a_rerun_completes(
     root = tmp_path / "project"
     run_dir = make_run(root)
     env = hub_env(tmp_path, hub.url)
-    hub.control(upload_delay=0.5)
+    hub.control(hold={"upload": 1})  # the first file is stored, the second waits
     err = tmp_path / "err.txt"
     with open(err, "w") as stderr:
         process = subprocess.Popen(
@@ -170,7 +170,7 @@ def test_a_signal_during_the_upload_commits_nothing_and_a_rerun_completes(
         )
     try:
         deadline = time.monotonic() + 60
-        while len(hub.calls("upload")) < 2:  # the first file is stored, the second on its way
+        while len(hub.calls("upload")) < 2:
             assert time.monotonic() < deadline, err.read_text()
             time.sleep(0.05)
         process.send_signal(signum)
@@ -188,7 +188,7 @@ def test_a_signal_during_the_upload_commits_nothing_and_a_rerun_completes(
     assert hub.calls("commit") == []
     assert not (run_dir / "hub" / "push.json").exists()
     first = hub.calls("upload")[0]["path"]
-    hub.control(upload_delay=0)
+    hub.control(hold={})
     rerun = push(root, env)
     assert rerun.returncode == 0, rerun.stderr
     assert commits(hub) == [ALL_FILES]
@@ -316,7 +316,7 @@ def test_a_hub_message_quoting_the_token_is_replaced(tmp_path: Path, hub: FakeHu
 def test_ctrl_c_during_the_commit_lets_it_finish(tmp_path: Path, hub: FakeHub) -> None:
     root = tmp_path / "project"
     run_dir = make_run(root)
-    hub.control(commit_delay=2)
+    hub.control(hold={"commit": 0})
     process = subprocess.Popen(
         push_command(root),
         env=hub_env(tmp_path, hub.url),
@@ -330,6 +330,7 @@ def test_ctrl_c_during_the_commit_lets_it_finish(tmp_path: Path, hub: FakeHub) -
             assert time.monotonic() < deadline
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
+        hub.control(hold={})  # the commit can answer only once the signal is sent
         out, err = process.communicate(timeout=60)
     finally:
         process.kill()

@@ -63,7 +63,7 @@ def test_a_succeeded_run_is_pushed_after_training(
 
 
 def test_ctrl_c_during_the_push_after_training(project: Path, tmp_path: Path, hub: FakeHub) -> None:
-    hub.control(upload_delay=1)
+    hub.control(hold={"upload": 0})  # the uploads wait: the signal comes before the commit
     err = tmp_path / "err.txt"
     process = start(project, env_for(tmp_path, hub, TOKEN), err, "train")
     try:

@@ -203,14 +203,14 @@ def test_an_interrupted_upload_resumes(
     big = example(1, pad=5_200_000)
     root = make_dataset(tmp_path / "project", train=big, eval_=example(2, pad=5_200_000))
     env = hub_env(tmp_path, hub.url)
-    hub.control(upload_delay=0.3)
+    hub.control(hold={"upload": 1})  # train.jsonl is stored, eval.jsonl waits
     err = tmp_path / "err.txt"
     command = [sys.executable, "-m", "overbrainer", "-C", str(root), "push", "--dataset"]
     with open(err, "w") as stderr:
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=stderr)
     try:
         deadline = time.monotonic() + 60
-        while len(hub.calls("upload")) < 2:  # train.jsonl stored, eval.jsonl on its way
+        while len(hub.calls("upload")) < 2:
             assert time.monotonic() < deadline, err.read_text()
             time.sleep(0.05)
         process.send_signal(signum)
@@ -228,7 +228,7 @@ def test_an_interrupted_upload_resumes(
     assert hub.calls("commit") == []
     assert not (root / ".overbrainer" / "hub-dataset.json").exists()
     first = hub.calls("upload")[0]["path"]
-    hub.control(upload_delay=0)
+    hub.control(hold={})
     rerun = push(root, env)
     assert rerun.returncode == 0, rerun.stderr
     assert commits(hub) == [FILES]

@@ -6,17 +6,20 @@ from __future__ import annotations
 import collections.abc
 from pathlib import Path
 
+import paramiko
 import pytest
 import trio
 
 from overbrainer.config.settings import SshClient
 from overbrainer.model.job_status import Cancelled, Exited, Running
-from overbrainer.targets.executor import TransferError
+from overbrainer.targets.executor import TargetUnreachable, TransferError
 from overbrainer.targets.manifest import local_manifest, verify
 from overbrainer.targets.ssh import OpenSshExecutor
 from overbrainer.targets.ssh_builtin import BuiltinSshExecutor
+from overbrainer.targets.ssh_builtin.dial import ssh_cause
 from overbrainer.targets.ssh_open import open_ssh
 from overbrainer.targets.ssh_session import SshExecutor
+from tests.pipeline_support import wait_until
 from tests.sshd_support import ALIAS, Sshd, connected, fingerprint, kill_jobs_under
 
 BOUND = 60
@@ -254,6 +257,45 @@ async def test_a_lost_connection_is_made_again_by_the_next_operation(
         "ssh: the connection to target `box` was lost (its job keeps running): reconnecting"
         in caplog.messages
     )
+
+
+LOST = "ssh: the connection to target `box` was lost (its job keeps running): reconnecting"
+
+
+async def test_a_connection_lost_under_a_command_names_its_cause_and_is_made_again(
+    sshd: Sshd, workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = workdir / "started"
+    with trio.fail_after(BOUND):
+        async with connected(sshd, workdir, SshClient.BUILTIN) as executor:
+            assert isinstance(executor, BuiltinSshExecutor)
+            await executor.connect()
+            first = executor.transport
+            assert first is not None
+            failed: list[str] = []
+
+            async def run_until_dropped() -> None:
+                with pytest.raises(TargetUnreachable) as caught:
+                    await executor.run(f"touch {started} && exec sleep 600")
+                failed.append(str(caught.value))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_until_dropped)
+                await wait_until(started.exists)  # the command runs on the target
+                first.sock.shutdown(2)  # the peer sees a dead socket, as after a network loss
+            # Said when the command fails, before anything reconnects.
+            assert caplog.messages.count(LOST) == 1
+            [message] = failed
+            assert message.startswith("cannot reach target `box`: the connection ")
+            assert not message.endswith(": ")
+            assert await executor.probe("echo hello") == "hello\n"
+            assert connection_of(executor) is not first
+    assert caplog.messages.count(LOST) == 1
+
+
+def test_an_ssh_failure_that_says_nothing_is_named_by_its_type() -> None:
+    assert ssh_cause(EOFError()) == "EOFError"
+    assert ssh_cause(paramiko.SSHException("Channel closed.")) == "Channel closed."
 
 
 async def echo_server(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:

@@ -301,6 +301,13 @@ def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: 
     assert (no_pod.returncode, no_pod.stdout) == (0, f"runs: no pod log kept for run {run_id}\n")
     unknown = overbrainer(project, env, "runs", "logs", "nope", "--pod")
     assert unknown.stderr.splitlines()[-1] == "error: no run nope in runs/"
+    # A kept pod log that cannot be read says so, naming it and why.
+    (project / "runs" / run_id / ".pod" / "watchdog.log").mkdir(parents=True)
+    unreadable = overbrainer(project, env, "runs", "logs", run_id, "--pod")
+    assert (unreadable.returncode, unreadable.stdout.splitlines()) == (
+        0,
+        ["== .pod/watchdog.log ==", "runs: cannot read .pod/watchdog.log: Is a directory"],
+    )
     alone = overbrainer(project, env, "runs", "logs", run_id, "--follow")
     assert alone.returncode == 2
     assert alone.stderr.splitlines()[-1] == (

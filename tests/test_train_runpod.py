@@ -292,8 +292,11 @@ async def test_keep_pod_keeps_it_and_its_key(setup: Setup) -> None:
     assert reached.stdout == b"on-the-pod\n", reached.stderr
 
 
-async def interrupt_when(setup: Setup, ready: Callable[[], bool]) -> tuple[int, str]:
-    """`train`, one SIGINT once `ready()`; its exit status and stderr."""
+async def interrupt_when(
+    setup: Setup, ready: Callable[[], bool], then: trio.Event | None = None
+) -> tuple[int, str]:
+    """`train`, one SIGINT once `ready()`, then `then` set (a held answer released); its exit
+    status and stderr."""
     err_path = setup.project / "train.err"
     with open(err_path, "wb") as err, trio.fail_after(90):  # noqa: ASYNC230 - a test's file
         async with trio.open_nursery() as nursery:
@@ -310,6 +313,8 @@ async def interrupt_when(setup: Setup, ready: Callable[[], bool]) -> tuple[int, 
             while not ready():  # noqa: ASYNC110 - the signal is the fake's state
                 await trio.sleep(0.02)
             process.send_signal(signal.SIGINT)
+            if then is not None:
+                then.set()
     return process.returncode, err_path.read_text()
 
 
@@ -319,9 +324,10 @@ async def interrupt_when(setup: Setup, ready: Callable[[], bool]) -> tuple[int, 
     ids=["during-the-create", "during-the-host-key-read"],
 )
 async def test_ctrl_c_at_a_provisioning_step(setup: Setup, method: str, path: str) -> None:
-    # The step's request is done but answered slowly: Ctrl-C lands while it is in flight.
-    setup.fake.fail(Fault(method, path, delay=1.0, create=True))
-    code, err = await interrupt_when(setup, lambda: bool(setup.fake.asked(method, path)))
+    # The step's request is done but its answer held: Ctrl-C lands while it is in flight.
+    answer = trio.Event()
+    setup.fake.fail(Fault(method, path, held=answer, create=True))
+    code, err = await interrupt_when(setup, lambda: bool(setup.fake.asked(method, path)), answer)
     run_id = only_run(setup.project)
     assert code == 130, err
     assert err.splitlines()[-1] == (
@@ -428,6 +434,12 @@ def slow_job(setup: Setup, extra: str = "") -> None:
     )
 
 
+def held_job(setup: Setup) -> None:
+    """`slow_job`, held after its step 2 until it is stopped or cancelled (at most 120 s): a
+    test acts on a running job however loaded the machine."""
+    slow_job(setup, f"STANDIN_HOLD=2:{setup.pods_root / 'never-released'}")
+
+
 async def detached_run(setup: Setup) -> str:
     """A run whose `train` was detached by Ctrl-C once its job logged two steps on the pod."""
     code, err = await interrupt_when(setup, lambda: remote_steps(setup.pods_root) >= 2)
@@ -438,7 +450,7 @@ async def detached_run(setup: Setup) -> str:
 
 
 async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     done = await train(setup, "stop", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -468,7 +480,7 @@ async def test_train_stop_on_a_pod_snapshots_retrieves_then_deletes_it(setup: Se
 
 
 async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     done = await train(setup, "cancel", run_id)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -483,7 +495,7 @@ async def test_train_cancel_on_a_pod_cancels_records_and_deletes_it(setup: Setup
 
 
 async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     run_id = await detached_run(setup)
     removed = await overbrainer_on(setup, "pod", "rm", run_id, "--force")
     assert removed.returncode == 0, removed.stderr.decode()
@@ -533,7 +545,7 @@ def kept_host_key(setup: Setup) -> bool:
 
 
 async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup) -> None:
-    slow_job(setup)
+    held_job(setup)
     # Detached once the log capture (which runs beside the job) has kept the pod's first lines.
     code, err = await interrupt_when(
         setup, lambda: remote_steps(setup.pods_root) >= 2 and kept_host_key(setup)
@@ -577,9 +589,10 @@ async def test_runs_logs_pod_prints_kept_lines_then_runpods_stream(setup: Setup)
     # Once the pod is gone, Runpod has no more lines to give.
     cancel = await train(setup, "cancel", run_id)
     assert cancel.returncode == 0, cancel.stderr.decode()
+    assert "pod: cannot keep" not in cancel.stderr.decode()
     done = await overbrainer_on(setup, "runs", "logs", run_id, "--pod")
     lines = done.stdout.decode().splitlines()
-    assert "== .pod/watchdog.log ==" in lines
+    assert "== .pod/watchdog.log ==" in lines, cancel.stderr.decode()
     # The pod's end kept its last lines (the pod's own output may follow Runpod's).
     assert any(line.endswith(" system GPU 0 at 71 C") for line in lines)
     assert setup.fake.pods == {}
@@ -596,10 +609,10 @@ def watchdog_asked(fake: RunpodFake) -> bool:
 
 
 async def test_ctrl_c_while_waiting_for_the_watchdogs_verdict(setup: Setup) -> None:
-    # The pod boots and its sshd answers, but its watchdog's probe is answered slowly, so no
+    # The pod boots and its sshd answers, but its watchdog's probe is never answered, so no
     # verdict is written: the client waits for one when Ctrl-C comes.
     setup.fake.fail(
-        Fault("GET", "pods/pod0001", agent="overbrainer-watchdog", delay=30, create=True)
+        Fault("GET", "pods/pod0001", agent="overbrainer-watchdog", held=trio.Event(), create=True)
     )
 
     seen: list[float] = []
@@ -633,12 +646,13 @@ async def test_ctrl_c_while_waiting_for_the_watchdogs_verdict(setup: Setup) -> N
 
 
 async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
-    # The pod is ready; the look for other pods of the run (`GET /pods`) answers slowly, so
-    # Ctrl-C lands after the pod was ready and before the job starts.
+    # The pod is ready; the look for other pods of the run (`GET /pods`) is held, so Ctrl-C
+    # lands after the pod was ready and before the job starts.
     # (The first `GET /pods` is the stray listing at the start: answered at once.)
+    answer = trio.Event()
     setup.fake.fail(
         Fault("GET", "pods", create=True, exact=True),
-        Fault("GET", "pods", delay=2.0, create=True, exact=True),
+        Fault("GET", "pods", held=answer, create=True, exact=True),
     )
 
     def sweeping() -> bool:
@@ -647,7 +661,7 @@ async def test_ctrl_c_between_ready_and_the_job_start(setup: Setup) -> None:
         ready = bool(records) and json.loads(records[0].read_text()).get("state") == "ready"
         return ready and len(setup.fake.asked("GET", "pods")) == 2
 
-    code, err = await interrupt_when(setup, sweeping)
+    code, err = await interrupt_when(setup, sweeping, answer)
     run_id = only_run(setup.project)
     assert code == 130, err
     assert err.splitlines()[-1] == (
@@ -694,10 +708,11 @@ async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
     config.write_text(
         config.read_text().replace(f'gpu_types = ["{A40}", "{RTX}"]', 'gpu_types = "auto"')
     )
-    # The A40 has no capacity (answered after 1 s); meanwhile the catalog changes: the H100
-    # is out of stock, the A6000 gone, and a new type in stock. The re-read after the A40
-    # tries that one.
-    setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY, delay=1.0, exact=True))
+    # The A40 has no capacity (answered once the test releases it); meanwhile the catalog
+    # changes: the H100 is out of stock, the A6000 gone, and a new type in stock. The re-read
+    # after the A40 tries that one.
+    answer = trio.Event()
+    setup.fake.fail(Fault("POST", "pods", status=400, detail=CAPACITY, held=answer, exact=True))
     async with trio.open_nursery() as inner:
         inner.start_soon(run_train)
         with trio.fail_after(60):
@@ -708,6 +723,7 @@ async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
             gpu(H100, 80, 2.69, availability="NONE", data_centers=()),
             gpu(L40S, 48, 0.79),
         ]
+        answer.set()
     done = trained[0]
     err = done.stderr.decode()
     assert done.returncode == 0, err
@@ -728,7 +744,7 @@ async def test_auto_gpu_types_use_the_vram_floor_and_reread_the_catalog(
 async def test_a_full_disk_stops_the_job_with_a_snapshot(setup: Setup) -> None:
     # The disk policy's thresholds lowered to 1 % (test hook): the pod's disk counts as full
     # at once, so the client warns, then asks the job for a `disk` snapshot; the run stops.
-    slow_job(setup)
+    held_job(setup)
     setup.env["OVERBRAINER_TEST_DISK"] = "0.2,1,1"
     done = await train(setup)
     out, err = done.stdout.decode(), done.stderr.decode()
@@ -799,7 +815,7 @@ async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setu
     # The pod vanishes from Runpod (its job and sshd killed); the command's own ControlMaster
     # is then ended, as a deleted pod's connection would be: the job cannot be reached, and
     # Runpod no longer has the pod, so the run failed.
-    slow_job(setup)
+    held_job(setup)
     err_path = setup.project / "train.err"
     with open(err_path, "wb") as err_file:  # noqa: ASYNC230 - a test's file
         async with trio.open_nursery() as nursery:

@@ -6,8 +6,8 @@ dataset repos (keyed `owner/name` and `datasets/owner/name`, as the Hub's paths 
 Calls:
 whoami-v2, model info, repo create, README resolve (HEAD/GET), validate-yaml, preupload, LFS
 batch + basic upload + verify, commit (NDJSON). Tests steer it through `POST /_control`
-(token, user, per-call status, an error echoing the Authorization header, a slow LFS
-upload or commit, seeded repos) and read `GET /_log`.
+(token, user, per-call status, an error echoing the Authorization header, LFS uploads or
+commits held unanswered until the test releases them, seeded repos) and read `GET /_log`.
 Xet is not spoken: run the client with HF_HUB_DISABLE_XET=1.
 """
 
@@ -20,7 +20,6 @@ import re
 import secrets
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,8 @@ _ROUTES = [
     ("POST", re.compile(rf"{_API}/{_REPO}/commit/main"), "commit"),
 ]
 REPO_TYPES = ("model", "dataset")
+HOLD_LIMIT = 120.0
+"""Seconds a held call waits at most for its release (a test that forgets it ends anyway)."""
 
 
 def repo_key(groups: dict[str, str]) -> str:
@@ -62,8 +63,11 @@ class Hub:
         self.token = "hf_fake_token_0123456789"
         self.user = "alice"
         self.status: dict[str, int] = {}
-        self.upload_delay = 0.0
-        self.commit_delay = 0.0
+        self.hold: dict[str, int] = {}
+        """Calls held unanswered: `{"upload": 1}` answers the first upload and holds the later
+        ones until `hold` no longer names `upload`."""
+        self.calls: dict[str, int] = {}
+        self.released = threading.Condition(self.lock)
         self.echo_auth = False
         self.repos: dict[str, dict[str, Any]] = {}
         self.objects: dict[str, int] = {}
@@ -133,8 +137,10 @@ class Handler(BaseHTTPRequestHandler):
         with HUB.lock:
             HUB.log.append(entry)
             status = HUB.status.get(name)
+            HUB.calls[name] = count = HUB.calls.get(name, 0) + 1
+            held = count > HUB.hold.get(name, count)
         if name == "upload":
-            self._upload(groups["oid"], entry)
+            self._upload(groups["oid"], entry, held)
             return
         if "repo" in groups:
             groups = {**groups, "repo": repo_key(groups)}
@@ -143,8 +149,8 @@ class Handler(BaseHTTPRequestHandler):
             echo = f"; you sent {auth}" if HUB.echo_auth else ""
             self._send(status, {"error": f"fake {status} for {name}{echo}"})
             return
-        if name == "commit" and HUB.commit_delay:
-            time.sleep(HUB.commit_delay)
+        if held:
+            _wait_for_release(name)
         if name not in ("card",) and auth != f"Bearer {HUB.token}":
             self._send(401, {"error": "Invalid credentials in Authorization header"})
             return
@@ -152,9 +158,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _control(self, change: dict[str, Any]) -> None:
         with HUB.lock:
-            for key in ("token", "user", "status", "upload_delay", "commit_delay", "echo_auth"):
+            for key in ("token", "user", "status", "hold", "echo_auth"):
                 if key in change:
                     setattr(HUB, key, change[key])
+            HUB.released.notify_all()
             for repo, private in change.get("repos", {}).items():
                 HUB.repos[repo] = {"private": private, "files": {}, "sha": "0" * 40}
             for repo, text in change.get("cards", {}).items():
@@ -243,7 +250,7 @@ class Handler(BaseHTTPRequestHandler):
             )
         self._send(200, {"transfer": "basic", "objects": objects})
 
-    def _upload(self, oid: str, entry: dict[str, Any]) -> None:
+    def _upload(self, oid: str, entry: dict[str, Any], held: bool) -> None:
         length = int(self.headers.get("Content-Length", "-1"))
         digest = hashlib.sha256()
         got = 0
@@ -253,8 +260,8 @@ class Handler(BaseHTTPRequestHandler):
                 break
             digest.update(chunk)
             got += len(chunk)
-            if HUB.upload_delay:
-                time.sleep(HUB.upload_delay)
+        if held:
+            _wait_for_release("upload")
         entry["bytes"] = got
         if digest.hexdigest() != oid:
             self._send(400, {"error": "sha256 mismatch"})
@@ -303,6 +310,12 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, {"commitUrl": url, "commitOid": oid})
 
     do_GET = do_POST = do_PUT = do_HEAD = _dispatch
+
+
+def _wait_for_release(name: str) -> None:
+    """Hold a call of kind `name` until `hold` no longer names it (bounded by HOLD_LIMIT)."""
+    with HUB.lock:
+        HUB.released.wait_for(lambda: name not in HUB.hold, timeout=HOLD_LIMIT)
 
 
 def main(port_file: str) -> None:

@@ -34,19 +34,26 @@ CATCH_UP = 10.0
 """Seconds Runpod's stream is read without `--follow`."""
 GONE = "runs: pod {pod} no longer exists, so Runpod has no more of its logs"
 POD_SCRIPT_LOGS = (".pod/bootstrap.log", ".pod/watchdog.log")
+UNREADABLE = "runs: cannot read "
+"""How the line that stands for a kept log that cannot be read begins (`NAME: CAUSE` follows)."""
 
 
-def _kept(path: Path) -> list[str] | None:
+def _kept(run_dir: Path, name: str) -> list[str] | None:
+    """The lines of kept log `name`, masked; None when there is none; one line saying why
+    when it cannot be read."""
     try:
-        text = path.read_bytes().decode("utf-8", "replace")
-    except OSError:
+        text = (run_dir / name).read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
         return None
+    except OSError as error:
+        return [f"{UNREADABLE}{name}: {error.strerror or type(error).__name__}"]
     return [redact.redact(sanitize(line)) for line in text.splitlines()]
 
 
 def _of_source(line: str, source: str | None) -> bool:
     parts = line.split(" ", 2)
-    return source is None or (len(parts) > 1 and parts[1] == source)
+    kept = len(parts) > 1 and parts[1] == source
+    return source is None or kept or line.startswith(UNREADABLE)
 
 
 def no_pod_log(run_id: str) -> str:
@@ -72,10 +79,10 @@ def read_kept_pod_log(run_dir: Path, source: str | None = None) -> KeptPodLog:
     live = pod.live_pod if pod is not None else None
     out: list[str] = []
     for name in () if source == "system" else POD_SCRIPT_LOGS:
-        lines = _kept(run_dir / name)
+        lines = _kept(run_dir, name)
         if lines is not None:
             out += [f"== {name} ==", *lines]
-    kept = _kept(run_dir / KEPT_LOG)
+    kept = _kept(run_dir, KEPT_LOG)
     if kept is None and live is None:
         return KeptPodLog(tuple(out))
     out.append("== pod ==")

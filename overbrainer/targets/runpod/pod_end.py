@@ -35,8 +35,9 @@ UNCLEAR = (AttemptResult.AMBIGUOUS, AttemptResult.SENT)
 
 
 def error_text(error: BaseException) -> str:
-    """What an error says to the user."""
-    return error.message if isinstance(error, OverbrainerError) else str(error)
+    """What an error says to the user (its type when it says nothing)."""
+    text = error.message if isinstance(error, OverbrainerError) else str(error)
+    return text or type(error).__name__
 
 
 async def clean_up(run: PodRun[D, R], reason: DeleteReason) -> bool:
@@ -93,14 +94,14 @@ POD_LOGS = ("watchdog.log", "bootstrap.log")
 POD_LOG_BYTES = 4 * 1024 * 1024
 
 
-async def copy_pod_logs(run: PodRun[D, R], executor: Executor) -> None:
-    """The pod's own logs into `runs/<id>/.pod/` (≤ 4 MiB each, secrets masked)."""
-    local = run.runs.dir_of(run.run_id) / POD_DIR
+async def copy_pod_logs(executor: Executor, remote_dir: str, local: Path) -> None:
+    """The pod's own logs (in `remote_dir/.pod/`) into `local` (≤ 4 MiB each, secrets
+    masked); a log that cannot be read is a warning naming it and why."""
     for name in POD_LOGS:
         try:
-            data = await executor.read_from(f"{run.remote_dir}/.pod/{name}", 0, POD_LOG_BYTES)
+            data = await executor.read_from(f"{remote_dir}/{POD_DIR}/{name}", 0, POD_LOG_BYTES)
         except (OverbrainerError, OSError) as error:
-            log.debug("pod: cannot read .pod/%s: %s", name, error_text(error))
+            log.warning("pod: cannot keep the pod's %s/%s: %s", POD_DIR, name, error_text(error))
             continue
         if not data:
             continue
@@ -129,7 +130,7 @@ async def end_pod(run: PodRun[D, R], executor: Executor, *, retrieved: bool) -> 
     """Retrieved: mark it on the pod, then keep or delete the pod and forget the keys.
     Not retrieved: leave it to the watchdog's retrieve grace. The problem, or None."""
     pod_id = run.pod.pod_id
-    await copy_pod_logs(run, executor)
+    await copy_pod_logs(executor, run.remote_dir, run.runs.dir_of(run.run_id) / POD_DIR)
     with trio.move_on_after(DRAIN_LIMIT):
         await drain_pod_log(run)
     if not retrieved:

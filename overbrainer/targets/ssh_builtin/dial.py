@@ -19,6 +19,12 @@ from overbrainer.targets.ssh_session import ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 
 SSH_ERRORS = (paramiko.SSHException, EOFError, OSError)
 
+
+def ssh_cause(error: BaseException) -> str:
+    """What an SSH failure says; its type when it says nothing (paramiko's EOFError)."""
+    return str(error) or type(error).__name__
+
+
 # paramiko logs each failure of its own thread as a multi-line traceback at ERROR; every one
 # reaches the caller as an exception, which the user sees as one line.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
@@ -177,13 +183,13 @@ def dial(destination: Destination, abort: Abort) -> paramiko.Transport:
         except SSH_ERRORS as error:
             raise Refused(
                 f"the SSH handshake with {destination.hostname} port {destination.port} "
-                f"failed: {error or type(error).__name__}"
+                f"failed: {ssh_cause(error)}"
             ) from None
         _check_host_key(destination, transport.get_remote_server_key(), known)
         try:
             _authenticate(transport, destination)
         except SSH_ERRORS as error:
-            raise Refused(f"authentication failed: {error or type(error).__name__}") from None
+            raise Refused(f"authentication failed: {ssh_cause(error)}") from None
         transport.set_keepalive(ALIVE_INTERVAL_S)
         done = True
         return transport

@@ -26,7 +26,7 @@ from overbrainer.targets.ssh_builtin.channels import (
     tunnel,
 )
 from overbrainer.targets.ssh_builtin.destination import Refused, resolve
-from overbrainer.targets.ssh_builtin.dial import SSH_ERRORS, Abort, dial
+from overbrainer.targets.ssh_builtin.dial import SSH_ERRORS, Abort, dial, ssh_cause
 from overbrainer.targets.ssh_session import (
     OPERATION_TIMEOUT_S,
     TRANSFER_TIMEOUT_S,
@@ -74,14 +74,8 @@ class BuiltinSshExecutor(ScriptExecutor):
         async with self._lock:
             if self._transport is not None and self._transport.is_active():
                 return self._transport
-            if self._transport is not None and not self._lost:
-                self._lost = True
-                log.warning(
-                    "ssh: the connection to target `%s` was lost (its job keeps running): "
-                    "reconnecting",
-                    self.name,
-                )
-            await self._drop()
+            if self._transport is not None:
+                await self._lose()
             abort = Abort()
             try:
                 destination = await trio.to_thread.run_sync(resolve, self.host, self._config)
@@ -97,6 +91,16 @@ class BuiltinSshExecutor(ScriptExecutor):
             self._transport = transport
             self._lost = False
             return transport
+
+    async def _lose(self) -> None:
+        """Drop a connection that broke, saying once that it is being made again."""
+        if not self._lost:
+            self._lost = True
+            log.warning(
+                "ssh: the connection to target `%s` was lost (its job keeps running): reconnecting",
+                self.name,
+            )
+        await self._drop()
 
     async def _drop(self) -> None:
         """Close the connection, bounded (its channels end with it)."""
@@ -125,12 +129,15 @@ class BuiltinSshExecutor(ScriptExecutor):
                     self._limiter, transport, f"sh -c {quote(script)}", stdin, stdout
                 )
             except SSH_ERRORS as error:
-                await self._drop()
-                raise self._unreachable(f"the connection failed: {error}") from None
+                await self._lose()
+                raise self._unreachable(f"the connection failed: {ssh_cause(error)}") from None
         if done is None:
             await self._drop()  # a connection that stopped answering is not used again
             raise TargetUnreachable(f"target `{self.name}` did not answer within {limit:.0f} s")
-        if not transport.is_active():
+        # paramiko closes the channels of a dying transport before it marks the transport
+        # inactive, having recorded why it died: a channel closed that way is no answer.
+        if not transport.is_active() or transport.saved_exception is not None:
+            await self._lose()
             raise self._unreachable("the connection was lost")
         return done
 
@@ -158,7 +165,10 @@ class BuiltinSshExecutor(ScriptExecutor):
                     await tunnel(self._limiter, transport, stream, host, port)
                 except (*SSH_ERRORS, trio.BrokenResourceError) as error:
                     log.warning(
-                        "ssh: a connection forwarded to %s:%d failed: %s", host, port, error
+                        "ssh: a connection forwarded to %s:%d failed: %s",
+                        host,
+                        port,
+                        ssh_cause(error),
                     )
 
         async with trio.open_nursery() as nursery:
