@@ -69,7 +69,9 @@ def test_without_room_below_the_ephemeral_range_it_says_so(
         free_port()
 
 
-def test_parallel_test_processes_draw_from_their_own_stripe(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_test_processes_draw_from_their_own_stripe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for worker in ("gw0", "gw1", "gw7"):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
         stripe = int(worker[2:])
