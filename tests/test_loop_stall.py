@@ -14,9 +14,9 @@ import pytest
 from overbrainer.config.settings import Topic
 from overbrainer.devtools.loop_stall import LoopStalls, measure_stalls
 from overbrainer.events.types import Stage
+from overbrainer.pipeline import split_stage as split_module
 from overbrainer.pipeline.answers import answers_stage
 from overbrainer.pipeline.engine import Body, StageContext, StageRun
-from overbrainer.pipeline import split_stage as split_module
 from overbrainer.pipeline.split_stage import split_stage
 from overbrainer.storage import free_gradually
 from tests.generator_harness import harness
