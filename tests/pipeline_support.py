@@ -220,8 +220,9 @@ async def start(
     return process
 
 
-async def wait_until(predicate: object, limit: float = 10, every: float = 0.01) -> None:
-    """Poll `predicate()` until it is true (bounded)."""
+async def wait_until(predicate: object, limit: float = 60, every: float = 0.01) -> None:
+    """Poll `predicate()` until it is true, failing after `limit` s (a bound for a loaded machine,
+    never an ordering: a busy CI machine takes seconds to start a command)."""
     assert callable(predicate)
     with trio.fail_after(limit):
         # Files and another process's state have no event to wait on: poll them.

@@ -208,7 +208,7 @@ async def test_ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_resumes(
             return bool(files) and len(files[0].read_text().splitlines()) == 2
 
         await wait_until(two_verdicts, limit=180, every=0.1)
-        await wait_until(lambda: len(_judge_requests(stub.requests)) == 3, limit=30)
+        await wait_until(lambda: len(_judge_requests(stub.requests)) == 3, limit=60)
         os.kill(process.pid, signal.SIGINT)
         with trio.fail_after(30):
             await process.wait()

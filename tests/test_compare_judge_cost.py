@@ -215,8 +215,8 @@ async def test_ctrl_c_while_judging_writes_an_interrupted_line(tmp_path: Path) -
         process = await start(
             nursery, root, "compare", "--rejudge", compare_id, url=stub.url, env=env
         )
-        await wait_until(lambda: _verdict_ids(folder) == ["q0"], limit=30, every=0.1)
-        await wait_until(lambda: _judged(stub.requests) == [0, 1], limit=30)
+        await wait_until(lambda: _verdict_ids(folder) == ["q0"], limit=60, every=0.1)
+        await wait_until(lambda: _judged(stub.requests) == [0, 1], limit=60)
         os.kill(process.pid, signal.SIGINT)
         with trio.fail_after(30):
             await process.wait()

@@ -135,7 +135,7 @@ async def test_quitting_while_a_stage_runs_asks_then_stops_it_and_it_resumes(
             await term.wait_for("nothing run yet")
             await term.keys("Down", "Down", "Enter")
             await term.wait_for("running overbrainer answers")
-            await wait_until(lambda: answered(root), limit=20)
+            await wait_until(lambda: answered(root), limit=60)
             shown = await term.wait_for("latest answer", limit=10)
             assert "→ Here is a careful answer to: " in shown
             await term.keys("q")
@@ -163,7 +163,7 @@ async def test_ctrl_c_stops_the_running_stage_and_exits_130(tmp_path: Path) -> N
             await term.wait_for("nothing run yet")
             await term.keys("Down", "Down", "Enter")
             await term.wait_for("running overbrainer answers")
-            await wait_until(lambda: answered(root), limit=20)
+            await wait_until(lambda: answered(root), limit=60)
             await term.keys("C-c")
             shown = await term.wait_for("EXIT=")
             assert "EXIT=130" in shown
@@ -306,7 +306,7 @@ async def test_c_asks_then_cancels_the_followed_run_under_the_tuis_own_lock(
         await term.wait_for(f"cancel run {run_id}? y cancels it, d detaches")
         assert run_state(root, run_id) == "running"
         await term.keys("y")
-        await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=30)
+        await wait_until(lambda: run_state(root, run_id) == "cancelled", limit=60)
         await term.wait_for(f"{run_id}  cancelled", limit=10)  # the Runs list
         await term.keys("5")  # the status line may have moved on: the Logs view keeps it
         await term.wait_for(f"train: run {run_id} cancelled")
@@ -371,7 +371,7 @@ async def test_e_exports_the_selected_run_and_c_cancels_its_job(tmp_path: Path) 
                 await term.keys("E")
                 await term.wait_for(f"busy: overbrainer export {run_dir.name} is running")
                 parts = [p for p in run_dir.rglob("*.part")]
-                await wait_until(lambda: list(root.rglob("source.tar.gz.part")), limit=30)
+                await wait_until(lambda: list(root.rglob("source.tar.gz.part")), limit=60)
                 await term.keys("c")
                 shown = await term.wait_for("was cancelled", limit=30)
                 assert "export failed" not in shown
