@@ -7,6 +7,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 
 from overbrainer.devtools.stub_provider import StubProvider, open_stub
@@ -97,6 +98,7 @@ async def test_first_sigint_drains_the_requests_in_flight_and_stores_them(
         assert sorted(asked_again) == sorted({q.text for q in questions} - in_flight)
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 async def test_second_sigint_cancels_the_requests_in_flight_at_once(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", concurrency=3)
     write_questions(root, 6)

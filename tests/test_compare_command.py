@@ -51,6 +51,7 @@ def _judge_requests(stub_requests: list[Recorded]) -> list[Recorded]:
     return [r for r in stub_requests if r.is_completion]
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 async def test_compare_of_five_questions_writes_the_report(
     tmp_path: Path, llama_release: LlamaRelease
 ) -> None:

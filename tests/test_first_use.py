@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 import trio
 
 from overbrainer.devtools.embedded import stub_listing, stub_transport
@@ -57,6 +58,7 @@ def guarded(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 def test_a_demo_project_runs_on_the_embedded_stand_in_without_any_network(
     tmp_path: Path,
 ) -> None:

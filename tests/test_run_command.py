@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from overbrainer.devtools.stub_model import default_reply
@@ -33,6 +34,7 @@ def records(root: Path, name: str, kind: type[Subtopic] | type[Question]) -> lis
     return [kind.from_json(line).id for line in path.read_text().splitlines()]
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 async def test_run_makes_every_file_then_a_second_run_asks_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     async with open_stub() as stub:

@@ -156,6 +156,7 @@ def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) 
     assert record(project, run_id)["message"] == message
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 def test_ctrl_c_detaches_and_attach_collects_the_end(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:

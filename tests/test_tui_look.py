@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 import trio
 
+from overbrainer.devtools.stub_model import default_reply
 from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.ui.tui.look import (
     SPINNER,
     ColorLevel,
@@ -122,26 +125,39 @@ async def test_a_spinner_turns_while_work_runs_unless_motion_is_off(
 ) -> None:
     root = make_project(tmp_path / "p")
     env = {"NO_COLOR": "", "OVERBRAINER_TUI_MOTION": motion, "OVERBRAINER_TUI_COLOR": "bright"}
+    released = trio.Event()
+
+    async def held(request: Recorded) -> Reply:
+        # The work lasts until the test has looked, however slow the machine.
+        await released.wait()
+        return default_reply(request)
+
     async with (
-        open_stub(delay=6) as stub,
+        open_stub(held) as stub,
         open_terminal(root, "tui", url=stub.url, env=env) as term,
     ):
         await term.wait_for("nothing run yet in this session")
         await term.keys("Enter")
         await term.wait_for("running overbrainer subtopics")
         seen: set[str] = set()
-        for _ in range(12):
-            status = next(
-                line
-                for line in (await term.screen()).splitlines()
-                if "overbrainer subtopics" in line
-            )
-            seen.add(status[0])
-            await trio.sleep(0.15)
+        # On: until two of the spinner's frames were drawn. Off: twelve looks over ≥ 1.8 s, in
+        # which a turning spinner would have drawn a dozen frames.
+        with trio.fail_after(60):
+            for look in itertools.count():
+                status = next(
+                    line
+                    for line in (await term.screen()).splitlines()
+                    if "overbrainer subtopics" in line
+                )
+                seen.add(status[0])
+                if motion == "on" and len(seen & set(SPINNER)) >= 2:
+                    break
+                if motion == "off" and look == 11:
+                    break
+                await trio.sleep(0.15)
         if motion == "off":
             assert seen == {"r"}, seen  # the status line as it is: nothing moves
-        else:
-            assert len(seen & set(SPINNER)) >= 2, seen
+        released.set()
         await term.keys("5")
         shown = await term.wait_for("subtopics: 2 done, 0 skipped", limit=30)
         assert "OVERBRAINER_TUI_COLOR='bright' is not truecolor, 256 or 16: ignored" in shown

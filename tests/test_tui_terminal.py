@@ -85,6 +85,7 @@ async def test_a_small_terminal_is_refused(tmp_path: Path) -> None:
     assert "EXIT=2" in shown
 
 
+@pytest.mark.quick  # an end-to-end path of the quick tier
 async def test_auto_mode_fills_the_pipeline_then_every_view_shows_and_q_quits(
     tmp_path: Path,
 ) -> None:
