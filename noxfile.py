@@ -1,10 +1,11 @@
-"""Developer sessions: tests, quick, durations, lint, typecheck, bench, trainer, gguf, realserver,
-hub_lowest, hub_newest, axolotl."""
+"""Developer sessions: tests, quick, durations, under_load, lint, typecheck, bench, trainer, gguf,
+realserver, hub_lowest, hub_newest, axolotl."""
 
 from __future__ import annotations
 
 import configparser
 import re
+import subprocess
 from pathlib import Path
 
 import nox
@@ -39,6 +40,21 @@ def durations(session: nox.Session) -> None:
     source); commit the file when tests were added or got slower."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", SUITE, "--record-durations", *session.posargs)
+
+
+@nox.session
+def under_load(session: nox.Session) -> None:
+    """The suite 3 times in a row beside two CPU hogs (`stress-ng --cpu 2`, Debian's package):
+    a test that needs an idle machine fails here. `nox -s under_load -- -x` passes on args."""
+    session.install("-e", ".[test]")
+    hogs = subprocess.Popen(["stress-ng", "--cpu", "2", "--quiet"])
+    try:
+        for round_ in (1, 2, 3):
+            session.log(f"round {round_} of 3, beside stress-ng --cpu 2")
+            session.run("pytest", "-m", SUITE, "-p", "no:cacheprovider", *session.posargs)
+    finally:
+        hogs.terminate()
+        hogs.wait()
 
 
 @nox.session
