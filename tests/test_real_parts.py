@@ -33,6 +33,7 @@ def test_a_missing_part_skips_outside_ci_and_fails_in_it(
         [
             *(sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml")),
             *("-p", "tests.conftest", "-p", "no:cacheprovider", "-rEfs", "-q"),
+            *("-n", "0"),  # two tests: xdist's workers would take longer to start than they run
             str(tmp_path / "test_checks.py"),
         ],
         cwd=REPO,
