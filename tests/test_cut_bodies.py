@@ -10,7 +10,7 @@ from overbrainer.devtools.stub_model import default_reply
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model.usage import Price, Usage
-from overbrainer.pipeline.spend import estimate_tokens, exact_cost, usd, worst_usage
+from overbrainer.pipeline.spend import estimate_tokens, exact_cost, usd
 from tests.pipeline_support import (
     PRICES,
     make_project,
@@ -36,7 +36,11 @@ def check_capped(asked: list[Recorded], cap: int, stage: str, out: list[str], er
     usages = [cut_usage(r) for r in asked]
     counted = sum((exact_cost(u, PRICE) for u in usages), Fraction(0))
     assert counted <= cap
-    assert counted + exact_cost(worst_usage(request_of(asked[-1])), PRICE) > cap
+    found = CAPPED.fullmatch(err.strip().splitlines()[-1])
+    assert found is not None, err
+    # The request refused is the next one, its worst case said in the error.
+    refused = Fraction(found.group(3))
+    assert counted + refused > cap, err
     tokens_in = sum(u.input_tokens for u in usages)
     tokens_out = sum(u.output_tokens for u in usages)
     [line] = out
@@ -45,14 +49,14 @@ def check_capped(asked: list[Recorded], cap: int, stage: str, out: list[str], er
         f"0 excluded; tokens {tokens_in} in, {tokens_out} out; "
         f"cost ${float(counted):.4f} (estimated)"
     )
-    found = CAPPED.fullmatch(err.strip().splitlines()[-1])
-    assert found is not None, err
     assert found.group(1) == usd(counted)[1:]
     assert "could not be read: counted as its prompt and its whole max_tokens" in err
 
 
 async def test_answers_count_cut_bodies_and_stay_within_the_cap(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p", concurrency=2)
+    # One at a time: with two in flight a paid retry is refused while the other request's
+    # worst case is still reserved, so "the next one did not fit" holds only at that moment.
+    root = make_project(tmp_path / "p", concurrency=1)
     write_questions(root, 12)
     env = {"OVERBRAINER_ROLES__PARENT__MAX_TOKENS": "100"}
     async with open_stub(lambda _: Reply(cut=True)) as stub:
@@ -66,7 +70,7 @@ async def test_answers_count_cut_bodies_and_stay_within_the_cap(tmp_path: Path) 
 
 
 async def test_quality_counts_cut_bodies_and_stays_within_the_cap(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p", concurrency=2, pipeline=f"\n[quality]\n{JUDGE}\n")
+    root = make_project(tmp_path / "p", concurrency=1, pipeline=f"\n[quality]\n{JUDGE}\n")
     write_answered(root, 20)
 
     def reply(request: Recorded) -> Reply:
