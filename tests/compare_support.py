@@ -223,7 +223,7 @@ def standin_release(directory: Path, mode: str = "die") -> Iterator[dict[str, st
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()

@@ -114,7 +114,7 @@ def pack_release(tools: LlamaTools, directory: Path, tag: str = TEST_TAG) -> Non
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError("the release server exited before it listened")

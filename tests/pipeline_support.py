@@ -187,7 +187,7 @@ class Result:
 
 
 async def overbrainer(
-    root: Path, *args: str, url: str, env: dict[str, str] | None = None, limit: float = 30
+    root: Path, *args: str, url: str, env: dict[str, str] | None = None, limit: float = 60
 ) -> Result:
     """Run `overbrainer -C root ARGS` to its end against the stub at `url`."""
     with trio.fail_after(limit):

@@ -52,7 +52,7 @@ class Sshd:
             stdout=subprocess.DEVNULL,
             stderr=open(self.root / "sshd.log", "ab"),  # noqa: SIM115 - sshd keeps it
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while True:
             if self.process.poll() is not None:
                 log = (self.root / "sshd.log").read_text()

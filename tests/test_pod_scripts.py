@@ -61,7 +61,7 @@ async def run_until(
     command: list[str],
     env: dict[str, str],
     done: Callable[[], bool],
-    limit: float = 20,
+    limit: float = 60,
     stdout: Path | None = None,
 ) -> int | None:
     """Run `command` until `done()` or its end; its exit status (None when it was stopped).

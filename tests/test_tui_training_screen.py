@@ -17,7 +17,7 @@ KEYS_LINE = "t start a attach c cancel s stop T resume E export h push C compare
 GAUGE = re.compile(r"^  (cpu|mem|disk|root) +\[[█░]{12}\] +\d+%")
 
 
-async def wait_shown(term: Terminal, pattern: re.Pattern[str], limit: float = 30) -> str:
+async def wait_shown(term: Terminal, pattern: re.Pattern[str], limit: float = 60) -> str:
     """The screen once a line of it matches `pattern`."""
     shown = ""
     with trio.move_on_after(limit):

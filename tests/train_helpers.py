@@ -98,7 +98,7 @@ def command(project: Path, *args: str) -> list[str]:
 
 
 def overbrainer(
-    project: Path, env: dict[str, str], *args: str, timeout: float = 30
+    project: Path, env: dict[str, str], *args: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """Run `overbrainer` to its end."""
     return subprocess.run(
@@ -114,8 +114,8 @@ def start(project: Path, env: dict[str, str], err: Path, *args: str) -> subproce
         )
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `check` until true; fail after `timeout` s."""
+def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll `check` until true; fail after `timeout` s (a bound for a loaded machine)."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -49,7 +49,7 @@ class Terminal:
         """What the terminal shows now."""
         return await self.tmux("capture-pane", "-p", "-t", "main")
 
-    async def wait_for(self, text: str, limit: float = 30) -> str:
+    async def wait_for(self, text: str, limit: float = 60) -> str:
         """The screen once it shows `text`; after `limit` s, AssertionError with the screen."""
         shown = ""
         with trio.move_on_after(limit):
