@@ -4,13 +4,13 @@ around the stray check fires instead of the whole `train` failing."""
 
 from __future__ import annotations
 
-from tests import test_train_runpod as on_pods
+from tests import runpod_train_support as on_pods
 from tests.runpod_fake import Fault, RunpodFake
-from tests.test_train_runpod import Setup, messages, train
+from tests.runpod_train_support import Setup, messages, train
 from tests.train_helpers import only_run, record
 
 setup = on_pods.setup  # the fixture: a project on a Runpod target, the fake, its pod host
-needs_pods = on_pods.pytestmark
+needs_pods = on_pods.needs_pod_tools
 
 LISTING = "cannot list the account's pods to look for strays: "
 
