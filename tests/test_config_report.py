@@ -15,7 +15,7 @@ from overbrainer.config.report import (
     target_summary,
 )
 from overbrainer.config.settings import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE
-from tests.test_config_env import COMPLETE, write
+from tests.config_support import COMPLETE, write
 
 ENV = {
     "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL": "https://user:sk-url-SECRET@openrouter.ai/v1",

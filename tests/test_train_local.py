@@ -1,45 +1,24 @@
-"""`overbrainer train` and friends end to end on the local target, with a stand-in `axolotl`."""
+"""`overbrainer train` on the local target, with a stand-in `axolotl`: a run to its end.
+
+Its outcome and summary, the merge, its metrics while it runs, and `runs logs` afterwards.
+"""
 
 from __future__ import annotations
 
-import collections.abc
 import json
-import os
 import re
-import signal
 from pathlib import Path
 
-import pytest
-
-from overbrainer.training.run_store import Job, RunRecord, Runs, RunState
 from tests.ports import free_port
-from tests.train_helpers import (
-    group_alive,
-    hold_at,
-    kill_jobs,
-    make_project,
+from tests.train_helpers import (  # noqa: F401 (the *_fixture are fixtures)
+    bin_dir_fixture,
     only_run,
     overbrainer,
+    project_fixture,
     record,
-    release,
-    run_ids,
     standin_env,
-    start_and_detach,
     training,
-    wait_for,
 )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> collections.abc.Iterator[Path]:
-    root = make_project(tmp_path / "p")
-    yield root
-    kill_jobs(root)
-
-
-@pytest.fixture
-def bin_dir(tmp_path: Path) -> Path:
-    return tmp_path / "bin"
 
 
 def metric_lines(stderr: str) -> list[str]:
@@ -156,129 +135,22 @@ def test_a_job_without_metric_lines_fails_the_run(project: Path, bin_dir: Path) 
     assert record(project, run_id)["message"] == message
 
 
-@pytest.mark.quick  # an end-to-end path of the quick tier
-def test_ctrl_c_detaches_and_attach_collects_the_end(
+def test_train_serves_metrics_while_it_follows_the_job(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
-    run_id = start_and_detach(project, env, tmp_path / "train.err")
-    pid = record(project, run_id)["job"]["pid"]
-    assert group_alive(pid)
-    assert record(project, run_id)["state"] == "running"
-    release(tmp_path)
-    result = overbrainer(project, env, "train", "attach", run_id)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == (
-        f"train: run {run_id} succeeded; step 30/30, epoch 1.00, loss 1.0000, eval_loss 0.0323; "
-        f"output in runs/{run_id}/output"
-    )
-    assert record(project, run_id)["state"] == "succeeded"
-    wait_for(lambda: not group_alive(pid), 5)  # the wrapper exits right after `exit_code`
-    again = overbrainer(project, env, "train", "attach", run_id)  # ended: summarized from files
-    assert (again.returncode, again.stdout) == (0, result.stdout)
+    import urllib.request
 
-
-def test_stop_saves_a_snapshot_and_resume_continues_from_it(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, STANDIN_STEPS="40", **hold_at(tmp_path, 2))
-    run_id = start_and_detach(project, env, tmp_path / "train.err")
-    stop = overbrainer(project, env, "train", "stop", run_id)
-    assert stop.returncode == 0, stop.stderr
-    saved = record(project, run_id)
-    assert saved["state"] == "stopped"
-    step = saved["snapshot"]["step"]
-    assert saved["snapshot"] == {
-        "checkpoint": f"output/checkpoint-{step}",
-        "step": step,
-        "reason": "requested",
-    }
-    assert stop.stdout.splitlines() == [
-        f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
-        "its current step, then stops",
-        f"train: run {run_id} stopped at step {step} (requested): snapshot in "
-        f"runs/{run_id}/output/checkpoint-{step}; resume with "
-        f"`overbrainer train --resume-from {run_id}`",
-        f"train: runs/{run_id}/output also holds the partial model at step {step}, "
-        "not a finished one",
-    ]
-    listed = overbrainer(project, env, "runs", "ls")
-    assert listed.stdout.splitlines() == [
-        f"{run_id}  stopped    local  {saved['created']}  step {step} (requested): "
-        "partial model in output/"
-    ]
-
-    resumed = overbrainer(project, env | {"STANDIN_PACE": "0.01"}, "train", "--resume-from", run_id)
-    assert resumed.returncode == 0, resumed.stderr
-    new_id = next(i for i in run_ids(project) if i != run_id)
-    assert record(project, new_id)["resumed_from"] == run_id
-    assert (
-        f"INFO train: run {new_id} resumes from the snapshot of run {run_id} "
-        f"(output/checkpoint-{step})" in resumed.stderr
-    )
-    new_dir = project / "runs" / new_id
-    copied = new_dir / "resume" / f"checkpoint-{step}" / "trainer_state.json"
-    original = project / "runs" / run_id / "output" / f"checkpoint-{step}" / "trainer_state.json"
-    assert copied.stat().st_ino == original.stat().st_ino  # hard-linked, not copied
-    config = (new_dir / "axolotl.yaml").read_text().replace('"', "")
-    assert f"resume_from_checkpoint: {new_dir.resolve()}/resume/checkpoint-{step}" in config
-    assert (new_dir / "output" / "resumed_from.txt").is_file()
-    assert resumed.stdout.startswith(f"train: run {new_id} succeeded; step 40/40")
-
-
-def test_stop_while_another_process_follows_leaves_the_snapshot_to_it(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, STANDIN_STEPS="40", **hold_at(tmp_path, 2))
-    with training(project, env, tmp_path / "train.err") as train:
-        run_id = only_run(project)
-        stop = overbrainer(project, env, "train", "stop", run_id)
-        out, _ = train.communicate(timeout=15)
-    assert stop.returncode == 0, stop.stderr
-    assert stop.stdout == (
-        f"train: overbrainer (pid {train.pid}) is using this project: if it follows run "
-        f"{run_id}, it collects the snapshot; if not, collect it with "
-        f"`overbrainer train attach {run_id}`\n"
-    )
-    assert train.returncode == 0
-    assert f"train: run {run_id} stopped at step" in out
-    assert record(project, run_id)["state"] == "stopped"
-
-
-def test_cancel_stops_the_group_and_records_it(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
-    run_id = start_and_detach(project, env, tmp_path / "train.err")
-    pid = record(project, run_id)["job"]["pid"]
-    result = overbrainer(project, env, "train", "cancel", run_id)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == f"train: run {run_id} cancelled\n"
-    assert not group_alive(pid)
-    assert (project / "runs" / run_id / "cancelled").exists()
-    assert record(project, run_id)["state"] == "cancelled"
-    again = overbrainer(project, env, "train", "cancel", run_id)
-    assert again.returncode == 2
-    assert again.stderr.splitlines()[-1] == f"error: run {run_id} already ended: cancelled"
-
-
-def test_a_job_killed_outside_overbrainer_is_lost(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
-    err = tmp_path / "train.err"
-    with training(project, env, err) as train:
-        run_id = only_run(project)
-        os.killpg(record(project, run_id)["job"]["pid"], signal.SIGKILL)
-        train.communicate(timeout=10)
-    message = f"the job stopped without an exit code (see runs/{run_id}/job.log)"
-    assert train.returncode == 1
-    lines = err.read_text().splitlines()
-    assert lines[-1] == f"error: {message}"
-    lost = "INFO train: job lost (stopped without an exit code)"
-    assert any(line.endswith(lost) for line in lines)
-    assert record(project, run_id)["state"] == "failed"
-    assert record(project, run_id)["message"] == message
+    port = free_port()
+    env = standin_env(bin_dir, STANDIN_STEPS="200", STANDIN_PACE="0.02")
+    env["OVERBRAINER_METRICS__LISTEN"] = f"127.0.0.1:{port}"
+    with training(project, env, tmp_path / "err.txt", steps=5) as process:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+        assert "overbrainer_build_info" in text
+        step = re.search(r"^overbrainer_train_step\{[^}]*\} ([\d.]+)$", text, re.MULTILINE)
+        assert step is not None and float(step.group(1)) >= 1, text
+        assert process.wait(timeout=30) == 0
+    assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()
 
 
 def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: Path) -> None:
@@ -314,228 +186,3 @@ def test_runs_logs_prints_the_job_log_masked_and_tailed(project: Path, bin_dir: 
     assert alone.stderr.splitlines()[-1] == (
         "error: --source and --follow go with --pod; see `overbrainer runs logs --help`"
     )
-
-
-def test_train_refuses_an_empty_train_file(project: Path, bin_dir: Path) -> None:
-    (project / "data" / "train.jsonl").write_text("")
-    env = standin_env(bin_dir, OVERBRAINER_TRAINING__HUB_MODEL_ID="me/child")
-    result = overbrainer(project, env, "train")
-    assert result.returncode == 2
-    assert (
-        " WARN training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the push will fail"
-        in result.stderr
-    )
-    assert result.stderr.splitlines()[-1] == (
-        "error: data/train.jsonl has no example: run `overbrainer split` first"
-    )
-    assert run_ids(project) == []
-
-
-def save_succeeded(project: Path, *, snapshots: bool) -> None:
-    """Record run `done_1`, succeeded, as if trained earlier."""
-    Runs(project / "runs").save(
-        RunRecord(
-            id="done_1",
-            target="local",
-            created="2026-01-01T00:00:00Z",
-            remote_dir=str(project / "runs" / "done_1"),
-            job=Job(str(project / "runs" / "done_1"), 4242),
-            state=RunState.SUCCEEDED,
-            snapshots=snapshots,
-        )
-    )
-
-
-def test_refusals_name_what_is_wrong(project: Path, bin_dir: Path) -> None:
-    save_succeeded(project, snapshots=True)
-    env = standin_env(bin_dir)
-    cases = [
-        (("train", "--target", "nope"), 2, "unknown target `nope`"),
-        (("train", "--keep-pod"), 2, "--keep-pod only applies to a runpod target"),
-        (
-            ("train", "--resume-from", "done_1"),
-            2,
-            "cannot resume from run done_1: it is succeeded, not stopped with a snapshot "
-            "(see `overbrainer train stop`)",
-        ),
-    ]
-    for args, code, message in cases:
-        result = overbrainer(project, env, *args)
-        assert (result.returncode, result.stderr.splitlines()[-1]) == (code, f"error: {message}")
-    assert run_ids(project) == ["done_1"]
-
-
-def test_stop_and_attach_refusals_and_the_listing(project: Path, bin_dir: Path) -> None:
-    save_succeeded(project, snapshots=False)
-    env = standin_env(bin_dir)
-    cases = [
-        (("train", "stop", "done_1"), 2, "run done_1 already ended: succeeded"),
-        (("train", "attach", "nope"), 2, "no run nope in runs/"),
-    ]
-    for args, code, message in cases:
-        result = overbrainer(project, env, *args)
-        assert (result.returncode, result.stderr.splitlines()[-1]) == (code, f"error: {message}")
-    listed = overbrainer(project, env, "runs", "ls")
-    assert listed.stdout == "done_1  succeeded  local  2026-01-01T00:00:00Z\n"
-
-
-def test_attach_adopts_a_job_started_but_not_recorded(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
-    run_id = start_and_detach(project, env, tmp_path / "train.err")
-    # As if overbrainer was killed -9 between spawning the job and saving the record.
-    path = project / "runs" / run_id / "run.json"
-    saved = json.loads(path.read_text())
-    path.write_text(json.dumps(saved | {"state": "preparing", "job": None}))
-    release(tmp_path)
-    result = overbrainer(project, env, "train", "attach", run_id)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
-    assert (
-        f" WARN train: run {run_id} was left preparing, but its job had started (process group "
-        f"{saved['job']['pid']}): recording it as running" in result.stderr
-    )
-    assert record(project, run_id)["job"]["pid"] == saved["job"]["pid"]
-
-
-def test_a_missing_axolotl_refuses_the_training_and_creates_no_run(
-    project: Path, tmp_path: Path
-) -> None:
-    env = standin_env(tmp_path / "bin")
-    env["PATH"] = "/usr/bin:/bin"
-    result = overbrainer(project, env, "train")
-    assert result.returncode == 2, result.stderr
-    assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == (
-        "error: target `local` cannot train: axolotl is not on PATH (set targets.local.venv to "
-        "Axolotl's virtual environment)"
-    )
-    assert [line for line in result.stderr.splitlines() if "error" in line.lower()] == [
-        result.stderr.splitlines()[-1]
-    ]
-    assert run_ids(project) == []
-
-
-def test_a_venv_without_axolotl_refuses_the_training_and_creates_no_run(
-    project: Path, tmp_path: Path
-) -> None:
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "axolotl").write_text("#!/bin/sh\n")  # not executable
-    with open(project / "overbrainer.toml", "a") as config:
-        config.write(f'venv = "{venv}"\n')
-    result = overbrainer(project, standin_env(tmp_path / "bin"), "train")
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.splitlines()[-1] == (
-        f"error: target `local` cannot train: no axolotl in {venv}/bin (targets.local.venv)"
-    )
-    assert run_ids(project) == []
-
-
-def test_the_axolotl_of_the_venv_trains(project: Path, tmp_path: Path) -> None:
-    env = standin_env(tmp_path / "bin")
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (tmp_path / "bin" / "axolotl").rename(venv / "bin" / "axolotl")
-    with open(project / "overbrainer.toml", "a") as config:
-        config.write(f'venv = "{venv}"\n')
-    result = overbrainer(project, env, "train", timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert record(project, only_run(project))["state"] == "succeeded"
-
-
-def test_kill_9_of_the_follower_leaves_the_job_training(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, STANDIN_STEPS="30", **hold_at(tmp_path, 2))
-    with training(project, env, tmp_path / "train.err") as train:
-        train.kill()
-        train.wait(timeout=10)
-    run_id = only_run(project)
-    assert record(project, run_id)["state"] == "running"
-    assert group_alive(record(project, run_id)["job"]["pid"])
-    release(tmp_path)
-    result = overbrainer(project, env, "train", "attach", run_id)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 30/30")
-
-
-def test_stop_cancels_a_job_that_never_saves_its_snapshot(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
-    env |= {"STANDIN_IGNORE_SNAPSHOT": "1", "OVERBRAINER_TEST_STOP_LIMITS_S": "1,1"}
-    run_id = start_and_detach(project, env, tmp_path / "train.err")
-    result = overbrainer(project, env, "train", "stop", run_id)
-    assert result.returncode == 1
-    lines = result.stderr.splitlines()
-    assert lines[-1] == f"error: run {run_id} was cancelled"
-    assert any(
-        line.endswith(" WARN no snapshot 30 min after it was asked for: the job was cancelled")
-        for line in lines
-    )
-    assert record(project, run_id)["state"] == "cancelled"
-    assert not group_alive(record(project, run_id)["job"]["pid"])
-
-
-def test_train_serves_metrics_while_it_follows_the_job(
-    project: Path, bin_dir: Path, tmp_path: Path
-) -> None:
-    import urllib.request
-
-    port = free_port()
-    env = standin_env(bin_dir, STANDIN_STEPS="200", STANDIN_PACE="0.02")
-    env["OVERBRAINER_METRICS__LISTEN"] = f"127.0.0.1:{port}"
-    with training(project, env, tmp_path / "err.txt", steps=5) as process:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-            text = reply.read().decode()
-        assert "overbrainer_build_info" in text
-        step = re.search(r"^overbrainer_train_step\{[^}]*\} ([\d.]+)$", text, re.MULTILINE)
-        assert step is not None and float(step.group(1)) >= 1, text
-        assert process.wait(timeout=30) == 0
-    assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "err.txt").read_text()
-
-
-def test_a_venv_target_puts_the_venv_first_on_path_for_axolotls_own_launchers(
-    project: Path, tmp_path: Path
-) -> None:
-    # Axolotl's `axolotl train` launches `accelerate` by name: a venv that is not on PATH
-    # fails with FileNotFoundError. This venv's axolotl does the same.
-    env = standin_env(tmp_path / "standin")
-    venv_bin = tmp_path / "venv" / "bin"
-    venv_bin.mkdir(parents=True)
-    (tmp_path / "standin" / "axolotl").rename(venv_bin / "launched")
-    (venv_bin / "axolotl").write_text('#!/bin/sh\nexec launched "$@"\n')
-    (venv_bin / "axolotl").chmod(0o755)
-    env["OVERBRAINER_TARGETS__LOCAL__VENV"] = str(tmp_path / "venv")
-    result = overbrainer(project, env, "train")
-    assert result.returncode == 0, result.stderr
-    run_id = only_run(project)
-    assert result.stdout.startswith(f"train: run {run_id} succeeded; step 20/20")
-    assert "launched: not found" not in (project / "runs" / run_id / "job.log").read_text()
-
-
-def test_a_target_without_a_gpu_is_refused_until_the_cpu_settings_are_set(
-    project: Path, tmp_path: Path
-) -> None:
-    env = standin_env(tmp_path / "bin")
-    (tmp_path / "bin" / "nvidia-smi").unlink()  # this machine: no GPU
-    result = overbrainer(project, env, "train")
-    assert result.returncode == 2
-    keys = ", ".join(
-        f"training.axolotl_extra.{key}"
-        for key in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "bf16", "fp16")
-    )
-    assert result.stderr.splitlines()[-1] == (
-        f"error: target `local` has no GPU: to train on its CPU set {keys} = false "
-        '(docs/training.md, "Training on a CPU")'
-    )
-    assert run_ids(project) == []
-    for key in ("LORA_MLP_KERNEL", "LORA_QKV_KERNEL", "LORA_O_KERNEL", "BF16", "FP16"):
-        env[f"OVERBRAINER_TRAINING__AXOLOTL_EXTRA__{key}"] = "false"
-    result = overbrainer(project, env, "train")
-    assert result.returncode == 0, result.stderr
-    assert " INFO target `local` has no GPU: training on its CPU" in result.stderr
-    config = (project / "runs" / only_run(project) / "axolotl.yaml").read_text()
-    assert "lora_mlp_kernel: false" in config and "fp16: false" in config

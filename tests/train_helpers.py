@@ -203,3 +203,17 @@ def start_and_detach(project: Path, env: dict[str, str], err: Path) -> str:
         f"follow it again with `overbrainer train attach {run_id}`"
     )
     return run_id
+
+
+@pytest.fixture(name="project")
+def project_fixture(tmp_path: Path) -> collections.abc.Iterator[Path]:
+    """A project with training data under tmp_path/p; its jobs killed at the end."""
+    root = make_project(tmp_path / "p")
+    yield root
+    kill_jobs(root)
+
+
+@pytest.fixture(name="bin_dir")
+def bin_dir_fixture(tmp_path: Path) -> Path:
+    """Where `standin_env` puts the stand-in `axolotl` (and `nvidia-smi`)."""
+    return tmp_path / "bin"
