@@ -183,6 +183,8 @@ async def test_r_runs_a_stage_on_one_topic_then_with_force(tmp_path: Path) -> No
             assert "f --force: on: every selected topic's subtopics are asked for again" in shown
             await term.keys("Enter")
             await wait_until(lambda: len(history(root)) == 2)  # the forced run has ended
+            # and the TUI has seen it end: `q` would ask to stop work still running otherwise.
+            await term.wait_gone("running overbrainer subtopics")
             assert len(completion_prompts(stub)) > asked  # asked again, not skipped
             await term.keys("q")
             shown = await term.wait_for("EXIT=")

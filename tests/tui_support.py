@@ -60,6 +60,17 @@ class Terminal:
                 await trio.sleep(0.1)
         raise AssertionError(f"{text!r} not shown in {limit} s; the screen:\n{shown}")
 
+    async def wait_gone(self, text: str, limit: float = 60) -> str:
+        """The screen once it no longer shows `text`; after `limit` s, AssertionError."""
+        shown = ""
+        with trio.move_on_after(limit):
+            while True:
+                shown = await self.screen()
+                if text not in shown:
+                    return shown
+                await trio.sleep(0.1)
+        raise AssertionError(f"{text!r} still shown after {limit} s; the screen:\n{shown}")
+
 
 @asynccontextmanager
 async def open_terminal(
