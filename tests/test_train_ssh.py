@@ -98,10 +98,14 @@ def remote_steps(remote: Path) -> int:
     return max(steps, default=0)
 
 
-def start_train(project: Path, env: dict[str, str], err: Path, *args: str) -> subprocess.Popen[str]:
+def start_train(
+    project: Path, env: dict[str, str], err: Path, *args: str, events: Path | None = None
+) -> subprocess.Popen[str]:
+    """`train ARGS` started on `project`, its stderr into `err`, its events into `events`."""
+    before = () if events is None else ("--events", str(events))
     with open(err, "w") as stderr:
         return subprocess.Popen(
-            command(project, "train", *args),
+            command(project, *before, "train", *args),
             env=env,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -129,6 +133,14 @@ def detach_after(project: Path, env: dict[str, str], remote: Path, err: Path, st
     return run_id
 
 
+def event_kinds(events: Path) -> list[str]:
+    """The kinds of the complete event lines written so far."""
+    text = events.read_text() if events.exists() else ""
+    return [
+        json.loads(line)["event"] for line in text.splitlines(keepends=True) if line.endswith("\n")
+    ]
+
+
 def metric_lines(stderr: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
 
@@ -137,7 +149,7 @@ def metric_lines(stderr: str) -> list[str]:
 def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     sshd: Sshd, remote: Path, tmp_path: Path, client: SshClient
 ) -> None:
-    project, env = ssh_project(tmp_path, sshd, remote, client)
+    project, env = ssh_project(tmp_path, sshd, remote, client, hold_at=2)
     env["OVERBRAINER_HF_TOKEN"] = "hf_over_ssh"
     trap = tmp_path / "trap"  # an `ssh` that records its use: the builtin client never runs it
     trap.mkdir()
@@ -146,9 +158,18 @@ def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     if client is SshClient.BUILTIN:
         env["PATH"] = f"{trap}{os.pathsep}{env['PATH']}"
     events = tmp_path / "events.jsonl"
-    result = overbrainer(
-        project, env, "--events", str(events), "train", "--target", "box", timeout=90
-    )
+    err = tmp_path / "train.err"
+    train = start_train(project, env, err, "--target", "box", events=events)
+    try:
+        # Held until the target's probe has answered once, so a loaded machine cannot end
+        # the job before its first sample.
+        wait_for(lambda: "system" in event_kinds(events), 60)
+        release(tmp_path)
+        out, _ = train.communicate(timeout=90)
+    finally:
+        train.kill()
+        train.wait()
+    result = subprocess.CompletedProcess(train.args, train.returncode, out, err.read_text())
     assert result.returncode == 0, result.stderr
     run_id = only_run(project)
     remote_dir = remote.resolve() / run_id
@@ -162,8 +183,7 @@ def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     saved = record(project, run_id)
     assert (saved["state"], saved["remote_dir"]) == ("succeeded", str(remote_dir))
     assert saved["job"]["dir"] == str(remote_dir)
-    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
-    assert kinds.count("system") >= 1  # the target's probe, over the same connection
+    assert "system" in event_kinds(events)  # the target's probe, over the same connection
     local = project / "runs" / run_id
     # Retrieved and verified: the same bytes here as on the target, checkpoints left there.
     for name in ("output/adapter_model.safetensors", "metrics.jsonl", "job.log"):
