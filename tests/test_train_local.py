@@ -12,11 +12,14 @@ from pathlib import Path
 from tests.ports import free_port
 from tests.train_helpers import (  # noqa: F401 (the *_fixture are fixtures)
     bin_dir_fixture,
+    event_kinds,
+    hold_at,
     only_run,
     overbrainer,
     project_fixture,
     record,
     standin_env,
+    train_sampled,
     training,
 )
 
@@ -28,12 +31,12 @@ def metric_lines(stderr: str) -> list[str]:
 def test_a_run_that_succeeds_is_recorded_and_summarized(
     project: Path, bin_dir: Path, tmp_path: Path
 ) -> None:
-    env = standin_env(bin_dir)
+    env = standin_env(bin_dir, **hold_at(tmp_path, 2))
     events = tmp_path / "events.jsonl"
-    result = overbrainer(project, env, "--events", str(events), "train")
+    result = train_sampled(project, env, tmp_path, events)
     assert result.returncode == 0, result.stderr
     run_id = only_run(project)
-    kinds = [json.loads(line)["event"] for line in events.read_text().splitlines()]
+    kinds = event_kinds(events)
     assert kinds[0] == "run_watched"
     assert kinds.count("system") >= 1  # this machine, sampled at once and then every 10 s
     assert kinds.count("job_status") == 2  # running, then exited: only changes are published

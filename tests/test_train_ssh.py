@@ -19,6 +19,7 @@ from tests.sshd_support import ALIAS, Sshd, kill_jobs_under, make_sshd
 from tests.train_helpers import (
     STANDIN,
     command,
+    event_kinds,
     group_alive,
     make_project,
     only_run,
@@ -26,6 +27,7 @@ from tests.train_helpers import (
     record,
     release,
     standin_gpu,
+    train_sampled,
     wait_for,
 )
 from tests.train_helpers import hold_at as held
@@ -98,14 +100,10 @@ def remote_steps(remote: Path) -> int:
     return max(steps, default=0)
 
 
-def start_train(
-    project: Path, env: dict[str, str], err: Path, *args: str, events: Path | None = None
-) -> subprocess.Popen[str]:
-    """`train ARGS` started on `project`, its stderr into `err`, its events into `events`."""
-    before = () if events is None else ("--events", str(events))
+def start_train(project: Path, env: dict[str, str], err: Path, *args: str) -> subprocess.Popen[str]:
     with open(err, "w") as stderr:
         return subprocess.Popen(
-            command(project, *before, "train", *args),
+            command(project, "train", *args),
             env=env,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -133,14 +131,6 @@ def detach_after(project: Path, env: dict[str, str], remote: Path, err: Path, st
     return run_id
 
 
-def event_kinds(events: Path) -> list[str]:
-    """The kinds of the complete event lines written so far."""
-    text = events.read_text() if events.exists() else ""
-    return [
-        json.loads(line)["event"] for line in text.splitlines(keepends=True) if line.endswith("\n")
-    ]
-
-
 def metric_lines(stderr: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"INFO train: (step .*)", stderr)]
 
@@ -158,18 +148,7 @@ def test_a_run_on_an_ssh_target_is_followed_retrieved_and_verified(
     if client is SshClient.BUILTIN:
         env["PATH"] = f"{trap}{os.pathsep}{env['PATH']}"
     events = tmp_path / "events.jsonl"
-    err = tmp_path / "train.err"
-    train = start_train(project, env, err, "--target", "box", events=events)
-    try:
-        # Held until the target's probe has answered once, so a loaded machine cannot end
-        # the job before its first sample.
-        wait_for(lambda: "system" in event_kinds(events), 60)
-        release(tmp_path)
-        out, _ = train.communicate(timeout=90)
-    finally:
-        train.kill()
-        train.wait()
-    result = subprocess.CompletedProcess(train.args, train.returncode, out, err.read_text())
+    result = train_sampled(project, env, tmp_path, events, "--target", "box")
     assert result.returncode == 0, result.stderr
     run_id = only_run(project)
     remote_dir = remote.resolve() / run_id

@@ -114,6 +114,30 @@ def start(project: Path, env: dict[str, str], err: Path, *args: str) -> subproce
         )
 
 
+def event_kinds(events: Path) -> list[str]:
+    """The kinds of the complete event lines written to `events` so far."""
+    text = events.read_text() if events.exists() else ""
+    lines = [line for line in text.splitlines(keepends=True) if line.endswith("\n")]
+    return [json.loads(line)["event"] for line in lines]
+
+
+def train_sampled(
+    project: Path, env: dict[str, str], tmp_path: Path, events: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`train ARGS` to its end, its job (set up with `hold_at`) released only once a `system`
+    sample is in `events`: a loaded machine cannot end the job before its first sample."""
+    err = tmp_path / "train.err"
+    train = start(project, env, err, "--events", str(events), "train", *args)
+    try:
+        wait_for(lambda: "system" in event_kinds(events))
+        release(tmp_path)
+        out, _ = train.communicate(timeout=90)
+    finally:
+        train.kill()
+        train.wait()
+    return subprocess.CompletedProcess(train.args, train.returncode, out, err.read_text())
+
+
 def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
     """Poll `check` until true; fail after `timeout` s (a bound for a loaded machine)."""
     deadline = time.monotonic() + timeout
