@@ -3,10 +3,16 @@ nothing written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tests.pipeline_support import make_project
+from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.devtools.stub_script import Reply
+from tests.hub_support import RUN_ID, make_run
+from tests.pipeline_support import history, make_project, write_questions
+from tests.pipeline_support import overbrainer as run_stage
 from tests.test_bad_input import snapshot
+from tests.test_cli_bad_input import overbrainer as plain
 from tests.test_cli_global import overbrainer
 
 
@@ -76,3 +82,68 @@ def test_init_under_dash_c_hints_with_dash_c(tmp_path: Path) -> None:
     assert (hinted.returncode, hinted.stdout) == (0, "no stage has run yet\n")
     demo = overbrainer("-C", "gi4", "init", "--demo", cwd=tmp_path)
     assert demo.stdout == "next: make the demo dataset with `overbrainer -C gi4 run --no-train`\n"
+
+
+def test_compare_of_a_failed_run_suggests_nothing_that_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    make_run(root, files={}, state="failed")
+    before = snapshot(root)
+    done = plain("-C", str(root), "compare", "--run", RUN_ID)
+    # Before, it said `run \`overbrainer export RUN\` first`, which export then refused.
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"error: run {RUN_ID} is failed: only a succeeded or stopped run can be exported and "
+        "compared; `overbrainer runs ls` lists the runs\n",
+    )
+    assert snapshot(root) == before
+
+
+def test_runs_ls_with_only_unreadable_runs_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    run_dir = make_run(root, files={})
+    (run_dir / "run.json").write_text("{not json")
+    done = plain("-C", str(root), "runs", "ls")
+    assert (done.returncode, done.stdout) == (0, "")
+    *_, warning, last = done.stderr.splitlines()
+    assert f"skipping the unreadable record of run {RUN_ID}" in warning
+    assert last == f"no readable runs (1 skipped: {RUN_ID}; see the warning above)"
+
+
+async def test_an_unknown_cost_is_never_called_estimated(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", concurrency=1)
+    write_questions(root, 2)
+    # No prices listed, and replies without usage: the tokens are estimated, the cost unknown.
+    async with open_stub(lambda _: Reply(content="A.", reasoning="R.", usage=None)) as stub:
+        result = await run_stage(root, "answers", url=stub.url)
+    assert result.code == 0, result.stderr
+    [line] = result.out_lines
+    assert line.startswith("answers: 2 done, 0 skipped, 0 failed, 0 excluded; tokens "), line
+    assert line.endswith(" out; cost unknown"), line
+    [record] = history(root)
+    assert (record.cost, record.cost_estimated) == (None, True)
+    shown = overbrainer("-C", "p", "history", "--all", cwd=tmp_path)
+    assert shown.stdout.rstrip().endswith("out; cost unknown"), shown.stdout
+    assert "(estimated)" not in shown.stdout
+
+
+async def test_a_question_over_64_kib_is_refused_naming_its_line(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 1)
+    before = snapshot(root)
+    limit = 64 * 1024
+    file = tmp_path / "q.jsonl"
+    rows = ["Fine?", "é" * (limit // 2), "x" * (limit + 1)]  # at the limit, then one byte over
+    file.write_text("".join(json.dumps({"question": row}) + "\n" for row in rows))
+    args = ("import", "questions", str(file), "--topic", "ownership")
+    done = await run_stage(root, *args, url="http://127.0.0.1:9")
+    assert (done.code, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"error: {file}:3: the question is 65,537 bytes, over the limit of 65,536 bytes "
+        "(64 KiB) for one question\n",
+    )
+    assert snapshot(root) == before
+    file.write_text("".join(json.dumps({"question": row}) + "\n" for row in rows[:2]))
+    accepted = await run_stage(root, *args, url="http://127.0.0.1:9")
+    assert accepted.code == 0, accepted.stderr

@@ -171,14 +171,11 @@ def open_project(start: Path) -> Project:
 
 def _no_project(start: Path) -> str:
     """Why `start` holds no project and the `init` that makes one there, path included."""
-    init = "overbrainer init" if start == Path(".") else f"overbrainer init {shlex.quote(str(start))}"
-    try:
-        missing = not os.path.lexists(start)
-    except OSError:
-        missing = False
-    if missing:
+    here = start == Path(".")
+    init = "overbrainer init" if here else f"overbrainer init {shlex.quote(str(start))}"
+    if not os.path.lexists(start):
         return f"{start} does not exist: make a project there with `{init}`"
-    where = "this directory" if start == Path(".") else str(start)
+    where = "this directory" if here else str(start)
     return f"{where} is not in an overbrainer project: make one with `{init}`"
 
 
