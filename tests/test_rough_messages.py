@@ -8,12 +8,13 @@ from pathlib import Path
 
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Reply
-from tests.hub_support import RUN_ID, make_run
+from tests.hub_support import RUN_ID, hub_env, make_run
 from tests.pipeline_support import history, make_project, write_questions
 from tests.pipeline_support import overbrainer as run_stage
 from tests.test_bad_input import snapshot
 from tests.test_cli_bad_input import overbrainer as plain
 from tests.test_cli_global import overbrainer
+from tests.test_push import push
 
 
 def test_a_table_given_twice_names_the_table_and_both_lines(tmp_path: Path) -> None:
@@ -147,3 +148,18 @@ async def test_a_question_over_64_kib_is_refused_naming_its_line(tmp_path: Path)
     file.write_text("".join(json.dumps({"question": row}) + "\n" for row in rows[:2]))
     accepted = await run_stage(root, *args, url="http://127.0.0.1:9")
     assert accepted.code == 0, accepted.stderr
+
+
+def test_a_hub_whose_name_does_not_resolve_is_named(tmp_path: Path) -> None:
+    # `.invalid` never resolves (RFC 2606), offline or not: before, `[Errno -2] Name or service
+    # not known` was all the user saw.
+    root = tmp_path / "project"
+    make_run(root)
+    before = snapshot(root)
+    result = push(root, hub_env(tmp_path, "https://hub.nonexistent.invalid"))
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "error: cannot reach hub.nonexistent.invalid: name not resolved"
+    )
+    assert "Errno" not in result.stderr
+    assert snapshot(root) == before
