@@ -4,8 +4,12 @@ nothing written."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
+import pytest
+
+from overbrainer.config.toml_errors import syntax_error_at
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Reply
 from tests.hub_support import RUN_ID, hub_env, make_run
@@ -33,6 +37,24 @@ def test_a_table_given_twice_names_the_table_and_both_lines(tmp_path: Path) -> N
         f"{second}, column 10: table [pipeline] is defined twice (first at line {first})\n",
     )
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "at"),
+    [
+        (
+            '[a.b]\nx = 1\n[a]\n[ a . "b" ]  # again\n',
+            " at line 4, column 11: table [a.b] is defined twice (first at line 1)",
+        ),
+        ("[[t]]\n[t]\n", " at line 2, column 3: table [t] is defined twice (first at line 1)"),
+        ("a = {b = 1}\n[a]\n", " at line 2, column 3: table [a] is defined twice"),
+        ("x = \n", " at line 1, column 5"),
+    ],
+)
+def test_what_a_toml_error_says(text: str, at: str) -> None:
+    with pytest.raises(tomllib.TOMLDecodeError) as caught:
+        tomllib.loads(text)
+    assert syntax_error_at(text, caught.value) == at
 
 
 def test_a_key_given_twice_is_named(tmp_path: Path) -> None:
