@@ -32,6 +32,15 @@ _SECRETS = (
 NO_RUNS = "no runs yet: start one with `overbrainer train`"
 
 
+def no_runs(skipped: list[str]) -> str:
+    """What `runs ls` says when it lists nothing: `no runs yet`, unless some were unreadable."""
+    if not skipped:
+        return NO_RUNS
+    named = ", ".join(skipped[:3]) + (", …" if len(skipped) > 3 else "")
+    warnings = "the warning" if len(skipped) == 1 else "the warnings"
+    return f"no readable runs ({len(skipped)} skipped: {named}; see {warnings} above)"
+
+
 def ls_line(record: RunRecord, width: int, pod: str | None = None) -> str:
     """One `runs ls` line: ID, state, target, creation time, a stopped run's snapshot, its pod."""
     line = f"{record.id:<{width}}  {record.state.value:<9}  {record.target}  {record.created}"
@@ -96,13 +105,13 @@ def runs_ls() -> None:
     """List the runs, oldest first: ID, state, target, creation time, snapshot, pod."""
     try:
         store = _runs()
-        records = store.list()
+        records, skipped = store.scan()
     except OverbrainerError as error:
         _fail(error)
         return
     if not records:
         # On stderr: stdout stays a list of runs, empty when there are none, for scripts.
-        click.echo(NO_RUNS, err=True)
+        click.echo(no_runs(skipped), err=True)
         return
     width = max(len(record.id) for record in records)
     for record in records:

@@ -353,10 +353,11 @@ class StageRun:
 def summary_line(stage: Stage, stats: StageStats, *, estimated: bool = False) -> str:
     """`{stage}: N done, N skipped, N failed, N excluded; tokens N in, N out; cost …`.
 
-    `(estimated)` ends it when some reply had no usage and its tokens were estimated.
+    `(estimated)` ends a known cost when some reply had no usage and its tokens were estimated;
+    an unknown cost is not an estimate, so `cost unknown` never carries it.
     """
     cost = "cost unknown" if stats.cost is None else f"cost ${stats.cost:.4f}"
-    if estimated:
+    if estimated and stats.cost is not None:
         cost += " (estimated)"
     return (
         f"{stage}: {stats.done} done, {stats.skipped} skipped, {stats.failed} failed, "
