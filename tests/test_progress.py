@@ -32,7 +32,7 @@ def test_the_window_runs_from_the_last_training_line_shown() -> None:
     p = Progress()
     seq = [(100, None), (105, 2.0), (109.9, None), (110, None), (119.99, None), (120, None)]
     shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
-    assert shown == [True, False, True, True, False, True]
+    assert shown == [True, True, False, True, False, True]
 
 
 def test_an_evaluation_does_not_hide_the_next_training_line() -> None:
