@@ -74,7 +74,7 @@ async def check_local(root: Path, answers: Answers) -> LocalCheck:
     try:
         await check_can_train(name, target, training, executor)
     except CannotTrain:
-        return LocalCheck(problem=f"this machine has no GPU (axolotl at {path}): training fails")
+        return LocalCheck(problem="this machine has no GPU: local training fails")
     except (OSError, trio.TooSlowError) as error:
         return LocalCheck(problem=f"cannot look for a GPU here ({type(error).__name__})")
     return LocalCheck(found=f"this machine can train: axolotl at {path}, a GPU")
