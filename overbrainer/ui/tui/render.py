@@ -83,7 +83,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int, chrome: int = CHRO
         asked = menu_lines(state.run_menu, state.snapshot.topics)
     if asked:
         title: Row = [("title", asked[0])]
-        shown: list[Row] = [[f"  {line}"] for line in asked[1:]]
+        shown: list[Row] = [[part] for line in asked[1:] for part in wrapped(f"  {line}", cols, 4)]
         lines = [title, *shown]
     return [_clip(line, cols) for line in lines[:height]]
 
