@@ -123,18 +123,18 @@ async def test_the_quality_row_counts_the_tokens_of_a_judge_that_never_scores(
 
 async def test_the_logs_view_wraps_a_long_line(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
-    async with open_stub() as stub:
-        async with open_terminal(root, "tui", url=stub.url, size=(80, 24)) as term:
-            await term.wait_for("nothing run yet")
-            await term.keys("Enter")
-            await term.wait_for("subtopics: 2 done, 0 skipped, 0 failed")
-            await term.keys("5")
-            shown = await term.wait_for("Logs: INFO and above")
-            lines = shown.splitlines()
-            start = next(i for i, line in enumerate(lines) if "INFO  subtopics: 2 done" in line)
-            # The summary line (over 80 columns with its time and level) goes on below its
-            # message's start: nothing is cut at the screen's edge.
-            assert lines[start + 1].startswith(" " * 15), shown
-            assert "cost unknown" in lines[start + 1], shown
-            await term.keys("q")
-            await term.wait_for("EXIT=0")
+    size = (80, 24)
+    async with open_stub() as stub, open_terminal(root, "tui", url=stub.url, size=size) as term:
+        await term.wait_for("nothing run yet")
+        await term.keys("Enter")
+        await term.wait_for("subtopics: 2 done, 0 skipped, 0 failed")
+        await term.keys("5")
+        shown = await term.wait_for("Logs: INFO and above")
+        lines = shown.splitlines()
+        start = next(i for i, line in enumerate(lines) if "INFO  subtopics: 2 done" in line)
+        # The summary line (over 80 columns with its time and level) goes on below its
+        # message's start: nothing is cut at the screen's edge.
+        assert lines[start + 1].startswith(" " * 15), shown
+        assert "cost unknown" in lines[start + 1], shown
+        await term.keys("q")
+        await term.wait_for("EXIT=0")
