@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def job(engine: Engine, run_dir: Path, **settings: str) -> ContainerJob:
 
 
 @pytest.fixture
-def engines(tmp_path: Path) -> dict[str, str]:
+def engines(tmp_path: Path) -> Iterator[dict[str, str]]:
     """The stand-in engines first on PATH, and a `bin/` for a stand-in `nvidia-smi`."""
     state = tmp_path / "engine"
     variables = install_engines(tmp_path / "bin", state)
