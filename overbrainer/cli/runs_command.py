@@ -65,12 +65,12 @@ def pod_summary(run_dir: Path) -> str | None:
 def pod_record_missing(run_dir: Path, record: RunRecord) -> bool:
     """Whether a running run made a pod's keys (`ssh/id_ed25519`, made before any create) but
     has no `pod.json`: nobody knows from runs/ whether its pod still runs and bills."""
-    from overbrainer.targets import pod_record_path
+    from overbrainer.targets import client_key_path, pod_record_path
     from overbrainer.training import RunState
 
     return (
         record.state is RunState.RUNNING
-        and (run_dir / "ssh" / "id_ed25519").is_file()
+        and client_key_path(run_dir).is_file()
         and not pod_record_path(run_dir).exists()
     )
 

@@ -50,7 +50,12 @@ if TYPE_CHECKING:
     from overbrainer.targets.runpod.create_body import JOB_ENV, pod_of_run, pod_path, workdir
     from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
     from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
-    from overbrainer.targets.runpod.keys import forget_client_key, host_alias, write_ssh_config
+    from overbrainer.targets.runpod.keys import (
+        client_key_path,
+        forget_client_key,
+        host_alias,
+        write_ssh_config,
+    )
     from overbrainer.targets.runpod.kind import pod_settings
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
@@ -170,6 +175,7 @@ __all__ = [
     "claim_dir",
     "classify_all",
     "clean_up",
+    "client_key_path",
     "container_commands",
     "container_name",
     "cost_cap",
@@ -308,6 +314,7 @@ __getattr__ = lazy_face(
         "export_script": "export_job_script",
         "floor_gb": "runpod.vram",
         "follow_disk": "runpod.disk",
+        "client_key_path": "runpod.keys",
         "forget_client_key": "runpod.keys",
         "forget_keys": "runpod.pod_delete",
         "gguf_name": "export_job_script",
