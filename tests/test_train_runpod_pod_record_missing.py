@@ -77,3 +77,15 @@ async def test_train_stop_says_nothing_to_stop_only_when_runpod_has_no_pod(
     assert gone.stderr.decode().splitlines()[-1] == (
         f"error: run {run_id} has no pod left (Runpod has no pod of it): nothing to stop"
     )
+
+
+async def test_train_cancel_finds_the_pod_by_its_name(setup: Setup) -> None:
+    run_id = await run_without_pod_record(setup)
+    done = await train(setup, "cancel", run_id)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert out.splitlines() == [f"train: run {run_id} cancelled"]
+    assert record(setup.project, run_id)["state"] == "cancelled"
+    assert "pod: deleting pod0001 (results retrieved)" in pod_lines(err)
+    assert pod_record(setup.project, run_id)["state"] == "deleted"
+    assert setup.fake.pods == {}
