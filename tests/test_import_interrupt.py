@@ -20,10 +20,34 @@ QUESTIONS = 30_000
 CHECKING = "import: checking 30000 question(s) for duplicates"
 PROMPT = 10.0
 """Seconds the command may take to end after the signal, on a loaded machine."""
-WORDS = (
-    "borrow move owner lifetime trait closure box pin future async await drop clone copy slice"
-    " vector string reference mutable shared thread send sync arc mutex channel"
-).split()
+WORDS = [
+    "borrow",
+    "move",
+    "owner",
+    "lifetime",
+    "trait",
+    "closure",
+    "box",
+    "pin",
+    "future",
+    "async",
+    "await",
+    "drop",
+    "clone",
+    "copy",
+    "slice",
+    "vector",
+    "string",
+    "reference",
+    "mutable",
+    "shared",
+    "thread",
+    "send",
+    "sync",
+    "arc",
+    "mutex",
+    "channel",
+]
 
 
 def write_file(path: Path) -> Path:
