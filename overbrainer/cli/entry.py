@@ -1,4 +1,5 @@
-"""The console script's entry: a Ctrl-C while the program is still loading exits 130 quietly."""
+"""The console script's entry: a Ctrl-C while the program is still loading exits 130 quietly,
+and one at any time makes the exit code 130, never a death by the signal."""
 
 from __future__ import annotations
 
