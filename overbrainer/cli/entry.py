@@ -1,15 +1,19 @@
-"""The console script's entry: a Ctrl-C while the program is still loading exits 130 quietly."""
+"""The console script's entry: a Ctrl-C while the program is still loading exits 130 quietly,
+and one at any time makes the exit code 130, never a death by the signal."""
 
 from __future__ import annotations
 
 import signal
 import sys
 from types import FrameType
+from typing import NoReturn
 
+from overbrainer.events.stop_signals import ignore_stop_signals, note_stop
 from overbrainer.model.errors import EXIT_INTERRUPTED
 
 
 def _exit_interrupted(signum: int, frame: FrameType | None) -> None:
+    note_stop()
     raise SystemExit(EXIT_INTERRUPTED)
 
 
@@ -27,4 +31,17 @@ def main() -> None:
     try:
         run_command_line()
     except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
+        _leave(EXIT_INTERRUPTED)
+    except SystemExit as done:
+        _leave(done.code)
+
+
+def _leave(code: str | int | None) -> NoReturn:
+    """Exit with `code`, or 130 when a Ctrl-C or SIGTERM came at any time; none can kill it now.
+
+    Python gives its own signal handlers back to the default action while it finalizes: a
+    Ctrl-C pressed then would end the process by SIGINT (wait status -2) instead of 130.
+    """
+    if ignore_stop_signals():
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

@@ -11,6 +11,7 @@ from typing import NoReturn
 
 import click
 
+from overbrainer.events.stop_signals import note_stop_signals
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError
 from overbrainer.model.redact import redact
 
@@ -31,7 +32,12 @@ def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
         # (the entry kept a quiet «exit 130» one while the command line was read).
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        result = trio.run(flow)
+        try:
+            result = trio.run(flow)
+        finally:
+            # Trio put the default handler back: a Ctrl-C from here on is only noted, and the
+            # entry exits 130 (a KeyboardInterrupt now could escape into the interpreter's end).
+            note_stop_signals()
         code = EXIT_OK if result is None else result
     except KeyboardInterrupt as error:
         code = _interrupted(error)

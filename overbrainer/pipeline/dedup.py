@@ -145,14 +145,7 @@ class Deduplicator:
 
         On an embedding error nothing is accepted and the error propagates.
         """
-        batch = _Lexical(self._lexical.threshold)
-        novel: list[tuple[str, frozenset[str]]] = []
-        for candidate in candidates:
-            shingled = shingles(candidate)
-            if self._lexical.is_duplicate(shingled) or batch.is_duplicate(shingled):
-                continue
-            batch.insert(shingled)
-            novel.append((candidate, shingled))
+        novel = self._lexically_novel(candidates)
         if self._embed is not None and novel:
             vectors = await self._embed_all([candidate for candidate, _ in novel])
             kept = []
@@ -164,6 +157,33 @@ class Deduplicator:
         for _, shingled in novel:
             self._lexical.insert(shingled)
         return [candidate for candidate, _ in novel]
+
+    def _lexically_novel(self, candidates: list[str]) -> list[tuple[str, frozenset[str]]]:
+        """The candidates, with their bigrams, that duplicate nothing lexically."""
+        batch = _Lexical(self._lexical.threshold)
+        novel: list[tuple[str, frozenset[str]]] = []
+        for candidate in candidates:
+            shingled = shingles(candidate)
+            if self._lexical.is_duplicate(shingled) or batch.is_duplicate(shingled):
+                continue
+            batch.insert(shingled)
+            novel.append((candidate, shingled))
+        return novel
+
+    def admit_lexically(self, candidates: list[str]) -> list[str]:
+        """`admit` for a deduplicator without an embedder, as plain (blocking) work: the import
+        runs it in a worker thread."""
+        assert self._embed is None, "an embedder is asked only through `admit`"
+        novel = self._lexically_novel(candidates)
+        for _, shingled in novel:
+            self._lexical.insert(shingled)
+        return [candidate for candidate, _ in novel]
+
+    def record_lexically(self, texts: Sequence[str]) -> None:
+        """`record` for a deduplicator without an embedder, as plain (blocking) work."""
+        assert self._embed is None, "an embedder is asked only through `record`"
+        for text in texts:
+            self._lexical.insert(shingles(text))
 
     async def record(self, texts: Sequence[str]) -> None:
         """Remember texts accepted earlier (stored or rejected questions) without filtering."""

@@ -4,17 +4,24 @@ Each topic's questions go through the questions stage's deduplicator, seeded wit
 stored and rejected questions: an exact or near duplicate is skipped and counted. A question
 rejected in the TUI (its ID, or its normalized text in its topic) stays rejected, and so does
 every question of a rejected subtopic. Everything is read and checked before the first write.
+
+The checking (`plan_import`) is CPU work of seconds to minutes for a large file: it runs in a
+worker thread that a cancel (Ctrl-C) stops at its next row, so the event loop stays free to see
+the signal and nothing is written; the writing (`write_import`) is one append per file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
+import trio
 
 from overbrainer.config.settings import Settings
-from overbrainer.model.errors import UsageError
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError
 from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
 from overbrainer.pipeline.context import select_topics
 from overbrainer.pipeline.dedup import Deduplicator
@@ -34,6 +41,24 @@ from overbrainer.storage import (
     rejected_from_json,
     subtopic_id,
 )
+
+log = logging.getLogger(__name__)
+
+SEED_SLICE = 1_000
+"""Stored questions remembered between two looks at the stop flag."""
+
+
+class ImportInterrupted(OverbrainerError):
+    """Ctrl-C (or SIGTERM) stopped the import before its write: nothing was added (exit 130)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    def __init__(self) -> None:
+        super().__init__("interrupted: nothing was imported; run the import again to add it")
+
+
+class _Stopped(Exception):
+    """The planning thread's way out once its caller has gone (a cancel)."""
 
 
 @attrs.frozen
@@ -104,7 +129,7 @@ def _topic_of(row: QuestionRow, given: str | None, known: frozenset[str], shown:
 
 
 @attrs.frozen
-class _Plan:
+class ImportPlan:
     """What to append: new subtopics (also listed as imported) and new questions."""
 
     subtopics: list[Subtopic]
@@ -112,15 +137,21 @@ class _Plan:
     counts: ImportCounts
 
 
-async def _plan(
-    settings: Settings, known: _Known, rows: Sequence[tuple[QuestionRow, str]]
-) -> _Plan:
+def _plan(
+    settings: Settings,
+    known: _Known,
+    rows: Sequence[tuple[QuestionRow, str]],
+    stopped: Callable[[], bool],
+) -> ImportPlan:
+    """The plan (blocking CPU work); raises `_Stopped` at the next row once `stopped()`."""
     pipeline = settings.pipeline
     dedups: dict[str, Deduplicator] = {}
     new_subtopics: dict[str, Subtopic] = {}
     questions: list[Question] = []
     duplicates = rejected = 0
     for row, topic in rows:
+        if stopped():
+            raise _Stopped
         name = row.subtopic or IMPORTED
         sid = subtopic_id(topic, name)
         qid = question_id(sid, row.text)
@@ -136,9 +167,12 @@ async def _plan(
             # Lexical only: an import asks no provider, so the embedder is not used.
             dedup = Deduplicator(pipeline.dedup_threshold, pipeline.embedding_threshold)
             seen = known.texts.get(topic, []) + sorted(known.rejected_texts.get(topic, ()))
-            await dedup.record(seen)
+            for start in range(0, len(seen), SEED_SLICE):
+                if stopped():
+                    raise _Stopped
+                dedup.record_lexically(seen[start : start + SEED_SLICE])
             dedups[topic] = dedup
-        if not await dedup.admit([row.text]):
+        if not dedup.admit_lexically([row.text]):
             duplicates += 1
             continue
         subtopic = known.subtopics.get(sid) or new_subtopics.setdefault(
@@ -147,10 +181,24 @@ async def _plan(
         questions.append(Question(qid, topic, sid, subtopic.name, row.text))
     topics = tuple(dict.fromkeys(topic for _, topic in rows))
     counts = ImportCounts(len(questions), duplicates, rejected, topics)
-    return _Plan(list(new_subtopics.values()), questions, counts)
+    return ImportPlan(list(new_subtopics.values()), questions, counts)
 
 
-def _write(project: Project, plan: _Plan) -> None:
+async def _plan_in_thread(
+    settings: Settings, known: _Known, rows: Sequence[tuple[QuestionRow, str]]
+) -> ImportPlan:
+    """`_plan` in a worker thread; a cancel returns at once and stops the thread at its next row
+    (its partial result is dropped: it wrote nothing)."""
+    stop = threading.Event()
+    try:
+        return await trio.to_thread.run_sync(
+            lambda: _plan(settings, known, rows, stop.is_set), abandon_on_cancel=True
+        )
+    finally:
+        stop.set()
+
+
+def _write(project: Project, plan: ImportPlan) -> None:
     """Append the plan: subtopics first, so a question never names a subtopic not stored."""
     project.data.mkdir(exist_ok=True)
     if plan.subtopics:
@@ -163,17 +211,25 @@ def _write(project: Project, plan: _Plan) -> None:
             appender.append_all(q.to_json() for q in plan.questions)
 
 
-async def import_questions(
+async def plan_import(
     project: Project, settings: Settings, path: Path, topic: str | None
-) -> ImportCounts:
-    """Add the file's new questions to the project; nothing is written when any row is bad."""
+) -> ImportPlan:
+    """Read and check the file and find its new questions, writing nothing; a bad row is a
+    UsageError. A cancel (the command's Ctrl-C) stops it promptly."""
     if topic is not None:
         select_topics(settings, [topic])
     shown = str(path)
     rows = await read_in_thread(lambda: read_question_file(path, shown))
     configured = frozenset(t.name for t in settings.topics)
-    placed = [(row, _topic_of(row, topic, configured, shown)) for row in rows]
+    placed = await read_in_thread(
+        lambda: [(row, _topic_of(row, topic, configured, shown)) for row in rows]
+    )
     known = await read_in_thread(lambda: _read_known(project))
-    plan = await _plan(settings, known, placed)
+    log.info("import: checking %d question(s) for duplicates", len(placed))
+    return await _plan_in_thread(settings, known, placed)
+
+
+async def write_import(project: Project, plan: ImportPlan) -> ImportCounts:
+    """Append the plan's subtopics and questions (whole lines, one write per file)."""
     await write_in_thread(lambda: _write(project, plan))
     return plan.counts

@@ -15,6 +15,7 @@ import trio
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Interrupt
+from overbrainer.events.stop_signals import STOP_SIGNALS, note_stop, noting_handler
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
@@ -36,9 +37,8 @@ async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], N
         on_signal()
 
 
-# SIGTERM (`kill`, a container or service stop) is a Ctrl-C too: the stage drains what is in
-# flight, prints its summary and records its history line instead of dying mid-write.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGTERM (`kill`, a container or service stop) is a Ctrl-C too (STOP_SIGNALS): the stage drains
+# what is in flight, prints its summary and records its history line instead of dying mid-write.
 
 
 @contextlib.contextmanager
@@ -48,7 +48,9 @@ def _absorbed_once(came: Callable[[], bool]) -> Iterator[None]:
 
     Trio's receiver, on leaving, gives back the handler it found and raises the signals still
     queued in it; this handler is the one it finds, so a Ctrl-C pressed during the orderly exit
-    cannot turn into a KeyboardInterrupt that hides the exit's own error line.
+    cannot turn into a KeyboardInterrupt that hides the exit's own error line. Where the one
+    replaced was the default action (SIGTERM's), the signal is a Ctrl-C instead: the default
+    would kill the process mid-write, and leaving, it is only noted (the exit code says 130).
     """
     # None: a handler not set from Python, which cannot be set back; the default stands in.
     previous: dict[int, Callable[[int, FrameType | None], object] | int] = {
@@ -61,9 +63,9 @@ def _absorbed_once(came: Callable[[], bool]) -> Iterator[None]:
         prior = previous[signum]
         if callable(prior):
             prior(signum, frame)
-            return
-        signal.signal(signum, prior)  # SIG_DFL: the default action, as before we came in
-        signal.raise_signal(signum)
+        elif prior != signal.SIG_IGN:
+            note_stop()
+            raise KeyboardInterrupt
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, handler)
@@ -73,7 +75,10 @@ def _absorbed_once(came: Callable[[], bool]) -> Iterator[None]:
         # `SIG_IGN`, not a Python handler, once the exit began: Python resets its own handlers
         # to the default one while it finalizes, but leaves an ignored signal ignored.
         for number, prior in previous.items():
-            signal.signal(number, signal.SIG_IGN if came() else prior)
+            if came():
+                signal.signal(number, signal.SIG_IGN)
+            else:
+                signal.signal(number, noting_handler if prior == signal.SIG_DFL else prior)
 
 
 @contextlib.asynccontextmanager
@@ -89,6 +94,7 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
     def noted() -> None:
         nonlocal came
         came = True
+        note_stop()  # the process exits 130, whatever the flow makes of it
         on_signal()
 
     with contextlib.ExitStack() as stack:

@@ -1,0 +1,101 @@
+"""Ctrl-C and SIGTERM during `import questions` of 30,000 questions: the command stops within
+seconds, writes nothing and exits 130, whether the signal comes as the checking starts or
+seconds into it."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.pipeline_support import make_project, start, wait_until, write_questions
+
+NO_PROVIDER = "http://127.0.0.1:9"
+"""The import asks no provider: a URL that nothing answers."""
+QUESTIONS = 30_000
+CHECKING = "import: checking 30000 question(s) for duplicates"
+PROMPT = 10.0
+"""Seconds the command may take to end after the signal, on a loaded machine."""
+WORDS = [
+    "borrow",
+    "move",
+    "owner",
+    "lifetime",
+    "trait",
+    "closure",
+    "box",
+    "pin",
+    "future",
+    "async",
+    "await",
+    "drop",
+    "clone",
+    "copy",
+    "slice",
+    "vector",
+    "string",
+    "reference",
+    "mutable",
+    "shared",
+    "thread",
+    "send",
+    "sync",
+    "arc",
+    "mutex",
+    "channel",
+]
+
+
+def write_file(path: Path) -> Path:
+    """QUESTIONS questions drawn from a few words: each shares bigrams with thousands of others,
+    so checking them for near-duplicates takes minutes."""
+    draw = random.Random(40)
+    with path.open("w", encoding="utf-8") as file:
+        for n in range(QUESTIONS):
+            text = " ".join(draw.choice(WORDS) for _ in range(12))
+            file.write(json.dumps({"question": f"{text} case {n}?"}) + "\n")
+    return path
+
+
+def data_files(root: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted((root / "data").iterdir())}
+
+
+@pytest.mark.parametrize(
+    ("signum", "after"),
+    [(signal.SIGINT, 0.0), (signal.SIGINT, 5.0), (signal.SIGTERM, 0.0)],
+    ids=["sigint-at-start", "sigint-5s-in", "sigterm-at-start"],
+)
+async def test_a_signal_during_the_import_stops_it_promptly_writing_nothing(
+    tmp_path: Path, signum: signal.Signals, after: float
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_questions(root, 3)
+    before = data_files(root)
+    file = write_file(tmp_path / "many.jsonl")
+    async with trio.open_nursery() as nursery:
+        started = trio.current_time()
+        process = await start(
+            nursery, root, "import", "questions", str(file), "--topic", "ownership", url=NO_PROVIDER
+        )
+        # Ordered by the command's own line: the file is read and the checking has begun.
+        await wait_until(lambda: CHECKING in (root / "stderr.txt").read_text())
+        # `after` is a lower bound on how long it has been checking, never the ordering.
+        await trio.sleep_until(started + after)
+        assert process.poll() is None, "the import ended before the signal: make the file slower"
+        process.send_signal(signum)
+        with trio.fail_after(PROMPT):
+            code = await process.wait()
+    stderr = (root / "stderr.txt").read_text()
+    assert code == 130, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: nothing was imported; run the import again to add it"
+    )
+    assert "Traceback" not in stderr
+    assert (root / "stdout.txt").read_text() == ""
+    assert data_files(root) == before
+    assert (root / ".overbrainer" / "lock").read_text() == ""
