@@ -8,9 +8,10 @@ the command (an unsettled file is settled by the next run).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import trio
@@ -27,6 +28,7 @@ from overbrainer.storage import (
     Subtopic,
     begin,
     example_head,
+    load_force_state,
     save_force_state,
     settle,
     utc_now,
@@ -69,6 +71,24 @@ def kind_of(project: Project, name: str) -> RecordKind:
     """The replaceable data file `data/<name>.jsonl` (subtopics, questions, answers)."""
     head, single = _HEADS[name]
     return RecordKind(project.data_file(name), project.force_state(name), head, single)
+
+
+def replaced_ids(project: Project, name: str) -> set[str]:
+    """The old record IDs an unfinished `--force` of stage `name` is still to replace (they
+    count for nothing: their items are done again). Blocking: reads the state."""
+    state = load_force_state(project.force_state(name))
+    return set() if state is None else state.old_ids(set(state.pending))
+
+
+def answers_to_redo(project: Project, stored: Sequence[str], topics: frozenset[str]) -> set[str]:
+    """The question IDs of `topics` an unfinished `answers --force` still has to answer again:
+    pending ones whose new answer is not stored yet (`stored`: every ID of `answers.jsonl`,
+    in file order; a killed run may not have settled those it did). Blocking."""
+    state = load_force_state(project.force_state("answers"))
+    if state is None:
+        return set()
+    counts = collections.Counter(stored)
+    return {key for key in state.pending_keys(topics) if counts[key] < 2}
 
 
 class Replacement:
