@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
@@ -64,7 +64,7 @@ def _new_answers(root: Path) -> set[str]:
 
 def _held_after(
     count: int, reply: Callable[[Recorded], Reply], released: trio.Event
-) -> Callable[[Recorded], object]:
+) -> Callable[[Recorded], Awaitable[Reply]]:
     """The stub's replies by `reply` for the first `count` requests; later ones wait for
     `released`, so a kill lands mid-run whatever the machine's speed."""
     seen = 0
