@@ -175,8 +175,18 @@ async def test_a_killed_forced_quality_run_is_continued_by_the_plain_run(tmp_pat
         assert first.code == 0, first.stderr
         assert first.out_lines[0].startswith("quality: 10 done")
 
+        # Refused by the cap before its first request: nothing armed, nothing to redo.
+        refused = await overbrainer(
+            root, "quality", "--force", "--max-cost", "0.0001", url=stub.url
+        )
+        assert refused.code == 1, refused.stderr
+        assert force_state(root, "quality") is None
+        assert len(stub.completions) == 10
+        plain = await overbrainer(root, "quality", url=stub.url)
+        assert plain.out_lines[0].startswith("quality: 0 done, 10 skipped"), plain.stdout
+
         released = trio.Event()
-        stub.responder = _held_after(len(stub.completions) + 4, judge(), released)
+        stub.responder = _held_after(4, judge(), released)
         process = await start(nursery, root, "quality", "--force", url=stub.url)
         await _kill_when(process, lambda: len(_scores(root)) == 14)
         released.set()
