@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.benchmark_files import (
     audit_line,
+    benchmark_problems,
     load_benchmarks,
     question_of,
     read_benchmark,
@@ -21,6 +21,7 @@ from overbrainer.pipeline.decontaminate import (
     overlap,
 )
 from overbrainer.pipeline.split import plan_split
+from overbrainer.storage.errors import InvalidRecord
 from overbrainer.storage.ids import object_id
 from overbrainer.storage.records import Example, FinishReason, Message, Meta, ReasoningKind
 
@@ -98,20 +99,33 @@ def test_a_benchmark_line_gives_its_question_prompt_or_user_message() -> None:
 def test_reading_a_benchmark_names_the_file_and_line_of_a_bad_line(tmp_path: Path) -> None:
     path = tmp_path / "b.jsonl"
     path.write_text('{"question":"A?"}\n\n{"prompt":"B?"}\n{"answer":1}\n')
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(InvalidRecord) as caught:
         list(read_benchmark(path, "bench/b.jsonl"))
     assert caught.value.message == (
-        "bench/b.jsonl line 4 (quality.decontaminate): expected a JSON object with a"
+        "[quality] decontaminate: bench/b.jsonl line 4: expected a JSON object with a"
         " `question` or `prompt` string or a `messages` list"
     )
-    with pytest.raises(UsageError) as missing:
+    with pytest.raises(InvalidRecord) as missing:
         load_benchmarks(tmp_path, ["bench/none.jsonl"], 8, 0.5)
-    assert (
-        missing.value.message
-        == "cannot read bench/none.jsonl (quality.decontaminate): no such file"
-    )
+    assert missing.value.message == "[quality] decontaminate: bench/none.jsonl not found"
     path.write_text('\ufeff{"question":"A?"}\n\n{"prompt":"B?"}\n', encoding="utf-8")
     assert list(read_benchmark(path, "b")) == [("A?", Source("b", 1)), ("B?", Source("b", 3))]
+
+
+def test_a_file_that_is_not_utf8_text_is_named_with_its_first_bad_byte(tmp_path: Path) -> None:
+    (tmp_path / "latin1.jsonl").write_bytes('{"question":"Qué?"}\n'.encode("latin-1"))
+    # A byte-order mark counts in the offset: it is where the byte is in the file.
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + b'{"question":"\xf3"}\n')
+    (tmp_path / "nul.jsonl").write_bytes(b'{"question":"A?"}\n\x00\n')
+    (tmp_path / "dir.jsonl").mkdir()
+    names = ["latin1.jsonl", "bom.jsonl", "nul.jsonl", "dir.jsonl", "none.jsonl"]
+    assert benchmark_problems(tmp_path, names) == [
+        "[quality] decontaminate: latin1.jsonl is not UTF-8 text (byte 0xe9 at offset 15)",
+        "[quality] decontaminate: bom.jsonl is not UTF-8 text (byte 0xf3 at offset 16)",
+        "[quality] decontaminate: nul.jsonl is binary",
+        "[quality] decontaminate: dir.jsonl is a directory",
+        "[quality] decontaminate: none.jsonl not found",
+    ]
 
 
 def test_an_audit_line_names_the_answer_and_the_benchmark_line() -> None:

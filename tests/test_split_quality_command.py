@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from overbrainer.storage.ids import question_id, subtopic_id
 from overbrainer.storage.records import Example, Message, Question, Subtopic
 from tests.pipeline_support import (
@@ -111,24 +113,65 @@ async def test_a_bad_benchmark_line_stops_split_before_it_writes(tmp_path: Path)
     result = await overbrainer(root, "split", url=NOWHERE)
     assert result.code == 2, result.stderr
     assert result.stderr.splitlines()[-1] == (
-        f"error: {BENCH} line 2 (quality.decontaminate): expected a JSON object with a"
+        f"error: [quality] decontaminate: {BENCH} line 2: expected a JSON object with a"
         " `question` or `prompt` string or a `messages` list"
     )
     assert result.out_lines == []
+    assert history(root) == []
     for name in ("train", "eval", "decontaminated"):
         assert (root / "data" / f"{name}.jsonl").read_text() == "stale\n"
 
 
-async def test_a_missing_benchmark_file_stops_split(tmp_path: Path) -> None:
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of the project but the lock, by path: what a refused command must not touch."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.name != "lock"
+    }
+
+
+BAD_BENCHMARKS = {
+    "missing": (None, "not found"),
+    "directory": ("dir", "is a directory"),
+    "binary": (b'{"question":"A?"}\n\x89PNG\r\n\x1a\n\x00\x00', "is binary"),
+    "latin-1": (
+        '{"question":"A?"}\n{"question":"¿Qué pasó?"}\n'.encode("latin-1"),
+        "is not UTF-8 text (byte 0xbf at offset 31)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BENCHMARKS))
+async def test_a_bad_benchmark_file_is_refused_before_any_stage_starts(
+    tmp_path: Path, case: str
+) -> None:
     root = _project(tmp_path)
     _decontaminate(root, [])
+    content, wrong = BAD_BENCHMARKS[case]
     (root / BENCH).unlink()
-    result = await overbrainer(root, "split", url=NOWHERE)
-    assert result.code == 2, result.stderr
-    assert result.stderr.splitlines()[-1] == (
-        f"error: cannot read {BENCH} (quality.decontaminate): no such file"
-    )
-    assert not (root / "data" / "train.jsonl").exists()
+    if content == "dir":
+        (root / BENCH).mkdir()
+    elif isinstance(content, bytes):
+        (root / BENCH).write_bytes(content)
+    for name in ("train", "eval", "decontaminated"):
+        (root / "data" / f"{name}.jsonl").write_text("stale\n")
+    before = _files(root)
+    expected = f"error: [quality] decontaminate: {BENCH} {wrong}"
+
+    for args in (["split"], ["run", "--no-train"]):
+        result = await overbrainer(root, *args, url=NOWHERE)
+        assert result.code == 2, result.stderr
+        assert [line for line in result.stderr.splitlines() if "error" in line] == [expected]
+        assert "Errno" not in result.stderr and "codec" not in result.stderr
+        assert result.out_lines == []
+        assert history(root) == []
+        assert _files(root) == before
+
+    check = await overbrainer(root, "config", "check", url=NOWHERE)
+    assert check.code == 2, check.stderr
+    assert f"[quality] decontaminate: {BENCH} {wrong}" in check.stderr
+    assert _files(root) == before
 
 
 def _copy_to_other_topic(root: Path, every: int) -> dict[str, str]:

@@ -44,6 +44,7 @@ def check(resolve: bool, online: bool, no_train: bool) -> None:
     from overbrainer.config.errors import ConfigError
     from overbrainer.config.report import deprecation_warnings, report_lines
     from overbrainer.flows.config_check import (
+        decontaminate_problems,
         failed_roles,
         local_trainers,
         preflight_problems,
@@ -69,6 +70,7 @@ def check(resolve: bool, online: bool, no_train: bool) -> None:
             click.echo(f"warning: {warning}", err=True)
         training = [] if no_train else trainer_problems(settings, trainers)
         problems += await preflight_problems(settings, os.environ, training)
+        problems += await decontaminate_problems(settings, project.root)
         if resolve:
             for key, unresolved in await resolve_secrets(settings, os.environ):
                 if unresolved is None:

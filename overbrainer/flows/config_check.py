@@ -17,6 +17,7 @@ from overbrainer.config.report import secrets_of
 from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.llm import RoleCheck, check_online, role_key
+from overbrainer.pipeline.benchmark_files import benchmark_problems
 from overbrainer.targets import LocalExecutor, kind_of
 from overbrainer.training import (
     CannotTrain,
@@ -69,6 +70,12 @@ async def preflight_problems(
         log.warning(warning)
     problems = await trio.to_thread.run_sync(config_problems, settings, environ)
     return [*problems, *more]
+
+
+async def decontaminate_problems(settings: Settings, root: Path) -> list[str]:
+    """The `[quality] decontaminate` files that `split` would refuse, one line each."""
+    files = settings.quality.decontaminate
+    return await trio.to_thread.run_sync(benchmark_problems, root, files)
 
 
 async def resolve_secrets(

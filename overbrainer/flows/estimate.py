@@ -17,6 +17,7 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import load_templates, stage_role_name
 from overbrainer.pipeline.estimate import PAID_STAGES, estimate_line, estimate_stages, money
+from overbrainer.pipeline.forces import unfinished_forces
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
         estimates = await trio.to_thread.run_sync(
             estimate_stages, command.project, settings, chosen, templates, settings.topics
         )
+        names = frozenset(topic.name for topic in settings.topics)
+        forces = await trio.to_thread.run_sync(unfinished_forces, command.project, chosen, names)
         prices = await _prices(settings, command.config.env, chosen)
         low = high = 0.0
         unpriced: list[str] = []
@@ -73,6 +76,8 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
                 unpriced.append(estimate.model)
             else:
                 low, high = low + cost[0], high + cost[1]
+        for force in forces:
+            front.line(f"estimate: {force}")
         front.line(total_line(low, high, len(estimates), unpriced))
 
 

@@ -22,6 +22,7 @@ from overbrainer.llm import EMBEDDER, PriceBook, RoleClient, connect_roles
 from overbrainer.model.errors import UsageError
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.answers import answers_stage
+from overbrainer.pipeline.benchmark_files import check_benchmarks
 from overbrainer.pipeline.context import check_templates
 from overbrainer.pipeline.engine import (
     Body,
@@ -341,6 +342,10 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
         ):
             _check_questions(project)
             planned = [Stage.SUBTOPICS, Stage.QUESTIONS]
+        if Stage.SPLIT in planned:
+            # Bad input is refused before any stage starts, so no stage records a history line.
+            files = config.settings.quality.decontaminate
+            await trio.to_thread.run_sync(check_benchmarks, project.root, files)
         max_cost = request.max_cost
         cap = config.settings.pipeline.max_cost_usd if max_cost is None else max_cost
         pipeline = _Pipeline(project, config, front, command.bus, interrupt, request, SpendCap(cap))

@@ -196,7 +196,7 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     # fails before a force begins.
     systems = system_prompts(ctx, ctx.topics)
     stored = await read_in_thread(lambda: read_stored(ctx))
-    async with replacing(ctx, "answers") as replacement:
+    async with replacing(ctx, run, "answers") as replacement:
         await _answer_pending(ctx, run, replacement, systems, stored)
 
 

@@ -154,7 +154,7 @@ class _BatchStage:
             log.warning("parent %s: %s", self.role.model, self.warning)
         # Read first, so that a bad data line fails before a force begins.
         stored = await read_in_thread(lambda: read_stored(ctx))
-        async with replacing(ctx, "answers") as replacement:
+        async with replacing(ctx, self.run_, "answers") as replacement:
             self.redo = set(replacement.pending(ctx.selected_topic_names))
             pending, skipped, gone, self.questions = pending_questions(ctx, self.redo, stored)
             replacement.forget(gone)
@@ -268,6 +268,8 @@ class _BatchStage:
             run.held_back = True
             return
         try:
+            if run.before_send is not None:
+                await run.before_send()  # a new --force is saved before its first batch
             batch_id = await self.api.submit(items, intent.tag)
         except LlmError as error:
             reservation.release()

@@ -3,18 +3,22 @@
 A benchmark file is JSONL: one JSON object a line, blank lines skipped. Its question is the
 first of: a string `question`; a string `prompt`; the string `content` of the first entry of a
 `messages` list whose `role` is `user` (chat dumps), or of its first entry when none has a role.
-Anything else stops the split with one line naming the file and the line.
+A file that is missing, a directory, binary (it holds a NUL byte) or not UTF-8 text, or a line
+without a question, is bad input: one line naming `[quality] decontaminate`, the file and what
+is wrong (`InvalidRecord`, exit 2). The stage commands and `run` check the files before any
+stage starts (`check_benchmarks`), `config check` reports them (`benchmark_problems`), and the
+split reads them again before it writes anything, so a bad file never leaves a history line.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination, Source
-from overbrainer.storage import write_atomic
+from overbrainer.storage import InvalidRecord, write_atomic
 
 AUDIT_FILE = "decontaminated"
 """`data/decontaminated.jsonl`: one line per answer the benchmarks left out."""
@@ -44,24 +48,66 @@ def question_of(line: str) -> str | None:
     return _message_text(value.get("messages"))
 
 
-def read_benchmark(path: Path, shown: str) -> Iterator[tuple[str, Source]]:
-    """Each question of one file with where it is; UsageError naming `shown` and the line."""
+KEY = "[quality] decontaminate"
+
+
+def _text(path: Path, shown: str) -> str:
+    """The text of one benchmark file; InvalidRecord saying what keeps it from being read."""
     try:
-        # utf-8-sig: a dump saved with a byte-order mark still reads from its first line.
-        content = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        cause = "no such file" if isinstance(error, FileNotFoundError) else str(error)
-        raise UsageError(f"cannot read {shown} (quality.decontaminate): {cause}") from None
+        data = path.read_bytes()
+    except FileNotFoundError:
+        wrong = "not found"
+    except IsADirectoryError:
+        wrong = "is a directory"
+    except OSError as error:
+        wrong = f"cannot be read ({error.strerror or type(error).__name__})"
+    else:
+        if b"\0" in data:
+            wrong = "is binary"
+        else:
+            # A dump saved with a byte-order mark still reads from its first line.
+            skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+            try:
+                return data[skip:].decode("utf-8")
+            except UnicodeDecodeError as error:
+                offset = skip + error.start
+                wrong = f"is not UTF-8 text (byte 0x{data[offset]:02x} at offset {offset})"
+    raise InvalidRecord(f"{KEY}: {shown} {wrong}")
+
+
+def read_benchmark(path: Path, shown: str) -> Iterator[tuple[str, Source]]:
+    """Each question of one file with where it is; InvalidRecord naming `shown` (and the
+    line) when the file or a line is not usable."""
+    content = _text(path, shown)
     for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
         question = question_of(line)
         if question is None:
-            raise UsageError(
-                f"{shown} line {number} (quality.decontaminate): expected a JSON object with"
+            raise InvalidRecord(
+                f"{KEY}: {shown} line {number}: expected a JSON object with"
                 " a `question` or `prompt` string or a `messages` list"
             )
         yield question, Source(shown, number)
+
+
+def check_benchmarks(root: Path, files: Sequence[str]) -> None:
+    """Read each of `files` (relative to the project `root`) whole: InvalidRecord on the
+    first problem, before a stage starts. Blocking."""
+    for name in files:
+        for _ in read_benchmark(root / name, name):
+            pass
+
+
+def benchmark_problems(root: Path, files: Sequence[str]) -> list[str]:
+    """The problem of each of `files` that cannot be used (`config check`). Blocking."""
+    problems = []
+    for name in files:
+        try:
+            check_benchmarks(root, [name])
+        except InvalidRecord as error:
+            problems.append(error.message)
+    return problems
 
 
 def load_benchmarks(root: Path, files: Sequence[str], n: int, threshold: float) -> BenchmarkIndex:

@@ -31,6 +31,7 @@ from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import sample_variables
 from overbrainer.pipeline.quality import TEMPLATE as QUALITY_TEMPLATE
 from overbrainer.pipeline.quality import unscored
+from overbrainer.pipeline.replacing import answers_to_redo, replaced_ids
 from overbrainer.pipeline.spend import LIST_FORMAT_TOKENS, MESSAGE_TOKENS
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, template_source
@@ -118,7 +119,14 @@ def _stored(project: Project) -> tuple[list[Subtopic], list[Question], set[str]]
         Question.from_json,
         lambda question: question.id,
     )
-    answered = set(read_records(project.data_file("answers"), example_id))
+    # What an unfinished `--force` still replaces counts as not done: the next run redoes it.
+    old_subtopics = replaced_ids(project, "subtopics")
+    old_questions = replaced_ids(project, "questions")
+    subtopics = [subtopic for subtopic in subtopics if subtopic.id not in old_subtopics]
+    questions = [question for question in questions if question.id not in old_questions]
+    stored = read_records(project.data_file("answers"), example_id)
+    topics = frozenset(question.topic for question in questions)
+    answered = set(stored) - answers_to_redo(project, stored, topics)
     return subtopics, questions, answered
 
 

@@ -8,6 +8,8 @@ or the prompt changed, or `--force` is given.
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
+from pathlib import Path
 
 import attrs
 
@@ -23,8 +25,9 @@ from overbrainer.pipeline.quality_scores import (
     prompt_sha,
     read_scores,
 )
+from overbrainer.pipeline.rescoring import pending_rescores, rescoring
 from overbrainer.project.directory import Project
-from overbrainer.project.templates import template_source
+from overbrainer.project.templates import Template, template_source
 from overbrainer.storage import Example, current, read_records_at
 
 log = logging.getLogger(__name__)
@@ -60,26 +63,47 @@ def _stored(line: str, _start: int, _length: int) -> Stored:
     return Stored(Example.from_json(line), answer_sha(line))
 
 
-def unscored(
-    project: Project, topics: frozenset[str], model: str, source: str, force: bool = False
-) -> tuple[list[Stored], int]:
-    """The usable current answers of `topics` that `model` has not scored with the prompt
-    `source` (all of them with `force`), in file order, and how many it has. Blocking."""
+def usable_answers(project: Project, topics: frozenset[str]) -> list[Stored]:
+    """The usable current answers of `topics`, in file order. Blocking."""
     answers = read_records_at(project.data_file("answers"), _stored)
-    scores = read_scores(project.data_file("quality"))
+    return [
+        stored
+        for stored in current(answers, lambda stored: stored.example.id)
+        if stored.example.topic in topics and stored.example.usable
+    ]
+
+
+def unscored_among(
+    answers: list[Stored], scores: Path, model: str, source: str, redo: AbstractSet[str]
+) -> tuple[list[Stored], int]:
+    """Those of `answers` that `model` has not scored with the prompt `source`, or that are in
+    `redo` (a `--force` scores them again); and how many it has. Blocking: reads `scores`."""
+    known_scores = read_scores(scores)
     prompt = prompt_sha(source)
     pending: list[Stored] = []
     skipped = 0
-    for stored in current(answers, lambda stored: stored.example.id):
-        example = stored.example
-        if example.topic not in topics or not example.usable:
-            continue
-        known = scores.get(example.id)
-        if not force and known is not None and known.same_work(stored.sha, model, prompt):
+    for stored in answers:
+        known = known_scores.get(stored.example.id)
+        if (
+            stored.example.id not in redo
+            and known is not None
+            and known.same_work(stored.sha, model, prompt)
+        ):
             skipped += 1
         else:
             pending.append(stored)
     return pending, skipped
+
+
+def unscored(
+    project: Project, topics: frozenset[str], model: str, source: str
+) -> tuple[list[Stored], int]:
+    """The usable current answers of `topics` that `model` has not scored with the prompt
+    `source`, or that an unfinished `--force` still has to score again, in file order; and
+    how many it has. Blocking."""
+    answers = usable_answers(project, topics)
+    redo = pending_rescores(project, topics)
+    return unscored_among(answers, project.data_file("quality"), model, source, redo)
 
 
 def question_and_answer(example: Example) -> tuple[str, str]:
@@ -91,20 +115,41 @@ def question_and_answer(example: Example) -> tuple[str, str]:
 
 async def quality_stage(ctx: StageContext, run: StageRun) -> None:
     """Score every usable answer of the selected topics not yet scored by this judge and
-    prompt (all of them with `--force`), `concurrency` at a time."""
+    prompt (all of them with `--force`), `concurrency` at a time.
+
+    A `--force` is kept in `.overbrainer/force-quality.json` once the first request goes out
+    (`pipeline/rescoring.py`): a run stopped or killed before every answer is scored again is
+    continued by the next run, with or without `--force`."""
     assert run.role is not None
     model = run.role.role.model
     template = ctx.template(TEMPLATE)
     source = template_source(ctx.project.prompts, TEMPLATE)
     prompt = prompt_sha(source)
     path = ctx.project.data_file("quality")
-    pending, skipped = await read_in_thread(
-        lambda: unscored(ctx.project, ctx.selected_topic_names, model, source, ctx.force)
-    )
-    run.skipped(count=skipped)
-    streak = UnscoredStreak("`[quality] judge`", model, "score", FIX)
-    run.start(len(pending))
+    answers = await read_in_thread(lambda: usable_answers(ctx.project, ctx.selected_topic_names))
+    heads = [(stored.example.id, stored.example.topic) for stored in answers]
+    async with rescoring(ctx, run, heads) as rescore:
+        redo = set(rescore.pending(ctx.selected_topic_names))
+        pending, skipped = await read_in_thread(
+            lambda: unscored_among(answers, path, model, source, redo)
+        )
+        run.skipped(count=skipped)
+        streak = UnscoredStreak("`[quality] judge`", model, "score", FIX)
+        run.start(len(pending))
+        await _score(ctx, run, pending, template, model, prompt, streak)
 
+
+async def _score(
+    ctx: StageContext,
+    run: StageRun,
+    pending: list[Stored],
+    template: Template,
+    model: str,
+    prompt: str,
+    streak: UnscoredStreak,
+) -> None:
+    """Score each pending answer, appending each score as it comes."""
+    path = ctx.project.data_file("quality")
     async with appending(path) as appender:
 
         async def score(stored: Stored) -> None:

@@ -202,7 +202,7 @@ async def questions_stage(ctx: StageContext, run: StageRun) -> None:
         # Read once before the force begins, so that a bad data line (rejected.jsonl
         # included) stops the command before its force state is written.
         await read_in_thread(lambda: _read_stored(ctx, set()))
-    async with replacing(ctx, "questions") as replacement:
+    async with replacing(ctx, run, "questions") as replacement:
         await _fill_subtopics(ctx, run, replacement)
 
 

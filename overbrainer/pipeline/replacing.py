@@ -8,14 +8,17 @@ the command (an unsettled file is settled by the next run).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 
 import trio
 
 from overbrainer.pipeline.blocking import write_in_thread
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.stage_run import StageRun
 from overbrainer.project.directory import Project
 from overbrainer.storage import (
     ForceState,
@@ -25,8 +28,10 @@ from overbrainer.storage import (
     Subtopic,
     begin,
     example_head,
+    load_force_state,
     save_force_state,
     settle,
+    utc_now,
 )
 
 log = logging.getLogger(__name__)
@@ -68,12 +73,36 @@ def kind_of(project: Project, name: str) -> RecordKind:
     return RecordKind(project.data_file(name), project.force_state(name), head, single)
 
 
-class Replacement:
-    """An unfinished force of one stage, as its body sees it (`state` None: no force)."""
+def replaced_ids(project: Project, name: str) -> set[str]:
+    """The old record IDs an unfinished `--force` of stage `name` is still to replace (they
+    count for nothing: their items are done again). Blocking: reads the state."""
+    state = load_force_state(project.force_state(name))
+    return set() if state is None else state.old_ids(set(state.pending))
 
-    def __init__(self, kind: RecordKind, state: ForceState | None) -> None:
-        self.kind = kind
+
+def answers_to_redo(project: Project, stored: Sequence[str], topics: frozenset[str]) -> set[str]:
+    """The question IDs of `topics` an unfinished `answers --force` still has to answer again:
+    pending ones whose new answer is not stored yet (`stored`: every ID of `answers.jsonl`,
+    in file order; a killed run may not have settled those it did). Blocking."""
+    state = load_force_state(project.force_state("answers"))
+    if state is None:
+        return set()
+    counts = collections.Counter(stored)
+    return {key for key in state.pending_keys(topics) if counts[key] < 2}
+
+
+class Replacement:
+    """An unfinished force of one stage, as its body sees it (`state` None: no force).
+
+    A new force lives in memory until `arm`, which the stage's `StageRun` calls before its
+    first request: only then is it saved, for the next run to continue.
+    """
+
+    def __init__(self, path: Path, state: ForceState | None, saved: bool) -> None:
+        self.path = path
         self.state = state
+        self.saved = saved
+        """Whether the state file holds this force (False: not armed yet)."""
         self._lock = trio.Lock()
 
     def pending(self, topics: frozenset[str]) -> dict[str, list[str]]:
@@ -90,6 +119,19 @@ class Replacement:
             for key in keys:
                 self.state.forget(key)
 
+    async def arm(self) -> None:
+        """Save a new force, stamped with the time: the stage is about to send its first
+        request, so from now on the next run continues the force."""
+        if self.saved or self.state is None:
+            return
+        async with self._lock:
+            state = self.state
+            if self.saved or state is None:
+                return
+            state.started = state.started or utc_now()
+            await write_in_thread(lambda: save_force_state(self.path, state))
+            self.saved = True
+
     async def complete(self, topic: str, key: str, kept: set[str]) -> None:
         """Item `key` has its new records (their IDs `kept`): drop its other old ones, durably."""
         state = self.state
@@ -97,33 +139,50 @@ class Replacement:
             return
         async with self._lock:
             state.complete(topic, key, kept)
-            await write_in_thread(lambda: save_force_state(self.kind.state, state))
+            if self.saved:
+                await write_in_thread(lambda: save_force_state(self.path, state))
+
+
+def say_continuing(stage: str, replacement: Replacement, topics: frozenset[str]) -> None:
+    """Say that this run goes on with an earlier `--force` of `stage`, and how much it redoes."""
+    state = replacement.state
+    if state is None or not replacement.saved:
+        return
+    redo = len(state.pending_keys(topics))
+    if redo:
+        started = state.started or "earlier"
+        log.info("%s: continuing the --force run started %s: %d to redo", stage, started, redo)
 
 
 @contextlib.asynccontextmanager
-async def replacing(ctx: StageContext, name: str) -> AsyncIterator[Replacement]:
+async def replacing(ctx: StageContext, run: StageRun, name: str) -> AsyncIterator[Replacement]:
     """Begin (with `--force`) or continue the stage's force; settle it however the body ends.
 
-    Enter it before the stage's appender, so that the appender is closed before the settle
+    A new force is saved only when `run` sends its first request (`Replacement.arm`). Enter
+    it before the stage's appender, so that the appender is closed before the settle
     rewrites the file.
     """
     kind = record_kind(ctx, name)
     configured = frozenset(topic.name for topic in ctx.settings.topics)
-    state = await write_in_thread(
+    state, saved = await write_in_thread(
         lambda: begin(kind, ctx.selected_topic_names, configured, ctx.force)
     )
-    replacement = Replacement(kind, state)
+    replacement = Replacement(kind.state, state, saved)
+    say_continuing(name, replacement, ctx.selected_topic_names)
+    run.before_send = replacement.arm
     try:
         yield replacement
     except BaseException:
-        with trio.move_on_after(SETTLE_BOUND, shield=True) as bound:
-            try:
-                await trio.to_thread.run_sync(settle, kind, state, abandon_on_cancel=True)
-            except Exception as error:  # the stage's own error matters more
-                log.warning("%s: not compacted: %s", kind.data, error)
-        if bound.cancelled_caught:
-            log.warning(
-                "%s: not compacted within %gs; the next run does it", kind.data, SETTLE_BOUND
-            )
+        if replacement.saved:
+            with trio.move_on_after(SETTLE_BOUND, shield=True) as bound:
+                try:
+                    await trio.to_thread.run_sync(settle, kind, state, abandon_on_cancel=True)
+                except Exception as error:  # the stage's own error matters more
+                    log.warning("%s: not compacted: %s", kind.data, error)
+            if bound.cancelled_caught:
+                log.warning(
+                    "%s: not compacted within %gs; the next run does it", kind.data, SETTLE_BOUND
+                )
         raise
-    await write_in_thread(lambda: settle(kind, state))
+    if replacement.saved:
+        await write_in_thread(lambda: settle(kind, state))

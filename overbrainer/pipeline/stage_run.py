@@ -119,6 +119,8 @@ class StageRun:
         self.failure: OverbrainerError | None = None
         """The error a stage that ran to its end fails with after its summary (a split that
         left no train example), if any."""
+        self.before_send: Callable[[], Awaitable[None]] | None = None
+        """Awaited before each request is sent (a forced stage saves its new force there)."""
         self._halted = trio.Event()
         self._repeated: tuple[str, int] = ("", 0)
         self._unreadable_said = False
@@ -229,6 +231,8 @@ class StageRun:
         with reservation:
             if self.closed:
                 return None
+            if self.before_send is not None:
+                await self.before_send()
             try:
                 completion = await self.role.client.complete(request, on_retry, gate=gate)
             except RetryHalted as halted:

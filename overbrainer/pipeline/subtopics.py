@@ -74,7 +74,7 @@ async def subtopics_stage(ctx: StageContext, run: StageRun) -> None:
     # Read first, so that a bad data line fails before a force begins.
     rejected, stored = await read_in_thread(lambda: _read_stored(ctx))
     imported = await read_in_thread(lambda: imported_ids(ctx.project))
-    async with replacing(ctx, "subtopics") as replacement:
+    async with replacing(ctx, run, "subtopics") as replacement:
         await _fill_topics(ctx, run, replacement, template, rejected, stored, imported)
 
 

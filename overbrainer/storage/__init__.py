@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     )
     from overbrainer.storage.collector import collector_paused, free_gradually
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
-    from overbrainer.storage.force_state import ForceState, save_force_state
+    from overbrainer.storage.force_state import ForceState, load_force_state, save_force_state
     from overbrainer.storage.history import (
         HistoryRecord,
         HistoryStatus,
@@ -97,6 +97,7 @@ __all__ = [
     "format_history",
     "free_gradually",
     "load_document",
+    "load_force_state",
     "normalize",
     "open_appender",
     "open_file_appender",
@@ -168,6 +169,7 @@ __getattr__ = lazy_face(
         "rejected_from_json": "records",
         "remove_batch": "batches",
         "rewrite_from": "jsonl",
+        "load_force_state": "force_state",
         "save_force_state": "force_state",
         "settle": "replacement",
         "space_for": "errors",

@@ -10,7 +10,13 @@ what they cannot say (which records are old, which are dropped) lives here:
 - `pending`: per topic, each item not yet replaced, with the IDs of its old records (which
   stay current until the item's new records are complete);
 - `dropped`: old record IDs of replaced items that no new record took over: readers ignore
-  them until a compaction removes them from the data file.
+  them until a compaction removes them from the data file;
+- `started`: when the force sent its first request (UTC), said when a plain run continues it;
+- `since`: `quality` only: the size of `quality.jsonl` then, so that a score written after it
+  is a redone item's new score (`pending` holds the answers still to score again).
+
+The file is written only once the forced stage sends its first request: a run refused before
+that (the spend cap, Ctrl-C, bad input) leaves no force behind.
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from overbrainer.storage.atomic import sync_directory, write_atomic
 from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord
 
 
-@codec.record("force state", strict=False, require=("topics", "pending", "dropped"))
+@codec.record(
+    "force state",
+    strict=False,
+    require=("topics", "pending", "dropped"),
+    omit=("started", "since"),
+)
 @attrs.define
 class ForceState(codec.JsonRecord):
     """An unfinished force of one stage (see the module docstring)."""
@@ -34,6 +45,8 @@ class ForceState(codec.JsonRecord):
     topics: set[str] = attrs.field(factory=set)
     pending: dict[str, dict[str, list[str]]] = attrs.field(factory=dict)
     dropped: set[str] = attrs.field(factory=set)
+    started: str | None = None
+    since: int | None = None
 
     def items(self, topic: str) -> dict[str, list[str]]:
         """The pending items of `topic` (a live view: edits change the state)."""

@@ -108,27 +108,33 @@ def settle(kind: RecordKind, state: ForceState | None) -> None:
 
 def begin(
     kind: RecordKind, selected: frozenset[str], configured: frozenset[str], force: bool
-) -> ForceState | None:
+) -> tuple[ForceState | None, bool]:
     """Settle an unfinished force; with `force`, extend it to the selected topics it does not
-    cover yet (every stored item of theirs becomes pending). None when no force is under way.
+    cover yet (every stored item of theirs becomes pending). The state (None when no force is
+    under way) and whether the file holds it all: a new force or a new topic of one is not
+    saved here, but by the stage once it sends its first request (`save_force_state`), so
+    that a run refused before that leaves no force behind.
 
     Topics no longer configured are left out of the force; their records stay as they are.
     """
     state = load_force_state(kind.state)
+    saved = state is not None
     if state is None and not force:
-        return None
+        return None, False
     if state is None:
         state = ForceState()
     for topic in list(state.pending):
         if topic not in configured:
             del state.pending[topic]
     state.topics &= configured
-    settle(kind, state)
+    if saved:
+        settle(kind, state)
     new = selected - state.topics if force else frozenset()
     if new:
         for record_id, topic, key in compact(kind, set()):
             if topic in new:
                 state.items(topic).setdefault(key, []).append(record_id)
         state.topics |= new
-        save_force_state(kind.state, state)
-    return None if state.finished and not force else state
+    if state.finished and not force:
+        return None, saved
+    return state, saved and not new
