@@ -169,6 +169,9 @@ def _targets(cfg: s.Settings) -> list[str]:
     out: list[str] = []
     for name, target in cfg.targets.items():
         # The built-in kinds' fields; a registered kind checks its own (TargetKind.check).
+        if isinstance(target, s.SshTarget | s.RunpodTarget):
+            if not (math.isfinite(target.reconnect_secs) and 0 < target.reconnect_secs <= 86400):
+                out.append(f"targets.{name}.reconnect_secs: must be in (0, 86400]")
         if isinstance(target, s.RunpodTarget):
             out += _runpod(name, target)
         elif isinstance(target, s.LocalTarget | s.SshTarget):
