@@ -72,6 +72,18 @@ class Sshd:
             self.process.wait(timeout=10)
         self.process = None
 
+    def outage(self) -> None:
+        """A hard outage: the listener and every session it started killed at once (the
+        target's jobs, detached from the sessions, keep running); `start()` ends it."""
+        assert self.process is not None
+        sessions = _descendants(self.process.pid)
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.process = None
+        for pid in sessions:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def ssh(self, command: str) -> subprocess.CompletedProcess[str]:
         """Run `command` over a fresh connection (for checks from the test's side)."""
         return subprocess.run(
@@ -80,6 +92,24 @@ class Sshd:
             text=True,
             timeout=30,
         )
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
 
 
 def make_sshd(root: Path) -> Sshd:

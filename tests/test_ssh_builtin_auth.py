@@ -1,0 +1,153 @@
+"""The builtin SSH client's ssh-agent, ProxyJump and passphrase-protected keys, against the
+real sshd and a real ssh-agent: a key only the agent holds, a locked key through the agent or
+a passphrase typed on a terminal (a pty), jump hosts, and one line for each refusal."""
+
+from __future__ import annotations
+
+import collections.abc
+import getpass
+import io
+import os
+import pty
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import paramiko
+import pytest
+import trio
+
+from overbrainer.config.settings import SshClient
+from overbrainer.targets.ssh_open import open_ssh
+from tests.ports import free_port
+from tests.ssh_agent_support import add_key, ssh_agent, with_passphrase
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
+from tests.test_train_ssh import ssh_project
+from tests.train_helpers import command, only_run, record, wait_for
+
+BOUND = 60
+PASSPHRASE = "correct horse battery"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> collections.abc.Iterator[Path]:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    yield folder
+    kill_jobs_under(folder)
+
+
+@pytest.fixture
+def no_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No agent of the environment's, and no terminal to ask a passphrase on."""
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+
+
+def client_config(sshd: Sshd, tmp_path: Path, identity: str | None, extra: str = "") -> Path:
+    """The suite's client config for `ALIAS` with IdentityFile `identity` (none: the line and
+    IdentitiesOnly left out), and more lines (other Host blocks) after it; a new file each."""
+    lines = sshd.client_config.read_text().splitlines()
+    lines = [line for line in lines if line.split()[0] not in ("IdentityFile", "IdentitiesOnly")]
+    if identity is not None:
+        lines += [f"  IdentityFile {identity}", "  IdentitiesOnly yes"]
+    path = tmp_path / f"ssh_config_{len(list(tmp_path.glob('ssh_config_*')))}"
+    path.write_text("\n".join(lines) + "\n" + extra)
+    return path
+
+
+async def echo(config: Path, workdir: Path, host: str = ALIAS) -> paramiko.Transport:
+    """Connect over the builtin client and run `echo`; the transport it used."""
+    with trio.fail_after(BOUND):
+        async with open_ssh(
+            "box", host, str(workdir), ssh_config=str(config), client=SshClient.BUILTIN
+        ) as executor:
+            await executor.connect()
+            assert await executor.probe("echo over") == "over\n"
+            transport = executor.transport  # type: ignore[attr-defined]
+            assert isinstance(transport, paramiko.Transport)
+            return transport
+
+
+async def refusal(config: Path, workdir: Path, host: str = ALIAS) -> str:
+    with trio.fail_after(BOUND):
+        async with open_ssh(
+            "box", host, str(workdir), ssh_config=str(config), client=SshClient.BUILTIN
+        ) as executor:
+            with pytest.raises(OSError) as caught:
+                await executor.connect()
+    return str(caught.value)
+
+
+async def test_a_key_only_the_agent_holds_authenticates(
+    sshd: Sshd, tmp_path: Path, workdir: Path, no_terminal: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    public_only = tmp_path / "public_only"  # the key file itself is not here, its .pub is
+    public_only.with_suffix(".pub").write_text((sshd.root / "id_ed25519.pub").read_text())
+    named = client_config(sshd, tmp_path, str(public_only))
+    assert await refusal(named, workdir) == (
+        f"cannot reach target `box`: the key file {public_only} does not exist"
+    )
+    with ssh_agent(tmp_path / "agent") as sock:
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        add_key(sock, sshd.root / "id_ed25519")
+        await echo(named, workdir)  # IdentitiesOnly: the agent's key of that .pub
+        await echo(client_config(sshd, tmp_path, None), workdir)  # no IdentityFile: any key
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "no_agent.sock"))
+        assert await refusal(named, workdir) == (
+            f"cannot reach target `box`: the key file {public_only} does not exist"
+        )
+
+
+async def test_a_key_with_a_passphrase_works_through_the_agent_and_is_refused_without(
+    sshd: Sshd, tmp_path: Path, workdir: Path, no_terminal: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = with_passphrase(sshd.root / "id_ed25519", tmp_path / "locked", PASSPHRASE)
+    config = client_config(sshd, tmp_path, str(locked))
+    assert await refusal(config, workdir) == (
+        f"cannot reach target `box`: the key file {locked} has a passphrase and no ssh-agent "
+        f"holds it: add it with `ssh-add {locked}` (or run overbrainer on a terminal to be "
+        "asked for the passphrase)"
+    )
+    with ssh_agent(tmp_path / "agent") as sock:
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        add_key(sock, locked, PASSPHRASE)
+        await echo(config, workdir)
+
+
+def jump_block(sshd: Sshd, name: str, jump: str, port: int | None = None) -> str:
+    """A Host block like the suite's `ALIAS`, reached through `jump`."""
+    lines = sshd.client_config.read_text().splitlines()
+    body = [line for line in lines[1:] if line.split()[0] != "Port"]
+    return "\n".join(
+        [f"Host {name}", *body, f"  Port {port or sshd.port}", f"  ProxyJump {jump}", ""]
+    )
+
+
+async def test_proxy_jump_goes_through_each_jump_host(
+    sshd: Sshd, tmp_path: Path, workdir: Path, no_terminal: None
+) -> None:
+    closed = free_port()
+    blocks = [
+        jump_block(sshd, "ob-via", ALIAS),
+        jump_block(sshd, "ob-twice", f"{ALIAS},{getpass.getuser()}@{ALIAS}:{sshd.port}"),
+        jump_block(sshd, "ob-chained", "ob-via"),  # the jump host has a jump host of its own
+        jump_block(sshd, "ob-far", ALIAS, closed),
+        jump_block(sshd, "ob-loop", "ob-loop"),
+    ]
+    config = client_config(sshd, tmp_path, str(sshd.root / "id_ed25519"), "".join(blocks))
+    direct = await echo(config, workdir)
+    assert isinstance(direct.sock, socket.socket)
+    for host in ("ob-via", "ob-twice", "ob-chained"):
+        transport = await echo(config, workdir, host)
+        assert isinstance(transport.sock, paramiko.Channel), host  # inside the jump host's
+    far = await refusal(config, workdir, "ob-far")
+    assert far.startswith(
+        f"cannot reach target `box`: the jump host {ALIAS} cannot reach host 127.0.0.1 port "
+        f"{closed}: "
+    ), far
+    assert await refusal(config, workdir, "ob-loop") == (
+        f"cannot reach target `box`: the ProxyJump hosts of ob-loop in {config} go round in a "
+        "loop"
+    )
