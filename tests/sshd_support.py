@@ -73,10 +73,12 @@ class Sshd:
         self.process = None
 
     def outage(self) -> None:
-        """A hard outage: the listener and every session it started killed at once (the
-        target's jobs, detached from the sessions, keep running); `start()` ends it."""
+        """A hard outage: the listener and the sshd processes of every connection killed at
+        once; `start()` ends it. The commands the sessions run are left to end on their own
+        (killed, a login shell's `pyenv rehash` would leave its lock behind, and every later
+        session on the machine would wait on it), as are the target's jobs."""
         assert self.process is not None
-        sessions = _descendants(self.process.pid)
+        sessions = [pid for pid in _descendants(self.process.pid) if _is_sshd(pid)]
         self.process.kill()
         self.process.wait(timeout=10)
         self.process = None
@@ -110,6 +112,14 @@ def _descendants(pid: int) -> list[int]:
         found += below
         todo += below
     return found
+
+
+def _is_sshd(pid: int) -> bool:
+    """Whether process `pid` is an sshd (`sshd`, `sshd-session`, ...)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("sshd")
+    except OSError:
+        return False
 
 
 def make_sshd(root: Path) -> Sshd:
