@@ -9,6 +9,7 @@ import getpass
 import io
 import os
 import pty
+import select
 import socket
 import subprocess
 import sys
@@ -151,3 +152,67 @@ async def test_proxy_jump_goes_through_each_jump_host(
         f"cannot reach target `box`: the ProxyJump hosts of ob-loop in {config} go round in a "
         "loop"
     )
+
+
+def test_a_passphrase_is_asked_for_on_a_terminal_and_refused_without_one(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    locked = with_passphrase(sshd.root / "id_ed25519", tmp_path / "locked", PASSPHRASE)
+    remote = tmp_path / "remote"
+    project, env = ssh_project(tmp_path, sshd, remote, SshClient.BUILTIN)
+    env.pop("SSH_AUTH_SOCK", None)
+    env["OVERBRAINER_SSH_CONFIG"] = str(client_config(sshd, tmp_path, str(locked)))
+    try:
+        refused = subprocess.run(
+            command(project, "train"),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            start_new_session=True,  # no controlling terminal either
+        )
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.splitlines()[-1] == (
+            f"error: cannot reach target `box`: the key file {locked} has a passphrase and no "
+            f"ssh-agent holds it: add it with `ssh-add {locked}` (or run overbrainer on a "
+            "terminal to be asked for the passphrase)"
+        )
+        master, terminal = pty.openpty()
+        err = tmp_path / "train.err"
+        with open(err, "w") as stderr:
+            train = subprocess.Popen(
+                command(project, "train"),
+                env=env,
+                stdin=terminal,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                start_new_session=True,  # the pty is its only terminal
+            )
+        os.close(terminal)
+        try:
+            wait_for(lambda: f"Enter passphrase for key '{locked}': " in err.read_text(), 60)
+            os.write(master, f"{PASSPHRASE}\n".encode())
+            out, _ = train.communicate(timeout=90)
+        finally:
+            train.kill()
+            train.wait()
+        assert train.returncode == 0, err.read_text()
+        run_id = only_run(project)
+        assert out.splitlines()[0].startswith(f"train: run {run_id} succeeded")
+        assert record(project, run_id)["state"] == "succeeded"
+        echoed = b""
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's last user is gone
+                break
+            if not chunk:
+                break
+            echoed += chunk
+        os.close(master)
+        assert PASSPHRASE.encode() not in echoed  # typed without echo
+        assert PASSPHRASE not in err.read_text() + out
+    finally:
+        kill_jobs_under(remote)

@@ -86,9 +86,9 @@ def _load(path: str) -> paramiko.PKey | None:
     if passphrase is None:
         return None
     try:
-        return paramiko.PKey.from_path(path, passphrase)
-    except (TypeError, ValueError, paramiko.SSHException) as error:
-        raise Refused(f"the passphrase of the key file {path} is wrong ({error})") from None
+        return paramiko.PKey.from_path(path, passphrase.encode())
+    except (TypeError, ValueError, paramiko.SSHException):
+        raise Refused(f"the passphrase given for the key file {path} is wrong") from None
 
 
 def _accepted(transport: paramiko.Transport, user: str, key: paramiko.PKey) -> bool:
