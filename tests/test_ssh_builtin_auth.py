@@ -149,8 +149,7 @@ async def test_proxy_jump_goes_through_each_jump_host(
         f"{closed}: "
     ), far
     assert await refusal(config, workdir, "ob-loop") == (
-        f"cannot reach target `box`: the ProxyJump hosts of ob-loop in {config} go round in a "
-        "loop"
+        f"cannot reach target `box`: the ProxyJump hosts of ob-loop in {config} go round in a loop"
     )
 
 

@@ -67,14 +67,14 @@ class FakeJob:
     reads_fail: int = 0
     cancels: int = 0
     status_calls: int = 0
-    down_until: float = -math.inf
-    """Every read fails before this time of the trio clock (an outage)."""
+    down: tuple[tuple[float, float], ...] = ()
+    """Outages: every read fails from the first time to the second, on the trio clock."""
     attempts: list[float] = attrs.Factory(list)
-    """When each read during the outage was made."""
+    """When each read during an outage was made."""
 
     async def read_from(self, name: str, offset: int, limit: int) -> bytes:
         await trio.lowlevel.checkpoint()
-        if trio.current_time() < self.down_until:
+        if any(start <= trio.current_time() < end for start, end in self.down):
             self.attempts.append(trio.current_time())
             raise OSError("cannot reach target `box`: Connection refused")
         if self.reads_fail:
@@ -164,7 +164,8 @@ async def test_an_outage_shorter_than_the_budget_is_ridden_out_with_a_growing_wa
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     start = trio.current_time()
-    job = FakeJob(statuses=[Running()] * 3 + [Exited(0)], down_until=start + 4 * 60 + 20)
+    statuses: list[JobStatus | OSError] = [Running(), Running(), Running(), Exited(0)]
+    job = FakeJob(statuses=statuses, down=((start, start + 4 * 60 + 20),))
     with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow_job"):
         status, _, _ = await run_follow(job)
     assert status == Exited(0)
@@ -190,7 +191,7 @@ async def test_the_budget_spent_gives_up_with_the_attach_hint(
 ) -> None:
     start = trio.current_time()
     with pytest.raises(FollowError) as caught:
-        await run_follow(FakeJob(down_until=math.inf))
+        await run_follow(FakeJob(down=((start, math.inf),)))
     assert 300 <= trio.current_time() - start < 301
     assert caught.value.message == (
         "cannot reach the job of run r1 for 5 min: cannot reach target `box`: Connection "
@@ -198,28 +199,24 @@ async def test_the_budget_spent_gives_up_with_the_attach_hint(
     )
     start = trio.current_time()
     with pytest.raises(FollowError) as caught:
-        await run_follow(FakeJob(down_until=math.inf), times=FollowTimes(reconnect=3.0))
+        await run_follow(FakeJob(down=((start, math.inf),)), times=FollowTimes(reconnect=3.0))
     assert 3 <= trio.current_time() - start < 3.5
     assert caught.value.message.startswith("cannot reach the job of run r1 for 3 s: ")
 
 
 async def test_each_outage_gets_the_whole_budget_and_the_drain_has_it_too(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Two outages of 4 min, 2 s of answers between them: neither spends the 5 min budget.
+    # Two outages of 4 min, a minute of answers between them: neither spends the 5 min budget.
     start = trio.current_time()
-    job = FakeJob(statuses=[Running()] * 200 + [Exited(0)], down_until=start + 240)
-    async with trio.open_nursery() as nursery:
-
-        async def second_outage() -> None:
-            while job.down_until > trio.current_time() or not job.status_calls:
-                await trio.sleep(0.5)
-            await trio.sleep(2)
-            job.down_until = trio.current_time() + 240
-
-        nursery.start_soon(second_outage)
+    statuses: list[JobStatus | OSError] = [*[Running()] * 200, Exited(0)]
+    job = FakeJob(statuses=statuses, down=((start, start + 240), (start + 300, start + 540)))
+    with caplog.at_level(logging.INFO, logger="overbrainer.training.follow_job"):
         status, _, _ = await run_follow(job)
     assert status == Exited(0)
+    said = [r.getMessage() for r in caplog.records]
+    assert sum(line.startswith("cannot reach the job of run r1 (trying") for line in said) == 2
+    assert sum(line.startswith("reached the job of run r1 again after 4 min") for line in said) == 2
     broken = FakeJob(statuses=[Exited(0)], reads_fail=7)  # the drain after the end
     status, _, _ = await run_follow(broken)
     assert status == Exited(0)

@@ -68,7 +68,9 @@ async def watch(
     async with unwrapped(), trio.open_nursery() as nursery:
         if record.snapshots:
             nursery.start_soon(lambda: guard_stop(job, times=times, requested=requested))
-        status = await follow(job, session.bus, tail, run_id=record.id, times=times, sampler=sampler)
+        status = await follow(
+            job, session.bus, tail, run_id=record.id, times=times, sampler=sampler
+        )
         nursery.cancel_scope.cancel()
     return await finish_followed(session, executor, record, status, tail.summary)
 

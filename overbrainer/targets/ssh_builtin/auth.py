@@ -33,14 +33,14 @@ class _Agent(AgentSSH):
         conn.settimeout(CONNECT_TIMEOUT_S)
         try:
             conn.connect(path)
-            self._connect(conn)
+            self._connect(conn)  # type: ignore[attr-defined]  # paramiko's, not in its stubs
         except BaseException:
             conn.close()
             raise
 
     def close(self) -> None:
         """End the connection to the agent."""
-        self._close()
+        self._close()  # type: ignore[attr-defined]  # paramiko's, not in its stubs
 
 
 def _agent_keys(destination: Destination) -> tuple[_Agent | None, list[AgentKey]]:
@@ -86,7 +86,8 @@ def _load(path: str) -> paramiko.PKey | None:
     if passphrase is None:
         return None
     try:
-        return paramiko.PKey.from_path(path, passphrase.encode())
+        # The stubs say str; cryptography takes only bytes.
+        return paramiko.PKey.from_path(path, passphrase.encode())  # type: ignore[arg-type]
     except (TypeError, ValueError, paramiko.SSHException):
         raise Refused(f"the passphrase given for the key file {path} is wrong") from None
 

@@ -153,7 +153,9 @@ def _through(jump: paramiko.Transport, via: Destination, hop: Destination) -> pa
         ) from None
 
 
-def _secure(hop: Destination, sock: socket.socket | paramiko.Channel, abort: Abort) -> paramiko.Transport:
+def _secure(
+    hop: Destination, sock: socket.socket | paramiko.Channel, abort: Abort
+) -> paramiko.Transport:
     """The SSH layer over `sock`: handshake, host key checked, authenticated."""
     transport = paramiko.Transport(sock)
     try:
@@ -164,8 +166,7 @@ def _secure(hop: Destination, sock: socket.socket | paramiko.Channel, abort: Abo
             transport.start_client(timeout=CONNECT_TIMEOUT_S)
         except SSH_ERRORS as error:
             raise Refused(
-                f"the SSH handshake with {hop.hostname} port {hop.port} failed: "
-                f"{ssh_cause(error)}"
+                f"the SSH handshake with {hop.hostname} port {hop.port} failed: {ssh_cause(error)}"
             ) from None
         _check_host_key(hop, transport.get_remote_server_key(), known)
         try:
