@@ -117,10 +117,16 @@ async def test_a_key_with_a_passphrase_works_through_the_agent_and_is_refused_wi
         await echo(config, workdir)
 
 
-def jump_block(sshd: Sshd, name: str, jump: str, port: int | None = None) -> str:
-    """A Host block like the suite's `ALIAS`, reached through `jump`."""
+def jump_block(
+    sshd: Sshd, name: str, jump: str, port: int | None = None, identity: Path | None = None
+) -> str:
+    """A Host block like the suite's `ALIAS` (with IdentityFile `identity` when given),
+    reached through `jump`."""
     lines = sshd.client_config.read_text().splitlines()
-    body = [line for line in lines[1:] if line.split()[0] != "Port"]
+    replaced = ("Port", "IdentityFile", "IdentitiesOnly") if identity else ("Port",)
+    body = [line for line in lines[1:] if line.split()[0] not in replaced]
+    if identity:
+        body += [f"  IdentityFile {identity}", "  IdentitiesOnly yes"]
     return "\n".join(
         [f"Host {name}", *body, f"  Port {port or sshd.port}", f"  ProxyJump {jump}", ""]
     )
@@ -213,5 +219,36 @@ def test_a_passphrase_is_asked_for_on_a_terminal_and_refused_without_one(
         os.close(master)
         assert PASSPHRASE.encode() not in echoed  # typed without echo
         assert PASSPHRASE not in err.read_text() + out
+    finally:
+        kill_jobs_under(remote)
+
+
+def test_train_through_a_jump_host_with_the_key_only_in_the_agent(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    public_only = tmp_path / "public_only"  # the key file itself is not on this machine
+    public_only.with_suffix(".pub").write_text((sshd.root / "id_ed25519.pub").read_text())
+    remote = tmp_path / "remote"
+    project, env = ssh_project(tmp_path, sshd, remote, SshClient.BUILTIN)
+    env["OVERBRAINER_TARGETS__BOX__HOST"] = "ob-via"
+    via = jump_block(sshd, "ob-via", ALIAS, identity=public_only)
+    config = client_config(sshd, tmp_path, str(public_only), via)
+    env["OVERBRAINER_SSH_CONFIG"] = str(config)
+    try:
+        with ssh_agent(tmp_path / "agent") as sock:
+            env["SSH_AUTH_SOCK"] = str(sock)
+            add_key(sock, sshd.root / "id_ed25519")
+            done = subprocess.run(
+                command(project, "train"),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        assert done.returncode == 0, done.stderr
+        run_id = only_run(project)
+        assert done.stdout.splitlines()[0].startswith(f"train: run {run_id} succeeded")
+        assert record(project, run_id)["state"] == "succeeded"
     finally:
         kill_jobs_under(remote)
