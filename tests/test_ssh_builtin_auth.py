@@ -10,9 +10,11 @@ import io
 import os
 import pty
 import select
+import signal
 import socket
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import paramiko
@@ -184,6 +186,29 @@ def test_a_passphrase_is_asked_for_on_a_terminal_and_refused_without_one(
             "terminal to be asked for the passphrase)"
         )
         master, terminal = pty.openpty()
+        # Ctrl-C at the prompt: the command ends, and the terminal gets its echo back.
+        err = tmp_path / "interrupted.err"
+        with open(err, "w") as stderr:
+            interrupted = subprocess.Popen(
+                command(project, "train"),
+                env=env,
+                stdin=terminal,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                start_new_session=True,
+            )
+        try:
+            wait_for(lambda: "Enter passphrase for key" in err.read_text(), 60)
+            assert not termios.tcgetattr(master)[3] & termios.ECHO  # the prompt turned it off
+            interrupted.send_signal(signal.SIGINT)
+            interrupted.communicate(timeout=60)
+        finally:
+            interrupted.kill()
+            interrupted.wait()
+        assert interrupted.returncode == 130, err.read_text()
+        assert err.read_text().splitlines()[-1] == "interrupted before the run started"
+        assert termios.tcgetattr(master)[3] & termios.ECHO
         err = tmp_path / "train.err"
         with open(err, "w") as stderr:
             train = subprocess.Popen(

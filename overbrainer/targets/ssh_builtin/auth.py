@@ -14,6 +14,8 @@ import logging
 import os
 import socket
 import sys
+import termios
+from typing import Protocol
 
 import paramiko
 from paramiko.agent import AgentKey, AgentSSH
@@ -22,6 +24,43 @@ from overbrainer.targets.ssh_builtin.destination import Destination, Refused
 from overbrainer.targets.ssh_session import CONNECT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
+
+
+class Closable(Protocol):
+    """Something a connect holds open: a socket, a transport, the terminal's echo."""
+
+    def close(self) -> None:
+        """Let go of it."""
+        ...
+
+
+class Holder(Protocol):
+    """Where a connect puts what must be let go of when its caller gives up (`dial.Abort`)."""
+
+    def hold(self, thing: Closable) -> None:
+        """Let go of `thing` on abort."""
+        ...
+
+
+class _Terminal:
+    """The terminal's settings before a prompt, put back by `close` (a Ctrl-C abandons the
+    thread that reads the passphrase with echo off, so it cannot put them back itself)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._saved = termios.tcgetattr(fd)
+        self.asking = True
+
+    def close(self) -> None:
+        """Put the settings back, and end the prompt's line if it was still asking."""
+        try:
+            termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)
+        except termios.error as error:
+            log.debug("cannot restore the terminal: %s", error)
+        if self.asking:
+            self.asking = False
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 class _Agent(AgentSSH):
@@ -65,14 +104,22 @@ def _public_blob(path: str) -> bytes | None:
         return None
 
 
-def _ask(path: str) -> str | None:
+def _ask(path: str, abort: Holder) -> str | None:
     """The passphrase of `path`, asked for on the terminal; None without one."""
     if not sys.stdin.isatty():
         return None
-    return getpass.getpass(f"Enter passphrase for key '{path}': ")
+    try:
+        terminal = _Terminal(sys.stdin.fileno())
+    except termios.error:
+        return None
+    abort.hold(terminal)
+    try:
+        return getpass.getpass(f"Enter passphrase for key '{path}': ")
+    finally:
+        terminal.asking = False
 
 
-def _load(path: str) -> paramiko.PKey | None:
+def _load(path: str, abort: Holder) -> paramiko.PKey | None:
     """Key file `path` (None when it has a passphrase that cannot be asked for)."""
     try:
         return paramiko.PKey.from_path(path)
@@ -82,7 +129,7 @@ def _load(path: str) -> paramiko.PKey | None:
             raise Refused(f"the key file {path} cannot be read: {error}") from None
     except (OSError, ValueError, paramiko.SSHException) as error:
         raise Refused(f"the key file {path} cannot be read: {error}") from None
-    passphrase = _ask(path)
+    passphrase = _ask(path, abort)
     if passphrase is None:
         return None
     try:
@@ -100,19 +147,22 @@ def _accepted(transport: paramiko.Transport, user: str, key: paramiko.PKey) -> b
     return transport.is_authenticated()
 
 
-def authenticate(transport: paramiko.Transport, destination: Destination) -> None:
+def authenticate(transport: paramiko.Transport, destination: Destination, abort: Holder) -> None:
     """Offer the agent's keys, then the key files, until one is accepted (Refused when none
     is, naming the files and what to do)."""
     agent, agent_keys = _agent_keys(destination)
     try:
-        _offer(transport, destination, agent_keys)
+        _offer(transport, destination, agent_keys, abort)
     finally:
         if agent is not None:
             agent.close()
 
 
 def _offer(
-    transport: paramiko.Transport, destination: Destination, agent_keys: list[AgentKey]
+    transport: paramiko.Transport,
+    destination: Destination,
+    agent_keys: list[AgentKey],
+    abort: Holder,
 ) -> None:
     files = destination.identity_files
     if destination.identities_only:
@@ -137,7 +187,7 @@ def _offer(
             continue
         if _public_blob(path) in in_agent:
             continue  # offered through the agent already
-        key = _load(path)
+        key = _load(path, abort)
         if key is None:
             locked.append(path)
             continue

@@ -16,7 +16,7 @@ import threading
 import attrs
 import paramiko
 
-from overbrainer.targets.ssh_builtin.auth import authenticate
+from overbrainer.targets.ssh_builtin.auth import Closable, authenticate
 from overbrainer.targets.ssh_builtin.destination import Destination, Refused
 from overbrainer.targets.ssh_session import ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 
@@ -38,10 +38,10 @@ class Abort:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: list[socket.socket | paramiko.Transport] = []
+        self._held: list[Closable] = []
         self._aborted = False
 
-    def hold(self, thing: socket.socket | paramiko.Transport) -> None:
+    def hold(self, thing: Closable) -> None:
         """Close `thing` with the rest on abort (at once when already aborted)."""
         with self._lock:
             self._held.append(thing)
@@ -170,7 +170,7 @@ def _secure(
             ) from None
         _check_host_key(hop, transport.get_remote_server_key(), known)
         try:
-            authenticate(transport, hop)
+            authenticate(transport, hop, abort)
         except SSH_ERRORS as error:
             raise Refused(f"authentication failed: {ssh_cause(error)}") from None
         transport.set_keepalive(ALIVE_INTERVAL_S)
