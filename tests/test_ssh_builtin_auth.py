@@ -119,6 +119,19 @@ async def test_a_key_with_a_passphrase_works_through_the_agent_and_is_refused_wi
         await echo(config, workdir)
 
 
+async def test_a_wrong_passphrase_is_one_line(
+    sshd: Sshd, tmp_path: Path, workdir: Path, no_terminal: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = with_passphrase(sshd.root / "id_ed25519", tmp_path / "locked", PASSPHRASE)
+    master, terminal = pty.openpty()
+    with os.fdopen(terminal) as stdin, os.fdopen(master):
+        monkeypatch.setattr(sys, "stdin", stdin)
+        monkeypatch.setattr(getpass, "getpass", lambda prompt: "not it")
+        assert await refusal(client_config(sshd, tmp_path, str(locked)), workdir) == (
+            f"cannot reach target `box`: the passphrase given for the key file {locked} is wrong"
+        )
+
+
 def jump_block(
     sshd: Sshd, name: str, jump: str, port: int | None = None, identity: Path | None = None
 ) -> str:
