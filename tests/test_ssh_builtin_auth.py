@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from overbrainer.config.settings import SshClient
+from overbrainer.targets.ssh_builtin.destination import Refused, resolve
 from overbrainer.targets.ssh_open import open_ssh
 from tests.ports import free_port
 from tests.ssh_agent_support import add_key, ssh_agent, with_passphrase
@@ -290,3 +291,23 @@ def test_train_through_a_jump_host_with_the_key_only_in_the_agent(
         assert record(project, run_id)["state"] == "succeeded"
     finally:
         kill_jobs_under(remote)
+
+
+def test_proxy_jump_specs_resolve_through_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        "Host target\n  HostName 10.0.0.9\n  ProxyJump me@[::1]:2222,bastion,ssh://ops@gate:22\n"
+        "Host bastion\n  HostName 192.0.2.1\n  User admin\n  Port 2200\n  ProxyJump outer\n"
+        "Host odd\n  ProxyJump gate:ssh\n"
+    )
+    jumps = resolve("target", str(config)).jumps
+    assert [(hop.user, hop.hostname, hop.port) for hop in jumps] == [
+        ("me", "::1", 2222),
+        (getpass.getuser(), "outer", 22),  # bastion's own jump host comes first
+        ("admin", "192.0.2.1", 2200),
+        ("ops", "gate", 22),
+    ]
+    assert resolve("bastion", str(config)).jumps[0].alias == "outer"
+    with pytest.raises(Refused) as caught:
+        resolve("odd", str(config))
+    assert str(caught.value) == "the ProxyJump host gate:ssh has a port that is not a number"

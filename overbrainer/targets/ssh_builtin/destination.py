@@ -95,12 +95,19 @@ def _agent(options: paramiko.config.SSHConfigDict) -> str | None:
 
 
 def _jump_spec(spec: str) -> tuple[str, int | None]:
-    """`[user@]host[:port]` split into the destination and its port."""
+    """`[user@]host[:port]` (an IPv6 address in brackets) split into the destination and its
+    port."""
     spec = spec.strip().removeprefix("ssh://")
     user, at, rest = spec.rpartition("@")
-    host, colon, port = rest.rpartition(":") if rest.count(":") == 1 else ("", "", rest)
+    if rest.startswith("["):
+        host, _, after = rest[1:].partition("]")
+        colon, port = after[:1], after[1:]
+    elif rest.count(":") == 1:
+        host, colon, port = rest.partition(":")
+    else:
+        host, colon, port = rest, "", ""
     if not colon:
-        return spec, None
+        return f"{user}{at}{host}", None
     if not port.isdigit():
         raise Refused(f"the ProxyJump host {spec} has a port that is not a number")
     return f"{user}{at}{host}", int(port)
