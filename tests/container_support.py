@@ -36,7 +36,7 @@ def calls(state: Path) -> list[dict[str, Any]]:
 def run_options(argv: list[str]) -> dict[str, list[str]]:
     """The valued options of a recorded `run` line (`-e`, `-v`, `-w`, `--name`), in order,
     and the image with its command under `""`."""
-    valued = {"--name", "-e", "-v", "-w", "--gpus", "--ulimit", "--device"}
+    valued = {"--name", "-e", "-v", "-w", "--gpus", "--ulimit", "--device", "--user"}
     options: dict[str, list[str]] = {}
     i = 1
     while i < len(argv):

@@ -123,11 +123,10 @@ def pod_lines(stderr: str) -> list[str]:
     return [line for line in messages(stderr) if line.startswith("pod: ")]
 
 
-async def interrupt_when(
-    setup: Setup, ready: Callable[[], bool], then: trio.Event | None = None
+async def train_acting_when(
+    setup: Setup, ready: Callable[[], bool], act: Callable[[trio.Process], None]
 ) -> tuple[int, str]:
-    """`train`, one SIGINT once `ready()`, then `then` set (a held answer released); its exit
-    status and stderr."""
+    """`train`, then `act(process)` once `ready()`; its exit status and stderr."""
     err_path = setup.project / "train.err"
     with open(err_path, "wb") as err, trio.fail_after(90):  # noqa: ASYNC230 - a test's file
         async with trio.open_nursery() as nursery:
@@ -141,12 +140,24 @@ async def interrupt_when(
                     check=False,
                 )
             )
-            while not ready():  # noqa: ASYNC110 - the signal is the fake's state
+            while not ready():  # noqa: ASYNC110 - the condition is the fake's state
                 await trio.sleep(0.02)
-            process.send_signal(signal.SIGINT)
-            if then is not None:
-                then.set()
+            act(process)
     return process.returncode, err_path.read_text()
+
+
+async def interrupt_when(
+    setup: Setup, ready: Callable[[], bool], then: trio.Event | None = None
+) -> tuple[int, str]:
+    """`train`, one SIGINT once `ready()`, then `then` set (a held answer released); its exit
+    status and stderr."""
+
+    def interrupt(process: trio.Process) -> None:
+        process.send_signal(signal.SIGINT)
+        if then is not None:
+            then.set()
+
+    return await train_acting_when(setup, ready, interrupt)
 
 
 def remote_steps(pods_root: Path) -> int:

@@ -155,7 +155,7 @@ async def test_a_401_stops_the_stage_and_keeps_the_finished_answers(tmp_path: Pa
         assert len(stub.completions) == 2
     assert result.code == 1
     assert result.out_lines == [
-        "answers: 1 done, 0 skipped, 1 failed, 0 excluded; tokens 100 in, 50 out; cost unknown"
+        "answers: 1 done, 0 skipped, 0 failed, 0 excluded; tokens 100 in, 50 out; cost unknown"
     ]
     assert result.stderr.strip().splitlines()[-1] == (
         "error: answers stopped: HTTP 401: authentication failed, check the provider API key"
@@ -163,7 +163,9 @@ async def test_a_401_stops_the_stage_and_keeps_the_finished_answers(tmp_path: Pa
     assert "sk-secret" not in result.stderr
     assert [e.id for e in read_examples(root)] == [questions[0].id]
     [line] = history(root)
-    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 1, 1)
+    # The spec: a fatal error stops the stage; only a non-fatal one gives `failed += 1`.
+    assert (line.status, line.done, line.failed) == (HistoryStatus.FAILED, 1, 0)
+    assert "failed: HTTP 401" not in result.stderr
 
 
 async def test_a_timeout_is_retried(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_a_missing_project_directory(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (
         2,
         f"error: cannot read {missing}/overbrainer.toml: No such file or directory; "
-        "run `overbrainer init` first\n",
+        f"{missing} does not exist: make a project there with `overbrainer init {missing}`\n",
     )
     assert not missing.exists()
 

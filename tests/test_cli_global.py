@@ -17,7 +17,7 @@ from overbrainer.cli.group import cli
 from overbrainer.cli.runs_command import NO_RUNS
 from tests.pipeline_support import make_project, write_answered
 
-MISSING = "No such file or directory; run `overbrainer init` first"
+MISSING = "No such file or directory; "
 
 
 LOOPBACK = "http://127.0.0.1:9/v1"
@@ -155,10 +155,14 @@ def test_outside_any_project_the_message_names_the_start(tmp_path: Path) -> None
     done = overbrainer("runs", "ls", cwd=tmp_path / "a")
     assert (done.returncode, done.stderr) == (
         2,
-        f"error: cannot read overbrainer.toml: {MISSING}\n",
+        f"error: cannot read overbrainer.toml: {MISSING}this directory is not in an "
+        "overbrainer project: make one with `overbrainer init`\n",
     )
     done = overbrainer("-C", "a", "history", cwd=tmp_path)
-    assert done.stderr == f"error: cannot read a/overbrainer.toml: {MISSING}\n"
+    assert done.stderr == (
+        f"error: cannot read a/overbrainer.toml: {MISSING}"
+        "a is not in an overbrainer project: make one with `overbrainer init a`\n"
+    )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]
 
 
@@ -167,7 +171,8 @@ def test_a_missing_start_directory_is_not_searched_from(tmp_path: Path) -> None:
     done = overbrainer("-C", "demo/nope", "history", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (
         2,
-        f"error: cannot read demo/nope/overbrainer.toml: {MISSING}\n",
+        f"error: cannot read demo/nope/overbrainer.toml: {MISSING}"
+        "demo/nope does not exist: make a project there with `overbrainer init demo/nope`\n",
     )
 
 

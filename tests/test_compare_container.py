@@ -80,12 +80,13 @@ def engine_state(tmp_path: Path) -> collections.abc.Iterator[Path]:
     kill_jobs(tmp_path)
 
 
-def _in_container(root: Path, engine: str) -> None:
-    """Make the project's local target run its jobs with `engine` and image `img:1`."""
+def _in_container(root: Path, engine: str, extra: str = "") -> None:
+    """Make the project's local target run its jobs with `engine` and image `img:1` (and the
+    `extra` settings)."""
     toml = root / "overbrainer.toml"
     native = 'kind = "local"\nruntime = "native"\n'
     assert native in toml.read_text()
-    docker = f'kind = "local"\nruntime = "docker"\nengine = "{engine}"\nimage = "img:1"\n'
+    docker = f'kind = "local"\nruntime = "docker"\nengine = "{engine}"\nimage = "img:1"\n{extra}'
     toml.write_text(toml.read_text().replace(native, docker))
 
 
@@ -120,7 +121,7 @@ async def test_the_compare_runs_in_the_named_container_and_it_is_removed_after(
     tmp_path: Path, llama_release: LlamaRelease, engine_state: Path
 ) -> None:
     root = make_compare_project(tmp_path / "p", questions=2)
-    _in_container(root, "docker")
+    _in_container(root, "docker", 'gpus = "all"\n')
     cache = tmp_path / "cache"
     env = _env(compare_env(llama_release, cache), tmp_path, engine_state)
     async with open_stub(scripted_judge) as stub:
@@ -144,7 +145,9 @@ async def test_the_compare_runs_in_the_named_container_and_it_is_removed_after(
     ]
     inside = f"/workspace/run/compares/{folder.name}"
     assert options["-w"] == [inside]
-    assert options["--gpus"] == ["all"]
+    assert options["--gpus"] == ["all"]  # `gpus = "all"`
+    assert options["--user"] == [f"{os.getuid()}:{os.getgid()}"]
+    assert "--init" in options
     assert "-p" not in options and "--publish" not in options  # the port stays inside
     passed = dict(item.partition("=")[::2] for item in options["-e"])
     assert [item for item in options["-e"] if item.startswith("OVERBRAINER_CACHE")] == [
@@ -159,7 +162,7 @@ async def test_the_compare_runs_in_the_named_container_and_it_is_removed_after(
     image, *job_command = options[""]
     assert image == "img:1" != DEFAULT_IMAGE
     assert job_command[:2] == ["sh", "-c"]
-    assert job_command[2].endswith("&& 'sh' 'compare.sh'")
+    assert job_command[2].endswith("&& 'sh' 'compare.sh'\n) & wait $!")
     assert TOKEN not in (engine_state / "calls.jsonl").read_text()
 
     # The real llama-server answered inside; its build went to the mounted cache.
@@ -204,7 +207,9 @@ async def test_ctrl_c_stops_and_removes_the_container(tmp_path: Path, engine_sta
     assert argvs[0][:4] == ["run", "--rm", "--name", name]
     options = run_options(argvs[0])
     assert options["-v"][0].endswith(":/workspace/run:Z")
-    assert "--gpus" not in options and options["--device"] == ["nvidia.com/gpu=all"]
+    # `gpus = "auto"` on a machine whose `nvidia-smi` lists no GPU: no GPU flag.
+    assert "--gpus" not in options and "--device" not in options
+    assert not (engine_state / "kills").exists()  # the stop reached the job: no kill
     assert argvs[1:] == [["stop", "-t", "30", name], ["rm", "-f", name]]
     assert not list((engine_state / "containers").iterdir())
     record = json.loads((folder / "run.json").read_text())
@@ -451,7 +456,10 @@ def test_an_ssh_podman_compare_is_the_export_line_in_the_compare_directory() -> 
     job = "/workspace/run/compares/compare_20261203-130000"
     assert plan.commands.startswith(
         "mkdir -p -- '/srv/ob/.hf-cache' '/srv/ob/.cache/overbrainer' && podman run --rm "
-        f"--name '{name}' --device nvidia.com/gpu=all --security-opt=label=disable "
+        f"--name '{name}' --init "
+        "$(nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo '--device nvidia.com/gpu=all') "
+        '$([ "$(id -u)" = 0 ] || echo --userns=keep-id) -e HOME=/tmp '
+        "--security-opt=label=disable "
         "--ulimit host --ipc=host -v '/srv/ob/run1:/workspace/run:Z' "
         "-v '/srv/ob/.hf-cache:/workspace/hf-cache:z' "
         "-v '/srv/ob/.cache/overbrainer:/workspace/cache:z' "
@@ -463,7 +471,7 @@ def test_an_ssh_podman_compare_is_the_export_line_in_the_compare_directory() -> 
     )
     assert "/srv/ob/.cache/overbrainer'" not in plan.commands.split(" && podman ", 1)[1]
     assert " 'img:1' sh -c '" in plan.commands
-    assert plan.commands.endswith("'\\''sh'\\'' '\\''compare.sh'\\'''")
+    assert plan.commands.endswith("'\\''sh'\\'' '\\''compare.sh'\\''\n) & wait $!'")
 
 
 def test_a_native_compare_runs_in_place_with_the_system_sh() -> None:

@@ -8,16 +8,7 @@ import pytest
 
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
-
-BASE = """
-[project]
-name = "demo"
-[providers.openrouter]
-protocol = "openai"
-[roles]
-generator = { provider = "openrouter", model = "m" }
-parent = { provider = "openrouter", model = "p", reasoning = true }
-"""
+from tests.config_support import BASE
 
 
 def project(tmp_path: Path, extra: str = "", env: str | None = None) -> Path:

@@ -44,6 +44,18 @@ OURS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "container-gpus-and-user",
+        HEAD
+        + ROLES
+        + '[targets.a]\nkind = "local"\nruntime = "docker"\ngpus = "first"\n'
+        + 'container_user = "me; rm"\n'
+        + '[targets.b]\nkind = "ssh"\nruntime = "docker"\ngpus = "0,1"\ncontainer_user = "image"\n',
+        [
+            'targets.a.gpus: must be "auto", "all", "none" or GPU indices such as "0,1"',
+            'targets.a.container_user: must be "auto", "image", or a user such as "1000:1000"',
+        ],
+    ),
+    (
         "runpod-target",
         HEAD
         + ROLES

@@ -54,9 +54,9 @@ def check_capped(asked: list[Recorded], cap: int, stage: str, out: list[str], er
 
 
 async def test_answers_count_cut_bodies_and_stay_within_the_cap(tmp_path: Path) -> None:
-    # One at a time: with two in flight a paid retry is refused while the other request's
-    # worst case is still reserved, so "the next one did not fit" holds only at that moment.
-    root = make_project(tmp_path / "p", concurrency=1)
+    # Two at once: a paid retry waits for the other to settle, so the request refused could
+    # not fit even alone (tests/test_spend_retry.py pins the waiting).
+    root = make_project(tmp_path / "p", concurrency=2)
     write_questions(root, 12)
     env = {"OVERBRAINER_ROLES__PARENT__MAX_TOKENS": "100"}
     async with open_stub(lambda _: Reply(cut=True)) as stub:
@@ -70,7 +70,7 @@ async def test_answers_count_cut_bodies_and_stay_within_the_cap(tmp_path: Path) 
 
 
 async def test_quality_counts_cut_bodies_and_stays_within_the_cap(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p", concurrency=1, pipeline=f"\n[quality]\n{JUDGE}\n")
+    root = make_project(tmp_path / "p", concurrency=2, pipeline=f"\n[quality]\n{JUDGE}\n")
     write_answered(root, 20)
 
     def reply(request: Recorded) -> Reply:

@@ -12,21 +12,29 @@ from tests.pipeline_support import PRICES, history, make_project, overbrainer, w
 from tests.test_estimate import PARENT, number, parse
 
 
-async def test_without_history_the_low_end_assumes_each_roles_prior(tmp_path: Path) -> None:
+async def test_without_history_the_low_end_assumes_each_roles_floor(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")  # two topics, 2 subtopics x 2 questions each
     async with open_stub() as stub:
         stub.models = PRICES
         result = await overbrainer(root, "estimate", url=stub.url)
     assert result.code == 0, result.stderr
     lines = parse(result.stdout)
-    # The generator writes a list (400 tokens), the parent an answer with reasoning (1,200);
-    # it was a quarter of max_tokens: 4,096 each.
+    # A floor, not an average: a short list (60, 100 tokens), a short answer (100). It was
+    # 400 and 1,200 (and before, a quarter of max_tokens: 4,096 each).
     outputs = {stage: number(line["tout"]) for stage, line in lines.items()}
-    assert outputs == {"subtopics": 2 * 400, "questions": 4 * 400, "answers": 8 * 1200}
+    assert outputs == {"subtopics": 2 * 60, "questions": 4 * 100, "answers": 8 * 100}
+    assert {stage: line["basis"] for stage, line in lines.items()} == {
+        "subtopics": "no topics measured yet: at least 60 out each",
+        "questions": "no subtopics measured yet: at least 100 out each",
+        "answers": "no answers measured yet: at least 100 out each",
+    }
+    # Nothing is stored yet: every question and answer is planned.
+    assert (lines["questions"]["present"], lines["questions"]["planned"]) == ("0", "4")
+    assert (lines["answers"]["present"], lines["answers"]["planned"]) == ("0", "8")
     answers = lines["answers"]
     tin = number(answers["tin"])
-    assert number(answers["low"]) == round(tin * PARENT[0] + 8 * 1200 * PARENT[1], 2)
-    assert number(answers["high"]) == round(tin * PARENT[0] + 8 * 16384 * PARENT[1], 2)
+    assert number(answers["low"]) == round(tin * PARENT[0] + 8 * 100 * PARENT[1], 2)
+    assert number(answers["high"]) > round(tin * PARENT[0] + 8 * 16384 * PARENT[1], 2)
 
 
 async def test_a_cap_above_the_low_end_runs_without_a_warning_and_says_it_throttles_once(
@@ -80,14 +88,16 @@ async def test_history_averages_over_every_answer_excluded_ones_included(tmp_pat
         first = await overbrainer(root, "answers", url=stub.url)
         assert first.out_lines[0].startswith("answers: 2 done, 0 skipped, 0 failed, 2 excluded")
         write_questions(root, 6)  # the same four, and two more
-        result = await overbrainer(root, "estimate", "answers", url=stub.url)
+        result = await overbrainer(root, "estimate", url=stub.url)
     assert result.code == 0, result.stderr
-    # 8 to do: the 2 new questions and the 6 the topics' counts still call for; 100 in and 50
-    # out per answer (it was per answer kept: 200 in and 100 out).
+    # 8 to do: the 2 new questions (present) and the 6 the topics' counts still call for
+    # (planned); 100 in and 50 out per answer (it was per answer kept: 200 in and 100 out).
     line = parse(result.stdout)["answers"]
-    assert (line["items"], line["tin"], line["tout"], line["basis"]) == (
+    assert (line["items"], line["present"], line["planned"], line["tin"], line["tout"]) == (
         "8",
+        "2",
+        "6",
         "800",
         "400",
-        "history",
     )
+    assert line["basis"] == "measured over 4 earlier answers"

@@ -144,8 +144,11 @@ def test_the_export_runs_in_the_named_container_and_ctrl_c_stops_it(
     image, *job_command = options[""]
     assert image == "img:1" != DEFAULT_IMAGE
     assert job_command[:2] == ["sh", "-c"]
-    assert job_command[2].endswith("&& 'sh' 'export.sh'")
-    assert (engine == "docker") == ("--gpus" in options)
+    assert job_command[2].endswith("&& 'sh' 'export.sh'\n) & wait $!")
+    # `gpus = "auto"` where `nvidia-smi` lists a GPU (standin_env's): all GPUs.
+    gpus = {"--gpus": ["all"]} if engine == "docker" else {"--device": ["nvidia.com/gpu=all"]}
+    assert {k: v for k, v in options.items() if k in ("--gpus", "--device")} == gpus
+    assert "--init" in options
 
     # What the job saw inside: its directory, the run's model and the cache, as mounted.
     inside = json.loads(seen.read_text())
@@ -160,6 +163,7 @@ def test_the_export_runs_in_the_named_container_and_ctrl_c_stops_it(
     assert out == ""
     assert err.read_text().splitlines()[-1] == f"export {job.name} of run {RUN} was cancelled"
     assert [c["argv"] for c in recorded[1:]] == [["stop", "-t", "30", name]]
+    assert not (state / "kills").exists()  # the stop reached the job: no kill
     assert all(c["engine"] == engine for c in recorded)
     assert not list((state / "containers").iterdir())
     record = json.loads((job / "run.json").read_text())
@@ -215,14 +219,20 @@ def _env() -> dict[str, str]:
 
 def test_an_ssh_podman_export_is_the_training_run_line_in_the_export_directory() -> None:
     run, export = _records()
-    target = SshTarget(runtime=Runtime.DOCKER, engine=Engine.PODMAN, image="img:1")
+    target = SshTarget(
+        runtime=Runtime.DOCKER,
+        engine=Engine.PODMAN,
+        image="img:1",
+        gpus="all",
+        container_user="image",
+    )
     plan = export_job(target, _env(), run=run, export=export, executor=cast(Executor, _Where()))
     name = "overbrainer-run1-export_20261203-130000"
     assert plan.container == (JobEngine.PODMAN, name)
     job = "/workspace/run/exports/export_20261203-130000"
     assert plan.commands.startswith(
         "mkdir -p -- '/srv/ob/.hf-cache' '/srv/ob/.cache' && podman run --rm --name "
-        f"'{name}' --device nvidia.com/gpu=all --security-opt=label=disable --ulimit host "
+        f"'{name}' --init --device nvidia.com/gpu=all --security-opt=label=disable --ulimit host "
         "--ipc=host -v '/srv/ob/run1:/workspace/run:Z' "
         "-v '/srv/ob/.hf-cache:/workspace/hf-cache:z' -v '/srv/ob/.cache:/workspace/cache:z' "
         f"-e OVERBRAINER_CACHE=/workspace/cache -w '{job}' -e HF_HOME=/workspace/hf-cache "
@@ -234,10 +244,12 @@ def test_an_ssh_podman_export_is_the_training_run_line_in_the_export_directory()
     )
     assert "/srv/ob/.cache'" not in plan.commands.split(" && podman ", 1)[1]
     assert plan.commands.endswith(
-        " 'img:1' sh -c '{ printf '\\''{\"event\":\"stage\",\"name\":"
+        " 'img:1' sh -c 'trap '\\''trap \"\" TERM INT; kill -TERM 0 2>/dev/null; wait; "
+        "exit 143'\\'' TERM INT; ( trap '\\''exit 143'\\'' TERM; "
+        '{ printf \'\\\'\'{"event":"stage","name":'
         '"%s","time":%s}\\n\'\\\'\' export "$(date +%s)" >> '
         "'\\''metrics.jsonl'\\'' || :; } && '\\''sh'\\'' "
-        "'\\''export.sh'\\'''"
+        "'\\''export.sh'\\''\n) & wait $!'"
     )
 
 

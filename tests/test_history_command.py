@@ -94,8 +94,8 @@ def test_outside_a_project(tmp_path: Path) -> None:
     done = history(tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "error: cannot read overbrainer.toml: No such file or directory; "
-        "run `overbrainer init` first"
+        "error: cannot read overbrainer.toml: No such file or directory; this directory is "
+        "not in an overbrainer project: make one with `overbrainer init`"
     )
 
 

@@ -92,6 +92,11 @@ def test_init_writes_a_project_that_config_check_accepts(tmp_path: Path) -> None
         "(set OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY if openrouter.ai needs one): its "
         "requests go without an auth header; roles.generator and roles.parent use it\n"
     )
+    # Shown as what it is, never as `***` (which reads as a key that is set).
+    assert "providers.openrouter.api_key = (empty)  (env)" in empty.stdout.splitlines()
+    resolved = overbrainer("config", "check", "--resolve", cwd=demo)
+    assert "api_key: resolved" not in resolved.stdout
+    assert "config check` warns" in (demo / ".env.example").read_text()
     (demo / ".env").write_text(
         (demo / ".env.example")
         .read_text()

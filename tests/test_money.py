@@ -100,15 +100,20 @@ def test_the_ledger_takes_money_and_fractions_alike() -> None:
     assert in_usd(money(Fraction(3, 10))) == Fraction(3, 10)
 
 
-async def test_a_paid_attempt_keeps_its_reservation_to_the_last_unit() -> None:
-    # $1 cap, $0.50 reserved: paying $0.50 leaves exactly $1 (fits); one unit more does not.
+async def test_a_paid_attempt_is_retried_while_it_fits_alone_to_the_last_unit() -> None:
+    # $1 cap, $0.50 reserved: paying $0.50 leaves exactly $1 for the retry (fits); one unit
+    # more does not, even with nothing else in flight.
     ledger = SpendCap(1.0)
     reservation = await ledger.reserve(Fraction(1, 2))
     assert reservation is not None
-    assert reservation.pay(Fraction(1, 2))
-    assert not ledger.reached
-    assert not reservation.pay(Money(1))
+    assert reservation.charge(Fraction(1, 2))
+    assert ledger.reserved == 0 and not ledger.reached
+    assert await reservation.renew()
+    assert ledger.reserved == Fraction(1, 2)
+    assert not reservation.charge(Money(1))
     assert ledger.refused == Fraction(1, 2)
+    assert not await reservation.renew()
+    assert ledger.reserved == 0 and ledger.in_flight == 0
 
 
 @given(price=st.builds(Price, per_million, per_million), usage=usages)
@@ -157,9 +162,9 @@ def test_the_cap_decides_as_the_fractions_did(
             reservation, worst, real, how = open_.pop(0)
             cost = reference_cost(real, price)
             if how == "pay":
-                fits_after = reservation.pay(rates.cost(real))
+                fits_after = reservation.charge(rates.cost(real))
                 spent += cost
-                assert fits_after == (spent + reserved <= cap)
+                assert fits_after == (spent + worst <= cap)
                 if not fits_after and refused is None:
                     refused = worst
             reserved -= worst

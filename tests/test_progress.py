@@ -17,10 +17,22 @@ def test_tenths() -> None:
 
 
 def test_metric_throttle() -> None:
+    # The spec's sequence (reference-core.md, "Metric throttle"): the reference shows
+    # T, F, T, F, T, its evaluation at 6 restarting the window. Ours counts the 10 s from the
+    # last training line shown (0), so 15 shows and 17 is hidden (the docstring says why).
     p = Progress()
     seq = [(0, None), (5, None), (6, 1.0), (15, None), (17, None)]
     shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
     assert shown == [True, False, True, True, False]
+
+
+def test_the_window_runs_from_the_last_training_line_shown() -> None:
+    # Clock values injected: a hidden line does not restart the window, nor does an
+    # evaluation; exactly 10 s after the last training line shown, the next one shows.
+    p = Progress()
+    seq = [(100, None), (105, 2.0), (109.9, None), (110, None), (119.99, None), (120, None)]
+    shown = [p.show_metric(TrainMetric(time=t, step=1, eval_loss=e), t) for t, e in seq]
+    assert shown == [True, True, False, True, False, True]
 
 
 def test_an_evaluation_does_not_hide_the_next_training_line() -> None:

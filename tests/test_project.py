@@ -55,7 +55,7 @@ def test_missing_config_is_named_and_nothing_is_created(tmp_path: Path) -> None:
         open_project(tmp_path)
     assert caught.value.message == (
         f"cannot read {tmp_path}/overbrainer.toml: No such file or directory; "
-        "run `overbrainer init` first"
+        f"{tmp_path} is not in an overbrainer project: make one with `overbrainer init {tmp_path}`"
     )
     assert list(tmp_path.iterdir()) == []
 

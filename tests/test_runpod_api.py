@@ -176,7 +176,7 @@ def test_mask_key_masks_every_16_character_window() -> None:
             "Runpod rejected the create request "
             "(please report it: overbrainer built an invalid request)",
         ),
-        (400, "bad", CreateFailure.REJECTED, None),
+        (400, "bad", CreateFailure.REFUSED, "Runpod refused it with HTTP 400: bad"),
         (500, "oops", CreateFailure.AMBIGUOUS, "Runpod failed to process the create request"),
     ],
 )

@@ -58,14 +58,19 @@ CHAIN = (
     f"""{CHAIN_STAGE}{Q}axolotl{Q} {Q}preprocess{Q} {Q}axolotl.yaml{Q} && """
     f"""{CHAIN_STAGE}{Q}axolotl{Q} {Q}train{Q} {Q}axolotl.yaml{Q}"""
 )
+FORWARDING = (
+    f"""trap {Q}trap "" TERM INT; kill -TERM 0 2>/dev/null; wait; exit 143{Q} TERM INT; """
+    f"""( trap {Q}exit 143{Q} TERM; """
+)
 DOCKER = (
-    "mkdir -p -- '/r/.hf-cache' && docker run --rm --name 'overbrainer-run1' --gpus all "
+    "mkdir -p -- '/r/.hf-cache' && docker run --rm --name 'overbrainer-run1' --init --gpus all "
+    '--user "$(id -u):$(id -g)" -e HOME=/tmp '
     "--ulimit memlock=-1 --ulimit stack=67108864 --ipc=host -v '/r/run1:/workspace/run' "
     "-v '/r/.hf-cache:/workspace/hf-cache' -w /workspace/run -e HF_HOME=/workspace/hf-cache "
     "-e 'AXOLOTL_DO_NOT_TRACK=1' -e 'PYTHONPATH=/workspace/run/plugin' "
     "-e 'OVERBRAINER_METRICS=/workspace/run/metrics.jsonl' "
     "-e 'OVERBRAINER_SNAPSHOT=/workspace/run/snapshot.request' -e 'HF_TOKEN' 'img:1' "
-    f"sh -c '{CHAIN}'"
+    f"sh -c '{FORWARDING}{CHAIN}\n) & wait $!'"
 )
 
 
@@ -81,7 +86,7 @@ def test_native_commands_use_the_venv_and_keep_the_inherited_pythonpath() -> Non
 
 def test_docker_and_podman_run_lines() -> None:
     training = Training(target="local", base_model="m", adapter=Adapter.FULL, merge=True)
-    docker = LocalTarget(runtime=Runtime.DOCKER, image="img:1")
+    docker = LocalTarget(runtime=Runtime.DOCKER, image="img:1", gpus="all")
     plan = plan_job(
         docker,
         JobRequest(
@@ -100,8 +105,10 @@ def test_docker_and_podman_run_lines() -> None:
         JobRequest(run_id="run1", run_dir="/r/run1", cache="/r/c", commands=job_commands(training)),
     ).commands
     assert text.startswith(
-        "mkdir -p -- '/r/c' && podman run --rm --name 'overbrainer-run1' --device "
-        "nvidia.com/gpu=all --security-opt=label=disable --ulimit host --ipc=host "
+        "mkdir -p -- '/r/c' && podman run --rm --name 'overbrainer-run1' --init "
+        "$(nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo '--device nvidia.com/gpu=all') "
+        '$([ "$(id -u)" = 0 ] || echo --userns=keep-id) -e HOME=/tmp '
+        "--security-opt=label=disable --ulimit host --ipc=host "
         "-v '/r/run1:/workspace/run:Z' -v '/r/c:/workspace/hf-cache:z' -w /workspace/run "
     )
     assert " -e 'HF_TOKEN' " not in text

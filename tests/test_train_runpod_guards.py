@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-from functools import partial
 from pathlib import Path
 
 import trio
@@ -21,8 +19,9 @@ from tests.runpod_train_support import (
     remote_steps,
     slow_job,
     train,
+    train_acting_when,
 )
-from tests.train_helpers import command, only_run, record
+from tests.train_helpers import only_run, record
 
 pytestmark = pods.needs_pod_tools
 setup = pods.setup  # the fixture: a project on a Runpod target, the fake, its pod host
@@ -134,28 +133,17 @@ async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setu
     held_job(setup)
     # The follower rides out an outage for reconnect_secs before it asks Runpod about the pod.
     setup.env["OVERBRAINER_TARGETS__GPU_CLOUD__RECONNECT_SECS"] = "2"
-    err_path = setup.project / "train.err"
-    with open(err_path, "wb") as err_file:  # noqa: ASYNC230 - a test's file
-        async with trio.open_nursery() as nursery:
-            process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    command(setup.project, "train"),
-                    env=setup.env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err_file,
-                    check=False,
-                )
-            )
-            with trio.fail_after(60):
-                while remote_steps(setup.pods_root) < 2:  # noqa: ASYNC110 - the pod's files
-                    await trio.sleep(0.02)
-            setup.fake.vanish("pod0001")
-            for master in ssh_masters(process.pid):
-                os.kill(master, signal.SIGTERM)
-    err = err_path.read_text()
+
+    def vanish(process: trio.Process) -> None:
+        setup.fake.vanish("pod0001")
+        for master in ssh_masters(process.pid):
+            os.kill(master, signal.SIGTERM)
+
+    returncode, err = await train_acting_when(
+        setup, lambda: remote_steps(setup.pods_root) >= 2, vanish
+    )
     run_id = only_run(setup.project)
-    assert process.returncode == 1, err
+    assert returncode == 1, err
     assert err.splitlines()[-1] == f"error: run {run_id} failed: pod pod0001 no longer exists"
     saved = record(setup.project, run_id)
     assert (saved["state"], saved["message"]) == ("failed", "pod pod0001 no longer exists")

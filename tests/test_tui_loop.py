@@ -78,6 +78,9 @@ async def test_auto_mode_then_quit_leaves_no_task_behind(
                 outer.start_soon(run)
                 await wait_until(lambda: runner.tasks is not None and not runner.state.tasks)
                 runner.post(Key("A"))
+                await wait_until(lambda: runner.state.confirm, 30)  # the estimate, asked
+                assert runner.state.confirm[-1] == "y runs it, n or Esc does not"
+                runner.post(Key("y"))
                 await wait_until(lambda: runner.state.lines[-1:] and not runner.state.tasks, 30)
                 runner.post(Key("q"))
                 await wait_until(lambda: code)

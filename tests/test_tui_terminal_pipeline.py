@@ -39,15 +39,17 @@ async def test_auto_mode_fills_the_pipeline_then_every_view_shows_and_q_quits(
     root = make_project(tmp_path / "p")
     async with open_stub() as stub, open_terminal(root, "tui", url=stub.url) as term:
         shown = await term.wait_for("nothing run yet in this session")
-        assert "▶ subtopics       0      0" in shown
+        assert "▶ subtopics       0     0       0" in shown
         project = open_project(root)
         with pytest.raises(ProjectLocked, match="another overbrainer"), project_lock(project):
             pass
         await term.keys("A")
+        await term.wait_for("y runs it, n or Esc does not", limit=30)  # the estimate, asked
+        await term.keys("y")
         shown = await term.wait_for("split: 7 train, 1 eval, 0 excluded, 0 orphaned")
         assert "subtopics: 2 done, 0 skipped, 0 failed" in shown
         # The records column comes from the read of the project that follows the run.
-        await term.wait_for("  answers         8      8      0")
+        await term.wait_for("  answers         8     8       0      0")
         await term.keys("1")
         await term.wait_for("subtopics 4, questions 8, answers 8, train 7, eval 1")
         await term.keys("2")

@@ -103,10 +103,10 @@ def test_the_summary_shows_the_estimate_and_a_cap_rounded_up_from_its_high_end(
     high = sum(c[1] for c in costs if c is not None)
     shown = wizard_screen.lines(state)
     assert costs[2] is not None
-    # 300 answers (10 × 30) of the parent: 1,200 tokens expected each, 16,384 at most.
+    # 300 answers (10 × 30) of the parent: 100 tokens at least each, 16,384 at most.
     expected = (
         f"          answers: {answers.expected.input_tokens:,} in + "
-        f"360,000-4,915,200 out tokens, {money(costs[2][0])}-{money(costs[2][1])}"
+        f"30,000-4,915,200 out tokens, {money(costs[2][0])}-{money(costs[2][1])}"
     )
     assert expected in shown
     assert all(len(line) <= 80 for line in shown)  # the summary fits an 80-column terminal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 
 import click
@@ -61,17 +62,27 @@ def init(directory: Path | None, demo: bool, provider: str | None) -> None:
         raise SystemExit(error.exit_code) from None
     for path in written:
         log.info("created %s", path)
-    where = "" if directory is None else f"cd {root} && "
+    where, ob = _hint_prefixes(directory, root)
     if demo:
-        click.echo(f"next: make the demo dataset with `{where}overbrainer run --no-train`")
+        click.echo(f"next: make the demo dataset with `{where}{ob} run --no-train`")
         return
     if preset is not None and preset.local:
         click.echo(
             "next: copy .env.example to .env (the server's address is in it), start the "
-            f"server, then `{where}overbrainer config check --online` and `overbrainer run`"
+            f"server, then `{where}{ob} config check --online` and `{ob} run`"
         )
         return
     click.echo(
         "next: copy .env.example to .env and put the provider's key in it, "
-        f"then `{where}overbrainer config check` and `overbrainer run`"
+        f"then `{where}{ob} config check` and `{ob} run`"
     )
+
+
+def _hint_prefixes(directory: Path | None, root: Path) -> tuple[str, str]:
+    """`cd DIR && ` for `init DIR`, else `overbrainer -C DIR` for `-C DIR init`, so the hint
+    works when pasted where the user typed `init`."""
+    if directory is not None:
+        return f"cd {shlex.quote(str(root))} && ", "overbrainer"
+    if root == Path("."):
+        return "", "overbrainer"
+    return "", f"overbrainer -C {shlex.quote(str(root))}"

@@ -32,9 +32,23 @@ _SECRETS = (
 NO_RUNS = "no runs yet: start one with `overbrainer train`"
 
 
-def ls_line(record: RunRecord, width: int, pod: str | None = None) -> str:
+def no_runs(skipped: list[str]) -> str:
+    """What `runs ls` says when it lists nothing: `no runs yet`, unless some were unreadable."""
+    if not skipped:
+        return NO_RUNS
+    named = ", ".join(skipped[:3]) + (", …" if len(skipped) > 3 else "")
+    warnings = "the warning" if len(skipped) == 1 else "the warnings"
+    return f"no readable runs ({len(skipped)} skipped: {named}; see {warnings} above)"
+
+
+POD_RECORD_MISSING = "unknown (pod record missing)"
+"""`runs ls`'s state of a running Runpod run whose `pod.json` is gone: its pod may still bill."""
+
+
+def ls_line(record: RunRecord, width: int, pod: str | None = None, state: str | None = None) -> str:
     """One `runs ls` line: ID, state, target, creation time, a stopped run's snapshot, its pod."""
-    line = f"{record.id:<{width}}  {record.state.value:<9}  {record.target}  {record.created}"
+    shown = state or record.state.value
+    line = f"{record.id:<{width}}  {shown:<9}  {record.target}  {record.created}"
     if record.snapshot is not None:
         snap = record.snapshot
         line += f"  step {snap.step} ({snap.reason}): partial model in output/"
@@ -55,6 +69,19 @@ def pod_summary(run_dir: Path) -> str | None:
     except PodRecordError as error:
         return f"pod unknown: {error.message}"
     return None if pod is None else pod.summary()
+
+
+def pod_record_missing(run_dir: Path, record: RunRecord) -> bool:
+    """Whether a running run made a pod's keys (`ssh/id_ed25519`, made before any create) but
+    has no `pod.json`: nobody knows from runs/ whether its pod still runs and bills."""
+    from overbrainer.targets import client_key_path, pod_record_path
+    from overbrainer.training import RunState
+
+    return (
+        record.state is RunState.RUNNING
+        and client_key_path(run_dir).is_file()
+        and not pod_record_path(run_dir).exists()
+    )
 
 
 def redact(line: str, secrets: tuple[str, ...] = ()) -> str:
@@ -96,17 +123,22 @@ def runs_ls() -> None:
     """List the runs, oldest first: ID, state, target, creation time, snapshot, pod."""
     try:
         store = _runs()
-        records = store.list()
+        records, skipped = store.scan()
     except OverbrainerError as error:
         _fail(error)
         return
     if not records:
         # On stderr: stdout stays a list of runs, empty when there are none, for scripts.
-        click.echo(NO_RUNS, err=True)
+        click.echo(no_runs(skipped), err=True)
         return
     width = max(len(record.id) for record in records)
     for record in records:
-        click.echo(ls_line(record, width, pod_summary(store.dir_of(record.id))))
+        run_dir = store.dir_of(record.id)
+        if pod_record_missing(run_dir, record):
+            pod = f"check its pod with `overbrainer pod ls` (`overbrainer pod rm {record.id}`)"
+            click.echo(ls_line(record, width, pod, POD_RECORD_MISSING))
+            continue
+        click.echo(ls_line(record, width, pod_summary(run_dir)))
 
 
 @runs.command("logs")

@@ -27,6 +27,7 @@ HISTORY_BOUND = 5.0
 class _CapGate:
     """The retry `Gate` of one judge request: closed once the cap refuses its next attempt."""
 
+    unreadable: UnreadableReplies
     _shut: trio.Event = attrs.Factory(trio.Event)
 
     @property
@@ -41,6 +42,11 @@ class _CapGate:
     async def wait_closed(self) -> None:
         """Return once closed."""
         await self._shut.wait()
+
+    async def before_retry(self) -> None:
+        """A retry after a paid attempt waits for room under the cap; refused, it closes."""
+        if not await self.unreadable.room():
+            self.close()
 
 
 class CapRefused(Exception):
@@ -81,7 +87,6 @@ class JudgeSpend:
         reservation = await self.cap.reserve(rates.cost(worst_usage(request)))
         if reservation is None:
             raise CapRefused()
-        gate = _CapGate()
 
         def count_unreadable(usage: Usage) -> None:
             self.stats = self.stats.add_usage(usage, price)
@@ -91,9 +96,10 @@ class JudgeSpend:
             )
 
         unreadable = UnreadableReplies(request, reservation, rates, count_unreadable)
+        gate = _CapGate(unreadable)
 
         def on_retry(_attempt: int, error: Exception, _wait: float) -> None:
-            if not unreadable.retry_fits(error):
+            if not unreadable.retrying(error):
                 gate.close()
 
         with reservation:

@@ -16,7 +16,10 @@ from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.imported import IMPORTED
 from overbrainer.pipeline.question_file import parse_question_file, read_question_bytes
 from overbrainer.storage import Example, question_id, read_records, subtopic_id
-from overbrainer.training import RunRecord, Runs
+from overbrainer.training import RunRecord, Runs, RunState
+
+EXPORTABLE = (RunState.SUCCEEDED, RunState.STOPPED)
+"""The states export accepts (`export.plan.model_of`)."""
 
 
 @attrs.frozen
@@ -44,6 +47,12 @@ def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
     if run_id is not None:
         record = runs.load(run_id)
         export = latest_export(runs.dir_of(run_id))
+        if export is None and record.state not in EXPORTABLE:
+            # Suggesting its export would only earn export's refusal: point at the runs instead.
+            raise UsageError(
+                f"run {run_id} is {record.state.value}: only a succeeded or stopped run can be "
+                "exported and compared; `overbrainer runs ls` lists the runs"
+            )
         if export is None:
             raise UsageError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")
         return record, export

@@ -37,10 +37,10 @@ class JudgeUsage:
     """Verdicts an earlier command wrote (a resumed rejudge): their cost is not in these."""
 
     def describe(self) -> str:
-        """`300 in, 50 out; $0.0004` with ` (estimated)` or `cost unknown`."""
+        """`300 in, 50 out; $0.0004` with ` (estimated)` or `cost unknown` (never estimated)."""
         cost = "cost unknown" if self.cost is None else f"${self.cost:.4f}"
         line = f"{self.input_tokens} in, {self.output_tokens} out; {cost}"
-        return line + (" (estimated)" if self.estimated else "")
+        return line + (" (estimated)" if self.estimated and self.cost is not None else "")
 
 
 @attrs.frozen

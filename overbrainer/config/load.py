@@ -30,6 +30,7 @@ from overbrainer.config.env import (
 )
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
+from overbrainer.config.toml_errors import syntax_error_at
 from overbrainer.model import redact
 from overbrainer.model.text import decode_utf8
 
@@ -256,17 +257,6 @@ def _name_env_var(problem: str, paths: Mapping[tuple[str, ...], object]) -> str:
         # Right after the key: a suggestion, if any, stays at the end.
         return f"{problem[: key.end()]} (from {variable}){problem[key.end() :]}"
     return f"{problem} (from {variable})"
-
-
-def syntax_error_at(text: str, error: tomllib.TOMLDecodeError) -> str:
-    """` at line N, column M` for a TOML error, the end of the text when it is at the end."""
-    where = re.search(r"line (\d+), column (\d+)", str(error))
-    if where:
-        return f" at line {where[1]}, column {where[2]}"
-    if "end of document" in str(error):
-        lines = text.split("\n")
-        return f" at line {len(lines)}, column {len(lines[-1]) + 1}"
-    return ""
 
 
 def register_secrets(settings: s.Settings) -> None:

@@ -29,7 +29,10 @@ ENV_MARK = "  (env)"
 
 
 def _secret(secret: Secret | None) -> str:
-    return "(unset)" if secret is None else "***"
+    # An empty key is no secret, and `***` would make it look set: it is used as no key.
+    if secret is None:
+        return "(unset)"
+    return "(empty)" if not secret.text.strip() else "***"
 
 
 def shown_url(url: str) -> str:

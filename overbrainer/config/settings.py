@@ -269,6 +269,10 @@ class LocalTarget:
     engine: Engine | None = None
     image: str | None = None
     venv: str | None = None
+    gpus: str = "auto"
+    """The container's GPUs: `auto` (all when `nvidia-smi` lists one), `all`, `none`, `0,1`."""
+    container_user: str = "auto"
+    """Who the container's job runs as: `auto` (the target's user), `image`, or `UID:GID`."""
 
     kind: ClassVar[str] = "local"
 
@@ -290,6 +294,10 @@ class SshTarget:
     ssh_client: SshClient = SshClient.OPENSSH
     reconnect_secs: float = RECONNECT_SECS
     """How long a follower keeps trying to reach a job whose connection was lost."""
+    gpus: str = "auto"
+    """As `LocalTarget.gpus`."""
+    container_user: str = "auto"
+    """As `LocalTarget.container_user`."""
 
     kind: ClassVar[str] = "ssh"
 

@@ -74,9 +74,13 @@ async def preflight_problems(
 async def resolve_secrets(
     settings: Settings, environ: Mapping[str, str]
 ) -> list[tuple[str, str | None]]:
-    """Each secret's key, with None where it resolved, else the one line why it did not."""
+    """Each secret's key, with None where it resolved, else the one line why it did not.
+
+    An empty one is left out: nothing was resolved (the pre-flight warns about it)."""
     results: list[tuple[str, str | None]] = []
     for key, secret in secrets_of(settings):
+        if not secret.text.strip():
+            continue
         try:
             await resolve_secret(secret, key, environ)
         except SecretError as error:

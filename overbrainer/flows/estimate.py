@@ -64,14 +64,28 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
         )
         prices = await _prices(settings, command.config.env, chosen)
         low = high = 0.0
-        known = True
+        unpriced: list[str] = []
         for estimate in estimates:
             price = prices.get(estimate.stage)
             front.line(estimate_line(estimate, price, batch_discount(settings)))
             cost = estimate.cost(price)
             if cost is None:
-                known = False
+                unpriced.append(estimate.model)
             else:
                 low, high = low + cost[0], high + cost[1]
-        total = f"estimate: total {money(low)}-{money(high)}"
-        front.line(total if known else f"{total} for the stages with a known price")
+        front.line(total_line(low, high, len(estimates), unpriced))
+
+
+def total_line(low: float, high: float, stages: int, unpriced: Sequence[str]) -> str:
+    """`estimate: total $0.52-$41.20`; a total of nothing priced says so rather than $0."""
+    if not unpriced:
+        return f"estimate: total {money(low)}-{money(high)}"
+    models = ", ".join(dict.fromkeys(unpriced))
+    plural = "s" if len(set(unpriced)) > 1 else ""
+    no_prices = f"no price{plural} for {models}"
+    if len(unpriced) == stages:
+        return f"estimate: total cost unknown ({no_prices})"
+    return (
+        f"estimate: total {money(low)}-{money(high)} for the stages with a known price "
+        f"({no_prices})"
+    )

@@ -38,6 +38,7 @@ from overbrainer.targets import (
     forget_client_key,
     load_pod_record,
     open_runpod,
+    pod_of_run,
     save_pod_record,
     spend,
     stray_warnings,
@@ -302,11 +303,7 @@ def _plan(run_id: str, view: RunView | None, pods: list[Pod], force: bool) -> Re
 
 
 async def _find_pods(api: RunpodApi, run_id: str, record: PodRecord | None) -> list[Pod]:
-    mine = [
-        pod
-        for pod in await api.list_pods()
-        if pod.run_id == run_id or pod.name.startswith(f"overbrainer-{run_id}-")
-    ]
+    mine = [pod for pod in await api.list_pods() if pod_of_run(pod, run_id)]
     recorded = record.live_pod if record is not None else None
     if recorded is not None and all(pod.id != recorded for pod in mine):
         found = await api.get_pod(recorded)

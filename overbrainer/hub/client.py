@@ -10,11 +10,14 @@ from __future__ import annotations
 import io
 import logging
 import os
+import socket
+import ssl
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -106,10 +109,37 @@ class CountingReader(io.BufferedReader):
         return data
 
 
-def hub_error(error: BaseException, namespace: str, token: str) -> HubFailed:
-    """The spec's message for a failed Hub call (401, 403, 429, others)."""
+def unreachable_reason(error: BaseException) -> str | None:
+    """Why no connection to the Hub could be made, in a few words; None when one was made."""
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return "name not resolved"
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, ssl.SSLError):
+            return "TLS handshake failed"
+        if isinstance(current, TimeoutError) or type(current).__name__ == "ConnectTimeout":
+            return "connection timed out"
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
+def hub_error(error: BaseException, namespace: str, token: str, host: str = "") -> HubFailed:
+    """The spec's message for a failed Hub call (401, 403, 429, others); `cannot reach HOST:
+    WHY` when no connection was made, never the library's `[Errno -2] …`."""
     from huggingface_hub.errors import HfHubHTTPError
 
+    reason = unreachable_reason(error)
+    if reason is not None and host:
+        return HubFailed(f"cannot reach {host}: {reason}")
     status = None
     if isinstance(error, HfHubHTTPError) and error.response is not None:
         status = error.response.status_code
@@ -150,6 +180,8 @@ class HubClient:
         from huggingface_hub import HfApi
 
         self.token = token
+        self.host = urlsplit(endpoint).hostname or endpoint
+        """The Hub's host, named when it cannot be reached."""
         self.repo_type = repo_type
         """`model` (a run) or `dataset` (the project's train and eval files)."""
         self.api: HfApi = HfApi(
@@ -169,7 +201,7 @@ class HubClient:
         except HubFailed:
             raise
         except (HfHubHTTPError, http_error, OSError, ValueError, RuntimeError) as error:
-            raise hub_error(error, namespace, self.token) from None
+            raise hub_error(error, namespace, self.token, self.host) from None
 
     def whoami(self) -> str:
         """The token's user name."""

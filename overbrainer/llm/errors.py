@@ -34,6 +34,15 @@ class LlmError(OverbrainerError):
         return False
 
     @property
+    def refuses_every_request(self) -> bool:
+        """Whether any request of the stage would get this error too: the reference's
+        `is_fatal_for_stage` (HTTP 401-404, a key refused or not sendable, an unsupported
+        operation, a client that cannot be built). The stage stops without counting the
+        item failed; our own stops (an unreachable provider, one client error repeated) come
+        from errors the reference counts as failed items, and still count."""
+        return False
+
+    @property
     def retry_after(self) -> float | None:
         """Seconds the server asked us to wait, if it said."""
         return None
@@ -72,6 +81,10 @@ class StatusError(LlmError):
     @property
     def stops_stage(self) -> bool:
         return 401 <= self.status <= 404 or self.refuses_key
+
+    @property
+    def refuses_every_request(self) -> bool:
+        return self.stops_stage
 
     @property
     def retry_after(self) -> float | None:
@@ -155,6 +168,10 @@ class Unsupported(LlmError):
     def stops_stage(self) -> bool:
         return True
 
+    @property
+    def refuses_every_request(self) -> bool:
+        return True
+
 
 class InvalidApiKey(LlmError):
     """The key cannot be sent as a header value."""
@@ -166,6 +183,10 @@ class InvalidApiKey(LlmError):
     def stops_stage(self) -> bool:
         return True
 
+    @property
+    def refuses_every_request(self) -> bool:
+        return True
+
 
 class ClientBuildError(LlmError):
     """The HTTP client could not be built."""
@@ -175,6 +196,10 @@ class ClientBuildError(LlmError):
 
     @property
     def stops_stage(self) -> bool:
+        return True
+
+    @property
+    def refuses_every_request(self) -> bool:
         return True
 
 

@@ -47,6 +47,11 @@ class Gate(Protocol):
         """Return once the gate is closed."""
         ...
 
+    async def before_retry(self) -> None:
+        """Wait, after the backoff, until the next attempt may start (a spend cap's room for
+        it); a gate that will never let it start closes instead."""
+        ...
+
 
 class RetryHalted(Exception):
     """No attempt was started because the gate closed: the work is left for the next run."""
@@ -92,6 +97,7 @@ async def with_retry(
 
     With a `gate`, no attempt starts once it is closed, and a wait for the next attempt
     (backoff or `Retry-After`) ends the moment it closes: `RetryHalted` is raised instead.
+    After the wait, the gate's `before_retry` may hold the next attempt back further.
     """
     attempt = 0
     while True:
@@ -117,3 +123,5 @@ async def with_retry(
         else:
             with trio.move_on_after(wait):
                 await gate.wait_closed()
+            if not gate.closed:
+                await gate.before_retry()

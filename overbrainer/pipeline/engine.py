@@ -47,9 +47,11 @@ the flow (``overbrainer/flows/pipeline.py``) prints the line.
 - ``run.skipped(item_id=None, count=1)``: items already stored; with an ``item_id`` it
   publishes ``ItemDone`` without usage, without one it only counts;
 - ``run.failed(item_id, error)``: the item failed for good (``failed`` += 1, final
-  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage too (the item still
-  counts as failed, and the next run asks it again): no new request, the ones in flight
-  finish; so does the same client error for 3 items in a row (``RepeatedError``);
+  ``ItemFailed``); an ``LlmError`` with ``stops_stage`` stops the stage too: no new request,
+  the ones in flight finish, and the next run asks the item again. One that every request
+  would get (HTTP 401–404, ``refuses_every_request``) is not counted as the item's failure,
+  as the reference's spec says; an unreachable provider and the same client error for 3
+  items in a row (``RepeatedError``) are, as the reference counts those errors;
 - ``run.retrying(item_id, message)``: a retryable ``ItemFailed`` (e.g. a parse re-ask);
 - ``run.each(items, work)``: ``await work(item)`` for each item with at most
   ``[pipeline] concurrency`` at once, admitting no new item once ``admitting()`` is False;

@@ -3,16 +3,19 @@
 Items are what each stage works on: topics short of subtopics (one request each), subtopics
 short of questions (one request per `question_batch_size` questions missing), questions without
 an answer (one request each), usable answers the `[quality] judge` has not scored (one request
-each; answers still to come count too, at the answer prior's size). Stages not run yet are
-predicted from the topics' counts in the configuration, so a fresh project gets an estimate
-of the whole dataset.
+each). Items resting on records that do not exist yet (questions of subtopics still to come,
+answers still to be made) are *planned*: they count only when the stage that makes those
+records is among the stages estimated, so `estimate` of a fresh project covers the whole
+dataset, while the line `run` prints before its answers counts the questions its questions
+stage did make, not the ones the topics asked for. The lines say how many are planned.
 
-Tokens per request come from this project's history where the stage has answered requests
-before (its average input and output per item handled, excluded answers included), else from
-the prompt: input as the prompt's UTF-8 bytes / 3 (the rule the pipeline uses for replies
-without usage), output as the role's prior `OUTPUT_PRIOR` (at most its `max_tokens`). The cost
-range runs from those expected tokens (low) to every request writing its whole `max_tokens`
-(high, the spend cap's worst case).
+Tokens per request come from what this project measured where the stage has answered requests
+before (its history: the average input and output per item handled, excluded answers
+included), else from the prompt: input as the prompt's UTF-8 bytes / 3 (the rule the pipeline
+uses for replies without usage), output as the role's floor `OUTPUT_FLOOR` (at most its
+`max_tokens`). The cost range runs from those tokens (low) to every request sending a token
+per prompt byte and writing its whole `max_tokens` (high: the most the spend cap lets a request
+cost).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from overbrainer.model.usage import Price, Usage
 from overbrainer.pipeline.context import sample_variables
 from overbrainer.pipeline.quality import TEMPLATE as QUALITY_TEMPLATE
 from overbrainer.pipeline.quality import unscored
+from overbrainer.pipeline.spend import LIST_FORMAT_TOKENS, MESSAGE_TOKENS
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, template_source
 from overbrainer.storage import (
@@ -39,32 +43,51 @@ from overbrainer.storage import (
     read_records,
 )
 
-OUTPUT_PRIOR = {
-    Stage.SUBTOPICS: 400,
-    Stage.QUESTIONS: 400,
-    Stage.ANSWERS: 1200,
-    Stage.QUALITY: 60,
+OUTPUT_FLOOR = {
+    Stage.SUBTOPICS: 60,
+    Stage.QUESTIONS: 100,
+    Stage.ANSWERS: 100,
+    Stage.QUALITY: 15,
 }
-"""Output tokens a request is expected to write when the history has none of its stage: the
-generator's list of subtopics or of a batch of questions, the parent's answer with its
-reasoning, the judge's score and one-sentence reason. A quarter of `max_tokens` (4,096 of the
-default 16,384) put the low end far above what runs cost."""
+"""Output tokens a request is assumed to write when nothing of its stage was measured yet: a
+short list of subtopic names, a batch of short questions, a short answer with its reasoning, a
+bare score. A floor, not an average: answers run from about 60 tokens (a terse model, the
+stand-in) to thousands (a reasoning model), and the earlier prior of 1,200 put the low end 18
+times above what short answers cost; the project's own measure replaces it after one run."""
+ITEM_NOUN = {
+    Stage.SUBTOPICS: "topic",
+    Stage.QUESTIONS: "subtopic",
+    Stage.ANSWERS: "answer",
+    Stage.QUALITY: "score",
+}
+"""What one item of a stage is, for the lines that say what the estimate rests on."""
 BYTES_PER_TOKEN = 3
 PAID_STAGES = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.QUALITY)
 BATCH_STAGES = frozenset({Stage.ANSWERS})
 """Stages a provider's batch API can run (answers only)."""
+LIST_STAGES = frozenset({Stage.SUBTOPICS, Stage.QUESTIONS})
+"""Stages that ask for a list, with its structured-output schema in the request."""
 
 
 @attrs.frozen
 class StageEstimate:
-    """One stage's remaining work: items, requests and tokens (expected, and at most)."""
+    """One stage's remaining work: items (`planned` of them on records still to be made),
+    requests and tokens (the low end, and at most), and what the low end rests on."""
 
     stage: Stage
+    model: str
     items: int
     requests: int
     expected: Usage
     worst: Usage
-    from_history: bool
+    measured: int
+    """Items of this stage the history measured (0: the low end assumes `OUTPUT_FLOOR`)."""
+    planned: int = 0
+
+    @property
+    def from_history(self) -> bool:
+        """Whether the tokens per item were measured by earlier runs of the stage."""
+        return self.measured > 0
 
     def cost(self, price: Price | None, discount: float = 1.0) -> tuple[float, float] | None:
         """Low and high cost in USD at `price` (times `discount`); None when it is unknown."""
@@ -78,6 +101,7 @@ class _Remaining:
     items: int
     requests: int
     prompt_bytes: int
+    planned: int = 0
 
 
 def _stored(project: Project) -> tuple[list[Subtopic], list[Question], set[str]]:
@@ -99,8 +123,13 @@ def _stored(project: Project) -> tuple[list[Subtopic], list[Question], set[str]]
 
 
 def _remaining(
-    topics: Sequence[Topic], batch: int, stored: tuple[list[Subtopic], list[Question], set[str]]
+    topics: Sequence[Topic],
+    batch: int,
+    stored: tuple[list[Subtopic], list[Question], set[str]],
+    making: frozenset[Stage],
 ) -> dict[Stage, _Remaining]:
+    """Each stage's items; those resting on records still to be made count only when the stage
+    making them is in `making` (the stages estimated)."""
     subtopics, questions, answered = stored
     by_topic: dict[str, list[Subtopic]] = {}
     for subtopic in subtopics:
@@ -109,7 +138,10 @@ def _remaining(
     for question in questions:
         per_subtopic[question.subtopic_id] = per_subtopic.get(question.subtopic_id, 0) + 1
     names = {topic.name for topic in topics}
-    sub_items = sub_bytes = q_items = q_requests = q_bytes = a_items = a_bytes = 0
+    new_subtopics = Stage.SUBTOPICS in making
+    new_questions = Stage.QUESTIONS in making
+    sub_items = sub_bytes = q_items = q_requests = q_bytes = q_planned = 0
+    a_items = a_bytes = a_planned = 0
     for topic in topics:
         have = by_topic.get(topic.name, [])
         description = len((topic.description or "").encode())
@@ -123,21 +155,27 @@ def _remaining(
                 requests = math.ceil(missing / batch)
                 q_requests += requests
                 q_bytes += requests * (len(subtopic.name.encode()) + description)
-            a_items += missing
-            a_bytes += missing * len(subtopic.name.encode())
-        predicted = max(topic.subtopics - len(have), 0)
+            if new_questions:
+                a_items += missing
+                a_planned += missing
+                a_bytes += missing * len(subtopic.name.encode())
+        predicted = max(topic.subtopics - len(have), 0) if new_subtopics else 0
+        per_predicted = math.ceil(topic.questions_per_subtopic / batch)
         q_items += predicted
-        q_requests += predicted * math.ceil(topic.questions_per_subtopic / batch)
-        q_bytes += predicted * math.ceil(topic.questions_per_subtopic / batch) * description
-        a_items += predicted * topic.questions_per_subtopic
+        q_planned += predicted
+        q_requests += predicted * per_predicted
+        q_bytes += predicted * per_predicted * description
+        if new_questions:
+            a_items += predicted * topic.questions_per_subtopic
+            a_planned += predicted * topic.questions_per_subtopic
     for question in questions:
         if question.topic in names and question.id not in answered:
             a_items += 1
             a_bytes += len(question.text.encode())
     return {
         Stage.SUBTOPICS: _Remaining(sub_items, sub_items, sub_bytes),
-        Stage.QUESTIONS: _Remaining(q_items, q_requests, q_bytes),
-        Stage.ANSWERS: _Remaining(a_items, a_items, a_bytes),
+        Stage.QUESTIONS: _Remaining(q_items, q_requests, q_bytes, q_planned),
+        Stage.ANSWERS: _Remaining(a_items, a_items, a_bytes, a_planned),
     }
 
 
@@ -151,13 +189,13 @@ def _quality_remaining(
     source = template_source(project.prompts, QUALITY_TEMPLATE)
     pending, _ = unscored(project, frozenset(t.name for t in topics), judge.model, source)
     stored = sum(item.text_bytes for item in pending)
-    coming = answers_to_come * OUTPUT_PRIOR[Stage.ANSWERS] * BYTES_PER_TOKEN
+    coming = answers_to_come * OUTPUT_FLOOR[Stage.ANSWERS] * BYTES_PER_TOKEN
     items = len(pending) + answers_to_come
-    return _Remaining(items, items, stored + coming)
+    return _Remaining(items, items, stored + coming, answers_to_come)
 
 
-def _history_averages(project: Project) -> dict[Stage, tuple[float, float, float]]:
-    """Per stage: input and output tokens per item, and requests per item (1 where unknown)."""
+def _history_averages(project: Project) -> dict[Stage, tuple[float, float, int]]:
+    """Per stage: input and output tokens per item, and the items measured."""
     totals: dict[Stage, list[int]] = {}
     for record in read_history(project.history):
         handled = record.done + record.excluded
@@ -167,7 +205,7 @@ def _history_averages(project: Project) -> dict[Stage, tuple[float, float, float
         total[0] += record.input_tokens
         total[1] += record.output_tokens
         total[2] += handled
-    return {stage: (i / done, o / done, 1.0) for stage, (i, o, done) in totals.items() if done}
+    return {stage: (i / done, o / done, done) for stage, (i, o, done) in totals.items() if done}
 
 
 def template_bytes(templates: Mapping[str, Template], topics: Sequence[Topic]) -> dict[str, int]:
@@ -191,7 +229,8 @@ def estimate_stages(
     """The estimate of each paid stage in `stages` (blocking: reads the data and history)."""
     chosen = tuple(settings.topics if topics is None else topics)
     sizes = template_bytes(templates, chosen)
-    remaining = _remaining(chosen, settings.pipeline.question_batch_size, _stored(project))
+    making = frozenset(stages)
+    remaining = _remaining(chosen, settings.pipeline.question_batch_size, _stored(project), making)
     if Stage.QUALITY in stages and settings.quality.judge is not None:
         to_come = remaining[Stage.ANSWERS].items if Stage.ANSWERS in stages else 0
         remaining[Stage.QUALITY] = _quality_remaining(project, settings, chosen, to_come)
@@ -202,27 +241,33 @@ def estimate_stages(
             continue
         role = _role_of(settings, stage)
         left = remaining[stage]
-        template = sizes.get(_template_of(stage), 0)
-        worst_out = left.requests * role.max_tokens
-        average = history.get(stage)
-        if average is not None:
-            expected = Usage(round(average[0] * left.items), round(average[1] * left.items))
-            worst_in = expected.input_tokens
+        prompt = left.requests * sizes.get(_template_of(stage), 0) + left.prompt_bytes
+        # The most a request may send: a token per prompt byte and its framing (spend.py's
+        # `worst_usage`, which the cap reserves).
+        framing = 2 * MESSAGE_TOKENS + (LIST_FORMAT_TOKENS if stage in LIST_STAGES else 0)
+        worst_in = prompt + left.requests * framing
+        measured = history.get(stage)
+        if measured is not None:
+            expected = Usage(round(measured[0] * left.items), round(measured[1] * left.items))
         else:
-            prompt = left.requests * template + left.prompt_bytes
             expected = Usage(
                 math.ceil(prompt / BYTES_PER_TOKEN),
-                left.requests * min(OUTPUT_PRIOR[stage], role.max_tokens),
+                left.requests * min(OUTPUT_FLOOR[stage], role.max_tokens),
             )
-            worst_in = expected.input_tokens
+        worst = Usage(
+            max(worst_in, expected.input_tokens),
+            max(left.requests * role.max_tokens, expected.output_tokens),
+        )
         estimates.append(
             StageEstimate(
                 stage=stage,
+                model=role.model,
                 items=left.items,
                 requests=left.requests,
                 expected=expected,
-                worst=Usage(worst_in, max(worst_out, expected.output_tokens)),
-                from_history=average is not None,
+                worst=worst,
+                measured=0 if measured is None else measured[2],
+                planned=left.planned,
             )
         )
     return estimates
@@ -251,23 +296,42 @@ def money(value: float) -> str:
 def estimate_line(
     estimate: StageEstimate, price: Price | None, batch_discount: float | None
 ) -> str:
-    """`estimate: answers: 1,200 to do (1,200 requests); tokens about 240,000 in, 1,966,080
-    out (history); $0.48-$6.29 ($0.24-$3.15 batch)`."""
-    basis = "history" if estimate.from_history else "from the prompts"
+    """`estimate: answers: 1,200 to do (1,200 requests; 200 present, 1,000 planned); tokens
+    about 240,000 in, 120,000 out (no answers measured yet: at least 100 out each);
+    $0.48-$39.56 ($0.24-$19.78 batch)`."""
     line = (
-        f"estimate: {estimate.stage}: {estimate.items:,} to do ({_requests(estimate.requests)}); "
-        f"tokens about {estimate.expected.input_tokens:,} in, "
-        f"{estimate.expected.output_tokens:,} out ({basis})"
+        f"estimate: {estimate.stage}: {estimate.items:,} to do ({_requests(estimate.requests)}"
+        f"{_planned(estimate)}); tokens about {estimate.expected.input_tokens:,} in, "
+        f"{estimate.expected.output_tokens:,} out ({basis(estimate)})"
     )
     cost = estimate.cost(price)
     if cost is None:
-        return line + "; cost unknown (no price for the model)"
+        return line + f"; cost unknown (no price for {estimate.model})"
     line += f"; {money(cost[0])}-{money(cost[1])}"
     if batch_discount is not None and estimate.stage in BATCH_STAGES:
         batch = estimate.cost(price, batch_discount)
         assert batch is not None
         line += f" ({money(batch[0])}-{money(batch[1])} batch)"
     return line
+
+
+def basis(estimate: StageEstimate) -> str:
+    """What the low end rests on: the project's measure, or the floor of each request."""
+    noun = ITEM_NOUN[estimate.stage]
+    if estimate.measured:
+        plural = "" if estimate.measured == 1 else "s"
+        return f"measured over {estimate.measured:,} earlier {noun}{plural}"
+    if estimate.requests == 0:
+        return "nothing to send"
+    floor = estimate.expected.output_tokens // estimate.requests
+    return f"no {noun}s measured yet: at least {floor:,} out each"
+
+
+def _planned(estimate: StageEstimate) -> str:
+    if not estimate.planned:
+        return ""
+    present = estimate.items - estimate.planned
+    return f"; {present:,} present, {estimate.planned:,} planned"
 
 
 def _requests(count: int) -> str:

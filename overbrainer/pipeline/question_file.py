@@ -20,6 +20,11 @@ from overbrainer.model.errors import UsageError
 OPTIONAL = ("topic", "subtopic", "answer")
 """The optional fields of a row, beside its question."""
 
+MAX_QUESTION_BYTES = 64 * 1024
+"""The longest question accepted, in UTF-8 bytes. 64 KiB is some 16,000-20,000 tokens: four
+times the default `[training] sequence_len` (4096), so no real question comes near it, while a
+pasted document or a broken file (one 60 MB "question") is refused before it is paid for."""
+
 
 @attrs.frozen
 class QuestionRow:
@@ -63,6 +68,12 @@ def _row(shown: str, line: int, raw: dict[str, object], text: object) -> Questio
         raise UsageError(f"{shown}:{line}: the question is not a string")
     if _blank(text):
         raise UsageError(f"{shown}:{line}: empty question")
+    size = len(text.strip().encode("utf-8", errors="surrogatepass"))
+    if size > MAX_QUESTION_BYTES:
+        raise UsageError(
+            f"{shown}:{line}: the question is {size:,} bytes, over the limit of "
+            f"{MAX_QUESTION_BYTES:,} bytes (64 KiB) for one question"
+        )
     topic, subtopic, answer = (_optional(shown, line, raw, name) for name in OPTIONAL)
     return QuestionRow(line, text.strip(), topic, subtopic, answer)
 

@@ -5,6 +5,9 @@ granted only while `spent + reserved + this reservation <= cap`. When a reply co
 reservation is settled with its real cost (or an estimate, when the reply carries no usage);
 a request that fails without a reply releases it. A reservation that does not fit waits for the
 ones in flight to settle; one that does not fit with nothing in flight stops the command.
+A paid attempt that is retried (a reply we could not read) is counted, gives its reservation
+back, and its retry reserves again by the same rule: it waits for room, and is refused only
+when it could not fit even with nothing else in flight.
 Amounts are exact: integer `Money` (1e-30 USD) of the decimal prices and cap (`0.1` is 1/10),
 so rounding never lets a request pass the cap, nor refuses one that fits exactly
 (`pipeline/money.py` says why the unit holds every price).
@@ -149,18 +152,28 @@ class Reservation:
         self.ledger.spent_money += money(cost)
         self.ledger.estimated = self.ledger.estimated or estimated
 
-    def pay(self, cost: Amount) -> bool:
-        """An attempt was paid for (estimated) and its request is tried again: count `cost` and
-        keep the reservation for the next attempt; False, and the cap refuses new requests, when
-        that attempt no longer fits."""
+    def charge(self, cost: Amount) -> bool:
+        """An attempt was paid for (estimated) and its request is to be tried again: count
+        `cost` and give the reservation back until `renew` takes it again. False, and the cap
+        refuses new requests, when the next attempt could not fit even with nothing else in
+        flight (what is spent only grows)."""
         ledger = self.ledger
         ledger.spent_money += money(cost)
         ledger.estimated = True
+        self._close()
         limit = ledger.limit_money
-        if limit is not None and ledger.spent_money + ledger.reserved_money > limit:
+        if limit is not None and ledger.spent_money + self.amount > limit:
             ledger.refuse(self.amount)
             return False
         return True
+
+    async def renew(self) -> bool:
+        """Reserve the same worst case for the next attempt, waiting for the requests in flight
+        to settle while it does not fit, as `SpendCap.reserve` does; False when the cap refuses
+        it (nothing is reserved then)."""
+        assert not self.open, "renew follows charge"
+        self.open = await self.ledger.admit(self.amount)
+        return self.open
 
     def release(self) -> None:
         """The request ended without a reply to pay for: its reservation is given back."""
@@ -246,18 +259,22 @@ class SpendCap:
         then.
         """
         amount = money(amount)
+        return Reservation(self, amount) if await self.admit(amount) else None
+
+    async def admit(self, amount: Money) -> bool:
+        """`reserve`'s rule for `amount`: True once it is reserved, False when refused."""
         async with self._line:
             while not self.reached:
                 if self.fits(amount):
                     self.reserved_money += amount
                     self.in_flight += 1
-                    return Reservation(self, amount)
+                    return True
                 if self.reserved_money == 0:
                     self.refused_money = amount
-                    return None
+                    return False
                 self._say_throttled(amount)
                 await self._settled.wait()
-        return None
+        return False
 
     def _say_throttled(self, amount: Money) -> None:
         """Once per command: the cap, not `[pipeline] concurrency`, sets how many run at once."""

@@ -72,6 +72,7 @@ class _RequestGate:
     """The `Gate` of one request: the stage's, closed too once the cap refuses its retry."""
 
     run: StageRun
+    unreadable: UnreadableReplies
     capped: bool = False
 
     @property
@@ -83,6 +84,16 @@ class _RequestGate:
         """Return once closed."""
         if not self.capped:
             await self.run.wait_closed()
+
+    async def before_retry(self) -> None:
+        """A retry after a paid attempt waits for room under the cap; refused, it closes."""
+        if not await self.unreadable.room():
+            self.refused()
+
+    def refused(self) -> None:
+        """The cap refused the next attempt: the item is left for the next run."""
+        self.capped = True
+        self.run.held_back = True
 
 
 class StageRun:
@@ -120,6 +131,9 @@ class StageRun:
     async def wait_closed(self) -> None:
         """Return once new attempts are barred (waits for backoff and `Retry-After` end then)."""
         await self._halted.wait()
+
+    async def before_retry(self) -> None:
+        """A retry of the stage's own (not a single request's) starts after its backoff."""
 
     def halt(self) -> None:
         """Bar every new request and retry of this stage, at once."""
@@ -196,7 +210,6 @@ class StageRun:
         if reservation is None:
             self.held_back = True
             return None
-        gate = _RequestGate(self)
         lost = _Lost()
 
         def count_unreadable(usage: Usage) -> None:
@@ -205,11 +218,11 @@ class StageRun:
             self.estimated = True  # said by its own warning, not the one of replies without usage
 
         unreadable = UnreadableReplies(request, reservation, rates, count_unreadable)
+        gate = _RequestGate(self, unreadable)
 
         def on_retry(_attempt: int, error: Exception, wait: float) -> None:
-            if not unreadable.retry_fits(error):
-                gate.capped = True
-                self.held_back = True
+            if not unreadable.retrying(error):
+                gate.refused()
                 return
             self.retrying(item_id, retry_message(error, wait))
 
@@ -284,12 +297,22 @@ class StageRun:
             self.ctx.bus.publish(ItemDone(self.stage, item_id))
 
     def failed(self, item_id: str, error: Exception) -> None:
-        """The item failed for good (counted, like every item the provider refused); an error
-        fatal for the stage stops it too (see `stop`), and the next run asks the item again.
+        """The item failed for good (counted); an error fatal for the stage stops it too (see
+        `stop`), and the next run asks the item again.
 
-        The same client error for `REPEAT_LIMIT` items in a row (a wrong model, a bad request)
-        stops it too.
+        An error that every request would get (HTTP 401-404, `refuses_every_request`) is the
+        stage's failure, not the item's: it is not counted, nor are the same errors of the
+        requests still in flight, as the reference's spec says: "A fatal error aborts all
+        tasks, saves the completions that had already finished, and stops the stage" and "A
+        non-fatal final error gives `failed += 1`" (reference-pipeline.md §9.2). We differ in
+        one way, kept on purpose: the requests in flight are not cancelled ("the requests
+        still in flight are cancelled", §6.4) but finish and are saved, since they are paid
+        for. The same client error for `REPEAT_LIMIT` items in a row (a wrong model, a bad
+        request) stops the stage too; those items count, as the reference counts them.
         """
+        if isinstance(error, LlmError) and error.refuses_every_request:
+            self.stop(error)
+            return
         self.stats = attrs.evolve(self.stats, failed=self.stats.failed + 1)
         self.ctx.bus.publish(ItemFailed(self.stage, item_id, str(error), retryable=False))
         if isinstance(error, LlmError) and error.stops_stage:
@@ -353,10 +376,11 @@ class StageRun:
 def summary_line(stage: Stage, stats: StageStats, *, estimated: bool = False) -> str:
     """`{stage}: N done, N skipped, N failed, N excluded; tokens N in, N out; cost …`.
 
-    `(estimated)` ends it when some reply had no usage and its tokens were estimated.
+    `(estimated)` ends a known cost when some reply had no usage and its tokens were estimated;
+    an unknown cost is not an estimate, so `cost unknown` never carries it.
     """
     cost = "cost unknown" if stats.cost is None else f"cost ${stats.cost:.4f}"
-    if estimated:
+    if estimated and stats.cost is not None:
         cost += " (estimated)"
     return (
         f"{stage}: {stats.done} done, {stats.skipped} skipped, {stats.failed} failed, "

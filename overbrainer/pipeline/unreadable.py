@@ -2,7 +2,8 @@
 
 A 2xx reply whose body is cut off, not JSON or not UTF-8 was billed all the same. The pipeline's
 stages and compare's judge both count it by `unreadable_usage` (its prompt, its whole
-`max_tokens`), and retry it only while the cap still covers the next attempt.
+`max_tokens`); its retry waits for room under the cap like any new request, and is
+refused only when it could not fit even with nothing else in flight.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class UnreadableReplies:
     rates: TokenRates
     count: Callable[[Usage], None]
     """Adds one unreadable attempt's usage to the caller's figures (and says so once)."""
+    renewing: bool = False
+    """Whether the reservation was given back by a paid attempt and the retry must take it
+    again before it starts."""
 
     def charge(self, error: BaseException | None) -> Money | None:
         """The cost of `error`, counted, when it is a paid reply we could not read; else None."""
@@ -35,11 +39,23 @@ class UnreadableReplies:
         self.count(usage)
         return self.rates.cost(usage)
 
-    def retry_fits(self, error: Exception) -> bool:
-        """Before a retry: the failed attempt counted; False once the cap no longer covers
-        the next one (the cap then refuses new requests)."""
+    def retrying(self, error: Exception) -> bool:
+        """Before a retry: a paid attempt is counted and its reservation given back until
+        `room` takes it again; False once the next attempt could never fit (the cap then
+        refuses new requests)."""
         cost = self.charge(error)
-        return cost is None or self.reservation.pay(cost)
+        if cost is None:
+            return True
+        self.renewing = True
+        return self.reservation.charge(cost)
+
+    async def room(self) -> bool:
+        """Before the next attempt: True once the cap covers it, after waiting for the requests
+        in flight to settle; False when the cap refuses it."""
+        if not self.renewing:
+            return True
+        self.renewing = False
+        return await self.reservation.renew()
 
     def settle(self, error: BaseException | None) -> None:
         """The request ended without a reply: a last attempt that was unreadable settles the

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,7 +158,7 @@ def open_project(start: Path) -> Project:
     if not project.config.is_file():
         # The reference's wording («cannot read …: <io error>»), plus what to do about it.
         raise ProjectError(
-            f"cannot read {project.config}: No such file or directory; run `overbrainer init` first"
+            f"cannot read {project.config}: No such file or directory; {_no_project(start)}"
         )
     version = project.format_version()
     if version is not None and version > FORMAT_VERSION:
@@ -166,6 +167,16 @@ def open_project(start: Path) -> Project:
             "this overbrainer knows: upgrade overbrainer"
         )
     return project
+
+
+def _no_project(start: Path) -> str:
+    """Why `start` holds no project and the `init` that makes one there, path included."""
+    here = start == Path(".")
+    init = "overbrainer init" if here else f"overbrainer init {shlex.quote(str(start))}"
+    if not os.path.lexists(start):
+        return f"{start} does not exist: make a project there with `{init}`"
+    where = "this directory" if here else str(start)
+    return f"{where} is not in an overbrainer project: make one with `{init}`"
 
 
 def _refuse_links(path: Path) -> None:

@@ -262,7 +262,7 @@ def record_line(record: HistoryRecord) -> str:
         f"{record.failed} failed, {record.excluded} excluded; tokens {record.input_tokens} in, "
         f"{record.output_tokens} out; {CostTotal.first(record.cost)}"
     )
-    if record.cost_estimated:
+    if record.cost_estimated and record.cost is not None:
         line += " (estimated)"
     if record.reason is not None:
         line += f" ({record.reason})"

@@ -47,10 +47,15 @@ if TYPE_CHECKING:
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
-    from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
+    from overbrainer.targets.runpod.create_body import JOB_ENV, pod_of_run, pod_path, workdir
     from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
     from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
-    from overbrainer.targets.runpod.keys import forget_client_key, host_alias, write_ssh_config
+    from overbrainer.targets.runpod.keys import (
+        client_key_path,
+        forget_client_key,
+        host_alias,
+        write_ssh_config,
+    )
     from overbrainer.targets.runpod.kind import pod_settings
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
@@ -85,6 +90,7 @@ if TYPE_CHECKING:
         PodRecordError,
         PodState,
         load_pod_record,
+        pod_record_path,
         save_pod_record,
         spend,
     )
@@ -169,6 +175,7 @@ __all__ = [
     "claim_dir",
     "classify_all",
     "clean_up",
+    "client_key_path",
     "container_commands",
     "container_name",
     "cost_cap",
@@ -200,9 +207,11 @@ __all__ = [
     "open_pod_ssh",
     "open_runpod",
     "open_ssh",
+    "pod_of_run",
     "pod_path",
     "pod_poll",
     "pod_price",
+    "pod_record_path",
     "pod_settings",
     "price_order",
     "provision",
@@ -305,6 +314,7 @@ __getattr__ = lazy_face(
         "export_script": "export_job_script",
         "floor_gb": "runpod.vram",
         "follow_disk": "runpod.disk",
+        "client_key_path": "runpod.keys",
         "forget_client_key": "runpod.keys",
         "forget_keys": "runpod.pod_delete",
         "gguf_name": "export_job_script",
@@ -325,6 +335,8 @@ __getattr__ = lazy_face(
         "open_runpod": "runpod.api",
         "open_ssh": "ssh_open",
         "ssh_client_of": "ssh_open",
+        "pod_of_run": "runpod.create_body",
+        "pod_record_path": "runpod.pod_record",
         "pod_path": "runpod.create_body",
         "pod_poll": "runpod.pod_run",
         "pod_price": "runpod.auto",

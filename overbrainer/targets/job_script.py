@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from overbrainer.config.container import GPUS_AUTO, USER_AUTO
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
 from overbrainer.model.train_metric import JobStage
+from overbrainer.targets.container_flags import INIT_FLAG, gpu_flags, stop_forwarding, user_flags
 
 JOB_FILES = ("exit_code", "cancelling", "cancelled", "job.pid")
 """Files of an earlier start that a new start removes first."""
@@ -132,9 +134,9 @@ class Engine(enum.Enum):
     PODMAN = "podman"
 
 
-_GPU_FLAGS = {
-    Engine.DOCKER: "--gpus all --ulimit memlock=-1 --ulimit stack=67108864",
-    Engine.PODMAN: "--device nvidia.com/gpu=all --security-opt=label=disable --ulimit host",
+_ENGINE_FLAGS = {
+    Engine.DOCKER: "--ulimit memlock=-1 --ulimit stack=67108864",
+    Engine.PODMAN: "--security-opt=label=disable --ulimit host",
 }
 _RUN_LABEL = {Engine.DOCKER: "", Engine.PODMAN: ":Z"}
 _CACHE_LABEL = {Engine.DOCKER: "", Engine.PODMAN: ":z"}
@@ -160,6 +162,10 @@ class ContainerJob:
     secrets: Sequence[str] = ()
     tools: str | None = None
     workdir: str = ""
+    gpus: str = GPUS_AUTO
+    """The target's `gpus`: `auto`, `all`, `none` or indices (`0,1`)."""
+    user: str = USER_AUTO
+    """The target's `container_user`: `auto` (the target's user), `image`, or a user."""
 
 
 def container_commands(job: ContainerJob) -> str:
@@ -182,9 +188,11 @@ def container_commands(job: ContainerJob) -> str:
         job.workdir,
     )
     made = [quote(cache)] + ([quote(tools)] if tools else [])
+    docker = engine is Engine.DOCKER
     words = [
-        f"{engine.value} run --rm --name {quote(container_name(run_id))}",
-        _GPU_FLAGS[engine],
+        f"{engine.value} run --rm --name {quote(container_name(run_id))} {INIT_FLAG}",
+        *(flags for flags in (gpu_flags(docker, job.gpus), user_flags(docker, job.user)) if flags),
+        _ENGINE_FLAGS[engine],
         "--ipc=host",
         f"-v {quote(f'{run_dir}:/workspace/run{_RUN_LABEL[engine]}')}",
         f"-v {quote(f'{cache}:/workspace/hf-cache{_CACHE_LABEL[engine]}')}",
@@ -197,7 +205,7 @@ def container_commands(job: ContainerJob) -> str:
     words.append("-e HF_HOME=/workspace/hf-cache")
     words.extend(f"-e {quote(f'{name}={value}')}" for name, value in env.items())
     words.extend(f"-e {quote(name)}" for name in secrets)
-    words.append(f"{quote(image)} sh -c {quote(chain(commands))}")
+    words.append(f"{quote(image)} sh -c {quote(stop_forwarding(chain(commands)))}")
     return f"mkdir -p -- {' '.join(made)} && {' '.join(words)}"
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from overbrainer.training.pod_follow import follow_on_pod
     from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
     from overbrainer.training.preflight import (
+        RUN_NO_TRAIN_HINT,
         check_can_train,
         refuse_if_training_cannot_start,
         warn_if_a_run_still_trains,
@@ -71,6 +72,7 @@ __all__ = [
     "METRICS_ENV",
     "METRICS_FILE",
     "OUTPUT_DIR",
+    "RUN_NO_TRAIN_HINT",
     "SNAPSHOT_ENV",
     "START_BOUND",
     "CannotTrain",
@@ -167,6 +169,7 @@ __getattr__ = lazy_face(
         "cancel_run": "run_commands",
         "cannot_train": "trainer_check",
         "check_can_train": "preflight",
+        "RUN_NO_TRAIN_HINT": "preflight",
         "check_stoppable": "run_commands",
         "checks_axolotl": "trainer_check",
         "detached": "session",

@@ -26,6 +26,7 @@ from overbrainer.targets import (
 from overbrainer.training.follow_run import summarize
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_follow import follow_and_end
+from overbrainer.training.pod_lookup import run_pod_record
 from overbrainer.training.run_pod import RunPod, api_key, pod_detached
 from overbrainer.training.run_store import RunRecord, RunState, rfc3339
 from overbrainer.training.session import Session
@@ -38,11 +39,14 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
             f"run {record.id} has no job yet: its pod is still starting, or it stopped before "
             "its job started"
         )
-    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    if pod is None or pod.live_pod is None:
-        return await _pod_lost(session, record, pod.pod_id if pod else None)
+    recorded = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
+    if recorded is not None and recorded.live_pod is None:
+        return await _pod_lost(session, record, recorded.pod_id)
+    pod = await run_pod_record(session, record, "nothing to attach")
+    if pod is None:
+        return await _pod_lost(session, record, None)
     async with reach_pod(session, record, target, pod) as reached:
         if isinstance(reached, Outcome):
             return reached
@@ -51,10 +55,11 @@ async def attach_pod(session: Session, record: RunRecord, target: RunpodTarget) 
 
 
 async def live_pod_record(session: Session, record: RunRecord, nothing: str) -> PodRecord:
-    """The run's `pod.json` when it names a pod not deleted; else `run X has no pod left: …`."""
-    pod = await trio.to_thread.run_sync(load_pod_record, session.runs.dir_of(record.id))
-    if pod is None or pod.live_pod is None:
-        raise UsageError(f"run {record.id} has no pod left: {nothing}")
+    """The run's pod record when it names a pod not deleted (found on Runpod by the run's name
+    when `pod.json` is missing); else `run X has no pod left: …`."""
+    pod = await run_pod_record(session, record, nothing)
+    if pod is None:
+        raise UsageError(f"run {record.id} has no pod left (Runpod has no pod of it): {nothing}")
     return pod
 
 

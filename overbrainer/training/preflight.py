@@ -22,6 +22,9 @@ from overbrainer.training.trainer_check import CannotTrain, check_trainer, check
 
 log = logging.getLogger(__name__)
 
+RUN_NO_TRAIN_HINT = "; `overbrainer run --no-train` makes the dataset without training"
+"""Said after `run`'s refusal to train (the TUI says its own key instead)."""
+
 
 def warn_missing_engine(name: str, target: Target) -> None:
     """Say early when a container job here has no engine on PATH (it would fail with exit code
@@ -70,9 +73,7 @@ async def refuse_if_training_cannot_start(
         ) as executor:
             await check_can_train(name, checked, settings.training, executor)
     except CannotTrain as error:
-        raise CannotTrain(
-            f"{error.message}; `overbrainer run --no-train` makes the dataset without training"
-        ) from None
+        raise CannotTrain(f"{error.message}{RUN_NO_TRAIN_HINT}") from None
     except (OSError, WorkFailed) as error:
         log.warning(
             "cannot check target `%s` before the stages: %s; training checks it again", name, error

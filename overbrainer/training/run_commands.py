@@ -33,6 +33,7 @@ from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, jo
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_attach import attach_pod, live_pod_record, reach_pod
 from overbrainer.training.pod_follow import follow_and_end
+from overbrainer.training.pod_lookup import check_for_pod
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
@@ -187,8 +188,14 @@ async def request_on_pod_beside(session: Session, record: RunRecord, target: Tar
     run_dir = session.runs.dir_of(record.id)
     pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
     config = run_dir / "ssh" / "config"
-    if pod is None or pod.live_pod is None or not config.is_file():
-        raise UsageError(f"run {record.id} has no pod to reach: nothing to stop")
+    if pod is not None and pod.live_pod is None:
+        raise UsageError(f"run {record.id} has no pod left: nothing to stop")
+    if not config.is_file():
+        missing = "" if pod is not None else f" and runs/{record.id}/pod.json is missing"
+        raise UsageError(
+            f"run {record.id} has no ssh config to reach its pod{missing}: "
+            f"{check_for_pod(record.id)}"
+        )
     async with open_ssh(
         record.target,
         host_alias(record.id),

@@ -262,13 +262,18 @@ class Runs:
 
     def list(self) -> list[RunRecord]:
         """Every readable run, by `created` then ID; unreadable records are warned about."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[builtins.list[RunRecord], builtins.list[str]]:
+        """`list()`, and the IDs of the runs it skipped as unreadable (each warned about)."""
         try:
             names = sorted(entry.name for entry in os.scandir(self.root))
         except FileNotFoundError:
-            return []
+            return [], []
         except OSError as error:
             raise RunsError(f"cannot read {self.root}: {error.strerror}") from None
         records: list[RunRecord] = []
+        skipped: builtins.list[str] = []
         for name in names:
             if not is_valid_run_id(name) or not (self.root / name / RECORD_FILE).is_file():
                 continue
@@ -276,8 +281,9 @@ class Runs:
                 records.append(self.load(name))
             except (RunsError, RunNotFound) as error:
                 log.warning("skipping the unreadable record of run %s: %s", name, error.message)
+                skipped.append(name)
         records.sort(key=lambda record: (record.created, record.id))
-        return records
+        return records, skipped
 
     def ids(self) -> builtins.list[str]:
         """The IDs of `list()`, in its order."""

@@ -7,10 +7,13 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from overbrainer.config.container import GPUS_AUTO, USER_AUTO
 from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     DEFAULT_RUNPOD_VENV,
+    LocalTarget,
     Runtime,
+    SshTarget,
     Target,
 )
 from overbrainer.config.settings import Engine as ConfigEngine
@@ -110,6 +113,7 @@ def plan_job(target: Target, request: JobRequest) -> JobPlan:
     if native:
         return JobPlan(native_commands(commands, env, venv=expand_venv(target.venv, home)))
     engine = Engine((kind.engine(target) or ConfigEngine.DOCKER).value)
+    gpus, user = _container_settings(target)
     text = container_commands(
         ContainerJob(
             engine,
@@ -122,9 +126,18 @@ def plan_job(target: Target, request: JobRequest) -> JobPlan:
             secrets=secrets,
             tools=tools,
             workdir=workdir,
+            gpus=gpus,
+            user=user,
         )
     )
     return JobPlan(text, (engine, container_name(run_id)))
+
+
+def _container_settings(target: Target) -> tuple[str, str]:
+    """The target's `gpus` and `container_user` (their defaults for a kind without them)."""
+    if isinstance(target, LocalTarget | SshTarget):
+        return target.gpus, target.container_user
+    return GPUS_AUTO, USER_AUTO
 
 
 @attrs.frozen

@@ -13,7 +13,13 @@ approximation, not an emulation of containers):
   sent to this client are passed to the container's process group (docker's sig-proxy). The
   client exits with CMD's code (128 + N when signal N ended it), and a second container of the
   same name is refused with exit 125, as docker does.
-- `stop [-t S] N...`: TERM to the container's process group, KILL after S seconds (10).
+- `--init` and `--user U` (`--userns=...` too) are accepted; `--user` is ignored (the
+  command runs as this user), `--init` changes what `stop` does.
+- `stop [-t S] N...`: TERM to the container's PID 1 as docker does, then KILL to its process
+  group after S seconds (10), which is appended as `N` to `$STANDIN_CONTAINER_STATE/kills`.
+  With `--init`, PID 1 is an init that passes TERM on to the command; without it the command
+  is PID 1 itself, where the kernel drops a signal it has no handler for (read from
+  `/proc/PID/status`).
 - `kill [-s SIG] N...`: SIG (KILL) to the group. `rm -f N...`: KILL and forget the name.
 
 Every call is appended as `{"engine", "argv"}` to `$STANDIN_CONTAINER_STATE/calls.jsonl`;
@@ -46,6 +52,7 @@ VALUED = {
     "--device",
     "--security-opt",
     "--ipc",
+    "--user",
 }
 
 
@@ -82,10 +89,15 @@ def run(engine: str, args: list[str]) -> int:
     env: dict[str, str] = {}
     mounts: list[tuple[str, str]] = []
     workdir: str | None = None
+    init = False
     i = 0
     while i < len(args):
         word = args[i]
         if word == "--rm":
+            i += 1
+            continue
+        if word == "--init":
+            init = True
             i += 1
             continue
         if word.startswith("--") and "=" in word:
@@ -144,6 +156,8 @@ def run(engine: str, args: list[str]) -> int:
         )
         os.write(fd, str(process.pid).encode())
         os.close(fd)
+        if init:
+            (inits() / name).touch()
 
         def proxy(signum: int, _frame: object) -> None:
             with contextlib.suppress(ProcessLookupError):
@@ -154,7 +168,50 @@ def run(engine: str, args: list[str]) -> int:
         code = process.wait()
     finally:
         entry.unlink(missing_ok=True)
+        (inits() / name).unlink(missing_ok=True)
     return 128 - code if code < 0 else code
+
+
+def inits() -> Path:
+    """Where a container started with `--init` is named (outside `containers/`)."""
+    folder = state() / "inits"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler for `signum`."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(
+        (line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0"
+    )
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def stop_named(names: list[str], grace: float) -> int:
+    """`stop`: TERM to each container's PID 1 (see the module's text), KILL after `grace`."""
+    code = 0
+    for name in names:
+        pid = container_pid(name)
+        if pid is None:
+            code = fail(f"No such container: {name}", 1)
+            continue
+        if (inits() / name).exists() or catches(pid, signal.SIGTERM):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            with open(state() / "kills", "a") as kills:
+                kills.write(name + "\n")
+        print(name)
+    return code
 
 
 def container_pid(name: str) -> int | None:
@@ -172,7 +229,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-def signal_named(names: list[str], signum: int, grace: float | None = None) -> int:
+def signal_named(names: list[str], signum: int) -> int:
     code = 0
     for name in names:
         pid = container_pid(name)
@@ -181,12 +238,6 @@ def signal_named(names: list[str], signum: int, grace: float | None = None) -> i
             continue
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signum)
-        if grace is not None:
-            deadline = time.monotonic() + grace
-            while alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
         print(name)
     return code
 
@@ -198,9 +249,9 @@ def main(argv: list[str]) -> int:
         case ["run", *rest]:
             return run(engine, rest)
         case ["stop", "-t", seconds, *names] if names:
-            return signal_named(names, signal.SIGTERM, float(seconds))
+            return stop_named(names, float(seconds))
         case ["stop", *names] if names:
-            return signal_named(names, signal.SIGTERM, 10.0)
+            return stop_named(names, 10.0)
         case ["kill", "-s", name, *names] if names:
             return signal_named(names, getattr(signal, "SIG" + name.removeprefix("SIG")))
         case ["kill", *names] if names:

@@ -22,6 +22,7 @@ from overbrainer.targets.runpod.http import (
     RunpodHttp,
     Timeouts,
     Unanswered,
+    error_detail,
     open_runpod_http,
     runpod_shaped,
 )
@@ -109,7 +110,8 @@ class RunpodApi:
             log.info("Runpod: the create request got no answer: %s", error.cause)
             raise create_error(None, "") from None
         if not 200 <= reply.status < 300:
-            raise create_error(reply.status, reply.text)
+            detail = self.http.scrub(error_detail(reply))
+            raise create_error(reply.status, reply.text, detail)
         try:
             return parse_pod(reply.json())
         except (ValueError, ShapeError):

@@ -11,7 +11,7 @@ import attrs
 from overbrainer import __version__
 from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget
 from overbrainer.targets.runpod.api import MIN_CUDA
-from overbrainer.targets.runpod.types import RUN_MARKER
+from overbrainer.targets.runpod.types import RUN_MARKER, Pod
 
 POD_ROOT_ENV = "OVERBRAINER_TEST_POD_ROOT"
 """Tests only: a directory standing in for the pod's `/`, so a "pod" can be this machine."""
@@ -45,6 +45,11 @@ def command_value(script: str) -> str:
 def pod_name(run_id: str, attempt: int) -> str:
     """The name of the run's `attempt`-th pod (1-based)."""
     return f"overbrainer-{run_id}-{attempt}"
+
+
+def pod_of_run(pod: Pod, run_id: str) -> bool:
+    """Whether Runpod's `pod` was made for run `run_id`: its run marker, or its name."""
+    return pod.run_id == run_id or pod.name.startswith(f"overbrainer-{run_id}-")
 
 
 def workdir(target: RunpodTarget) -> str:

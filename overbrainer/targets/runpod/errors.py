@@ -28,6 +28,8 @@ class CreateFailure(enum.Enum):
     """Why `POST /pods` made no pod (or may have made one: `AMBIGUOUS`)."""
 
     UNAVAILABLE = "unavailable"
+    REFUSED = "refused"
+    """A 400 without the capacity wording: this candidate refused, the next one is tried."""
     FORBIDDEN = "forbidden"
     NO_CREDITS = "no_credits"
     REJECTED = "rejected"
@@ -45,17 +47,29 @@ class CreateError(RunpodError):
 
 
 CAPACITY_MARK = "no longer any instances available"
+"""The only wording known to mean "no capacity"; any other 400 is still tried on the next type."""
+
+INVALID_REQUEST = "please report it: overbrainer built an invalid request"
 
 
-def create_error(status: int | None, body: str) -> CreateError:
-    """The fixed error of a failed create by status (reference §7.1); None status: no answer."""
+def create_error(status: int | None, body: str, detail: str = "") -> CreateError:
+    """The error of a failed create by status (reference §7.1); None status: no answer.
+    `detail` is Runpod's `detail`, made safe to show."""
     if status is None:
         return CreateError(
             CreateFailure.AMBIGUOUS,
             "Runpod did not answer the create request (the pod may have been created anyway)",
         )
-    if status == 400 and CAPACITY_MARK in body:
-        return CreateError(CreateFailure.UNAVAILABLE, "no capacity for this GPU type", status)
+    if status == 400:
+        # Runpod's description of createPod: "`400` covers both \"your request breaks a rule\"
+        # and \"no capacity\", because capacity exhaustion currently carries no machine-readable
+        # code of its own — only a human-readable `detail`", and for a 400: "Try your next
+        # candidate." Our body passed our own check of the description before it was sent
+        # (create_check.py), so any 400 is this GPU type's, whatever its wording.
+        if CAPACITY_MARK in body:
+            return CreateError(CreateFailure.UNAVAILABLE, "no capacity for this GPU type", status)
+        said = f": {detail}" if detail else ""
+        return CreateError(CreateFailure.REFUSED, f"Runpod refused it with HTTP 400{said}", status)
     fixed: dict[int, tuple[CreateFailure, str]] = {
         401: (CreateFailure.KEY_REFUSED, KEY_REFUSED),
         402: (CreateFailure.NO_CREDITS, "the Runpod account balance is insufficient"),
@@ -85,7 +99,6 @@ def create_error(status: int | None, body: str) -> CreateError:
         )
     return CreateError(
         CreateFailure.REJECTED,
-        "Runpod rejected the create request "
-        "(please report it: overbrainer built an invalid request)",
+        f"Runpod rejected the create request ({INVALID_REQUEST})",
         status,
     )

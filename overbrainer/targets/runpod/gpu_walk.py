@@ -36,6 +36,8 @@ class Walk:
     out_of_stock: set[str] = attrs.field(factory=set)
     done: set[str] = attrs.field(factory=set)
     out_of_stock_tried: int = 0
+    refused: int = 0
+    """Types refused with a 400 not worded as "no capacity"."""
 
     def tried(self, gpu_type: str) -> None:
         """Note a type as tried (never tried again in this walk)."""
@@ -101,8 +103,11 @@ async def choices(run: PodRun[D, R]) -> Walk:
     return walk
 
 
-def walk_failure(problems: list[str], not_ready: list[str], target: RunpodTarget) -> str:
-    """Why the walk gave no ready pod: the types never placed, and the pods never ready."""
+def walk_failure(
+    problems: list[str], not_ready: list[str], target: RunpodTarget, all_refused: bool = False
+) -> str:
+    """Why the walk gave no ready pod: the types never placed (each with its reason), and the
+    pods never ready."""
     volume = " (check network_volume_id and data_center_ids)" if target.network_volume_id else ""
     if not_ready:
         count = len(not_ready)
@@ -115,4 +120,11 @@ def walk_failure(problems: list[str], not_ready: list[str], target: RunpodTarget
             text += f"; the other types could not be placed: {'; '.join(problems)}"
         return text + volume
     detail = f": {'; '.join(problems)}" if problems else ""
+    if all_refused:
+        # Runpod's description: "if *every* candidate returns `400`, read the last `detail` as
+        # a problem with the request rather than as absent capacity."
+        detail += (
+            "; every type was refused with HTTP 400, which may mean Runpod does not accept the "
+            "request itself (please report it with the reasons above)"
+        )
     return f"no gpu_types entry could be placed{detail}{volume}"

@@ -152,7 +152,12 @@ def write_ssh_config(run_dir: Path, run_id: str, endpoint: SshEndpoint) -> Path:
     return path
 
 
+def client_key_path(run_dir: Path) -> Path:
+    """`runs/<id>/ssh/id_ed25519`: made before the run's first create call."""
+    return ssh_dir(run_dir) / CLIENT_KEY
+
+
 def forget_client_key(run_dir: Path) -> None:
     """Delete the client's private key once the run's last pod is gone."""
     with contextlib.suppress(FileNotFoundError):
-        (ssh_dir(run_dir) / CLIENT_KEY).unlink()
+        client_key_path(run_dir).unlink()

@@ -11,9 +11,15 @@ import trio
 from overbrainer.model.pod_status import PodCreated, PodCreating
 from overbrainer.model.utc import rfc3339
 from overbrainer.targets.runpod.create_body import PodRequest, create_body, pod_name
-from overbrainer.targets.runpod.errors import CreateError, CreateFailure, RunpodError
+from overbrainer.targets.runpod.create_check import body_problems
+from overbrainer.targets.runpod.errors import (
+    INVALID_REQUEST,
+    CreateError,
+    CreateFailure,
+    RunpodError,
+)
 from overbrainer.targets.runpod.pod_record import Attempt, AttemptResult, PodState
-from overbrainer.targets.runpod.pod_run import D, PodRun, R, pod_poll
+from overbrainer.targets.runpod.pod_run import D, PodRun, ProvisionFailed, R, pod_poll
 from overbrainer.targets.runpod.scripts import bootstrap_script
 from overbrainer.targets.runpod.types import Pod
 
@@ -43,10 +49,15 @@ async def create(run: PodRun[D, R], gpu_type: str, data_centers: tuple[str, ...]
         authorized_key=run.keys.client_public,
         bootstrap=bootstrap_script(),
     )
+    body = create_body(run.target, request)
+    problems = body_problems(body)
+    if problems:
+        # Checked before sending: a 400 on a body that passes is about the GPU type.
+        raise ProvisionFailed(f"{INVALID_REQUEST} ({'; '.join(problems)}); nothing was sent")
     with trio.move_on_after(CREATE_BOUND, shield=True):
         await run.save(attempts=(*run.pod.attempts, attempt))
         run.publish(PodCreating(name, gpu_type))
-        pod = await run.api.create_pod(create_body(run.target, request))
+        pod = await run.api.create_pod(body)
         await record_created(run, pod)
         return pod
     raise CreateError(CreateFailure.AMBIGUOUS, f"no answer within {int(CREATE_BOUND)} s")

@@ -10,7 +10,7 @@ import trio
 from overbrainer.model.pod_status import DeleteReason, PodReady, PodUnavailable
 from overbrainer.model.utc import rfc3339
 from overbrainer.targets.runpod.errors import CreateError, CreateFailure
-from overbrainer.targets.runpod.gpu_walk import choices, reread, walk_failure
+from overbrainer.targets.runpod.gpu_walk import Walk, choices, reread, walk_failure
 from overbrainer.targets.runpod.keys import make_keys
 from overbrainer.targets.runpod.pod_create import create, reconcile, record_created
 from overbrainer.targets.runpod.pod_delete import remove, sweep
@@ -45,18 +45,19 @@ async def provision(run: PodRun[D, R]) -> bool:
             return False
         gpu_type = walk.types.pop(0)
         walk.tried(gpu_type)
-        made = await _try_type(run, gpu_type, walk.data_centers, problems, not_ready)
+        made = await _try_type(run, gpu_type, walk, problems, not_ready)
         if made is not None:
             return await _after_ready(run, made)
         if walk.auto:
             await reread(run, walk)
-    raise ProvisionFailed(walk_failure(problems, not_ready, run.target))
+    all_refused = bool(problems) and walk.refused == len(problems)
+    raise ProvisionFailed(walk_failure(problems, not_ready, run.target, all_refused))
 
 
 async def _try_type(
     run: PodRun[D, R],
     gpu_type: str,
-    data_centers: tuple[str, ...],
+    walk: Walk,
     problems: list[str],
     not_ready: list[str],
 ) -> Pod | None:
@@ -64,17 +65,19 @@ async def _try_type(
     ambiguous = 0
     while True:
         try:
-            pod = await create(run, gpu_type, data_centers)
+            pod = await create(run, gpu_type, walk.data_centers)
         except CreateError as error:
             match error.failure:
-                case CreateFailure.UNAVAILABLE | CreateFailure.FORBIDDEN:
+                case CreateFailure.UNAVAILABLE | CreateFailure.REFUSED | CreateFailure.FORBIDDEN:
                     result = (
-                        AttemptResult.UNAVAILABLE
-                        if error.failure is CreateFailure.UNAVAILABLE
-                        else AttemptResult.FORBIDDEN
+                        AttemptResult.FORBIDDEN
+                        if error.failure is CreateFailure.FORBIDDEN
+                        else AttemptResult.UNAVAILABLE
                     )
                     await run.set_attempt(result, detail=error.message)
                     run.publish(PodUnavailable(gpu_type, error.message))
+                    if error.failure is CreateFailure.REFUSED:
+                        walk.refused += 1
                     problems.append(f"{gpu_type}: {error.message}")
                     return None
                 case CreateFailure.AMBIGUOUS:

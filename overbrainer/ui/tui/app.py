@@ -10,18 +10,22 @@ from overbrainer.ui.tui.actions import (
     Result,
     detach_task,
     exit_if_done,
+    refuse_busy,
     set_followed,
     spawn,
     without,
 )
+from overbrainer.ui.tui.auto_plan import tui_words
 from overbrainer.ui.tui.compare_keys import compare_keys
 from overbrainer.ui.tui.dataset_keys import dataset_keys, rekeyed, same_row
 from overbrainer.ui.tui.effects import Abandon, Cancel, Effect, Exit, OpenEditor
 from overbrainer.ui.tui.followed import Followed
 from overbrainer.ui.tui.logs_keys import logs_keys, pod_log_lines
 from overbrainer.ui.tui.messages import (
+    AutoPrepared,
     ComparePrepared,
     ConfigChanged,
+    Counted,
     EditorDone,
     Key,
     Loaded,
@@ -40,11 +44,12 @@ from overbrainer.ui.tui.messages import (
     TaskReport,
     Tick,
 )
-from overbrainer.ui.tui.pipeline_keys import pipeline_keys, run_menu_key
+from overbrainer.ui.tui.pipeline_keys import auto_prepared, pipeline_keys, run_menu_key
 from overbrainer.ui.tui.state import State, View
 from overbrainer.ui.tui.task_events import take_event
 from overbrainer.ui.tui.task_spec import (
     COMPARE_KINDS,
+    DATA_KINDS,
     JOB_KINDS,
     READ_KINDS,
     TRAINING_KINDS,
@@ -56,6 +61,8 @@ from overbrainer.ui.tui.training_keys import training_keys
 KEPT_LINES = 200
 PREVIEW_EVERY = 1.0
 """Seconds between two reads of the latest answer while answers are being stored."""
+COUNT_EVERY = 1.0
+"""Seconds between two counts of the stored records while a stage runs (the records column)."""
 COMPARE_WRITTEN = "compare written: see the Compare view"
 PREPARED_LATE = "compare not asked: another question was open (C plans it again)"
 DISMISSED = {
@@ -64,6 +71,7 @@ DISMISSED = {
     TaskKind.DELETE: "not deleted",
     TaskKind.COMPARE: "not compared",
     TaskKind.REJUDGE: "not rejudged",
+    TaskKind.AUTO: "not run",
 }
 QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
 
@@ -107,11 +115,18 @@ def update(state: State, message: Msg) -> Result:
     if isinstance(message, Loaded):
         kept = without(state, message.task)
         runs = len(message.snapshot.runs)
+        before = kept.snapshot
+        kept = attrs.evolve(kept, snapshot=message.snapshot)
+        run_index = min(kept.run_index, max(runs - 1, 0))
+        listed = [run.id for run in kept.visible_runs()]
+        select = kept.select_run
+        if select is not None and select in listed:  # a run this session started: show it
+            run_index, select = listed.index(select), None
         return attrs.evolve(
             kept,
-            snapshot=message.snapshot,
-            run_index=min(kept.run_index, max(runs - 1, 0)),
-            tree_index=same_row(kept.snapshot.tree, kept.tree_index, message.snapshot.tree),
+            run_index=run_index,
+            select_run=select,
+            tree_index=same_row(before.tree, kept.tree_index, message.snapshot.tree),
             compare_index=min(kept.compare_index, max(len(message.snapshot.compares) - 1, 0)),
         ), exit_if_done(kept)
     if isinstance(message, PushPlanned):
@@ -132,8 +147,17 @@ def update(state: State, message: Msg) -> Result:
         spec = TaskSpec(TaskKind.COMPARE, run_id=message.run_id)
         status = f"compare run {message.run_id}? y compares, n or Esc does not"
         return attrs.evolve(kept, confirm=message.lines, confirm_spec=spec, status=status), []
+    if isinstance(message, AutoPrepared):
+        kept = without(state, message.task)
+        if kept.quitting:
+            return kept, exit_if_done(kept)
+        return auto_prepared(kept, message), []
     if isinstance(message, PodLogLines):
         return pod_log_lines(state, message), []
+    if isinstance(message, Counted):
+        kept = without(state, message.task)
+        snapshot = attrs.evolve(kept.snapshot, counts=message.counts)
+        return attrs.evolve(kept, snapshot=snapshot), exit_if_done(kept)
     if isinstance(message, Previewed):
         kept = without(state, message.task)
         return attrs.evolve(kept, preview=message.text or kept.preview), exit_if_done(kept)
@@ -144,13 +168,7 @@ def update(state: State, message: Msg) -> Result:
             (stage, attrs.evolve(item, now=message.now) if item.running else item)
             for stage, item in state.live
         )
-        state = attrs.evolve(state, now=message.now, live=live)
-        reading = any(t.spec.kind is TaskKind.PREVIEW for t in state.tasks)
-        answering = state.live_of(Stage.ANSWERS).running
-        if answering and not reading and message.now - state.preview_at >= PREVIEW_EVERY:
-            state = attrs.evolve(state, preview_at=message.now)
-            return spawn(state, TaskSpec(TaskKind.PREVIEW))
-        return state, []
+        return _tick(attrs.evolve(state, now=message.now, live=live), message.now)
     if isinstance(message, SignalMsg):
         return _quit(state, signal=True)
     if isinstance(message, ConfigChanged):
@@ -163,6 +181,21 @@ def update(state: State, message: Msg) -> Result:
     raise AssertionError(message)
 
 
+def _tick(state: State, now: float) -> Result:
+    """While stages store: read the latest answer and count the records, each at its pace."""
+    effects: list[Effect] = []
+    reading = {t.spec.kind for t in state.tasks}
+    answering = state.live_of(Stage.ANSWERS).running
+    if answering and TaskKind.PREVIEW not in reading and now - state.preview_at >= PREVIEW_EVERY:
+        state, more = spawn(attrs.evolve(state, preview_at=now), TaskSpec(TaskKind.PREVIEW))
+        effects += more
+    storing = any(live.running for _, live in state.live)
+    if storing and TaskKind.COUNT not in reading and now - state.counted_at >= COUNT_EVERY:
+        state, more = spawn(attrs.evolve(state, counted_at=now), TaskSpec(TaskKind.COUNT))
+        effects += more
+    return state, effects
+
+
 def _report(state: State, message: TaskReport) -> State:
     report = message.report
     if isinstance(report, Line):
@@ -172,7 +205,7 @@ def _report(state: State, message: TaskReport) -> State:
         runs = (*state.task_runs, (message.task, report.run_id))
         status = f"run {report.run_id} created"
         state = set_followed(state, Followed(report.run_id))
-        return attrs.evolve(state, status=status, task_runs=runs)
+        return attrs.evolve(state, status=status, task_runs=runs, select_run=report.run_id)
     return state
 
 
@@ -186,7 +219,7 @@ def _done(state: State, message: TaskDone) -> Result:
     if message.error is not None:
         prefix = "compare failed: " if compare else "" if message.interrupted else "error: "
         prefix = "export failed: " if export and not message.interrupted else prefix
-        new = attrs.evolve(new, status=f"{prefix}{message.error}")
+        new = attrs.evolve(new, status=f"{prefix}{tui_words(message.error)}")
     elif compare:
         new = attrs.evolve(new, status=COMPARE_WRITTEN)
     live = tuple((s, attrs.evolve(item, running=False)) for s, item in new.live)
@@ -239,7 +272,13 @@ def _key(state: State, key: str) -> Result:
     if state.confirm:
         spec, detach = state.confirm_spec, state.confirm_detach
         state = attrs.evolve(state, confirm=(), confirm_spec=None, confirm_detach=None, status="")
+        if spec is not None and spec.kind is TaskKind.AUTO and key == "d":
+            spec = attrs.evolve(spec, train=False)  # the dataset alone: `run --no-train`
+            key = "y"
         if key in ("y", "Y") and spec is not None:
+            refused = refuse_busy(state) if spec.kind in DATA_KINDS else None
+            if refused is not None:  # a stage was started while the question was up
+                return refused, []
             return spawn(attrs.evolve(state, status=f"running {spec.label}"), spec)
         following = next((t for t in state.tasks if t.id == detach), None)
         if key == "d" and following is not None:

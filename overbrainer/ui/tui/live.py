@@ -14,6 +14,9 @@ class Live:
 
     total: int = 0
     done: int = 0
+    """Items stored by a request in this session."""
+    skipped: int = 0
+    """Items already stored, skipped without a request."""
     failed: int = 0
     requests: int = 0
     """Requests answered (items done by a request, failures and retries alike)."""
@@ -43,6 +46,7 @@ class Live:
         """Two stages' counts together, over the sum of their times (a role's totals)."""
         return Live(
             done=self.done + other.done,
+            skipped=self.skipped + other.skipped,
             failed=self.failed + other.failed,
             requests=self.requests + other.requests,
             cost=self.cost + other.cost,

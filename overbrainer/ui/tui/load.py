@@ -173,6 +173,11 @@ def latest_answer(project: Project) -> str:
     return ""
 
 
+def data_counts(project: Project) -> tuple[tuple[str, int], ...]:
+    """The records of each data file, by its name (the Pipeline view's records column)."""
+    return tuple((name, _count(project.data_file(name))) for name in DATA_FILES)
+
+
 def load_snapshot(project: Project) -> Snapshot:
     """Read the configuration, counts, history, runs and dataset tree of `project`."""
     problem = ""
@@ -188,7 +193,7 @@ def load_snapshot(project: Project) -> Snapshot:
     return Snapshot(
         name=settings.project.name if settings else project.root.name,
         config=config_lines(settings) if settings else (f"overbrainer.toml: {problem}",),
-        counts=tuple((name, _count(project.data_file(name))) for name in DATA_FILES),
+        counts=data_counts(project),
         history=history,
         runs=_runs(project),
         tree=_tree(project),

@@ -60,6 +60,14 @@ class Loaded:
 
 
 @attrs.frozen
+class Counted:
+    """A COUNT task counted the records of each data file, by its name."""
+
+    task: int
+    counts: tuple[tuple[str, int], ...]
+
+
+@attrs.frozen
 class Previewed:
     """A PREVIEW task read the latest stored answer ("" when there is none)."""
 
@@ -84,6 +92,16 @@ class ComparePrepared:
 
     task: int
     run_id: str = ""
+    lines: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@attrs.frozen
+class AutoPrepared:
+    """An ESTIMATE_RUN task estimated `overbrainer run`: the estimate's lines, or the one-line
+    reason it could not."""
+
+    task: int
     lines: tuple[str, ...] = ()
     error: str | None = None
 
@@ -168,7 +186,9 @@ Msg = (
     | TaskReport
     | TaskDone
     | Loaded
+    | Counted
     | Previewed
+    | AutoPrepared
     | PushPlanned
     | ComparePrepared
     | PodLogLines

@@ -6,7 +6,9 @@ import attrs
 
 from overbrainer.events.types import Stage
 from overbrainer.ui.tui.actions import Result, move, refuse_busy, spawn
+from overbrainer.ui.tui.auto_plan import AUTO_ASK, AUTO_ASK_TRAINING, ESTIMATING, confirm_lines
 from overbrainer.ui.tui.effects import Cancel
+from overbrainer.ui.tui.messages import AutoPrepared
 from overbrainer.ui.tui.run_menu import Choice, RunMenu, menu_key
 from overbrainer.ui.tui.state import State
 from overbrainer.ui.tui.task_spec import TRAINING_KINDS, TaskKind, TaskSpec
@@ -33,8 +35,10 @@ def pipeline_keys(state: State, key: str) -> Result:
         refused = refuse_busy(state)
         if refused is not None:
             return refused, []
-        spec = TaskSpec(TaskKind.AUTO)
-        return spawn(attrs.evolve(state, status="auto: running overbrainer run"), spec)
+        if any(t.spec.kind is TaskKind.ESTIMATE_RUN for t in state.tasks):
+            return attrs.evolve(state, status=ESTIMATING), []
+        # Paid: as for `C` and `h`, asked first, with `overbrainer estimate`'s lines.
+        return spawn(attrs.evolve(state, status=ESTIMATING), TaskSpec(TaskKind.ESTIMATE_RUN))
     if key == "c":
         return cancel_data(state)
     return state, []
@@ -67,3 +71,15 @@ def cancel_data(state: State) -> Result:
     tasks = tuple(attrs.evolve(t, cancelling=True) if t == busy else t for t in state.tasks)
     status = f"stopping {busy.spec.label}..."
     return attrs.evolve(state, tasks=tasks, status=status), [Cancel(busy.id)]
+
+
+def auto_prepared(state: State, message: AutoPrepared) -> State:
+    """The `A` confirmation once the run is estimated (or why it could not be)."""
+    if message.error is not None:
+        return attrs.evolve(state, status=f"cannot estimate overbrainer run: {message.error}")
+    if state.confirm:  # another question is up: never replace it unanswered
+        return attrs.evolve(state, status="not asked: another question was open (A asks again)")
+    training = state.snapshot.training
+    lines = confirm_lines(message.lines, training)
+    status = f"run overbrainer run? {AUTO_ASK_TRAINING if training else AUTO_ASK}"
+    return attrs.evolve(state, confirm=lines, confirm_spec=TaskSpec(TaskKind.AUTO), status=status)

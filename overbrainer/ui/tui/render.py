@@ -69,7 +69,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int, chrome: int = CHRO
     if view is View.PIPELINE:
         lines = _pipeline(state, cols)
     elif view is View.LOGS:
-        lines = _logs(state, logs, height)
+        lines = _logs(state, logs, height, cols)
     elif view is View.PROJECT:
         lines = _project(state)
     elif view is View.TRAINING:
@@ -83,7 +83,7 @@ def body(state: State, logs: LogBuffer, cols: int, rows: int, chrome: int = CHRO
         asked = menu_lines(state.run_menu, state.snapshot.topics)
     if asked:
         title: Row = [("title", asked[0])]
-        shown: list[Row] = [[f"  {line}"] for line in asked[1:]]
+        shown: list[Row] = [[part] for line in asked[1:] for part in wrapped(f"  {line}", cols, 4)]
         lines = [title, *shown]
     return [_clip(line, cols) for line in lines[:height]]
 
@@ -104,8 +104,8 @@ def _pipeline(state: State, cols: int) -> list[Row]:
         [
             (
                 "title",
-                f"{'stage':<11}{'records':>8}{'done':>7}{'failed':>7}{'rate/s':>8}"
-                f"{'tok in':>10}{'tok out':>10}{'tok/s':>8}{'spend':>10}",
+                f"{'stage':<11}{'records':>8}{'done':>6}{'skipped':>8}{'failed':>7}{'rate/s':>7}"
+                f"{'tok in':>9}{'tok out':>9}{'tok/s':>6}{'spend':>9}",
             )
         ]
     ]
@@ -116,9 +116,9 @@ def _pipeline(state: State, cols: int) -> list[Row]:
         run = "…" if live.running else " "
         spend = f"${live.cost:.4f}"
         text = (
-            f"{mark}{run}{stage.value:<9}{records:>8}{live.done:>7}{live.failed:>7}"
-            f"{live.rate:>8.1f}{live.tokens_in:>10}{live.tokens_out:>10}"
-            f"{live.token_rate:>8.0f}{spend:>10}"
+            f"{mark}{run}{stage.value:<9}{records:>8}{live.done:>6}{live.skipped:>8}"
+            f"{live.failed:>7}{live.rate:>7.1f}{live.tokens_in:>9}{live.tokens_out:>9}"
+            f"{live.token_rate:>6.0f}{spend:>9}"
         )
         lines.append([("selected", text)] if index == state.stage_index else [text])
     train, evals = state.snapshot.count("train"), state.snapshot.count("eval")
@@ -143,30 +143,57 @@ def _pipeline(state: State, cols: int) -> list[Row]:
     return lines
 
 
-def _pod_log(state: State, lines: tuple[str, ...], height: int) -> list[Row]:
-    count = max(height - 1, 1)
-    end = len(lines) - min(state.log_offset, max(len(lines) - 1, 0))
-    shown = lines[max(end - count, 0) : end]
-    title = f"Pod log of run {state.pod_log_run}: {len(lines)} lines (s or Esc: the app's log)"
-    rows: list[Row] = [[("title", title)]]
-    rows.extend([line] for line in shown)
+LOG_INDENT = 15
+"""Columns a log line's time and level take: its wrapped rows start under its message."""
+
+
+def wrapped(text: str, cols: int, indent: int = 0) -> list[str]:
+    """`text` in rows of at most `cols` columns, its own lines kept, the rows after its first
+    indented by `indent` (a long word is cut, never lost)."""
+    rows: list[str] = []
+    for part in text.splitlines() or [""]:
+        rows.extend(
+            textwrap.wrap(
+                part,
+                cols,
+                subsequent_indent=" " * indent,
+                replace_whitespace=False,
+                drop_whitespace=True,
+            )
+            or [""]
+        )
     return rows
 
 
-def _logs(state: State, logs: LogBuffer, height: int) -> list[Row]:
+def _last_rows(lines: list[tuple[str, list[str]]], count: int) -> list[Row]:
+    """The last `count` rows of the wrapped `lines` (each with its style), newest last."""
+    rows: list[Row] = []
+    for style, parts in lines:
+        rows.extend([(style, part)] if style else [part] for part in parts)
+    return rows[-count:]
+
+
+def _pod_log(state: State, lines: tuple[str, ...], height: int, cols: int) -> list[Row]:
+    count = max(height - 1, 1)
+    end = len(lines) - min(state.log_offset, max(len(lines) - 1, 0))
+    shown = [("", wrapped(line, cols, 2)) for line in lines[max(end - count, 0) : end]]
+    title = f"Pod log of run {state.pod_log_run}: {len(lines)} lines (s or Esc: the app's log)"
+    return [[("title", title)], *_last_rows(shown, count)]
+
+
+def _logs(state: State, logs: LogBuffer, height: int, cols: int) -> list[Row]:
     if state.pod_log is not None:
-        return _pod_log(state, state.pod_log, height)
+        return _pod_log(state, state.pod_log, height, cols)
     count = max(height - 1, 1)
     window = logs.window(state.log_level, count, state.log_offset)
     title = f"Logs: {level_name(state.log_level)} and above, {window.matching} lines"
-    lines: list[Row] = [[("title", title)]]
+    shown: list[tuple[str, list[str]]] = []
     for line in window.lines:
         when = datetime.datetime.fromtimestamp(line.time).strftime("%H:%M:%S")
         name = level_name(line.level)
         style = {"ERROR": "error", "WARN": "warn"}.get(name, "")
-        text = f"{when} {name:<5} {line.message}"
-        lines.append([(style, text)] if style else [text])
-    return lines
+        shown.append((style, wrapped(f"{when} {name:<5} {line.message}", cols, LOG_INDENT)))
+    return [[("title", title)], *_last_rows(shown, count)]
 
 
 def _project(state: State) -> list[Row]:

@@ -51,6 +51,8 @@ class State:
     hide_failed: bool = False
     dismissed_pods: tuple[str, ...] = ()
     """The runs, compares and exports whose pod notice `p` dismissed (the pods stay)."""
+    select_run: str | None = None
+    """A run this session created: the Training view's cursor moves to it once it is listed."""
     run_picked: bool = False
     """A run was selected in the Training view (a move there): the Logs view's `s` shows its
     pod log; before, the newest run's with one."""
@@ -67,6 +69,8 @@ class State:
     preview: str = ""
     """The latest stored answer: its question and the start of its reply."""
     preview_at: float = 0.0
+    counted_at: float = 0.0
+    """When the data files' records were last counted while a stage ran."""
     lines: tuple[str, ...] = ()
     """The result lines the tasks reported (what the CLI prints on stdout), newest last."""
     asking_quit: bool = False

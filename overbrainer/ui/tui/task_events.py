@@ -59,16 +59,18 @@ def take_event(state: State, message: TaskEvent) -> State:
     if isinstance(event, ItemDone):
         live = state.live_of(event.stage)
         usage = event.usage
+        if usage is None:  # already stored: skipped, not done
+            return _set_live(state, event.stage, attrs.evolve(live, skipped=live.skipped + 1))
         return _set_live(
             state,
             event.stage,
             attrs.evolve(
                 live,
                 done=live.done + 1,
-                requests=live.requests + (usage is not None),
+                requests=live.requests + 1,
                 cost=live.cost + (event.cost or 0.0),
-                tokens_in=live.tokens_in + (usage.input_tokens if usage else 0),
-                tokens_out=live.tokens_out + (usage.output_tokens if usage else 0),
+                tokens_in=live.tokens_in + usage.input_tokens,
+                tokens_out=live.tokens_out + usage.output_tokens,
                 now=now,
             ),
         )
@@ -78,21 +80,29 @@ def take_event(state: State, message: TaskEvent) -> State:
         live = attrs.evolve(live, failed=failed, requests=live.requests + 1, now=now)
         return _set_live(state, event.stage, live)
     if isinstance(event, StageFinished):
-        live = state.live_of(event.stage)
-        stats = event.stats
-        return _set_live(
-            state,
-            event.stage,
-            attrs.evolve(
-                live, running=False, now=now, cost=stats.cost if stats.cost else live.cost
-            ),
-        )
+        return _set_live(state, event.stage, finished(state.live_of(event.stage), event, now))
     if isinstance(event, System | Metric):
         run_id = state.task_run(message.task)
         followed = state.followed_of(run_id) if run_id is not None else None
         if followed is not None:
             return set_followed(state, followed.take(event, now))
     return state
+
+
+def finished(live: Live, event: StageFinished, now: float) -> Live:
+    """`live` once its stage has ended: its spend and tokens are the stage's own totals, which
+    count every paid request (a judge's unscored replies, re-asks) beside the items stored."""
+    stats = event.stats
+    usage = stats.usage
+    return attrs.evolve(
+        live,
+        running=False,
+        now=now,
+        skipped=max(live.skipped, stats.skipped),
+        cost=stats.cost if stats.cost else live.cost,
+        tokens_in=max(live.tokens_in, usage.input_tokens),
+        tokens_out=max(live.tokens_out, usage.output_tokens),
+    )
 
 
 _JOB_PHASES: dict[JobStage, Merging | Exporting] = {

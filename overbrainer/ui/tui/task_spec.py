@@ -30,6 +30,8 @@ class TaskKind(enum.Enum):
     """Read the project's counts, runs and dataset for the views."""
     PREVIEW = "preview"
     """Read the latest stored answer (the Pipeline view's preview)."""
+    COUNT = "count"
+    """Count the data files' records (the Pipeline view's records column while a stage runs)."""
     POD_LOG = "pod-log"
     """Read what `overbrainer runs logs RUN --pod` prints (the Logs view's `s`)."""
     PREPARE_COMPARE = "prepare-compare"
@@ -38,6 +40,8 @@ class TaskKind(enum.Enum):
     """`overbrainer compare [--run RUN]` (the newest exported run without one)."""
     REJUDGE = "rejudge"
     """`overbrainer compare --rejudge COMPARE`."""
+    ESTIMATE_RUN = "estimate-run"
+    """`overbrainer estimate` of the whole run, for the `A` confirmation."""
     PUSH_PLAN = "push-plan"
     """Plan a push without network, for its confirmation."""
     PUSH = "push"
@@ -58,8 +62,10 @@ READ_KINDS = frozenset(
     {
         TaskKind.LOAD,
         TaskKind.PREVIEW,
+        TaskKind.COUNT,
         TaskKind.PUSH_PLAN,
         TaskKind.PREPARE_COMPARE,
+        TaskKind.ESTIMATE_RUN,
         TaskKind.POD_LOG,
     }
 )
@@ -89,6 +95,8 @@ class TaskSpec:
     """STAGE: the one topic it runs on (`--topic NAME`); None for every topic."""
     force: bool = False
     """STAGE: `--force` (what is stored is asked for again and replaced)."""
+    train: bool = True
+    """AUTO: False runs `run --no-train` (it stops after split)."""
 
     @property
     def label(self) -> str:
@@ -108,7 +116,9 @@ class TaskSpec:
             force = " --force" if self.force else ""
             return f"overbrainer {self.stage.value}{topic}{force}"
         if self.kind is TaskKind.AUTO:
-            return "overbrainer run"
+            return "overbrainer run" + ("" if self.train else " --no-train")
+        if self.kind is TaskKind.ESTIMATE_RUN:
+            return "overbrainer estimate"
         if self.kind is TaskKind.TRAIN:
             return "overbrainer train"
         if self.kind is TaskKind.RESUME:

@@ -22,10 +22,12 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError
 from overbrainer.pipeline.editing import delete_record
 from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
+from overbrainer.ui.tui.auto_plan import estimate_run
 from overbrainer.ui.tui.compare_plan import prepare_compare
-from overbrainer.ui.tui.load import latest_answer, load_snapshot
+from overbrainer.ui.tui.load import data_counts, latest_answer, load_snapshot
 from overbrainer.ui.tui.messages import (
     ComparePrepared,
+    Counted,
     Loaded,
     Msg,
     Previewed,
@@ -66,7 +68,7 @@ def flow_of(spec: TaskSpec, options: CommandOptions) -> Callable[[Frontend], Awa
         stage = PipelineRequest((spec.stage or Stage.SUBTOPICS,), topics, force=spec.force)
         return lambda front: pipeline_flow(options, front, stage)
     if kind is TaskKind.AUTO:
-        run = PipelineRequest(PIPELINE_STAGES, whole_run=True)
+        run = PipelineRequest(PIPELINE_STAGES, whole_run=True, train=spec.train)
         return lambda front: pipeline_flow(options, front, run)
     if kind is TaskKind.TRAIN:
         return lambda front: train_flow(options, front)
@@ -138,6 +140,8 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
                 post(ComparePrepared(task, error=error.message))
                 return
             post(ComparePrepared(task, prepared.run_id, prepared.lines))
+        elif spec.kind is TaskKind.COUNT:
+            post(Counted(task, await trio.to_thread.run_sync(data_counts, project)))
         elif spec.kind is TaskKind.PREVIEW:
             post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
         else:
@@ -178,6 +182,9 @@ async def run_task(
     before its TaskDone."""
     if spec.kind is TaskKind.POD_LOG:
         await read_pod_log(task, spec, options, handle.detach, post)
+        return
+    if spec.kind is TaskKind.ESTIMATE_RUN:
+        await estimate_run(task, options, handle.detach, post)
         return
     if spec.kind in READ_KINDS:
         await _read(task, spec, options, post)

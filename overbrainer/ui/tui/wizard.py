@@ -18,6 +18,7 @@ from overbrainer.ui.tui.wizard_estimate import (
     unlisted,
 )
 from overbrainer.ui.tui.wizard_files import Answers, TopicAnswer
+from overbrainer.ui.tui.wizard_local import LocalAsk, LocalCheck, local_problem
 from overbrainer.ui.tui.wizard_topics import (
     TopicForm,
     edited,
@@ -93,6 +94,10 @@ class Wizard:
     """The answers the summary's estimate was last asked for (the loop works it out)."""
     estimate: Estimate | None = None
     """The estimate for `estimate_for`; None while it is worked out."""
+    local_for: LocalAsk | None = None
+    """What this machine was last checked for, for `local` training (the loop checks it)."""
+    local: LocalCheck | None = None
+    """The check for `local_for`; None while it runs."""
     error: str = ""
     submit: bool = False
     """Step 7 confirmed: the loop writes the project, then sets `written` (or `error`)."""
@@ -239,6 +244,20 @@ def wanted_estimate(state: Wizard) -> Answers | None:
     return None if chosen == state.estimate_for else chosen
 
 
+def wanted_local(state: Wizard) -> LocalAsk | None:
+    """What to check this machine for now (step 6 with `local` chosen), else None."""
+    if state.step != 6 or state.value("training") != "local" or state.written:
+        return None
+    ask = LocalAsk(state.value("runtime"), state.value("adapter"))
+    return None if ask == state.local_for else ask
+
+
+def local_check(state: Wizard) -> LocalCheck | None:
+    """The check of this machine for the runtime and adapter now chosen; None while it runs."""
+    ask = LocalAsk(state.value("runtime"), state.value("adapter"))
+    return state.local if state.local_for == ask else None
+
+
 def problem(state: Wizard) -> str:
     """What keeps the current step from being done ("" when nothing)."""
     step = state.step
@@ -265,6 +284,8 @@ def problem(state: Wizard) -> str:
             return "the SSH host is needed"
         if state.value("training") != "skip" and not state.value("base_model").strip():
             return "the base model is needed"
+        if state.value("training") == "local":
+            return local_problem(local_check(state))
     return ""
 
 

@@ -20,6 +20,7 @@ from overbrainer.ui.tui.wizard import (
     start,
     wanted_estimate,
     wanted_listing,
+    wanted_local,
     wizard_key,
 )
 from overbrainer.ui.tui.wizard_estimate import (
@@ -28,6 +29,7 @@ from overbrainer.ui.tui.wizard_estimate import (
     fetch_listing,
 )
 from overbrainer.ui.tui.wizard_files import Answers, write_project
+from overbrainer.ui.tui.wizard_local import LocalAsk, check_local
 from overbrainer.ui.tui.wizard_screen import keys_hint, lines
 
 
@@ -78,6 +80,10 @@ class WizardRunner:
                 self.listing_scope.cancel()  # its answer would be for other answers
             self.listing_scope = trio.CancelScope()
             nursery.start_soon(self._list_models, ask, self.listing_scope)
+        local = wanted_local(state)
+        if local is not None:
+            state = attrs.evolve(state, local_for=local, local=None)
+            nursery.start_soon(self._check_local, local, answers(state))
         chosen = wanted_estimate(state)
         if chosen is not None:
             state = attrs.evolve(state, estimate_for=chosen, estimate=None)
@@ -89,6 +95,11 @@ class WizardRunner:
             found = await fetch_listing(ask)
             if self.state.listing_for == ask:
                 self.update(attrs.evolve(self.state, listing=found))
+
+    async def _check_local(self, ask: LocalAsk, chosen: Answers) -> None:
+        found = await check_local(self.root, chosen)
+        if self.state.local_for == ask:
+            self.update(attrs.evolve(self.state, local=found))
 
     async def _estimate(self, chosen: Answers) -> None:
         found = await trio.to_thread.run_sync(estimate_answers, self.root, chosen)

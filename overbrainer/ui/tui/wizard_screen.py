@@ -11,11 +11,13 @@ from overbrainer.ui.tui.wizard import (
     answers,
     fields,
     listing,
+    local_check,
     models,
     provider,
     unlisted_models,
 )
 from overbrainer.ui.tui.wizard_estimate import estimate_lines, flag, listing_note
+from overbrainer.ui.tui.wizard_local import local_note
 from overbrainer.ui.tui.wizard_topics import form_lines, topic_lines
 
 MASK = "•" * 8
@@ -51,6 +53,8 @@ def lines(state: Wizard) -> list[str]:
         out += _field_lines(state)
     if state.step == 4:
         out += ["", *_model_lines(state)]
+    if state.step == 6 and state.value("training") == "local":
+        out += ["", local_note(local_check(state))]
     out += ["", state.error and f"✗ {state.error}"]
     return out
 
