@@ -72,6 +72,20 @@ class Sshd:
             self.process.wait(timeout=10)
         self.process = None
 
+    def outage(self) -> None:
+        """A hard outage: the listener and the sshd processes of every connection killed at
+        once; `start()` ends it. The commands the sessions run are left to end on their own
+        (killed, a login shell's `pyenv rehash` would leave its lock behind, and every later
+        session on the machine would wait on it), as are the target's jobs."""
+        assert self.process is not None
+        sessions = [pid for pid in _descendants(self.process.pid) if _is_sshd(pid)]
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.process = None
+        for pid in sessions:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def ssh(self, command: str) -> subprocess.CompletedProcess[str]:
         """Run `command` over a fresh connection (for checks from the test's side)."""
         return subprocess.run(
@@ -80,6 +94,32 @@ class Sshd:
             text=True,
             timeout=30,
         )
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def _is_sshd(pid: int) -> bool:
+    """Whether process `pid` is an sshd (`sshd`, `sshd-session`, ...)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("sshd")
+    except OSError:
+        return False
 
 
 def make_sshd(root: Path) -> Sshd:

@@ -126,6 +126,18 @@ OURS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "reconnect-budget",
+        HEAD
+        + ROLES
+        + '[targets.box]\nkind = "ssh"\nruntime = "native"\nreconnect_secs = 0\n'
+        + '[targets.pod]\nkind = "runpod"\ngpu_types = "auto"\nmax_hours = 1.0\n'
+        + "reconnect_secs = 100000\n",
+        [
+            "targets.box.reconnect_secs: must be in (0, 86400]",
+            "targets.pod.reconnect_secs: must be in (0, 86400]",
+        ],
+    ),
+    (
         "metrics-listen",
         HEAD + ROLES + '[metrics]\nlisten = "localhost:9464"\n',
         ["metrics.listen: must be an IP address and port, such as 127.0.0.1:9464 or [::1]:9464"],

@@ -1,11 +1,13 @@
 """The builtin SSH client against the real sshd: each refusal is one line naming what to fix
-(unknown or changed host key, missing, locked or refused key file, unreachable host, ProxyJump),
-a pod's own ssh config (HostKeyAlias) works, and a cancelled command leaves no thread blocked."""
+(unknown or changed host key, missing, locked or refused key file, unreachable host,
+ProxyCommand), a pod's own ssh config (HostKeyAlias) works, and a cancelled command leaves no
+thread blocked."""
 
 from __future__ import annotations
 
 import collections.abc
 import getpass
+import io
 import os
 import shutil
 import subprocess
@@ -87,8 +89,10 @@ async def test_a_changed_host_key_names_the_host_and_the_known_hosts_file(
 
 
 async def test_key_files_missing_locked_or_refused_are_named(
-    sshd: Sshd, tmp_path: Path, workdir: Path
+    sshd: Sshd, tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # no agent...
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # ...and no terminal to ask on
     missing = tmp_path / "no_such_key"
     config = config_with(sshd, tmp_path, IdentityFile=str(missing))
     assert await connect_error(config, workdir) == (
@@ -97,8 +101,9 @@ async def test_key_files_missing_locked_or_refused_are_named(
     locked = keygen(tmp_path / "locked_key", passphrase="secret words")
     config = config_with(sshd, tmp_path, IdentityFile=str(locked))
     assert await connect_error(config, workdir) == (
-        f"cannot reach target `box`: the key file {locked} has a passphrase: the builtin SSH "
-        'client asks for none (set ssh_client = "openssh" and load the key into ssh-agent)'
+        f"cannot reach target `box`: the key file {locked} has a passphrase and no ssh-agent "
+        f"holds it: add it with `ssh-add {locked}` (or run overbrainer on a terminal to be "
+        "asked for the passphrase)"
     )
     stranger = keygen(tmp_path / "stranger_key")
     config = config_with(sshd, tmp_path, IdentityFile=str(stranger))
@@ -108,7 +113,7 @@ async def test_key_files_missing_locked_or_refused_are_named(
     )
 
 
-async def test_an_unreachable_host_and_a_proxy_jump_are_one_line_each(
+async def test_an_unreachable_host_and_a_proxy_command_are_one_line_each(
     sshd: Sshd, tmp_path: Path, workdir: Path
 ) -> None:
     closed = free_port()
@@ -116,9 +121,9 @@ async def test_an_unreachable_host_and_a_proxy_jump_are_one_line_each(
     assert await connect_error(config, workdir) == (
         f"cannot reach target `box`: connect to host 127.0.0.1 port {closed}: Connection refused"
     )
-    config = config_with(sshd, tmp_path, ProxyJump="jump.example")
+    config = config_with(sshd, tmp_path, ProxyCommand="nc %h %p")
     assert await connect_error(config, workdir) == (
-        f"cannot reach target `box`: ProxyJump is set for {ALIAS} in {config}: the builtin SSH "
+        f"cannot reach target `box`: ProxyCommand is set for {ALIAS} in {config}: the builtin SSH "
         'client does not support it (set ssh_client = "openssh")'
     )
 

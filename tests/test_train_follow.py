@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import re
 import threading
 import time
 from pathlib import Path
@@ -65,9 +67,16 @@ class FakeJob:
     reads_fail: int = 0
     cancels: int = 0
     status_calls: int = 0
+    down: tuple[tuple[float, float], ...] = ()
+    """Outages: every read fails from the first time to the second, on the trio clock."""
+    attempts: list[float] = attrs.Factory(list)
+    """When each read during an outage was made."""
 
     async def read_from(self, name: str, offset: int, limit: int) -> bytes:
         await trio.lowlevel.checkpoint()
+        if any(start <= trio.current_time() < end for start, end in self.down):
+            self.attempts.append(trio.current_time())
+            raise OSError("cannot reach target `box`: Connection refused")
         if self.reads_fail:
             self.reads_fail -= 1
             raise OSError("connection reset")
@@ -102,14 +111,16 @@ class CountingSampler:
 
 
 async def run_follow(
-    job: FakeJob, sampler: Sampler | None = None
+    job: FakeJob, sampler: Sampler | None = None, times: FollowTimes | None = None
 ) -> tuple[JobStatus, list[Event], MetricsSummary]:
     seen = Collected()
     tail = MetricsTail(MetricsSummary())
     status: JobStatus | FollowError
     async with open_event_bus(observer=seen) as bus:
         try:
-            status = await follow(job, bus, tail, run_id="r1", times=FollowTimes(), sampler=sampler)
+            status = await follow(
+                job, bus, tail, run_id="r1", times=times or FollowTimes(), sampler=sampler
+            )
         except FollowError as error:
             status = error
     if isinstance(status, FollowError):
@@ -149,24 +160,66 @@ async def test_follow_drains_the_file_after_the_end(
     assert events[-1] == MarkEvent(EndMark(4))
 
 
-async def test_follow_retries_five_failures_then_gives_up(
+async def test_an_outage_shorter_than_the_budget_is_ridden_out_with_a_growing_wait(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    answers: list[JobStatus | OSError] = [OSError("timed out")] * 5
-    recovered = FakeJob(statuses=[*answers, Exited(0)])
-    with caplog.at_level(logging.WARNING):
-        status, _, _ = await run_follow(recovered)
+    start = trio.current_time()
+    statuses: list[JobStatus | OSError] = [Running(), Running(), Running(), Exited(0)]
+    job = FakeJob(statuses=statuses, down=((start, start + 4 * 60 + 20),))
+    with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow_job"):
+        status, _, _ = await run_follow(job)
     assert status == Exited(0)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == [f"cannot reach the job ({n}/5): timed out" for n in range(1, 6)]
-
-    broken = FakeJob(reads_fail=6)
-    with pytest.raises(FollowError) as caught:
-        await run_follow(broken)
-    assert caught.value.message == (
-        "cannot reach the job of run r1: connection reset; follow it again with "
-        "`overbrainer train attach r1`"
+    assert trio.current_time() - start < 4 * 60 + 20 + 31
+    waits = [later - earlier for earlier, later in itertools.pairwise(job.attempts)]
+    # 1 s doubling to a 30 s cap, each shortened by up to a quarter (jitter).
+    for wait, full in zip(waits, [1, 2, 4, 8, 16, 30, 30, 30], strict=False):
+        assert 0.75 * full <= wait <= full
+    assert max(waits) <= 30
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert said[0] == (
+        "INFO",
+        "cannot reach the job of run r1 (trying again for up to 5 min): "
+        "cannot reach target `box`: Connection refused",
     )
+    assert said[1][0] == "INFO"
+    assert re.fullmatch(r"reached the job of run r1 again after 4 min \d+ s", said[1][1])
+    assert len(said) == 2  # nothing at WARN: the SSH client says the connection was lost
+
+
+async def test_the_budget_spent_gives_up_with_the_attach_hint(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    start = trio.current_time()
+    with pytest.raises(FollowError) as caught:
+        await run_follow(FakeJob(down=((start, math.inf),)))
+    assert 300 <= trio.current_time() - start < 301
+    assert caught.value.message == (
+        "cannot reach the job of run r1 for 5 min: cannot reach target `box`: Connection "
+        "refused; follow it again with `overbrainer train attach r1`"
+    )
+    start = trio.current_time()
+    with pytest.raises(FollowError) as caught:
+        await run_follow(FakeJob(down=((start, math.inf),)), times=FollowTimes(reconnect=3.0))
+    assert 3 <= trio.current_time() - start < 3.5
+    assert caught.value.message.startswith("cannot reach the job of run r1 for 3 s: ")
+
+
+async def test_each_outage_gets_the_whole_budget_and_the_drain_has_it_too(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two outages of 4 min, a minute of answers between them: neither spends the 5 min budget.
+    start = trio.current_time()
+    statuses: list[JobStatus | OSError] = [*[Running()] * 200, Exited(0)]
+    job = FakeJob(statuses=statuses, down=((start, start + 240), (start + 300, start + 540)))
+    with caplog.at_level(logging.INFO, logger="overbrainer.training.follow_job"):
+        status, _, _ = await run_follow(job)
+    assert status == Exited(0)
+    said = [r.getMessage() for r in caplog.records]
+    assert sum(line.startswith("cannot reach the job of run r1 (trying") for line in said) == 2
+    assert sum(line.startswith("reached the job of run r1 again after 4 min") for line in said) == 2
+    broken = FakeJob(statuses=[Exited(0)], reads_fail=7)  # the drain after the end
+    status, _, _ = await run_follow(broken)
+    assert status == Exited(0)
 
 
 async def test_follow_samples_the_machine_every_10_s(

@@ -131,6 +131,8 @@ async def test_a_pod_deleted_elsewhere_while_following_fails_the_run(setup: Setu
     # is then ended, as a deleted pod's connection would be: the job cannot be reached, and
     # Runpod no longer has the pod, so the run failed.
     held_job(setup)
+    # The follower rides out an outage for reconnect_secs before it asks Runpod about the pod.
+    setup.env["OVERBRAINER_TARGETS__GPU_CLOUD__RECONNECT_SECS"] = "2"
 
     def vanish(process: trio.Process) -> None:
         setup.fake.vanish("pod0001")

@@ -224,25 +224,62 @@ def test_ctrl_c_detaches_attach_follows_and_a_dropped_connection_is_made_again(
     assert (project / "runs" / run_id / "output" / "adapter_model.safetensors").is_file()
 
 
-def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run(
-    tmp_path: Path, remote: Path
+LOST = "WARN ssh: the connection to target `box` was lost (its job keeps running): reconnecting"
+
+
+@CLIENTS
+def test_a_hard_outage_is_ridden_out_and_the_run_succeeds(
+    tmp_path: Path, remote: Path, client: SshClient
 ) -> None:
-    server = make_sshd(tmp_path / "own_sshd")  # stopped in the middle, so not the shared one
+    server = make_sshd(tmp_path / "own_sshd")  # killed in the middle, so not the shared one
     server.start()
     try:
-        project, env = ssh_project(tmp_path, server, remote, hold_at=3)
+        project, env = ssh_project(tmp_path, server, remote, client, hold_at=3)
+        env["OVERBRAINER_LOG"] = "overbrainer=info,overbrainer.training.follow_job=debug,warn"
         err = tmp_path / "train.err"
         train = start_train(project, env, err)
         try:
             wait_for(lambda: remote_steps(remote) >= 3, 30)
-            server.stop()  # sshd gone: the master dies, reconnecting is refused
-            masters = subprocess.run(
-                ["pgrep", "-P", str(train.pid), "-f", "ControlPersist=no"],
-                capture_output=True,
-                text=True,
-            ).stdout.split()
-            for master in masters:
-                os.kill(int(master), signal.SIGKILL)
+            server.outage()
+            # Down until the follower has failed 3 times in a row (1 s, then 2 s apart): the
+            # old budget (5 polls 0.05 s apart here) gave up within a fraction of a second.
+            wait_for(lambda: "(failure 3)" in err.read_text(), 60)
+            assert train.poll() is None, err.read_text()
+            server.start()
+            release(tmp_path)
+            out, _ = train.communicate(timeout=90)
+        finally:
+            train.kill()
+            train.wait()
+        stderr = err.read_text()
+        run_id = only_run(project)
+        assert train.returncode == 0, stderr
+        assert stderr.count(LOST) == 1, stderr
+        assert f"INFO cannot reach the job of run {run_id} (trying again for up to 5 min): " in (
+            stderr
+        )
+        assert re.search(rf"INFO reached the job of run {run_id} again after \d+ s", stderr)
+        assert out.splitlines()[0].startswith(f"train: run {run_id} succeeded; step 20/20")
+        assert record(project, run_id)["state"] == "succeeded"
+    finally:
+        server.stop()
+
+
+@CLIENTS
+def test_an_outage_past_the_budget_gives_up_with_the_attach_hint_and_attach_collects_the_run(
+    tmp_path: Path, remote: Path, client: SshClient
+) -> None:
+    server = make_sshd(tmp_path / "own_sshd")  # killed in the middle, so not the shared one
+    server.start()
+    try:
+        project, env = ssh_project(tmp_path, server, remote, client, hold_at=3)
+        with open(project / "overbrainer.toml", "a") as file:
+            file.write("reconnect_secs = 3\n")  # into [targets.box], the file's last table
+        err = tmp_path / "train.err"
+        train = start_train(project, env, err)
+        try:
+            wait_for(lambda: remote_steps(remote) >= 3, 30)
+            server.outage()
             train.communicate(timeout=60)
         finally:
             train.kill()
@@ -250,11 +287,14 @@ def test_a_lost_target_gives_up_with_the_attach_hint_and_attach_collects_the_run
         run_id = only_run(project)
         stderr = err.read_text()
         assert train.returncode == 1, stderr
-        assert "WARN cannot reach the job (1/5): cannot reach target `box`" in stderr
-        assert stderr.splitlines()[-1].startswith(f"error: cannot reach the job of run {run_id}: ")
-        assert stderr.splitlines()[-1].endswith(
-            f"; follow it again with `overbrainer train attach {run_id}`"
+        assert stderr.count(LOST) == 1, stderr
+        assert f"INFO cannot reach the job of run {run_id} (trying again for up to 3 s): " in (
+            stderr
         )
+        last = stderr.splitlines()[-1]
+        assert last.startswith(f"error: cannot reach the job of run {run_id} for 3 s: "), last
+        assert "cannot reach target `box`" in last
+        assert last.endswith(f"; follow it again with `overbrainer train attach {run_id}`")
         assert record(project, run_id)["state"] == "running"
         assert group_alive(record(project, run_id)["job"]["pid"])  # never killed by the loss
         server.start()

@@ -165,10 +165,17 @@ def _runpod(name: str, pod: s.RunpodTarget) -> list[str]:
     return out
 
 
+MAX_RECONNECT_SECS = 86400
+"""The longest outage a follower may be told to ride out: a day."""
+
+
 def _targets(cfg: s.Settings) -> list[str]:
     out: list[str] = []
     for name, target in cfg.targets.items():
         # The built-in kinds' fields; a registered kind checks its own (TargetKind.check).
+        budget = s.reconnect_secs(target)
+        if not (math.isfinite(budget) and 0 < budget <= MAX_RECONNECT_SECS):
+            out.append(f"targets.{name}.reconnect_secs: must be in (0, {MAX_RECONNECT_SECS}]")
         if isinstance(target, s.RunpodTarget):
             out += _runpod(name, target)
         elif isinstance(target, s.LocalTarget | s.SshTarget):

@@ -277,6 +277,10 @@ class LocalTarget:
     kind: ClassVar[str] = "local"
 
 
+RECONNECT_SECS = 300.0
+"""The default outage a follower rides out: 5 minutes."""
+
+
 @attrs.frozen
 class SshTarget:
     """`[targets.<n>] kind = "ssh"`: a machine over SSH; `host` only from the environment."""
@@ -288,6 +292,8 @@ class SshTarget:
     image: str | None = None
     venv: str | None = None
     ssh_client: SshClient = SshClient.OPENSSH
+    reconnect_secs: float = RECONNECT_SECS
+    """How long a follower keeps trying to reach a job whose connection was lost."""
     gpus: str = "auto"
     """As `LocalTarget.gpus`."""
     container_user: str = "auto"
@@ -315,11 +321,21 @@ class RunpodTarget:
     network_volume_id: str | None = None
     max_volume_gb: int | None = None
     ssh_client: SshClient = SshClient.OPENSSH
+    reconnect_secs: float = RECONNECT_SECS
+    """As for `ssh` targets (a pod deleted elsewhere is noticed once it is spent)."""
 
     kind: ClassVar[str] = "runpod"
 
 
 Target = LocalTarget | SshTarget | RunpodTarget
+
+
+def reconnect_secs(target: Target | None) -> float:
+    """How long a follower of a job on `target` keeps trying to reach it (the default for a
+    target that sets none: a local one, or one no longer configured)."""
+    if isinstance(target, SshTarget | RunpodTarget):
+        return target.reconnect_secs
+    return RECONNECT_SECS
 
 
 @attrs.frozen

@@ -140,9 +140,8 @@ async def follow_and_deliver(
     tail = MetricsTail(MetricsSummary())
 
     def follow_job() -> Awaitable[JobStatus]:
-        return follow(
-            job, session.bus, tail, run_id=record.id, times=session.times, kind=JobKind.EXPORT
-        )
+        times = session.follow_times(run.target)
+        return follow(job, session.bus, tail, run_id=record.id, times=times, kind=JobKind.EXPORT)
 
     status = await (watch or session.interrupt.race)(follow_job)
     if status is None:

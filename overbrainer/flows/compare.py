@@ -8,6 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import attrs
 import trio
 
 from overbrainer.compare.finish import judge_and_report
@@ -33,7 +34,7 @@ from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import Settings
+from overbrainer.config.settings import Settings, reconnect_secs
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
@@ -138,7 +139,7 @@ async def run_job(
             started = await start_compare_job(runs, setup, executor, plan)
         if started is None:
             raise WorkFailed(f"compare {setup.compare} failed: the job did not start in time")
-        times = FollowTimes.from_env()
+        times = attrs.evolve(FollowTimes.from_env(), reconnect=reconnect_secs(target))
         status = await follow_or_cancel(
             runs, setup, executor, started, command.bus, times, interrupt
         )

@@ -64,11 +64,12 @@ async def watch(
     job = ExecutorJob(executor, job_ref(record))
     tail = MetricsTail(MetricsSummary())
     sampler = sampler_for(executor, record.job.dir)
+    times = session.follow_times(record.target)
     async with unwrapped(), trio.open_nursery() as nursery:
         if record.snapshots:
-            nursery.start_soon(lambda: guard_stop(job, times=session.times, requested=requested))
+            nursery.start_soon(lambda: guard_stop(job, times=times, requested=requested))
         status = await follow(
-            job, session.bus, tail, run_id=record.id, times=session.times, sampler=sampler
+            job, session.bus, tail, run_id=record.id, times=times, sampler=sampler
         )
         nursery.cancel_scope.cancel()
     return await finish_followed(session, executor, record, status, tail.summary)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import attrs
 
-from overbrainer.config.settings import Settings, Training
+from overbrainer.config.settings import Settings, Training, reconnect_secs
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError
@@ -65,6 +65,11 @@ class Session:
             name, target, self.runs.root, self.interrupt, interrupted
         ) as executor:
             yield executor
+
+    def follow_times(self, target: str) -> FollowTimes:
+        """The follow clocks, with the reconnect budget of target `target`."""
+        budget = reconnect_secs(self.settings.targets.get(target))
+        return attrs.evolve(self.times, reconnect=budget)
 
     def training(self, what: str = "") -> Training:
         """`[training]`, or the spec's refusal."""

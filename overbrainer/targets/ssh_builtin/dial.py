@@ -1,5 +1,6 @@
-"""One SSH connection made by paramiko: TCP, key exchange, the host key checked strictly
-against known_hosts, then public-key authentication with the configured key files only.
+"""One SSH connection made by paramiko: TCP (through each ProxyJump host in turn), key
+exchange, the host key checked strictly against known_hosts, then public-key authentication
+(`auth.py`: ssh-agent's keys, then the key files, a passphrase asked for on a terminal).
 
 Blocking: it runs in a worker thread (`trio.to_thread`). `Abort` lets the Trio side close the
 socket and transport of a connect it stopped waiting for, so no thread is left behind on it.
@@ -12,8 +13,10 @@ import os
 import socket
 import threading
 
+import attrs
 import paramiko
 
+from overbrainer.targets.ssh_builtin.auth import Closable, authenticate
 from overbrainer.targets.ssh_builtin.destination import Destination, Refused
 from overbrainer.targets.ssh_session import ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 
@@ -35,10 +38,10 @@ class Abort:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: list[socket.socket | paramiko.Transport] = []
+        self._held: list[Closable] = []
         self._aborted = False
 
-    def hold(self, thing: socket.socket | paramiko.Transport) -> None:
+    def hold(self, thing: Closable) -> None:
         """Close `thing` with the rest on abort (at once when already aborted)."""
         with self._lock:
             self._held.append(thing)
@@ -124,76 +127,75 @@ def _check_host_key(
     )
 
 
-def _authenticate(transport: paramiko.Transport, destination: Destination) -> None:
-    """Public-key authentication with each key file in turn; never a password or an agent."""
-    missing: list[str] = []
-    locked: list[str] = []
-    tried: list[str] = []
-    for path in destination.identity_files:
-        if not os.path.isfile(path):
-            missing.append(path)
-            continue
-        try:
-            key = paramiko.PKey.from_path(path)
-        except (paramiko.PasswordRequiredException, TypeError) as error:
-            # cryptography says TypeError for an OpenSSH-format key with a passphrase.
-            if isinstance(error, TypeError) and "password" not in str(error):
-                raise Refused(f"the key file {path} cannot be read: {error}") from None
-            locked.append(path)
-            continue
-        except (OSError, ValueError, paramiko.SSHException) as error:
-            raise Refused(f"the key file {path} cannot be read: {error}") from None
-        tried.append(path)
-        try:
-            transport.auth_publickey(destination.user, key)
-        except paramiko.AuthenticationException:
-            continue
-        if transport.is_authenticated():
-            return
-    if missing and destination.identities_configured:
-        raise Refused(f"the key file {missing[0]} does not exist")
-    if locked:
-        raise Refused(
-            f"the key file {locked[0]} has a passphrase: the builtin SSH client asks for none "
-            '(set ssh_client = "openssh" and load the key into ssh-agent)'
-        )
-    if not tried:
-        raise Refused(
-            f"no key file for {destination.alias}: none of {', '.join(missing)} exists "
-            "(set IdentityFile in the ssh config)"
-        )
-    raise Refused(
-        f"permission denied: {destination.user}@{destination.hostname} accepts none of the keys "
-        f"{', '.join(tried)}"
-    )
+@attrs.frozen
+class Dialled:
+    """A connection to the destination, and those to the jump hosts it goes through."""
+
+    transport: paramiko.Transport
+    jumps: tuple[paramiko.Transport, ...] = ()
+
+    def close(self) -> None:
+        """Close the connection, then the jump hosts' (blocking)."""
+        for transport in (self.transport, *reversed(self.jumps)):
+            transport.close()
 
 
-def dial(destination: Destination, abort: Abort) -> paramiko.Transport:
-    """A connected, checked and authenticated transport (blocking; Refused when not)."""
-    sock = _tcp(destination)
-    abort.hold(sock)
+def _through(jump: paramiko.Transport, via: Destination, hop: Destination) -> paramiko.Channel:
+    """A channel from jump host `via` to `hop`'s SSH port."""
+    try:
+        return jump.open_channel(
+            "direct-tcpip", (hop.hostname, hop.port), ("127.0.0.1", 0), timeout=CONNECT_TIMEOUT_S
+        )
+    except SSH_ERRORS as error:
+        raise Refused(
+            f"the jump host {via.alias} cannot reach host {hop.hostname} port {hop.port}: "
+            f"{ssh_cause(error)}"
+        ) from None
+
+
+def _secure(
+    hop: Destination, sock: socket.socket | paramiko.Channel, abort: Abort
+) -> paramiko.Transport:
+    """The SSH layer over `sock`: handshake, host key checked, authenticated."""
     transport = paramiko.Transport(sock)
-    done = False
     try:
         abort.hold(transport)
-        known = _known_keys(destination)
+        known = _known_keys(hop)
         _prefer_known(transport, known)
         try:
             transport.start_client(timeout=CONNECT_TIMEOUT_S)
         except SSH_ERRORS as error:
             raise Refused(
-                f"the SSH handshake with {destination.hostname} port {destination.port} "
-                f"failed: {ssh_cause(error)}"
+                f"the SSH handshake with {hop.hostname} port {hop.port} failed: {ssh_cause(error)}"
             ) from None
-        _check_host_key(destination, transport.get_remote_server_key(), known)
+        _check_host_key(hop, transport.get_remote_server_key(), known)
         try:
-            _authenticate(transport, destination)
+            authenticate(transport, hop, abort)
         except SSH_ERRORS as error:
             raise Refused(f"authentication failed: {ssh_cause(error)}") from None
         transport.set_keepalive(ALIVE_INTERVAL_S)
-        done = True
-        return transport
-    finally:
-        if not done:
+    except BaseException:
+        transport.close()
+        raise
+    return transport
+
+
+def dial(destination: Destination, abort: Abort) -> Dialled:
+    """A connected, checked and authenticated transport, through the jump hosts (blocking;
+    Refused when not)."""
+    hops = [*destination.jumps, destination]
+    sock = _tcp(hops[0])
+    abort.hold(sock)
+    made: list[paramiko.Transport] = []
+    try:
+        link: socket.socket | paramiko.Channel = sock
+        for index, hop in enumerate(hops):
+            if made:
+                link = _through(made[-1], hops[index - 1], hop)
+            made.append(_secure(hop, link, abort))
+        return Dialled(made[-1], tuple(made[:-1]))
+    except BaseException:
+        for transport in reversed(made):
             transport.close()
-            sock.close()
+        sock.close()
+        raise

@@ -26,7 +26,7 @@ from overbrainer.targets.ssh_builtin.channels import (
     tunnel,
 )
 from overbrainer.targets.ssh_builtin.destination import Refused, resolve
-from overbrainer.targets.ssh_builtin.dial import SSH_ERRORS, Abort, dial, ssh_cause
+from overbrainer.targets.ssh_builtin.dial import SSH_ERRORS, Abort, Dialled, dial, ssh_cause
 from overbrainer.targets.ssh_session import (
     OPERATION_TIMEOUT_S,
     TRANSFER_TIMEOUT_S,
@@ -53,6 +53,7 @@ class BuiltinSshExecutor(ScriptExecutor):
         self._config = ssh_config
         self._limiter = trio.CapacityLimiter(THREADS)
         self._transport: paramiko.Transport | None = None
+        self._jumps: tuple[paramiko.Transport, ...] = ()
         self._lock = trio.Lock()
         self._lost = False
 
@@ -79,18 +80,16 @@ class BuiltinSshExecutor(ScriptExecutor):
             abort = Abort()
             try:
                 destination = await trio.to_thread.run_sync(resolve, self.host, self._config)
-                transport = await blocking(
-                    self._limiter, functools.partial(dial, destination, abort)
-                )
+                dialled = await blocking(self._limiter, functools.partial(dial, destination, abort))
             except Refused as refused:
                 raise self._unreachable(str(refused)) from None
             except BaseException:
                 with trio.move_on_after(CLOSE_BOUND_S, shield=True):
                     await trio.to_thread.run_sync(abort.abort, abandon_on_cancel=True)
                 raise
-            self._transport = transport
+            self._transport, self._jumps = dialled.transport, dialled.jumps
             self._lost = False
-            return transport
+            return dialled.transport
 
     async def _lose(self) -> None:
         """Drop a connection that broke, saying once that it is being made again."""
@@ -103,11 +102,12 @@ class BuiltinSshExecutor(ScriptExecutor):
         await self._drop()
 
     async def _drop(self) -> None:
-        """Close the connection, bounded (its channels end with it)."""
+        """Close the connection, then the jump hosts', bounded (its channels end with it)."""
         transport, self._transport = self._transport, None
+        jumps, self._jumps = self._jumps, ()
         if transport is not None:
             with trio.move_on_after(CLOSE_BOUND_S, shield=True):
-                await blocking(self._limiter, transport.close)
+                await blocking(self._limiter, Dialled(transport, jumps).close)
 
     async def close(self) -> None:
         """End the connection (the target's jobs do not care)."""
