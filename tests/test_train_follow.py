@@ -169,7 +169,6 @@ async def test_an_outage_shorter_than_the_budget_is_ridden_out_with_a_growing_wa
     with caplog.at_level(logging.DEBUG, logger="overbrainer.training.follow_job"):
         status, _, _ = await run_follow(job)
     assert status == Exited(0)
-    assert trio.current_time() - start < 4 * 60 + 20 + 31
     waits = [later - earlier for earlier, later in itertools.pairwise(job.attempts)]
     # 1 s doubling to a 30 s cap, each shortened by up to a quarter (jitter).
     for wait, full in zip(waits, [1, 2, 4, 8, 16, 30, 30, 30], strict=False):
@@ -182,7 +181,11 @@ async def test_an_outage_shorter_than_the_budget_is_ridden_out_with_a_growing_wa
         "cannot reach target `box`: Connection refused",
     )
     assert said[1][0] == "INFO"
-    assert re.fullmatch(r"reached the job of run r1 again after 4 min \d+ s", said[1][1])
+    again = re.fullmatch(r"reached the job of run r1 again after 4 min (\d+) s", said[1][1])
+    assert again is not None, said[1][1]
+    # Reached within one capped wait (30 s) of the outage's end (4 min 20 s); the polls
+    # after that, until the job's exit, are the normal 2 s ones and not counted here.
+    assert 20 <= int(again[1]) <= 50
     assert len(said) == 2  # nothing at WARN: the SSH client says the connection was lost
 
 
