@@ -153,8 +153,8 @@ def measure(argv: list[str], limit: float, max_rss: int) -> Figure:
             if pid:
                 break
             cpu, rss = _usage(child.pid)
-            if cpu > limit or rss > max_rss or time.monotonic() - started > 4 * limit:
-                note = f"killed at {cpu:.0f} s CPU, {rss / MB:.0f} MB"
+            note = _past(cpu, rss, time.monotonic() - started, limit, max_rss)
+            if note:
                 child.kill()
                 pid, status, usage = os.wait4(child.pid, 0)
                 break
@@ -166,6 +166,17 @@ def measure(argv: list[str], limit: float, max_rss: int) -> Figure:
             tail = output.read().decode(errors="replace").strip().splitlines()[-3:]
             print(f"  {argv[3:]} exited {code}: {' | '.join(tail)}", file=sys.stderr)
     return Figure(usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, code, note)
+
+
+def _past(cpu: float, rss: int, wall: float, limit: float, max_rss: int) -> str:
+    """Which limit a running child is past ("" when none): the reason it is killed."""
+    if cpu > limit:
+        return f"killed past {limit:.0f} s CPU"
+    if rss > max_rss:
+        return f"killed past {max_rss / 1e9:.1f} GB"
+    if wall > 4 * limit:
+        return f"killed past {4 * limit:.0f} s wall"
+    return ""
 
 
 def _usage(pid: int) -> tuple[float, int]:
@@ -209,8 +220,8 @@ def measure_tui(root: Path, answers: int, limit: float, max_rss: int) -> Figure:
                 note = f"{elapsed:.1f} s to screen"
             elif not process.is_running():
                 return Figure(0.0, 0, 1, "exited before its screen")
-            elif cpu > limit or rss > max_rss or elapsed > 4 * limit:
-                note = f"killed at {cpu:.0f} s CPU, {rss / MB:.0f} MB, no screen"
+            elif past := _past(cpu, rss, elapsed, limit, max_rss):
+                note = f"{past}, no screen"
             time.sleep(0.05)
         code = 0 if note.endswith("to screen") else None
         return Figure(cpu, _peak_rss(process.pid), code, note)
