@@ -31,6 +31,9 @@ from collections.abc import Set
 MAX_CANDIDATES = 1_000
 """Sets a probe compares at most (about a millisecond of work)."""
 
+REPEATED = 1 << 63
+"""The first key of a repeated bigram: past every hash (which is under 2^63)."""
+
 RANK_AT_LEAST = 1_000
 """Sets held before the first ranking: below it the hash order costs nothing worth saving."""
 
@@ -53,9 +56,11 @@ class LexicalIndex:
         """Probes that stopped at the cap."""
         self._sets: list[array[int]] = []
         self._empty = 0
-        self._counts: dict[int, int] = {}
+        self._keys: dict[int, int] = {}
         self._ranked = 0
-        self._postings: dict[int, list[int]] = {}
+        # Most keys start one set's prefix only: their entry is that set's position, and a
+        # list only from the second one on (a list per key cost 60 MB at 200,000 sets).
+        self._postings: dict[int, int | list[int]] = {}
 
     def __len__(self) -> int:
         return len(self._sets)
@@ -69,8 +74,8 @@ class LexicalIndex:
             self._empty += 1
         elif not self._rank_due():
             # When a ranking is due it rebuilds every prefix: posting this one now is waste.
-            for token in self._prefix(hashes):
-                self._postings.setdefault(token, []).append(position)
+            for key in self._prefix(hashes):
+                self._post(key, position)
 
     def prepare(self) -> None:
         """Rank the bigrams again if the index has doubled since (blocking CPU work)."""
@@ -79,14 +84,19 @@ class LexicalIndex:
         counts: Counter[int] = Counter()
         for hashes in self._sets:
             counts.update(hashes)
-        # A bigram seen once ranks as one never seen: only the repeated ones are kept.
-        self._counts = {token: count for token, count in counts.items() if count > 1}
+        # A bigram seen once keeps its hash as its key, as one never seen does; a repeated
+        # one gets a key past every hash, larger the more common it is.
+        repeated = {token: count for token, count in counts.items() if count > 1}
         del counts
+        self._keys = dict(
+            zip(sorted(repeated, key=repeated.__getitem__), itertools.count(REPEATED), strict=False)
+        )
+        del repeated
         self._ranked = len(self._sets)
         self._postings = {}
         for position, hashes in enumerate(self._sets):
-            for token in self._prefix(hashes):
-                self._postings.setdefault(token, []).append(position)
+            for key in self._prefix(hashes):
+                self._post(key, position)
 
     def has_near(self, shingled: Set[str]) -> bool:
         """Whether a held set's Jaccard with `shingled` reaches the threshold."""
@@ -101,8 +111,11 @@ class LexicalIndex:
         own = frozenset(hashes)
         size, threshold, sets = len(own), self.threshold, self._sets
         seen: set[int] = set()
-        for token in self._prefix(hashes):
-            for position in self._postings.get(token, ()):
+        for key in self._prefix(hashes):
+            held = self._postings.get(key)
+            if held is None:
+                continue
+            for position in (held,) if isinstance(held, int) else held:
                 if position in seen:
                     continue
                 seen.add(position)
@@ -116,11 +129,19 @@ class LexicalIndex:
                     return False
         return False
 
+    def _post(self, key: int, position: int) -> None:
+        held = self._postings.get(key)
+        if held is None:
+            self._postings[key] = position
+        elif isinstance(held, int):
+            self._postings[key] = [held, position]
+        else:
+            held.append(position)
+
     def _rank_due(self) -> bool:
         return len(self._sets) >= max(RANK_AT_LEAST, 2 * self._ranked)
 
     def _prefix(self, hashes: array[int]) -> list[int]:
-        """The set's first bigrams in the index's order (rarest first)."""
-        counts = map(self._counts.get, hashes, itertools.repeat(1))
-        ranked = sorted(zip(counts, hashes, strict=True))
-        return [token for _, token in ranked[: prefix_length(len(hashes), self.threshold)]]
+        """The keys of the set's first bigrams in the index's order (rarest first)."""
+        keys = sorted(map(self._keys.get, hashes, hashes))
+        return keys[: prefix_length(len(hashes), self.threshold)]
