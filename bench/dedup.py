@@ -1,7 +1,8 @@
-"""Duplicate checking figures: a topic of N stored questions, then M new ones checked one by one.
+"""Duplicate checking figures: a topic of N stored questions, then M new ones checked.
 
-As `import questions` does it (`record_lexically`, then `admit_lexically` per row): the CPU
-time of seeding and of checking, the peak RSS, and, for the index, the most sets a probe
+As `import questions` does it (`record_lexically`, then `admit_lexically` per row), and as the
+`questions` stage does (`record`, then `admit` in batches of 10, in a fresh deduplicator): the
+CPU time of seeding and of checking, the peak RSS, and, for the index, the most sets a probe
 compared and how many probes stopped at its cap. A tenth of the new questions are near-copies
 of stored ones (a word dropped, case and punctuation changed), so the duplicate count is
 checked against what it must be. Run `python bench/dedup.py [STORED NEW]` (default 100,000
@@ -15,6 +16,7 @@ import resource
 import sys
 import time
 
+import trio
 from _synthetic import question
 
 from overbrainer.pipeline.dedup import Deduplicator
@@ -57,6 +59,26 @@ def main(stored_count: int, new_count: int) -> None:
     )
 
 
+async def stage(stored: list[str], fresh: list[str]) -> None:
+    """The `questions` stage's way: seed, then batches of 10."""
+    dedup = Deduplicator(THRESHOLD, 0.9)
+    started = time.process_time()
+    await dedup.record(stored)
+    seeded = time.process_time()
+    admitted = 0
+    for start in range(0, len(fresh), 10):
+        admitted += len(await dedup.admit(fresh[start : start + 10]))
+    checked = time.process_time()
+    print(
+        f"stage: {len(stored):,} stored, {len(fresh):,} new in batches of 10: seed"
+        f" {seeded - started:.2f} s CPU, check {checked - seeded:.2f} s CPU,"
+        f" {len(fresh) - admitted:,} duplicates"
+    )
+
+
 if __name__ == "__main__":
     arguments = [int(value) for value in sys.argv[1:3]]
     main(*(arguments or [100_000, 10_000]))
+    rng = random.Random(42)
+    count, new = arguments or [100_000, 10_000]
+    trio.run(stage, [question(rng) for _ in range(count)], [question(rng) for _ in range(new)])
