@@ -7,9 +7,10 @@ set met there is checked with the exact Jaccard. A question's rarest bigrams are
 questions (common openings such as "how does" come last in its order), so a probe meets a
 handful of sets however large the topic is.
 
-The order is each bigram's count when the index was last ranked, then its hash. Any fixed
-order gives the same answers, only the work depends on it, so the index is ranked again (its
-prefixes rebuilt) only once it has doubled since: an amortised constant cost per set.
+The order is set when the index is ranked: the bigrams held once (or not at all) come first,
+by hash, then the repeated ones by their count. Any fixed order gives the same answers, only
+the work depends on it, so the index is ranked again (its prefixes rebuilt) only once it has
+doubled since: an amortised constant cost per set.
 
 A probe compares at most `MAX_CANDIDATES` sets, those behind its rarest bigrams first (where a
 near-duplicate is most likely: it shares most of them); past that the set counts as new. On
