@@ -218,11 +218,11 @@ async def old_answers(ctx: StageContext, run: StageRun) -> None:
 
 async def old_split(ctx: StageContext, run: StageRun) -> None:
     """Split as it was: the same blocking read and rewrites, on the loop."""
-    plan, stamp = split_stage._plan(ctx)
+    plan, kept, stamp = split_stage._plan(ctx)
     run.start(plan.counted)
     report = plan.report
-    split_stage._write(ctx, [plan.train, plan.eval], stamp)
-    del plan
+    split_stage._write(ctx, plan, kept, stamp)
+    del plan, kept
     run.finish_split(report.counts(), report.excluded_total, report.line())
     await trio.lowlevel.checkpoint()
 

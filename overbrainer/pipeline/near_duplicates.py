@@ -1,12 +1,16 @@
 """Near-duplicate clusters of questions, and keeping each cluster on one side of the split.
 
 Two questions are near-duplicates when the Jaccard similarity of their word bigrams
-(`dedup.shingles`) reaches the `questions` stage's `dedup_threshold`; a cluster is the
+(`dedup.words`, paired) reaches the `questions` stage's `dedup_threshold`; a cluster is the
 transitive closure of that relation. Pairs are found with a prefix-filter index (Bayardo et
-al., "Scaling up all pairs similarity search", WWW 2007): bigrams are ranked rarest first,
-and two sets with Jaccard ≥ t must share a bigram among the first `|A| − ⌈t·|A|⌉ + 1` of each,
-so only those short prefixes are indexed and probed, and each candidate pair is then checked
-with the exact Jaccard. A bigram's postings are grouped by the cluster their texts were in when
+al., "Scaling up all pairs similarity search", WWW 2007): under one global order of bigrams,
+two sets with Jaccard ≥ t must share a bigram among the first `|A| − ⌈t·|A|⌉ + 1` of each, so
+only those short prefixes are indexed and probed, and each candidate pair is then checked with
+the exact Jaccard. Any global order finds every pair; rarest first keeps the candidates few.
+Bigram counts come from a fixed-size table of saturating byte counters indexed by the bigram's
+hash (collisions only ever raise a count), so the order costs one byte per cell however many
+distinct bigrams there are, and a bigram counted once is in no other question: it is neither
+indexed nor probed. A bigram's postings are grouped by the cluster their texts were in when
 indexed: clusters only grow, so a group already in the probing text's cluster is skipped whole
 (templated questions that all join one cluster then cost one step each, not one per text).
 """
@@ -16,25 +20,47 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
-from collections import Counter
-from collections.abc import Collection, Sequence
-from typing import Protocol, TypeVar, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-from overbrainer.pipeline.dedup import jaccard, shingles
-from overbrainer.storage import free_gradually
+from overbrainer.pipeline.dedup import jaccard, words
 
-RANK_SLICE = 10_000
-"""Bigrams ranked per C call: a fraction of a millisecond each."""
+T = TypeVar("T")
 
+COUNTER_CELLS = 1 << 26
+"""The most byte counters the bigram counts take (64 MiB), for ~16 M bigram occurrences up."""
 
-class _Identified(Protocol):
-    @property
-    def id(self) -> str:
-        """The example's ID."""
-        ...
+_UNSIGNED = (1 << 64) - 1
 
 
-E = TypeVar("E", bound=_Identified)
+class Signatures:
+    """Each text's word-bigram hashes in one flat array: what clustering keeps of a text.
+
+    A bigram's 64-bit hash stands for it (a collision of two bigrams' hashes is as likely as 1
+    in 2^64 per pair), so a text costs 8 bytes a bigram and no object; the texts themselves
+    need not stay in memory.
+    """
+
+    def __init__(self) -> None:
+        self._hashes = array("q")
+        self._ends = array("q")
+
+    def add(self, text: str) -> int:
+        """Keep the bigram hashes of `text`; its slot (0, 1, …)."""
+        split = words(text)
+        # The bigram "a b" as the pair ("a", "b"): words have no space, so the two are one.
+        pairs = itertools.pairwise(split)
+        self._hashes.extend(set(map(hash, pairs)) if len(split) > 1 else map(hash, split))
+        self._ends.append(len(self._hashes))
+        return len(self._ends) - 1
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def bigrams(self, slot: int) -> array[int]:
+        """The distinct bigram hashes of the text in `slot`."""
+        start = self._ends[slot - 1] if slot else 0
+        return self._hashes[start : self._ends[slot]]
 
 
 def _prefix_length(size: int, threshold: float) -> int:
@@ -42,43 +68,30 @@ def _prefix_length(size: int, threshold: float) -> int:
     return size - math.ceil(threshold * size - 1e-9) + 1
 
 
-def _rarest_first(frequency: Counter[int]) -> dict[int, int]:
-    """Each bigram's rank, rarest first, ties in first-seen order (one global order).
+def _counts(signatures: Signatures, slots: Sequence[int], most: int) -> tuple[bytearray, int]:
+    """Saturating counts of the bigrams of `slots`' texts, by hash cell; the cell mask."""
+    total = sum(len(signatures.bigrams(slot)) for slot in slots)
+    cells = 1
+    while cells < 4 * total and cells < most:
+        cells *= 2
+    mask = cells - 1
+    counts = bytearray(cells)
+    for slot in slots:
+        for bigram in signatures.bigrams(slot):
+            cell = bigram & mask
+            count = counts[cell]
+            if count < 255:
+                counts[cell] = count + 1
+    return counts, mask
 
-    A counting sort in small steps rather than one `sorted(…, key=…)`: over the ~900,000
-    distinct bigrams of 100,000 questions that single C call held the GIL for 250 ms, and
-    the clusters do not depend on the order, only the work does.
-    """
-    by_count: dict[int, list[int]] = {}
-    for bigram, count in frequency.items():
-        by_count.setdefault(count, []).append(bigram)
-    rank: dict[int, int] = {}
-    for count in sorted(by_count):
-        bigrams = by_count.pop(count)
-        for start in range(0, len(bigrams), RANK_SLICE):
-            rank.update(zip(bigrams[start : start + RANK_SLICE], itertools.count(len(rank))))
-    return rank
 
-
-def cluster_labels(texts: Sequence[str], threshold: float) -> list[int]:
-    """For each text, the index of the first text of its near-duplicate cluster."""
-    # A bigram's 64-bit hash stands for it, in a flat array: no text's bigram strings outlive
-    # its turn (100,000 questions' strings held at once cost about 200 MB), and an array is
-    # no container for the cycle collector, whose count of new containers `split` keeps low
-    # (tuples, through their free list, leave it 2,000 higher per 20,000 texts). A collision
-    # of two bigrams' hashes is as likely as 1 in 2^64 per pair.
-    words: list[Collection[int]] = [array("q", map(hash, shingles(text))) for text in texts]
-    frequency: Counter[int] = Counter()
-    for bigrams in words:
-        frequency.update(bigrams)
-    rank = _rarest_first(frequency)
-    frequency.clear()
-    # Ranks stand for the bigrams from here on, replaced in place so that one copy lives.
-    for number, bigrams in enumerate(words):
-        words[number] = frozenset([rank[bigram] for bigram in bigrams])
-    sets = cast(list[frozenset[int]], words)
-    del words, rank
-    parent = list(range(len(sets)))
+def cluster(
+    signatures: Signatures, slots: Sequence[int], threshold: float, cells: int = COUNTER_CELLS
+) -> list[int]:
+    """For each of `slots` (texts in `signatures`), the position in `slots` of the first text
+    of its near-duplicate cluster; `cells` (a power of 2) bounds the bigram counters."""
+    counts, mask = _counts(signatures, slots, cells)
+    parent = list(range(len(slots)))
 
     def root(index: int) -> int:
         while parent[index] != index:
@@ -92,18 +105,25 @@ def cluster_labels(texts: Sequence[str], threshold: float) -> list[int]:
             parent[max(a, b)] = min(a, b)
 
     empty = -1  # jaccard(∅, ∅) is 1: every text without a word is one cluster
-    # Most bigrams start one text's prefix only: their entry is that text's position, and
-    # a dict of groups (cluster when indexed → positions) only from the second one on.
+    # Most shared bigrams start one text's prefix only: their entry is that text's position,
+    # and a dict of groups (cluster when indexed → positions) only from the second one on.
     index: dict[int, int | dict[int, list[int]]] = {}
-    for position, ranks in enumerate(sets):
-        if not ranks:
+    for position, slot in enumerate(slots):
+        bigrams = signatures.bigrams(slot)
+        if not bigrams:
             if empty < 0:
                 empty = position
             else:
                 join(empty, position)
             continue
-        ranked = sorted(ranks)
-        prefix = ranked[: _prefix_length(len(ranked), threshold)]
+        # Rarest first, ties by hash: one key per bigram, its count above its hash's 64 bits.
+        ranked = sorted([counts[bigram & mask] << 64 | bigram & _UNSIGNED for bigram in bigrams])
+        # A bigram counted once is this text's alone: no pair can share it.
+        length = _prefix_length(len(ranked), threshold)
+        prefix = [key & _UNSIGNED for key in ranked[:length] if key >> 64 > 1]
+        if not prefix:
+            continue
+        own = set(bigrams)
         seen: set[int] = set()
         for token in prefix:
             held = index.get(token)
@@ -116,9 +136,9 @@ def cluster_labels(texts: Sequence[str], threshold: float) -> list[int]:
                         break
                     if other not in seen:
                         seen.add(other)
-                        if jaccard(ranks, sets[other]) >= threshold:
+                        if jaccard(own, set(signatures.bigrams(slots[other]))) >= threshold:
                             join(other, position)
-        cluster = root(position)
+        cluster_root = root(position)
         for token in prefix:
             held = index.get(token)
             if held is None:
@@ -126,17 +146,20 @@ def cluster_labels(texts: Sequence[str], threshold: float) -> list[int]:
                 continue
             if not isinstance(held, dict):
                 held = index[token] = {held: [held]}
-            held.setdefault(cluster, []).append(position)
-    labels = [root(position) for position in range(len(sets))]
-    # Freed here a slice at a time: 100,000 sets freed at once when this returns held the
-    # GIL for about 70 ms, and `split` runs this in a worker thread beside the event loop.
-    free_gradually(sets)
-    return labels
+            held.setdefault(cluster_root, []).append(position)
+    return [root(position) for position in range(len(slots))]
+
+
+def cluster_labels(texts: Iterable[str], threshold: float) -> list[int]:
+    """For each text, the index of the first text of its near-duplicate cluster."""
+    signatures = Signatures()
+    slots = [signatures.add(text) for text in texts]
+    return cluster(signatures, slots, threshold)
 
 
 def keep_together(
-    train: list[E], evaluation: list[E], label: dict[str, int]
-) -> tuple[list[E], list[E], list[E]]:
+    train: list[T], evaluation: list[T], label: Callable[[T], int]
+) -> tuple[list[T], list[T], list[T]]:
     """`(train, eval, moved)`: the eval examples with a near-duplicate in train join train.
 
     Moving towards train, never away from it, only shrinks eval: a large cluster (templated
@@ -144,7 +167,7 @@ def keep_together(
     its order and the moved examples follow it, in their eval order, so the result depends
     only on the seeded split, not on the input order.
     """
-    in_train = {label[example.id] for example in train}
-    moved = [example for example in evaluation if label[example.id] in in_train]
-    kept = [example for example in evaluation if label[example.id] not in in_train]
+    in_train = set(map(label, train))
+    moved = [example for example in evaluation if label(example) in in_train]
+    kept = [example for example in evaluation if label(example) not in in_train]
     return train + moved, kept, moved

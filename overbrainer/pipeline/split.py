@@ -14,16 +14,17 @@ out (`decontaminate`), and near-duplicate questions are kept on one side (`near_
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 import attrs
 import xxhash
 
 from overbrainer.events.types import StageStats
 from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
-from overbrainer.pipeline.near_duplicates import cluster_labels, keep_together
+from overbrainer.pipeline.near_duplicates import Signatures, cluster, keep_together
 from overbrainer.storage import Exclusion, Meta, SplitCounts
 
 EMPTIED_EVAL_WARNING = (
@@ -61,6 +62,7 @@ class Splittable(Protocol):
 
 
 S = TypeVar("S", bound=Splittable)
+T = TypeVar("T")
 
 
 def _round_half_up(value: float) -> int:
@@ -108,28 +110,83 @@ def allocate(groups: Sequence[tuple[str, int]], total: int, seed: int) -> list[i
 
 def stratify(examples: Iterable[S], ratio: float, seed: int) -> tuple[list[S], list[S]]:
     """Split `examples` into `(train, eval)`, stratified by topic then subtopic name."""
-    by_topic: dict[str, dict[str, list[S]]] = {}
+    items = list(examples)
+    train, evaluation = _stratify_rows(
+        [e.id for e in items],
+        [e.topic for e in items],
+        [e.subtopic for e in items],
+        range(len(items)),
+        ratio,
+        seed,
+    )
+    return [items[row] for row in train], [items[row] for row in evaluation]
+
+
+def _stratify_rows(
+    ids: Sequence[str],
+    topics: Sequence[str],
+    subtopics: Sequence[str],
+    usable: Iterable[int],
+    ratio: float,
+    seed: int,
+) -> tuple[list[int], list[int]]:
+    """`stratify` over row numbers: each row's ID, topic and subtopic are given by column."""
+    by_topic: dict[str, dict[str, list[int]]] = {}
     n = 0
-    for example in examples:
-        by_topic.setdefault(example.topic, {}).setdefault(example.subtopic, []).append(example)
+    for row in usable:
+        by_topic.setdefault(topics[row], {}).setdefault(subtopics[row], []).append(row)
         n += 1
-    topics = sorted(by_topic)
+    names_of_topics = sorted(by_topic)
     topic_quotas = allocate(
-        [(topic, sum(map(len, by_topic[topic].values()))) for topic in topics],
+        [(topic, sum(map(len, by_topic[topic].values()))) for topic in names_of_topics],
         eval_count(n, ratio),
         seed,
     )
-    train: list[S] = []
-    evaluation: list[S] = []
-    for topic, topic_quota in zip(topics, topic_quotas, strict=True):
-        subtopics = by_topic[topic]
-        names = sorted(subtopics)
-        quotas = allocate([(name, len(subtopics[name])) for name in names], topic_quota, seed)
+    train: list[int] = []
+    evaluation: list[int] = []
+    for topic, topic_quota in zip(names_of_topics, topic_quotas, strict=True):
+        subtopic_rows = by_topic.pop(topic)
+        names = sorted(subtopic_rows)
+        quotas = allocate([(name, len(subtopic_rows[name])) for name in names], topic_quota, seed)
         for name, quota in zip(names, quotas, strict=True):
-            ordered = sorted(subtopics[name], key=lambda e: (_hash(e.id, seed), e.id))
+            ordered = sorted(subtopic_rows.pop(name), key=lambda r: (_hash(ids[r], seed), ids[r]))
             evaluation.extend(ordered[:quota])
             train.extend(ordered[quota:])
     return train, evaluation
+
+
+@attrs.define
+class Rows:
+    """The split's compact state of the answers: one row each, in parallel columns.
+
+    No record is held: a row is an ID, shared topic and subtopic strings, the exclusion, and a
+    few bytes; `split` keeps where each line is beside it, and copies the chosen lines later.
+    """
+
+    ids: list[str] = attrs.field(factory=list)
+    topics: list[str] = attrs.field(factory=list)
+    subtopics: list[str] = attrs.field(factory=list)
+    excluded: list[Exclusion | None] = attrs.field(factory=list)
+    low: bytearray = attrs.field(factory=bytearray)
+    """1: the quality judge scored this very answer under `[quality] min_score`."""
+    question: array[int] = attrs.field(factory=lambda: array("q"))
+    """The `Signatures` slot of the answer's question (any slot ≥ 0 when there are no
+    signatures); −1 when the question is gone (the answer is orphaned)."""
+    live: bytearray = attrs.field(factory=bytearray)
+    """0: a later row of the same ID replaced this one."""
+
+    def append(
+        self, id_: str, topic: str, subtopic: str, excluded: Exclusion | None, low: bool
+    ) -> int:
+        """Add a live row whose question is not known yet; its number."""
+        self.ids.append(id_)
+        self.topics.append(topic)
+        self.subtopics.append(subtopic)
+        self.excluded.append(excluded)
+        self.low.append(low)
+        self.question.append(-1)
+        self.live.append(1)
+        return len(self.ids) - 1
 
 
 @attrs.frozen
@@ -199,17 +256,17 @@ class SplitReport:
 
 
 @attrs.frozen
-class SplitPlan(Generic[S]):
+class SplitPlan(Generic[T]):
     """The files to write (every topic's usable examples) and the report (counted ones)."""
 
-    train: list[S]
-    eval: list[S]
+    train: list[T]
+    eval: list[T]
     report: SplitReport
     orphaned_usable: int
     """Usable answers left out as orphans, whatever their topic."""
     counted: int = 0
     """Answers of the counted topic(s): the stage's total."""
-    contaminated: list[tuple[S, Contamination]] = attrs.field(factory=list)
+    contaminated: list[tuple[T, Contamination]] = attrs.field(factory=list)
     """Every topic's usable answers the benchmarks left out, with what they overlap."""
     moved: int = 0
     """Every topic's answers moved from eval to train beside a near-duplicate."""
@@ -251,36 +308,99 @@ def plan_split(
     With `texts` (question text by ID), a usable answer whose question `benchmark` matches is
     left out, and near-duplicate questions (`dedup_threshold`) never straddle train and eval.
     """
-    usable: list[S] = []
+    items = list(answers)
+    rows = Rows()
+    signatures = None if texts is None else Signatures()
+    contamination: dict[int, Contamination] = {}
+    check = texts is not None and benchmark is not None and len(benchmark) > 0
+    for answer in items:
+        id_ = answer.id
+        excluded, low = answer.meta.excluded, id_ in low_scored
+        row = rows.append(id_, answer.topic, answer.subtopic, excluded, low)
+        if id_ not in question_ids:
+            continue
+        rows.question[row] = 0
+        if texts is None or excluded is not None or low or answer.topic not in configured_topics:
+            continue  # only a usable answer's question text is read
+        text = texts[id_]
+        rows.question[row] = cast(Signatures, signatures).add(text)
+        found = benchmark.match(text) if check and benchmark is not None else None
+        if found is not None:
+            contamination[row] = found
+    plan = plan_rows(
+        rows,
+        configured_topics,
+        topic,
+        ratio,
+        seed,
+        signatures=signatures,
+        dedup_threshold=dedup_threshold,
+        contamination=contamination,
+    )
+    return SplitPlan(
+        [items[row] for row in plan.train],
+        [items[row] for row in plan.eval],
+        plan.report,
+        plan.orphaned_usable,
+        plan.counted,
+        [(items[row], found) for row, found in plan.contaminated],
+        plan.moved,
+    )
+
+
+def plan_rows(
+    rows: Rows,
+    configured_topics: Collection[str],
+    topic: str | None,
+    ratio: float,
+    seed: int,
+    *,
+    signatures: Signatures | None = None,
+    dedup_threshold: float = 0.8,
+    contamination: Mapping[int, Contamination] | None = None,
+) -> SplitPlan[int]:
+    """`plan_split` over `rows`, answering with row numbers: `contamination` is what the
+    benchmarks match of each row's question, and with `signatures` (the questions' bigrams,
+    by `rows.question`) near-duplicates never straddle train and eval."""
+    usable: list[int] = []
     excluded: Counter[Exclusion] = Counter()
     orphaned = orphaned_usable = counted_total = quality = 0
-    for answer in answers:
-        counted = topic is None or answer.topic == topic
+    topics, question, low, live = rows.topics, rows.question, rows.low, rows.live
+    for row, reason in enumerate(rows.excluded):
+        if not live[row]:
+            continue
+        row_topic = topics[row]
+        counted = topic is None or row_topic == topic
         counted_total += counted
-        reason = answer.meta.excluded
-        if answer.topic not in configured_topics or answer.id not in question_ids:
+        if row_topic not in configured_topics or question[row] < 0:
             orphaned += counted
             orphaned_usable += reason is None
         elif reason is not None:
             if counted:
                 excluded[reason] += 1
-        elif answer.id in low_scored:
+        elif low[row]:
             quality += counted
         else:
-            usable.append(answer)
-    contaminated: list[tuple[S, Contamination]] = []
-    if texts is not None and benchmark is not None and len(benchmark):
-        usable, contaminated = _decontaminate(usable, texts, benchmark)
-    train, evaluation = stratify(usable, ratio, seed)
-    moved: list[S] = []
-    if texts is not None:
-        ordered = [*train, *evaluation]
-        labels = cluster_labels([texts[answer.id] for answer in ordered], dedup_threshold)
-        label = {answer.id: labels[i] for i, answer in enumerate(ordered)}
-        train, evaluation, moved = keep_together(train, evaluation, label)
+            usable.append(row)
+    contaminated: list[tuple[int, Contamination]] = []
+    if contamination:
+        found_in = contamination.get
+        contaminated = [(row, found) for row in usable if (found := found_in(row)) is not None]
+        usable = [row for row in usable if row not in contamination]
+    train, evaluation = _stratify_rows(rows.ids, topics, rows.subtopics, usable, ratio, seed)
+    del usable
+    moved: list[int] = []
+    if signatures is not None:
+        ordered = train + evaluation
+        labels = cluster(signatures, [question[row] for row in ordered], dedup_threshold)
+        label = array("q", bytes(8 * len(topics)))
+        for row, first in zip(ordered, labels, strict=True):
+            label[row] = first
+        del ordered, labels
+        train, evaluation, moved = keep_together(train, evaluation, label.__getitem__)
 
-    def count(answers: Iterable[S]) -> int:
-        return sum(topic is None or answer.topic == topic for answer in answers)
+    def count(chosen: Iterable[int]) -> int:
+        return sum(topic is None or topics[row] == topic for row in chosen)
 
     report = SplitReport(
         train=count(train),
@@ -288,24 +408,9 @@ def plan_split(
         excluded=tuple((reason, excluded[reason]) for reason in Exclusion if excluded[reason]),
         orphaned=orphaned,
         quality=quality,
-        contaminated=count(answer for answer, _ in contaminated),
+        contaminated=count(row for row, _ in contaminated),
         moved=count(moved),
     )
     return SplitPlan(
         train, evaluation, report, orphaned_usable, counted_total, contaminated, len(moved)
     )
-
-
-def _decontaminate(
-    usable: list[S], texts: Mapping[str, str], benchmark: BenchmarkIndex
-) -> tuple[list[S], list[tuple[S, Contamination]]]:
-    """`(kept, left out with their match)`: the usable answers whose question `benchmark` finds."""
-    kept: list[S] = []
-    left: list[tuple[S, Contamination]] = []
-    for answer in usable:
-        found = benchmark.match(texts[answer.id])
-        if found is None:
-            kept.append(answer)
-        else:
-            left.append((answer, found))
-    return kept, left

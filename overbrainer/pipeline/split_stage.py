@@ -7,7 +7,9 @@ the answers the benchmark files left out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import attrs
 
@@ -19,19 +21,18 @@ from overbrainer.pipeline.benchmark_files import (
     write_audit,
 )
 from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
+from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
 from overbrainer.pipeline.engine import StageContext, StageRun
-from overbrainer.pipeline.quality_scores import answer_sha, read_scores
-from overbrainer.pipeline.split import SplitPlan, plan_split
+from overbrainer.pipeline.near_duplicates import Signatures
+from overbrainer.pipeline.quality_scores import QualityScore, answer_sha
+from overbrainer.pipeline.split import Rows, SplitPlan, plan_rows
 from overbrainer.storage import (
-    Meta,
     Question,
     Stamp,
     collector_paused,
-    current,
     example_head,
     file_stamp,
-    free_gradually,
-    read_current,
+    load_force_state,
     read_records_at,
     rewrite_from,
 )
@@ -43,54 +44,106 @@ class NoTrainExamples(WorkFailed):
     """The split left `train.jsonl` empty: nothing to train on (exit 1)."""
 
 
-def _question_text(line: str) -> tuple[str, str]:
-    question = Question.from_json(line)
-    return question.id, question.text
+@attrs.define
+class _Answers:
+    """The answers as the split keeps them: compact rows, and where each row's line is.
 
-
-@attrs.frozen(slots=True)
-class _Answer:
-    """What the split needs of a stored answer: the fields that place it, and where its line is.
-
-    The checked line is copied back byte for byte from `answers.jsonl` (serialising 100,000
-    records again costs more), so neither its text nor its messages stay in memory.
+    The chosen lines are copied back byte for byte from `answers.jsonl` (serialising a
+    million records again costs more), so no record stays in memory.
     """
 
-    id: str
-    topic: str
-    subtopic: str
-    meta: Meta
-    start: int
-    length: int
-    low: bool = False
-    """The quality judge scored this very line under `[quality] min_score`."""
+    rows: Rows = attrs.field(factory=Rows)
+    starts: array[int] = attrs.field(factory=lambda: array("q"))
+    lengths: array[int] = attrs.field(factory=lambda: array("q"))
+    row_of: dict[str, int] = attrs.field(factory=dict)
+    """The live row of each ID: a later line of an ID replaces an earlier one (an unfinished
+    `--force`), as `current` says."""
+    names: dict[str, str] = attrs.field(factory=dict)
+    """One string object per topic and subtopic name, shared by the rows."""
+
+    def read(self, source: Path, low: Mapping[str, str]) -> None:
+        """Add a row for each line of `source`; `low` holds the hash of each answer line
+        scored under `[quality] min_score`, by ID. Blocking."""
+        names, rows, row_of = self.names, self.rows, self.row_of
+
+        def answer(line: str, start: int, length: int) -> None:
+            id_, topic, subtopic, meta = example_head(line)
+            sha = low.get(id_)
+            scored_low = sha is not None and sha == answer_sha(line)
+            replaced = row_of.get(id_)
+            if replaced is not None:
+                rows.live[replaced] = 0
+            topic = names.setdefault(topic, topic)
+            subtopic = names.setdefault(subtopic, subtopic)
+            row_of[id_] = rows.append(id_, topic, subtopic, meta.excluded, scored_low)
+            self.starts.append(start)
+            self.lengths.append(length)
+
+        _each_line(source, answer)
+
+    def spans(self, chosen: list[int]) -> Iterator[tuple[int, int]]:
+        """Where the lines of the `chosen` rows are in `answers.jsonl`, in their order."""
+        starts, lengths = self.starts, self.lengths
+        return ((starts[row], lengths[row]) for row in chosen)
 
 
-def _reader(low: Mapping[str, str]) -> Callable[[str, int, int], _Answer]:
-    """A line parser that marks the answers `low` holds a low score of (ID → line hash)."""
-
-    def answer(line: str, start: int, length: int) -> _Answer:
-        head = example_head(line)
-        sha = low.get(head[0])
-        scored_low = sha is not None and sha == answer_sha(line)
-        return _Answer(*head, start, length, scored_low)
-
-    return answer
+def _each_line(path: Path, visit: Callable[[str, int, int], None]) -> None:
+    """Call `visit` on each record line of `path` (with its byte offset and length), keeping
+    nothing: what `read_records_at` checks of a file, without its list of records."""
+    read_records_at(path, visit).clear()
 
 
 def _low_scores(ctx: StageContext) -> dict[str, str]:
     """Each answer ID whose latest score is under `[quality] min_score`, with the hash of the
     line scored: a score of an answer replaced since no longer applies. Blocking."""
     minimum = ctx.settings.quality.min_score
-    scores = read_scores(ctx.project.data_file("quality"))
-    return {id_: score.answer_sha for id_, score in scores.items() if score.score < minimum}
+    low: dict[str, str] = {}
+
+    def score(line: str, _start: int, _length: int) -> None:
+        found = QualityScore.from_json(line)
+        if found.score < minimum:
+            low[found.id] = found.answer_sha
+        else:
+            low.pop(found.id, None)
+
+    _each_line(ctx.project.data_file("quality"), score)
+    return low
 
 
-def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
-    """Read every answer and question and split them; the answers file's stamp before it.
+def _questions(
+    ctx: StageContext, answers: _Answers, benchmark: BenchmarkIndex
+) -> tuple[Signatures, dict[int, Contamination]]:
+    """Mark each answer whose question is current, and keep that question's bigrams (and
+    what `benchmark` matches of it): the texts themselves are not kept. Blocking."""
+    project = ctx.project
+    state = load_force_state(project.force_state("questions"))
+    dropped = set() if state is None else state.dropped
+    signatures = Signatures()
+    contamination: dict[int, Contamination] = {}
+    row_of, question = answers.row_of, answers.rows.question
+    check = len(benchmark) > 0
 
-    Blocking (reads every answer and question, then classifies): a worker thread's job.
-    """
+    def read(line: str, _start: int, _length: int) -> None:
+        found = Question.from_json(line)
+        row = row_of.get(found.id)
+        # A later line of an ID replaces an earlier one; a question a force dropped is gone.
+        if row is None or found.id in dropped:
+            return
+        question[row] = signatures.add(found.text)
+        if check:
+            matched = benchmark.match(found.text)
+            if matched is None:
+                contamination.pop(row, None)
+            else:
+                contamination[row] = matched
+
+    _each_line(project.data_file("questions"), read)
+    return signatures, contamination
+
+
+def _plan(ctx: StageContext) -> tuple[SplitPlan[int], _Answers, Stamp | None]:
+    """Read the answers and questions in streaming passes and split them; the answers file's
+    stamp before it. Blocking (a worker thread's job)."""
     project = ctx.project
     quality = ctx.settings.quality
     # Read first: a bad benchmark file stops the split before anything is written.
@@ -99,78 +152,62 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[_Answer], Stamp | None]:
     )
     source = project.data_file("answers")
     stamp = file_stamp(source)
-    # A later record of an ID replaces an earlier one (an unfinished `--force`), and a
-    # question a force dropped is gone: its answer is orphaned.
-    parse = _reader(_low_scores(ctx))
-    answers = current(read_records_at(source, parse), lambda answer: answer.id)
-    texts = dict(
-        read_current(
-            project.data_file("questions"),
-            project.force_state("questions"),
-            _question_text,
-            lambda question: question[0],
-        )
-    )
+    answers = _Answers()
+    answers.read(source, _low_scores(ctx))
+    signatures, contamination = _questions(ctx, answers, benchmark)
+    answers.row_of.clear()
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
-    plan = plan_split(
-        answers,
-        texts,
+    plan = plan_rows(
+        answers.rows,
         {topic.name for topic in ctx.settings.topics},
         topic,
         pipeline.eval_ratio,
         pipeline.seed,
-        {answer.id for answer in answers if answer.low},
-        texts=texts,
+        signatures=signatures,
         dedup_threshold=pipeline.dedup_threshold,
-        benchmark=benchmark,
+        contamination=contamination,
     )
-    return plan, stamp
+    return plan, answers, stamp
 
 
-def _audit(plan: SplitPlan[_Answer]) -> list[str]:
+def _audit(plan: SplitPlan[int], rows: Rows) -> list[str]:
     """The lines of `data/decontaminated.jsonl` for this split."""
-    return [audit_line(a.id, a.topic, a.subtopic, found) for a, found in plan.contaminated]
+    return [
+        audit_line(rows.ids[row], rows.topics[row], rows.subtopics[row], found)
+        for row, found in plan.contaminated
+    ]
 
 
 def _write(
     ctx: StageContext,
-    chosen: list[list[_Answer]],
+    plan: SplitPlan[int],
+    answers: _Answers,
     stamp: Stamp | None,
     audit: list[str] | None = None,
 ) -> None:
-    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd).
-
-    It empties `chosen` as it goes, so that the answers are freed in this thread, and a
-    slice at a time: freeing 100,000 of them at once, on the loop or here, holds the GIL
-    (and so stalls the loop) for tens of milliseconds.
-    """
+    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd)."""
     source = ctx.project.data_file("answers")
-    for name in ("train", "eval"):
-        answers = chosen.pop(0)
-        spans = [(answer.start, answer.length) for answer in answers]
-        free_gradually(answers)
-        rewrite_from(ctx.project.data_file(name), source, spans, stamp)
+    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
+        rewrite_from(ctx.project.data_file(name), source, answers.spans(chosen), stamp)
     if audit is not None:
         write_audit(ctx.project.data_file(AUDIT_FILE), audit)
 
 
 async def split_stage(ctx: StageContext, run: StageRun) -> None:
     """Classify every answer, split the usable ones by the seed, rewrite train and eval."""
-    # The collector stays paused until the answers are freed: once re-enabled, its scans of
-    # 100,000 live answers held the GIL 0.1-0.4 s each, so scrapes waited that long.
+    # The rows hold no record, but a million of their IDs are still objects the collector
+    # would scan: it stays paused while they live.
     with collector_paused():
-        plan, stamp = await read_in_thread(lambda: _plan(ctx))
+        plan, answers, stamp = await read_in_thread(lambda: _plan(ctx))
         run.start(plan.counted)
         for warning in (plan.orphan_warning(), plan.emptied_eval_warning()):
             if warning is not None:
                 log.warning("%s", warning)
         report = plan.report
-        chosen = [plan.train, plan.eval]
-        audit = _audit(plan) if ctx.settings.quality.decontaminate else None
+        audit = _audit(plan, answers.rows) if ctx.settings.quality.decontaminate else None
         trains = bool(plan.train)
-        del plan
-        await write_in_thread(lambda: _write(ctx, chosen, stamp, audit))
+        await write_in_thread(lambda: _write(ctx, plan, answers, stamp, audit))
     run.finish_split(report.counts(), report.excluded_total, report.line())
     if not trains:
         # Training on an empty file fails later and less clearly; `run` stops here.
