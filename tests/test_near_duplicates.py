@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overbrainer.pipeline.dedup import jaccard, shingles
+from overbrainer.pipeline.dedup import _CHAR_LOWER, jaccard, shingles, words
 from overbrainer.pipeline.near_duplicates import (
     Signatures,
     cluster,
@@ -191,3 +193,11 @@ def test_no_cluster_ever_straddles_and_no_example_is_lost(
     plain = plan_split(examples, texts, {"a", "b", "c"}, None, ratio, seed)
     assert plan.report.eval == plain.report.eval - plan.report.moved
     assert plan.train[: len(plain.train)] == plain.train
+
+
+@given(st.text(st.characters(max_codepoint=127)) | st.text())
+def test_words_of_ascii_text_are_the_regex_words(text: str) -> None:
+    """The ASCII table splits exactly where `[\\W_]+` does (what every text got before)."""
+    spaced = re.sub(r"[\W_]+", " ", text)
+    lowered = spaced if spaced.isascii() else spaced.translate(_CHAR_LOWER)
+    assert words(text) == lowered.lower().split()

@@ -57,6 +57,11 @@ class Signatures:
     def __len__(self) -> int:
         return len(self._ends)
 
+    @property
+    def hashes(self) -> array[int]:
+        """Every text's bigram hashes, one after the other."""
+        return self._hashes
+
     def bigrams(self, slot: int) -> array[int]:
         """The distinct bigram hashes of the text in `slot`."""
         start = self._ends[slot - 1] if slot else 0
@@ -68,20 +73,23 @@ def _prefix_length(size: int, threshold: float) -> int:
     return size - math.ceil(threshold * size - 1e-9) + 1
 
 
-def _counts(signatures: Signatures, slots: Sequence[int], most: int) -> tuple[bytearray, int]:
-    """Saturating counts of the bigrams of `slots`' texts, by hash cell; the cell mask."""
-    total = sum(len(signatures.bigrams(slot)) for slot in slots)
+def _counts(signatures: Signatures, most: int) -> tuple[bytearray, int]:
+    """Saturating counts of every bigram in `signatures`, by hash cell; the cell mask.
+
+    Counting texts that are not clustered too only raises counts: the order stays one global
+    order, and a bigram counted once is still in one text at most.
+    """
+    hashes = signatures.hashes
     cells = 1
-    while cells < 4 * total and cells < most:
+    while cells < 4 * len(hashes) and cells < most:
         cells *= 2
     mask = cells - 1
     counts = bytearray(cells)
-    for slot in slots:
-        for bigram in signatures.bigrams(slot):
-            cell = bigram & mask
-            count = counts[cell]
-            if count < 255:
-                counts[cell] = count + 1
+    for bigram in hashes:
+        cell = bigram & mask
+        count = counts[cell]
+        if count < 255:
+            counts[cell] = count + 1
     return counts, mask
 
 
@@ -90,7 +98,7 @@ def cluster(
 ) -> list[int]:
     """For each of `slots` (texts in `signatures`), the position in `slots` of the first text
     of its near-duplicate cluster; `cells` (a power of 2) bounds the bigram counters."""
-    counts, mask = _counts(signatures, slots, cells)
+    counts, mask = _counts(signatures, cells)
     parent = list(range(len(slots)))
 
     def root(index: int) -> int:
@@ -116,13 +124,15 @@ def cluster(
             else:
                 join(empty, position)
             continue
-        # Rarest first, ties by hash: one key per bigram, its count above its hash's 64 bits.
-        ranked = sorted([counts[bigram & mask] << 64 | bigram & _UNSIGNED for bigram in bigrams])
-        # A bigram counted once is this text's alone: no pair can share it.
-        length = _prefix_length(len(ranked), threshold)
-        prefix = [key & _UNSIGNED for key in ranked[:length] if key >> 64 > 1]
-        if not prefix:
+        found = [counts[bigram & mask] for bigram in bigrams]
+        length = _prefix_length(len(found), threshold)
+        # A bigram counted once is this text's alone (no pair can share it), and it ranks
+        # first: a prefix of only such bigrams (most texts') leaves nothing to do.
+        if found.count(1) >= length:
             continue
+        # Rarest first, ties by hash: one key per bigram, its count above its hash's 64 bits.
+        ranked = sorted([c << 64 | b & _UNSIGNED for c, b in zip(found, bigrams, strict=True)])
+        prefix = [key & _UNSIGNED for key in ranked[:length] if key >> 64 > 1]
         own = set(bigrams)
         seen: set[int] = set()
         for token in prefix:

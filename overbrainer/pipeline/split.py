@@ -392,7 +392,9 @@ def plan_rows(
     moved: list[int] = []
     if signatures is not None:
         ordered = train + evaluation
-        labels = cluster(signatures, [question[row] for row in ordered], dedup_threshold)
+        slots = array("q", map(question.__getitem__, ordered))
+        labels = cluster(signatures, slots, dedup_threshold)
+        del slots
         label = array("q", bytes(8 * len(topics)))
         for row, first in zip(ordered, labels, strict=True):
             label[row] = first
