@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from overbrainer.pipeline.dedup import jaccard, words
+from overbrainer.pipeline.dedup import words
 
 T = TypeVar("T")
 
@@ -93,6 +93,17 @@ def _counts(signatures: Signatures, most: int) -> tuple[bytearray, int]:
     return counts, mask
 
 
+def _similar(own: set[int], size: int, other: array[int], threshold: float) -> bool:
+    """Whether `jaccard(own, set(other)) >= threshold`, `other` being distinct hashes; sizes
+    too far apart (Jaccard ≤ smaller/larger) are told without looking at the hashes."""
+    smaller, larger = sorted((size, len(other)))
+    # A hair under t errs towards the exact check: never a missed pair.
+    if smaller < threshold * larger - 1e-9:
+        return False
+    common = len(own.intersection(other))
+    return common / (size + len(other) - common) >= threshold
+
+
 def cluster(
     signatures: Signatures, slots: Sequence[int], threshold: float, cells: int = COUNTER_CELLS
 ) -> list[int]:
@@ -134,6 +145,7 @@ def cluster(
         ranked = sorted([c << 64 | b & _UNSIGNED for c, b in zip(found, bigrams, strict=True)])
         prefix = [key & _UNSIGNED for key in ranked[:length] if key >> 64 > 1]
         own = set(bigrams)
+        size = len(own)
         seen: set[int] = set()
         for token in prefix:
             held = index.get(token)
@@ -146,7 +158,7 @@ def cluster(
                         break
                     if other not in seen:
                         seen.add(other)
-                        if jaccard(own, set(signatures.bigrams(slots[other]))) >= threshold:
+                        if _similar(own, size, signatures.bigrams(slots[other]), threshold):
                             join(other, position)
         cluster_root = root(position)
         for token in prefix:

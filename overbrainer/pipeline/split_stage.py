@@ -32,6 +32,7 @@ from overbrainer.storage import (
     collector_paused,
     example_head,
     file_stamp,
+    free_gradually,
     load_force_state,
     read_records_at,
     rewrite_from,
@@ -186,10 +187,17 @@ def _write(
     stamp: Stamp | None,
     audit: list[str] | None = None,
 ) -> None:
-    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd)."""
+    """Rewrite train, eval, then the audit file when `audit` is given; blocking (fsync'd).
+
+    It frees the chosen rows and the IDs as it goes, a slice at a time and in this thread:
+    freeing a million of them at once, here or on the loop, holds the GIL (and so stalls the
+    loop) for tens of milliseconds.
+    """
     source = ctx.project.data_file("answers")
     for name, chosen in (("train", plan.train), ("eval", plan.eval)):
         rewrite_from(ctx.project.data_file(name), source, answers.spans(chosen), stamp)
+        free_gradually(chosen)
+    free_gradually(answers.rows.ids)
     if audit is not None:
         write_audit(ctx.project.data_file(AUDIT_FILE), audit)
 
