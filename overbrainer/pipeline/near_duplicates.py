@@ -136,16 +136,19 @@ def cluster(
                 join(empty, position)
             continue
         found = [counts[bigram & mask] for bigram in bigrams]
-        length = _prefix_length(len(found), threshold)
         # A bigram counted once is this text's alone (no pair can share it), and it ranks
-        # first: a prefix of only such bigrams (most texts') leaves nothing to do.
-        if found.count(1) >= length:
+        # first: the prefix's other bigrams are the rarest of the rest, and a prefix of only
+        # such bigrams (most texts') leaves nothing to do.
+        shared = _prefix_length(len(found), threshold) - found.count(1)
+        if shared <= 0:
             continue
         # Rarest first, ties by hash: one key per bigram, its count above its hash's 64 bits.
-        ranked = sorted([c << 64 | b & _UNSIGNED for c, b in zip(found, bigrams, strict=True)])
-        prefix = [key & _UNSIGNED for key in ranked[:length] if key >> 64 > 1]
-        own = set(bigrams)
-        size = len(own)
+        ranked = sorted(
+            [c << 64 | b & _UNSIGNED for c, b in zip(found, bigrams, strict=True) if c > 1]
+        )
+        prefix = [key & _UNSIGNED for key in ranked[:shared]]
+        own: set[int] | None = None
+        size = len(bigrams)
         seen: set[int] = set()
         for token in prefix:
             held = index.get(token)
@@ -158,6 +161,7 @@ def cluster(
                         break
                     if other not in seen:
                         seen.add(other)
+                        own = set(bigrams) if own is None else own
                         if _similar(own, size, signatures.bigrams(slots[other]), threshold):
                             join(other, position)
         cluster_root = root(position)
