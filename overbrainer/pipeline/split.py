@@ -1,6 +1,7 @@
 """The train/eval split: the reference's stratified, seeded, order-independent algorithm.
 
-Pure functions over records; the stage that reads and writes the files lives elsewhere.
+Pure functions over records (`plan_split`) or over compact rows (`plan_rows`, what the stage
+keeps of each answer); the stage that reads and writes the files lives elsewhere.
 The eval set takes `round(n·ratio)` (half away from zero, at least 1 and at most n−1) of the
 `n` usable examples. That total is spread over topics, then over each topic's subtopics, in
 proportion to their sizes by largest remainder (ties broken by a seeded hash of the name,
@@ -170,8 +171,9 @@ class Rows:
     low: bytearray = attrs.field(factory=bytearray)
     """1: the quality judge scored this very answer under `[quality] min_score`."""
     question: array[int] = attrs.field(factory=lambda: array("q"))
-    """The `Signatures` slot of the answer's question (any slot ≥ 0 when there are no
-    signatures); −1 when the question is gone (the answer is orphaned)."""
+    """≥ 0 once the answer's question is read: the `Signatures` slot of its bigrams for an
+    answer that may join the split (any when there are none); −1 while the question is gone
+    (the answer is orphaned)."""
     live: bytearray = attrs.field(factory=bytearray)
     """0: a later row of the same ID replaced this one."""
 

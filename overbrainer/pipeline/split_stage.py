@@ -115,13 +115,16 @@ def _questions(
     ctx: StageContext, answers: _Answers, benchmark: BenchmarkIndex
 ) -> tuple[Signatures, dict[int, Contamination]]:
     """Mark each answer whose question is current, and keep that question's bigrams (and
-    what `benchmark` matches of it): the texts themselves are not kept. Blocking."""
+    what `benchmark` matches of it) when the answer may join the split: the texts themselves
+    are not kept. Blocking."""
     project = ctx.project
     state = load_force_state(project.force_state("questions"))
     dropped = set() if state is None else state.dropped
+    configured = {topic.name for topic in ctx.settings.topics}
     signatures = Signatures()
     contamination: dict[int, Contamination] = {}
-    row_of, question = answers.row_of, answers.rows.question
+    row_of, rows = answers.row_of, answers.rows
+    question, excluded, low, topics = rows.question, rows.excluded, rows.low, rows.topics
     check = len(benchmark) > 0
 
     def read(line: str, _start: int, _length: int) -> None:
@@ -129,6 +132,9 @@ def _questions(
         row = row_of.get(found.id)
         # A later line of an ID replaces an earlier one; a question a force dropped is gone.
         if row is None or found.id in dropped:
+            return
+        if excluded[row] is not None or low[row] or topics[row] not in configured:
+            question[row] = 0  # known, and never clustered
             return
         question[row] = signatures.add(found.text)
         if check:
