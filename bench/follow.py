@@ -18,7 +18,7 @@ from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.local import LocalJob, LocalRunJob, start_job
 from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
 from overbrainer.training.summary import MetricsSummary
-from overbrainer.ui.progress import render
+from overbrainer.ui.progress import ProgressLines
 
 LINES = 100_000
 RUNS = 5
@@ -114,8 +114,8 @@ async def cpu_share(run_dir: Path) -> tuple[float, int]:
     tail = MetricsTail(MetricsSummary())
     cpu, wall = time.process_time(), time.perf_counter()
     try:
-        async with trio.open_nursery() as nursery, open_event_bus() as bus:
-            nursery.start_soon(render, bus.subscribe())  # the CLI's renderer, as `train` runs it
+        # The CLI's progress lines, as `train` logs them.
+        async with open_event_bus(observer=ProgressLines()) as bus:
             await follow(
                 job, bus, tail, run_id="bench", times=FollowTimes(), sampler=LocalSampler(run_dir)
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 import httpx2
 import pytest
 import trio
@@ -10,6 +12,7 @@ import trio.testing
 from overbrainer.config.settings import Protocol
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.llm.client import ProviderConnection, open_client
+from overbrainer.llm.http import tls_context
 from overbrainer.llm.shards import SHARD_CONNECTIONS, open_shards
 from overbrainer.llm.types import CompletionRequest
 
@@ -159,3 +162,16 @@ async def test_a_client_that_fails_to_open_later_leaves_its_connections_to_other
                 await trio.testing.wait_all_tasks_blocked()
                 held.release.set()
             assert made.limits == [2, 2]
+
+
+def test_only_an_https_provider_loads_the_ca_store() -> None:
+    secure = tls_context("https://api.example.com/v1", None)
+    assert isinstance(secure, ssl.SSLContext)
+    assert secure.cert_store_stats()["x509_ca"] > 0
+    # A local server over plain HTTP: nothing loaded, and a TLS connection would fail closed.
+    plain = tls_context("HTTP://127.0.0.1:8000/v1", None)
+    assert isinstance(plain, ssl.SSLContext)
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(200))
+    assert tls_context("http://127.0.0.1:8000/v1", transport) is True

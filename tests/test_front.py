@@ -248,3 +248,16 @@ async def test_cancelled_guards_leave_no_task_running() -> None:
         async with front.open_bus(), front.interrupt():
             raise Boom
     assert live_tasks() == before
+
+
+async def test_cli_lines_are_logged_as_each_event_is_published(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No task wakes per event (issue 41: two task switches per answer went): the line is
+    # there before the publisher reaches its next checkpoint.
+    with caplog.at_level(logging.INFO, logger="overbrainer"), trio.fail_after(5):
+        async with CliFrontend().open_bus() as bus:
+            bus.publish(StageStarted(Stage.ANSWERS, 1))
+            assert [r.getMessage() for r in caplog.records] == ["answers: 1 to process"]
+            bus.publish(ItemDone(Stage.ANSWERS, "a"))
+            assert [r.getMessage() for r in caplog.records][-1] == "answers: 1/1"

@@ -16,10 +16,10 @@ from overbrainer.config.load import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.types import ItemDone, Stage, StageModel, StageStarted
-from overbrainer.metrics import endpoint as metrics_endpoint
 from overbrainer.metrics.endpoint import MAX_CONNECTIONS, open_metrics
 from overbrainer.metrics.observer import MetricsObserver
 from overbrainer.model.usage import Usage
+from overbrainer.net import http_server
 from overbrainer.net.http_server import ACCEPT_PAUSE
 from overbrainer.project.directory import Project
 from tests.pipeline_support import wait_until
@@ -240,7 +240,8 @@ async def test_a_server_failure_after_start_stops_the_metrics_not_the_command(
         raise OSError(errno.EMFILE, "Too many open files")
 
     failing = trio.Event()
-    monkeypatch.setattr(metrics_endpoint, "serve_http", serve_then_fail)
+    # The endpoint imports the server on use: the module's own name is the one it finds.
+    monkeypatch.setattr(http_server, "serve_http", serve_then_fail)
     with trio.fail_after(10):
         async with open_metrics(settings(tmp_path, "127.0.0.1:0"), Project(tmp_path)) as metrics:
             assert metrics.address == "127.0.0.1:9"

@@ -139,6 +139,29 @@ async def test_a_reservation_waits_for_those_in_flight_to_settle(
     assert (ledger.spent, ledger.reserved, ledger.reached) == (F(1, 2), ZERO, False)
 
 
+async def test_a_request_that_fits_does_not_overtake_one_waiting_in_line(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # c would fit at once, but b asked first and waits for room: c is admitted after b.
+    ledger = SpendCap(0.5)
+    admitted: list[tuple[str, float]] = []
+
+    async def request(name: str, start: float, worst: Fraction) -> None:
+        await trio.sleep(start)
+        reservation = await ledger.reserve(worst)
+        assert reservation is not None
+        admitted.append((name, trio.current_time()))
+        with reservation:
+            await trio.sleep(1)
+            reservation.settle(F(1, 10))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(request, "a", 0, F(3, 10))
+        nursery.start_soon(request, "b", 0.1, F(3, 10))
+        nursery.start_soon(request, "c", 0.2, F(1, 10))
+    assert admitted == [("a", 0), ("b", 1), ("c", 1)]
+
+
 async def test_waiting_reservations_are_refused_with_the_first_refusal(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

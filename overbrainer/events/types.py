@@ -55,7 +55,20 @@ class StageStats:
         cost = self.cost
         if price is not None:
             cost = (cost or 0.0) + price.cost(usage)
-        return attrs.evolve(self, usage=self.usage + usage, cost=cost)
+        # Built directly: `attrs.evolve` looks the fields up on every call, once per answer.
+        return StageStats(
+            self.done, self.skipped, self.failed, self.excluded, self.usage + usage, cost
+        )
+
+    def one_done(self, excluded: bool = False) -> StageStats:
+        """These stats with one more item done (or excluded, kept out of training)."""
+        if excluded:
+            return StageStats(
+                self.done, self.skipped, self.failed, self.excluded + 1, self.usage, self.cost
+            )
+        return StageStats(
+            self.done + 1, self.skipped, self.failed, self.excluded, self.usage, self.cost
+        )
 
     def merge(self, other: StageStats) -> StageStats:
         """The sum of two stats; the cost stays unknown only if both are."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -33,18 +34,13 @@ from overbrainer.pipeline.engine import (
     select_topics,
     stage_role_name,
 )
-from overbrainer.pipeline.estimate import (
-    PAID_STAGES,
-    StageEstimate,
-    estimate_line,
-    estimate_stages,
-    money,
-)
-from overbrainer.pipeline.imported import imported_ids
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
 from overbrainer.storage import Question, Subtopic, read_current
+
+if TYPE_CHECKING:
+    from overbrainer.pipeline.estimate import StageEstimate
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +102,13 @@ def _with_quality(stages: Sequence[Stage], settings: Settings, whole_run: bool) 
     return planned
 
 
+def _paid(stage: Stage) -> bool:
+    """Whether `stage` sends paid requests (`run` says its estimate before it)."""
+    from overbrainer.pipeline.estimate import PAID_STAGES
+
+    return stage in PAID_STAGES
+
+
 def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
     if spend.limit is None:
         return
@@ -114,6 +117,8 @@ def _check_prices(roles: dict[str, RoleClient], spend: SpendCap) -> None:
 
 
 def _topics_without_subtopics(project: Project, names: frozenset[str]) -> bool:
+    from overbrainer.pipeline.imported import imported_ids
+
     # An imported subtopic is not the generator's: a topic with only those has none yet.
     imported = imported_ids(project)
     stored = read_current(
@@ -214,6 +219,8 @@ class _Pipeline:
         templates: Mapping[str, Template],
         topics: tuple[Topic, ...],
     ) -> list[StageEstimate]:
+        from overbrainer.pipeline.estimate import estimate_stages
+
         return await trio.to_thread.run_sync(
             estimate_stages, self.project, self.config.settings, stages, templates, topics
         )
@@ -228,6 +235,8 @@ class _Pipeline:
     ) -> None:
         """`run`'s line before a paid stage: what it still has to do and may cost (`known`:
         its estimate made before any stage ran, when that is still what is on disk)."""
+        from overbrainer.pipeline.estimate import estimate_line
+
         if known is None:
             [known] = await self._estimates([stage], templates, topics)
         estimate = known
@@ -244,8 +253,13 @@ class _Pipeline:
         """A spend cap below the low end of the estimate (answers at the batch price when they
         go through the batch API) is said before the first request; the estimates made."""
         limit = self.spend.limit
+        if limit is None:
+            return {}
+        # Imported on use (with the quality stage's readers): most commands set no spend cap.
+        from overbrainer.pipeline.estimate import PAID_STAGES, money
+
         paid = [stage for stage in stages if stage in PAID_STAGES]
-        if limit is None or not paid:
+        if not paid:
             return {}
         estimates = await self._estimates(paid, templates, topics)
         low = 0.0
@@ -297,7 +311,7 @@ class _Pipeline:
                     roles=roles,
                     spend=self.spend,
                 )
-                if self.request.whole_run and stage in PAID_STAGES:
+                if self.request.whole_run and _paid(stage):
                     # Before the first stage nothing has changed on disk since `upfront`.
                     known = upfront.get(stage) if index == 0 else None
                     await self._estimate_line(stage, templates, topics, roles, known)

@@ -49,7 +49,7 @@ def reasoning_fields(dialect: DialectSpec, request: CompletionRequest) -> dict[s
     if effort is None and dialect.effort_default:
         effort = Effort.MEDIUM
     fields: dict[str, Json] = {}
-    if effort is not Effort.NONE:
+    if effort is not Effort.NONE and dialect.reasoning_on:
         fields.update(copy.deepcopy(dict(dialect.reasoning_on)))
     if effort is not None:
         if dialect.effort_field is EffortField.TOP:

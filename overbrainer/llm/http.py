@@ -210,9 +210,7 @@ async def open_http(
         all_headers[name] = value
     timeout = httpx2.Timeout(request_timeout, connect=connect_timeout)
     try:
-        # One TLS context for all clients: loading the CA store takes ~30 ms of CPU each time.
-        # A transport (the embedded stand-in) never opens a connection: it needs none.
-        tls: ssl.SSLContext | bool = httpx2.create_ssl_context() if transport is None else True
+        tls = tls_context(base_url, transport)
     except Exception as error:  # any failure to build is reported the same way
         raise ClientBuildError() from error
 
@@ -233,6 +231,24 @@ async def open_http(
     per_shard = SHARD_CONNECTIONS if transport is None else None
     async with open_shards(make, per_shard=per_shard, max_connections=max_connections) as shards:
         yield HttpClient(shards, base_url, request_timeout, provider)
+
+
+def tls_context(
+    base_url: str, transport: httpx2.AsyncBaseTransport | None
+) -> ssl.SSLContext | bool:
+    """The TLS context every client of a provider shares.
+
+    Loading the CA store takes ~20-30 ms of CPU, so it is done once, and only for an
+    `https` provider. A plain-`http` one (a local server) never opens TLS to its origin (no
+    redirect is followed; a proxy has its own context): it gets a context that verifies and
+    trusts nothing, so that a TLS connection, were one ever made, would fail rather than go
+    unchecked. A transport (the embedded stand-in) opens no connection at all.
+    """
+    if transport is not None:
+        return True
+    if base_url.lower().startswith("http://"):
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return httpx2.create_ssl_context()
 
 
 _CAUSES: tuple[tuple[type[httpx2.HTTPError], str], ...] = (

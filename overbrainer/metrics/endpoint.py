@@ -14,12 +14,13 @@ import trio
 
 from overbrainer.config.settings import Settings
 from overbrainer.model.error_groups import error_leaves, unwrapped
-from overbrainer.net.http_server import Handler, Request, Response, serve_http
 from overbrainer.project.directory import Project
 
 if TYPE_CHECKING:
-    # Imported on use (with the Prometheus client): most commands serve no metrics.
+    # Imported on use (with the Prometheus client and the HTTP server): most commands serve
+    # no metrics.
     from overbrainer.metrics.observer import MetricsObserver
+    from overbrainer.net.http_server import Handler, Request, Response
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def metrics_handler(observer: MetricsObserver) -> Handler:
     """The HTTP handler: OpenMetrics on `GET /metrics`, `404 not found` for anything else."""
 
     from overbrainer.metrics.families import CONTENT_TYPE
+    from overbrainer.net.http_server import Response
 
     async def handle(request: Request) -> Response:
         if request.method == "HEAD":
@@ -91,6 +93,8 @@ async def _serve_until_it_fails(
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve; a bind error reaches `nursery.start`, a later failure only stops the metrics."""
+    from overbrainer.net.http_server import serve_http
+
     status = _Started(task_status)
     try:
         await serve_http(

@@ -287,10 +287,7 @@ class StageRun:
         `written`: the records of another kind it added (subtopics, questions), for progress.
         """
         self._repeated = ("", 0)
-        if excluded:
-            self.stats = attrs.evolve(self.stats, excluded=self.stats.excluded + 1)
-        else:
-            self.stats = attrs.evolve(self.stats, done=self.stats.done + 1)
+        self.stats = self.stats.one_done(excluded)
         done = ItemDone(self.stage, item_id, usage, cost, excluded, estimated, written)
         self.ctx.bus.publish(done)
 

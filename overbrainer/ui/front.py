@@ -20,7 +20,7 @@ from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
-from overbrainer.ui.progress import render, render_until
+from overbrainer.ui.progress import ProgressLines, render_until
 from overbrainer.ui.stdout import silence_stdout
 
 if TYPE_CHECKING:
@@ -131,10 +131,8 @@ class CliFrontend:
         if self.display is not Display.BAR:
             async with (
                 unwrapped(),
-                trio.open_nursery() as nursery,
-                open_event_bus(CAPACITY, observer) as bus,
+                open_event_bus(CAPACITY, Observers(observer, ProgressLines())) as bus,
             ):
-                nursery.start_soon(render, bus.subscribe())
                 yield bus
             return
         screen = BarScreen(self.console or stderr_console())
@@ -143,9 +141,8 @@ class CliFrontend:
             async with (
                 unwrapped(),
                 trio.open_nursery() as nursery,
-                open_event_bus(CAPACITY, Observers(observer, screen)) as bus,
+                open_event_bus(CAPACITY, Observers(observer, screen, ProgressLines(False))) as bus,
             ):
-                nursery.start_soon(render, bus.subscribe(), False)
                 nursery.start_soon(screen.run)
                 yield bus
         finally:
