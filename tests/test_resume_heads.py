@@ -18,6 +18,7 @@ from overbrainer.pipeline.answers_left import answers_left
 from overbrainer.pipeline.engine import StageContext
 from overbrainer.pipeline.quality import unscored_among, unscored_except, usable_answers
 from overbrainer.pipeline.quality_scores import QualityScore, answer_sha, prompt_sha
+from overbrainer.pipeline.questions_left import all_filled
 from overbrainer.project.directory import Project
 from overbrainer.storage import heads
 from overbrainer.storage.errors import InvalidRecord
@@ -30,6 +31,7 @@ from overbrainer.storage.records import (
     Message,
     Meta,
     Question,
+    Subtopic,
     example_id,
 )
 
@@ -42,7 +44,7 @@ MODEL, SOURCE = "judge-a", "Score this: {{ answer }}"
 
 
 def question(record_id: str, topic: str) -> Question:
-    return Question(record_id, topic, "s" * 32, "sub", f"What is {record_id}?")
+    return Question(record_id, topic, "5" * 32, "sub", f"What is {record_id}?")
 
 
 def example(record_id: str, topic: str, excluded: Exclusion | None, text: str = "ok") -> Example:
@@ -121,7 +123,9 @@ def test_a_torn_tail_that_does_not_parse_is_ignored_with_the_warning(
     path = tmp_path / "questions.jsonl"
     write(path, [question(IDS[0], "alpha").to_json()], '{"id":"0000')
     with caplog.at_level(logging.WARNING):
-        assert [head for head, _, _, _ in question_heads(path)] == [(IDS[0].encode(), "alpha")]
+        assert [head for head, _, _, _ in question_heads(path)] == [
+            (IDS[0].encode(), "alpha", b"5" * 32)
+        ]
     assert f"{path}: ignoring an incomplete last line" in caplog.text
 
 
@@ -249,3 +253,19 @@ def test_a_later_record_of_a_counted_id_takes_its_place(tmp_path: Path, again: s
     pending, skipped, gone, _ = pending_questions(ctx, set(), read_stored(ctx))
     left = answers_left(project, topics, set())
     assert (left.pending, left.skipped, left.gone) == (pending, skipped, gone)
+
+
+def test_questions_are_counted_only_when_every_subtopic_is_full(tmp_path: Path) -> None:
+    subtopics = [Subtopic("5" * 32, "alpha", "sub"), Subtopic("not-hex", "beta", "other")]
+    lines = [question(IDS[n], "alpha").to_json() for n in range(3)]
+    lines.append(Question(IDS[3], "beta", "not-hex", "other", "Why?").to_json())
+    lines.append(reordered(Question(IDS[4], "beta", "not-hex", "other", "How?").to_json()))
+    lines.append(question(IDS[5], "gamma").to_json())  # a topic not selected
+    write(tmp_path / "data" / "questions.jsonl", lines)
+    project = Project(tmp_path)
+    selected = {"alpha", "beta"}
+    full = all_filled(project, selected, {"alpha": 3, "beta": 2}, subtopics)
+    assert full == {"5" * 32: 3, "not-hex": 2}
+    assert all_filled(project, selected, {"alpha": 3, "beta": 3}, subtopics) is None
+    write(tmp_path / "data" / "questions.jsonl", [*lines, lines[0]])
+    assert all_filled(project, selected, {"alpha": 3, "beta": 2}, subtopics) is None

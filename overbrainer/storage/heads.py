@@ -49,8 +49,8 @@ Key: TypeAlias = bytes | str
 AnswerHead: TypeAlias = tuple[Key, str, bool]
 """An answer's ID key, topic, and whether it may train (not excluded)."""
 
-QuestionHead: TypeAlias = tuple[Key, str]
-"""A question's ID key and topic."""
+QuestionHead: TypeAlias = tuple[Key, str, Key]
+"""A question's ID key, topic and subtopic ID key."""
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -178,7 +178,9 @@ def _is_utf8(data: memoryview) -> bool:
 # The heads our writer gives each line: `{"id":"<32 hex>","topic":"<topic>",` then the next key.
 # A topic holding `"` or `\` is escaped in JSON: such a line goes to the full parse.
 _ANSWER = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic":"')
-_QUESTION = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic_id":"')
+_QUESTION = re.compile(
+    rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic_id":"([0-9a-f]{32})","subtopic":"'
+)
 # An answer ends with its meta, and the meta with `excluded`: null or an exclusion's name.
 _USABLE_END = b',"excluded":null}}'
 _EXCLUDED_ENDS = tuple(f',"excluded":"{e.value}"}}}}'.encode() for e in Exclusion)
@@ -238,14 +240,14 @@ def _fast_question(line: bytes, start: int, end: int) -> QuestionHead | None:
     match = _QUESTION.match(line, start, end)
     if match is None or not line.endswith(b'"}', start, end):
         return None
-    return match[1], _topic(match[2])
+    return match[1], _topic(match[2]), match[3]
 
 
 def _full_question(text: str) -> QuestionHead:
     question = Question.from_json(text)
-    return id_key(question.id), question.topic
+    return id_key(question.id), question.topic, id_key(question.subtopic_id)
 
 
 def question_heads(path: Path) -> Iterator[Line[QuestionHead]]:
-    """`scan_heads` of a questions file: each line's ID key and topic."""
+    """`scan_heads` of a questions file: each line's ID key, topic and subtopic ID key."""
     return scan_heads(path, _fast_question, _full_question)
