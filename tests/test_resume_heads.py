@@ -123,9 +123,7 @@ def test_a_torn_tail_that_does_not_parse_is_ignored_with_the_warning(
     path = tmp_path / "questions.jsonl"
     write(path, [question(IDS[0], "alpha").to_json()], '{"id":"0000')
     with caplog.at_level(logging.WARNING):
-        assert [head for head, _, _, _ in question_heads(path)] == [
-            (IDS[0].encode(), "alpha", b"5" * 32)
-        ]
+        assert [head for head, _, _, _ in question_heads(path)] == [(IDS[0].encode(), "alpha")]
     assert f"{path}: ignoring an incomplete last line" in caplog.text
 
 

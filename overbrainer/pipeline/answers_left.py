@@ -56,7 +56,7 @@ def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet
     counted: set[Key] = set()
     seen: set[Key] = set()
     skipped = 0
-    for (key, topic, _), view, start, end in question_heads(project.data_file("questions")):
+    for (key, topic), view, start, end in question_heads(project.data_file("questions")):
         if key in dropped:
             continue
         if key in redo_keys:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from overbrainer.project.directory import Project
-from overbrainer.storage import Key, Subtopic, id_key, question_heads
+from overbrainer.storage import Key, Subtopic, id_key, question_places
 
 __all__ = ["all_filled"]
 
@@ -28,7 +28,7 @@ def all_filled(
     full read places such records). Blocking: reads `questions.jsonl`."""
     counts: collections.Counter[Key] = collections.Counter()
     seen: set[Key] = set()
-    for (key, topic, subtopic), _, _, _ in question_heads(project.data_file("questions")):
+    for (key, topic, subtopic), _, _, _ in question_places(project.data_file("questions")):
         if key in seen:
             return None
         seen.add(key)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         id_key,
         key_id,
         question_heads,
+        question_places,
         scan_heads,
     )
     from overbrainer.storage.history import (
@@ -119,6 +120,7 @@ __all__ = [
     "open_file_appender",
     "question_heads",
     "question_id",
+    "question_places",
     "read_batches",
     "read_current",
     "read_history",
@@ -186,6 +188,7 @@ __getattr__ = lazy_face(
         "open_file_appender": "jsonl",
         "question_heads": "heads",
         "question_id": "ids",
+        "question_places": "heads",
         "read_batches": "batches",
         "read_current": "replacement",
         "read_history": "history",

@@ -31,11 +31,13 @@ __all__ = [
     "Key",
     "Line",
     "QuestionHead",
+    "QuestionPlace",
     "answer_heads",
     "answer_ids",
     "id_key",
     "key_id",
     "question_heads",
+    "question_places",
     "scan_heads",
 ]
 
@@ -49,7 +51,10 @@ Key: TypeAlias = bytes | str
 AnswerHead: TypeAlias = tuple[Key, str, bool]
 """An answer's ID key, topic, and whether it may train (not excluded)."""
 
-QuestionHead: TypeAlias = tuple[Key, str, Key]
+QuestionHead: TypeAlias = tuple[Key, str]
+"""A question's ID key and topic."""
+
+QuestionPlace: TypeAlias = tuple[Key, str, Key]
 """A question's ID key, topic and subtopic ID key."""
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -178,7 +183,8 @@ def _is_utf8(data: memoryview) -> bool:
 # The heads our writer gives each line: `{"id":"<32 hex>","topic":"<topic>",` then the next key.
 # A topic holding `"` or `\` is escaped in JSON: such a line goes to the full parse.
 _ANSWER = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic":"')
-_QUESTION = re.compile(
+_QUESTION = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic_id":"')
+_QUESTION_PLACE = re.compile(
     rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic_id":"([0-9a-f]{32})","subtopic":"'
 )
 # An answer ends with its meta, and the meta with `excluded`: null or an exclusion's name.
@@ -240,14 +246,31 @@ def _fast_question(line: bytes, start: int, end: int) -> QuestionHead | None:
     match = _QUESTION.match(line, start, end)
     if match is None or not line.endswith(b'"}', start, end):
         return None
-    return match[1], _topic(match[2]), match[3]
+    return match[1], _topic(match[2])
 
 
 def _full_question(text: str) -> QuestionHead:
     question = Question.from_json(text)
-    return id_key(question.id), question.topic, id_key(question.subtopic_id)
+    return id_key(question.id), question.topic
 
 
 def question_heads(path: Path) -> Iterator[Line[QuestionHead]]:
-    """`scan_heads` of a questions file: each line's ID key, topic and subtopic ID key."""
+    """`scan_heads` of a questions file: each line's ID key and topic."""
     return scan_heads(path, _fast_question, _full_question)
+
+
+def _fast_place(line: bytes, start: int, end: int) -> QuestionPlace | None:
+    match = _QUESTION_PLACE.match(line, start, end)
+    if match is None or not line.endswith(b'"}', start, end):
+        return None
+    return match[1], _topic(match[2]), match[3]
+
+
+def _full_place(text: str) -> QuestionPlace:
+    question = Question.from_json(text)
+    return id_key(question.id), question.topic, id_key(question.subtopic_id)
+
+
+def question_places(path: Path) -> Iterator[Line[QuestionPlace]]:
+    """`scan_heads` of a questions file: each line's ID key, topic and subtopic ID key."""
+    return scan_heads(path, _fast_place, _full_place)
