@@ -213,3 +213,24 @@ async def test_the_index_agrees_with_the_definition(
     dedup = Deduplicator(threshold, 0.9)
     await dedup.record(accepted)
     assert await dedup.admit(candidates) == _naive_novel(accepted, candidates, threshold)
+
+
+async def test_seeding_a_large_topic_leaves_the_event_loop_free() -> None:
+    # On the event loop, seeding 20,000 questions would let no other task run until it ended.
+    dedup = Deduplicator(0.8, 0.9)
+    texts = [f"how does w{n % 97} relate to w{n % 89} in case {n}" for n in range(20_000)]
+    seeded = trio.Event()
+    turns = 0
+
+    async def seed() -> None:
+        await dedup.record(texts)
+        seeded.set()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(seed)
+            while not seeded.is_set():
+                turns += 1
+                await trio.lowlevel.checkpoint()
+    assert turns > 10
+    assert await dedup.admit(["How does w1 relate to w1 in case 1?", "a new one"]) == ["a new one"]

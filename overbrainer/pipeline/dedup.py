@@ -2,9 +2,10 @@
 
 A topic's deduplicator holds every question accepted (or rejected by the user) so far.
 Candidates are compared lexically (Jaccard of word-bigram sets) against all of them and
-against the batch's earlier novel candidates; only the survivors are embedded, when an
-embedder is configured, and compared by cosine. Similarity at or above a threshold is a
-duplicate.
+against the batch's earlier novel candidates, through an index that meets only a bounded few
+(`lexical_index`); only the survivors are embedded, when an embedder is configured, and
+compared by cosine. Similarity at or above a threshold is a duplicate. The lexical work runs
+in a worker thread: seeding a topic of 100,000 questions is seconds of CPU.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import re
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from collections.abc import Set as AbstractSet
 
+import trio
+
 from overbrainer.llm import InvalidResponse
+from overbrainer.pipeline.lexical_index import LexicalIndex
 
 Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
 """Embeds texts, one vector per text, in order (retries are its own business)."""
@@ -67,40 +71,6 @@ def _norm(vector: Sequence[float]) -> float:
     return math.sqrt(sum(map(operator.mul, vector, vector)))
 
 
-class _Lexical:
-    """Accepted bigram sets, indexed by bigram so a candidate meets only sets it overlaps."""
-
-    def __init__(self, threshold: float) -> None:
-        self.threshold = threshold
-        self._sets: list[frozenset[str]] = []
-        self._by_shingle: dict[str, list[int]] = {}
-        self._empty = 0
-
-    def insert(self, shingled: frozenset[str]) -> None:
-        index = len(self._sets)
-        self._sets.append(shingled)
-        if not shingled:
-            self._empty += 1
-        for shingle in shingled:
-            self._by_shingle.setdefault(shingle, []).append(index)
-
-    def is_duplicate(self, shingled: frozenset[str]) -> bool:
-        if self.threshold <= 0.0:
-            # Every similarity (0 included) reaches the threshold.
-            return bool(self._sets)
-        if not shingled:
-            return self._empty > 0 and self.threshold <= 1.0
-        # A set sharing no bigram with the candidate has similarity 0 < threshold.
-        seen: set[int] = set()
-        for shingle in shingled:
-            for index in self._by_shingle.get(shingle, ()):
-                if index not in seen:
-                    seen.add(index)
-                    if jaccard(shingled, self._sets[index]) >= self.threshold:
-                        return True
-        return False
-
-
 class _Vectors:
     """Accepted embedding vectors with their norms, compared by cosine."""
 
@@ -125,7 +95,7 @@ class Deduplicator:
     def __init__(
         self, dedup_threshold: float, embedding_threshold: float, embed: Embed | None = None
     ) -> None:
-        self._lexical = _Lexical(dedup_threshold)
+        self._lexical = LexicalIndex(dedup_threshold)
         self._vectors = _Vectors(embedding_threshold)
         self._embed = embed
 
@@ -145,7 +115,9 @@ class Deduplicator:
 
         On an embedding error nothing is accepted and the error propagates.
         """
-        novel = self._lexically_novel(candidates)
+        # Not abandoned on a cancel: another slot of the topic may admit next, and must not
+        # meet a ranking still under way (a probe is milliseconds, a ranking at most seconds).
+        novel = await trio.to_thread.run_sync(self._lexically_novel, candidates)
         if self._embed is not None and novel:
             vectors = await self._embed_all([candidate for candidate, _ in novel])
             kept = []
@@ -155,18 +127,18 @@ class Deduplicator:
                     kept.append(item)
             novel = kept
         for _, shingled in novel:
-            self._lexical.insert(shingled)
+            self._lexical.add(shingled)
         return [candidate for candidate, _ in novel]
 
     def _lexically_novel(self, candidates: list[str]) -> list[tuple[str, frozenset[str]]]:
         """The candidates, with their bigrams, that duplicate nothing lexically."""
-        batch = _Lexical(self._lexical.threshold)
+        batch = LexicalIndex(self._lexical.threshold)
         novel: list[tuple[str, frozenset[str]]] = []
         for candidate in candidates:
             shingled = shingles(candidate)
-            if self._lexical.is_duplicate(shingled) or batch.is_duplicate(shingled):
+            if self._lexical.has_near(shingled) or batch.has_near(shingled):
                 continue
-            batch.insert(shingled)
+            batch.add(shingled)
             novel.append((candidate, shingled))
         return novel
 
@@ -176,19 +148,26 @@ class Deduplicator:
         assert self._embed is None, "an embedder is asked only through `admit`"
         novel = self._lexically_novel(candidates)
         for _, shingled in novel:
-            self._lexical.insert(shingled)
+            self._lexical.add(shingled)
         return [candidate for candidate, _ in novel]
 
     def record_lexically(self, texts: Sequence[str]) -> None:
         """`record` for a deduplicator without an embedder, as plain (blocking) work."""
         assert self._embed is None, "an embedder is asked only through `record`"
         for text in texts:
-            self._lexical.insert(shingles(text))
+            self._lexical.add(shingles(text))
+
+    def _remember(self, texts: Sequence[str]) -> None:
+        """Hold the texts and rank the index now, so that no admit on the event loop's
+        behalf has to (blocking CPU work)."""
+        for text in texts:
+            self._lexical.add(shingles(text))
+        self._lexical.prepare()
 
     async def record(self, texts: Sequence[str]) -> None:
         """Remember texts accepted earlier (stored or rejected questions) without filtering."""
-        for text in texts:
-            self._lexical.insert(shingles(text))
+        # Abandoned on a cancel: the stage then drops this deduplicator unused.
+        await trio.to_thread.run_sync(self._remember, texts, abandon_on_cancel=True)
         if self._embed is not None and texts:
             for vector in await self._embed_all(list(texts)):
                 self._vectors.add(vector)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from pathlib import Path
 
 import attrs
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 SEED_SLICE = 1_000
 """Stored questions remembered between two looks at the stop flag."""
+
+PROGRESS_EVERY = 10_000
+"""Rows checked between two progress lines (about a second of work)."""
 
 
 class ImportInterrupted(OverbrainerError):
@@ -89,8 +93,20 @@ class _Known:
     rejected_texts: dict[str, set[str]]
 
 
-def _read_known(project: Project) -> _Known:
-    """Stored subtopics and questions as readers see them, and the rejected ones (blocking)."""
+def _read_known(project: Project, topics: frozenset[str]) -> _Known:
+    """Stored subtopics, the `topics`' questions as readers see them, and the rejected ones
+    (blocking).
+
+    Only an ID (and the text in one of `topics`) is kept per stored question: at a million
+    questions, holding them all whole cost 400 MB.
+    """
+
+    def head(line: str) -> tuple[str, str | None, str | None]:
+        question = Question.from_json(line)
+        if question.topic in topics:
+            return question.id, question.topic, question.text
+        return question.id, None, None
+
     subtopics = read_current(
         project.data_file("subtopics"),
         project.force_state("subtopics"),
@@ -98,15 +114,13 @@ def _read_known(project: Project) -> _Known:
         lambda subtopic: subtopic.id,
     )
     questions = read_current(
-        project.data_file("questions"),
-        project.force_state("questions"),
-        Question.from_json,
-        lambda question: question.id,
+        project.data_file("questions"), project.force_state("questions"), head, itemgetter(0)
     )
     rejected = read_records(project.data_file("rejected"), rejected_from_json)
     texts: dict[str, list[str]] = {}
-    for question in questions:
-        texts.setdefault(question.topic, []).append(question.text)
+    for _, topic, text in questions:
+        if topic is not None and text is not None:
+            texts.setdefault(topic, []).append(text)
     rejected_texts: dict[str, set[str]] = {}
     for record in rejected:
         if isinstance(record, RejectedQuestion):
@@ -149,9 +163,11 @@ def _plan(
     new_subtopics: dict[str, Subtopic] = {}
     questions: list[Question] = []
     duplicates = rejected = 0
-    for row, topic in rows:
+    for number, (row, topic) in enumerate(rows):
         if stopped():
             raise _Stopped
+        if number and number % PROGRESS_EVERY == 0:
+            log.info("import: %d of %d question(s) checked", number, len(rows))
         name = row.subtopic or IMPORTED
         sid = subtopic_id(topic, name)
         qid = question_id(sid, row.text)
@@ -224,7 +240,8 @@ async def plan_import(
     placed = await read_in_thread(
         lambda: [(row, _topic_of(row, topic, configured, shown)) for row in rows]
     )
-    known = await read_in_thread(lambda: _read_known(project))
+    topics = frozenset(topic for _, topic in placed)
+    known = await read_in_thread(lambda: _read_known(project, topics))
     log.info("import: checking %d question(s) for duplicates", len(placed))
     return await _plan_in_thread(settings, known, placed)
 

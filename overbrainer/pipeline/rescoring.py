@@ -30,6 +30,7 @@ from overbrainer.storage import (
     DataError,
     ForceState,
     load_force_state,
+    open_force_state,
     read_records_at,
     save_force_state,
 )
@@ -78,16 +79,9 @@ def begin(
     pending). The state and whether the file holds it all (as `replacement.begin`). Blocking.
     """
     path = project.force_state(STAGE)
-    state = load_force_state(path)
-    saved = state is not None
-    if state is None and not force:
-        return None, False
+    state, saved = open_force_state(path, force, configured)
     if state is None:
-        state = ForceState()
-    for topic in list(state.pending):
-        if topic not in configured:
-            del state.pending[topic]
-    state.topics &= configured
+        return None, False
     take_scores(state, project.data_file(STAGE))
     if saved:
         save_force_state(path, state)

@@ -16,7 +16,12 @@ if TYPE_CHECKING:
     )
     from overbrainer.storage.collector import collector_paused, free_gradually
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
-    from overbrainer.storage.force_state import ForceState, load_force_state, save_force_state
+    from overbrainer.storage.force_state import (
+        ForceState,
+        load_force_state,
+        open_force_state,
+        save_force_state,
+    )
     from overbrainer.storage.heads import (
         Key,
         answer_heads,
@@ -118,6 +123,7 @@ __all__ = [
     "normalize",
     "open_appender",
     "open_file_appender",
+    "open_force_state",
     "question_heads",
     "question_id",
     "question_places",
@@ -198,6 +204,7 @@ __getattr__ = lazy_face(
         "remove_batch": "batches",
         "rewrite_from": "jsonl",
         "load_force_state": "force_state",
+        "open_force_state": "force_state",
         "save_force_state": "force_state",
         "scan_heads": "heads",
         "settle": "replacement",

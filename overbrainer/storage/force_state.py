@@ -103,6 +103,22 @@ def load_force_state(path: Path) -> ForceState | None:
         ) from None
 
 
+def open_force_state(
+    path: Path, force: bool, configured: frozenset[str]
+) -> tuple[ForceState | None, bool]:
+    """The unfinished force at `path` (its topics no longer configured left out), a new empty
+    one for `force`, or None; and whether the state was saved (an unfinished one). Blocking."""
+    state = load_force_state(path)
+    saved = state is not None
+    if state is None:
+        return (ForceState(), False) if force else (None, False)
+    for topic in list(state.pending):
+        if topic not in configured:
+            del state.pending[topic]
+    state.topics &= configured
+    return state, saved
+
+
 def save_force_state(path: Path, state: ForceState) -> None:
     """Write `state` atomically, or remove the file once the force is finished."""
     try:

@@ -17,7 +17,12 @@ from typing import TypeVar
 
 import attrs
 
-from overbrainer.storage.force_state import ForceState, load_force_state, save_force_state
+from overbrainer.storage.force_state import (
+    ForceState,
+    load_force_state,
+    open_force_state,
+    save_force_state,
+)
 from overbrainer.storage.jsonl import file_stamp, read_records, read_records_at, rewrite_from
 
 T = TypeVar("T")
@@ -117,16 +122,9 @@ def begin(
 
     Topics no longer configured are left out of the force; their records stay as they are.
     """
-    state = load_force_state(kind.state)
-    saved = state is not None
-    if state is None and not force:
-        return None, False
+    state, saved = open_force_state(kind.state, force, configured)
     if state is None:
-        state = ForceState()
-    for topic in list(state.pending):
-        if topic not in configured:
-            del state.pending[topic]
-    state.topics &= configured
+        return None, False
     if saved:
         settle(kind, state)
     new = selected - state.topics if force else frozenset()

@@ -1,0 +1,118 @@
+"""The deduplicator's bigram index: the definition's decisions, a bounded probe at any size."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from overbrainer.pipeline.dedup import Deduplicator, jaccard, shingles
+from overbrainer.pipeline.lexical_index import (
+    MAX_CANDIDATES,
+    RANK_AT_LEAST,
+    LexicalIndex,
+    prefix_length,
+)
+
+OPENINGS = ("how does", "what is", "why does", "explain how", "when should i use")
+VOCABULARY = [f"w{n}" for n in range(5_000)]
+CUMULATIVE = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(VOCABULARY))))
+
+
+def question(rng: random.Random) -> str:
+    """A question shaped like generated ones: a common opening, Zipf-drawn words."""
+    words = rng.choices(VOCABULARY, cum_weights=CUMULATIVE, k=rng.randint(4, 24))
+    return f"{rng.choice(OPENINGS).capitalize()} {' '.join(words)}?"
+
+
+def near_copy(text: str, rng: random.Random) -> str:
+    """`text` with a word dropped, replaced or none, in other case and punctuation."""
+    words = text.rstrip("?").split()
+    change = rng.randrange(3)
+    if change == 0 and len(words) > 3:
+        del words[rng.randrange(len(words))]
+    elif change == 1:
+        words[rng.randrange(len(words))] = rng.choice(VOCABULARY)
+    return " ".join(words).upper() + " !"
+
+
+def corpus(count: int, seed: int) -> list[str]:
+    """`count` questions, a quarter of them near-copies of earlier ones."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    for _ in range(count):
+        texts.append(
+            near_copy(rng.choice(texts), rng) if texts and rng.random() < 0.25 else question(rng)
+        )
+    return texts
+
+
+def definition(accepted: list[str], candidates: list[str], threshold: float) -> list[str]:
+    """The spec's lexical admit, one candidate at a time: novel when its Jaccard with every
+    accepted set is under the threshold."""
+    sets = [shingles(text) for text in accepted]
+    kept = []
+    for candidate in candidates:
+        own = shingles(candidate)
+        if all(jaccard(own, other) < threshold for other in sets):
+            sets.append(own)
+            kept.append(candidate)
+    return kept
+
+
+@pytest.mark.parametrize(
+    ("stored", "new", "threshold"),
+    [(2_000, 500, 0.8), (600, 1_800, 0.8), (1_200, 400, 0.5), (1_200, 400, 1.0)],
+    ids=["ranked-once", "ranked-again-while-admitting", "loose", "exact-only"],
+)
+def test_the_index_decides_as_the_definition_on_near_duplicates(
+    stored: int, new: int, threshold: float
+) -> None:
+    texts = corpus(stored + new, seed=stored + new)
+    accepted, candidates = texts[:stored], texts[stored:]
+    dedup = Deduplicator(threshold, 0.9)
+    dedup.record_lexically(accepted)
+    admitted = [text for text in candidates if dedup.admit_lexically([text])]
+    expected = definition(accepted, candidates, threshold)
+    assert admitted == expected
+    # The corpus tests something: near-copies were refused, and across a ranking.
+    assert len(candidates) // 20 < len(candidates) - len(expected) < len(candidates)
+    assert stored + new > RANK_AT_LEAST
+
+
+def test_a_probe_into_200000_stored_questions_compares_a_handful() -> None:
+    rng = random.Random(41)
+    index = LexicalIndex(0.8)
+    for _ in range(200_000):
+        index.add(shingles(question(rng)))
+    index.prepare()
+    most = 0
+    for _ in range(300):
+        assert not index.has_near(shingles(question(rng)) | {"unseen bigram"})
+        most = max(most, index.compared)
+    assert most <= 50
+    assert index.capped == 0
+
+
+def test_a_templated_topic_stops_each_probe_at_the_cap() -> None:
+    # Every set shares its rarest bigrams with all the others: no prefix keeps them apart.
+    index = LexicalIndex(0.8, cap=40)
+    for n in range(2_000):
+        index.add(shingles(f"what is the capital of the country number {n}"))
+    assert not index.has_near(shingles("what is the capital of the country number x"))
+    assert index.compared == 40
+    assert index.capped == 1
+    assert MAX_CANDIDATES == 1_000
+
+
+@pytest.mark.parametrize(
+    ("size", "threshold", "length"),
+    [(10, 0.8, 3), (5, 0.8, 2), (1, 0.8, 1), (3, 0.7, 1), (10, 0.5, 6), (10, 1.0, 1), (10, 1.5, 0)],
+)
+def test_the_prefix_holds_a_bigram_of_every_near_duplicate(
+    size: int, threshold: float, length: int
+) -> None:
+    # Sets reaching the threshold share ⌈t·|A|⌉ of |A|'s bigrams: one is in its first
+    # |A| − ⌈t·|A|⌉ + 1. A threshold above 1 has no near-duplicate to find.
+    assert prefix_length(size, threshold) == length
