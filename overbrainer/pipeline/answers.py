@@ -21,6 +21,7 @@ from overbrainer.llm import (
 )
 from overbrainer.model.finish import FinishReason, ReasoningKind
 from overbrainer.model.rust_text import trim
+from overbrainer.pipeline.answers_left import answers_left
 from overbrainer.pipeline.batch_intents import resolve_intent
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
@@ -193,11 +194,12 @@ async def answers_stage(ctx: StageContext, run: StageRun) -> None:
     """Answer every selected question not in `answers.jsonl` (or whose answer a force
     replaces), `concurrency` at a time."""
     # Rendered and read first, so that a template that cannot render or a bad data line
-    # fails before a force begins.
+    # fails before a force begins or an unfinished one is settled.
     systems = system_prompts(ctx, ctx.topics)
-    stored = await read_in_thread(lambda: read_stored(ctx))
+    if ctx.force or ctx.project.force_state("answers").exists():
+        await read_in_thread(lambda: answers_left(ctx.project, frozenset(), set()))
     async with replacing(ctx, run, "answers") as replacement:
-        await _answer_pending(ctx, run, replacement, systems, stored)
+        await _answer_pending(ctx, run, replacement, systems)
 
 
 async def _answer_pending(
@@ -205,15 +207,16 @@ async def _answer_pending(
     run: StageRun,
     replacement: Replacement,
     systems: dict[str, str],
-    stored: Stored,
 ) -> None:
     """Answer the pending questions, appending each answer as it comes."""
     assert run.role is not None
     role_client = run.role
     role = role_client.role
-    redo = set(replacement.pending(ctx.selected_topic_names))
-    pending, skipped, gone, _ = pending_questions(ctx, redo, stored)
-    replacement.forget(gone)
+    selected = ctx.selected_topic_names
+    redo = set(replacement.pending(selected))
+    left = await read_in_thread(lambda: answers_left(ctx.project, selected, redo))
+    pending, skipped = left.pending, left.skipped
+    replacement.forget(left.gone)
     batches = ctx.project.state / "batches"
     await resolve_intents(ctx, run, batches)
     batched = await read_in_thread(lambda: batched_questions(batches))

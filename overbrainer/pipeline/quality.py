@@ -18,6 +18,7 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.judge_watch import UnscoredStreak
+from overbrainer.pipeline.quality_left import latest_work, scored_left
 from overbrainer.pipeline.quality_scores import (
     QualityScore,
     answer_sha,
@@ -101,9 +102,18 @@ def unscored(
     """The usable current answers of `topics` that `model` has not scored with the prompt
     `source`, or that an unfinished `--force` still has to score again, in file order; and
     how many it has. Blocking."""
-    answers = usable_answers(project, topics)
     redo = pending_rescores(project, topics)
-    return unscored_among(answers, project.data_file("quality"), model, source, redo)
+    return unscored_except(project, topics, model, source, redo)
+
+
+def unscored_except(
+    project: Project, topics: frozenset[str], model: str, source: str, redo: AbstractSet[str]
+) -> tuple[list[Stored], int]:
+    """`unscored_among` the usable current answers of `topics`, reading of each stored answer
+    only its ID, topic, exclusion and hash unless it is to be scored. Blocking."""
+    latest = latest_work(project.data_file("quality"), model, prompt_sha(source))
+    left, skipped = scored_left(project.data_file("answers"), latest, topics, redo)
+    return [Stored(example, sha) for example, sha in left], skipped
 
 
 def question_and_answer(example: Example) -> tuple[str, str]:
@@ -125,14 +135,26 @@ async def quality_stage(ctx: StageContext, run: StageRun) -> None:
     template = ctx.template(TEMPLATE)
     source = template_source(ctx.project.prompts, TEMPLATE)
     prompt = prompt_sha(source)
-    path = ctx.project.data_file("quality")
-    answers = await read_in_thread(lambda: usable_answers(ctx.project, ctx.selected_topic_names))
-    heads = [(stored.example.id, stored.example.topic) for stored in answers]
+    selected = ctx.selected_topic_names
+    forced: list[Stored] | None = None
+    if ctx.force:
+        # A force needs every selected answer's head, and a bad line must stop the command
+        # before the force is written; a plain run only continues a force.
+        forced = await read_in_thread(lambda: usable_answers(ctx.project, selected))
+    heads = [] if forced is None else [(s.example.id, s.example.topic) for s in forced]
     async with rescoring(ctx, run, heads) as rescore:
-        redo = set(rescore.pending(ctx.selected_topic_names))
-        pending, skipped = await read_in_thread(
-            lambda: unscored_among(answers, path, model, source, redo)
-        )
+        redo = set(rescore.pending(selected))
+        if forced is None:
+            pending, skipped = await read_in_thread(
+                lambda: unscored_except(ctx.project, selected, model, source, redo)
+            )
+        else:
+            answers = forced
+            pending, skipped = await read_in_thread(
+                lambda: unscored_among(
+                    answers, ctx.project.data_file("quality"), model, source, redo
+                )
+            )
         run.skipped(count=skipped)
         streak = UnscoredStreak("`[quality] judge`", model, "score", FIX)
         run.start(len(pending))

@@ -22,6 +22,7 @@ from overbrainer.pipeline.blocking import appending, read_in_thread
 from overbrainer.pipeline.dedup import Deduplicator, Embed
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.imported import imported_ids
+from overbrainer.pipeline.questions_left import all_filled
 from overbrainer.pipeline.replacing import Replacement, replacing
 from overbrainer.pipeline.shortfall import Shortfall
 from overbrainer.storage import (
@@ -148,6 +149,8 @@ class _Stored:
     subtopics: list[Subtopic]
     by_subtopic: dict[str, list[str]]
     by_topic: dict[str, list[str]]
+    counts: dict[str, int]
+    """The questions each subtopic has (`by_subtopic` is left empty when all are full)."""
 
 
 def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
@@ -177,6 +180,11 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
         for r in read_records(project.data_file("rejected"), rejected_from_json)
         if isinstance(r, RejectedQuestion) and r.topic in selected
     ]
+    if not old and not ctx.force and not project.force_state("questions").exists():
+        targets = {topic.name: topic.questions_per_subtopic for topic in ctx.topics}
+        filled = all_filled(project, selected, targets, subtopics)
+        if filled is not None:  # nothing to fill: no text is needed
+            return _Stored(subtopics, {}, {}, filled)
     stored = read_current(
         project.data_file("questions"),
         project.force_state("questions"),
@@ -193,7 +201,8 @@ def _read_stored(ctx: StageContext, old: set[str]) -> _Stored:
             by_topic[question.topic].append(question.text)
     for record in rejected:
         by_topic[record.topic].append(record.text)
-    return _Stored(subtopics, by_subtopic, by_topic)
+    counts = {subtopic.id: len(by_subtopic.get(subtopic.id, ())) for subtopic in subtopics}
+    return _Stored(subtopics, by_subtopic, by_topic, counts)
 
 
 async def questions_stage(ctx: StageContext, run: StageRun) -> None:
@@ -220,10 +229,11 @@ async def _fill_subtopics(ctx: StageContext, run: StageRun, replacement: Replace
     for topic in ctx.topics:
         own = [s for s in subtopics if s.topic == topic.name]
         target = topic.questions_per_subtopic
-        full = [s for s in own if len(by_subtopic.get(s.id, ())) >= target]
+        full = [s for s in own if known.counts[s.id] >= target]
         for subtopic in full:
             # A new set stored by a run that stopped before saying so.
-            kept = {question_id(subtopic.id, text) for text in by_subtopic[subtopic.id]}
+            texts = by_subtopic.get(subtopic.id, ())
+            kept = {question_id(subtopic.id, text) for text in texts}
             await replacement.complete(topic.name, subtopic.id, kept)
         if len(full) == len(own):
             # Nothing to fill: not seeded, so its questions are not embedded again.

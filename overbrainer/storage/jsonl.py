@@ -42,7 +42,7 @@ _READ_BLOCK = 1 << 22
 _WRITE_BATCH = 1024
 
 
-def _access_error(path: Path, error: OSError) -> DataError:
+def access_error(path: Path, error: OSError) -> DataError:
     if error.errno in NO_SPACE:
         return DiskFull(path, error)
     return DataError(f"cannot access {path}", error.strerror or type(error).__name__)
@@ -118,7 +118,7 @@ def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
     except FileNotFoundError:
         return []
     except OSError as error:
-        raise _access_error(path, error) from error
+        raise access_error(path, error) from error
     if torn.strip():
         try:
             append(parse(torn.decode("utf-8"), offset, len(torn)))
@@ -150,7 +150,7 @@ class Appender:
             while written < len(data):
                 written += os.write(self._fd, data[written:])
         except OSError as error:
-            raise _access_error(self.path, error) from error
+            raise access_error(self.path, error) from error
 
     def close(self) -> None:
         """Sync the file to disk and close it."""
@@ -160,7 +160,7 @@ class Appender:
         try:
             os.fsync(fd)
         except OSError as error:
-            raise _access_error(self.path, error) from error
+            raise access_error(self.path, error) from error
         finally:
             os.close(fd)
 
@@ -213,12 +213,12 @@ def open_file_appender(path: Path, keep_torn: bool = False) -> Appender:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     except OSError as error:
-        raise _access_error(path, error) from error
+        raise access_error(path, error) from error
     try:
         _repair_tail(path, fd, keep_torn)
     except OSError as error:
         os.close(fd)
-        raise _access_error(path, error) from error
+        raise access_error(path, error) from error
     return Appender(path, fd)
 
 
@@ -273,7 +273,7 @@ def rewrite_from(
     except FileNotFoundError:
         raise changed from None
     except OSError as error:
-        raise _access_error(source, error) from error
+        raise access_error(source, error) from error
     try:
         if (info.st_ino, info.st_size, info.st_mtime_ns) != stamp:
             raise changed
@@ -300,4 +300,4 @@ def _rewrite_bytes(path: Path, chunks: Iterable[bytes]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic_chunks(path, chunks)
     except OSError as error:
-        raise _access_error(Path(error.filename or path), error) from error
+        raise access_error(Path(error.filename or path), error) from error
