@@ -23,7 +23,7 @@ from overbrainer.project.directory import Project
 from overbrainer.storage import heads
 from overbrainer.storage.errors import InvalidRecord
 from overbrainer.storage.force_state import ForceState, save_force_state
-from overbrainer.storage.heads import answer_heads, answer_ids, key_id, question_heads
+from overbrainer.storage.heads import answer_heads, answer_ids, id_key, question_heads
 from overbrainer.storage.jsonl import read_records
 from overbrainer.storage.records import (
     Example,
@@ -87,9 +87,9 @@ def test_the_heads_are_the_full_reads_ids_with_blank_lines_and_a_torn_tail(
     lines.append(example(IDS[8], "alpha", None, "é ünïcode").to_json())
     write(path, lines, ours[1] if tail == "whole" else tail)
     expected = read_records(path, example_id)
-    assert [key_id(key) for key, _, _, _ in answer_ids(path)] == expected
-    got = [(key_id(k), topic, usable) for (k, topic, usable), _, _, _ in answer_heads(path)]
-    full = [(e.id, e.topic, e.usable) for e in read_records(path, Example.from_json)]
+    assert [key for key, _, _, _ in answer_ids(path)] == [id_key(found) for found in expected]
+    got = [head for head, _, _, _ in answer_heads(path)]
+    full = [(id_key(e.id), e.topic, e.usable) for e in read_records(path, Example.from_json)]
     assert got == full
     views = [bytes(view[start:end]) for _, view, start, end in answer_heads(path)]
     assert [line.decode() for line in views] == read_records(path, checked_text)
@@ -123,7 +123,7 @@ def test_a_torn_tail_that_does_not_parse_is_ignored_with_the_warning(
     path = tmp_path / "questions.jsonl"
     write(path, [question(IDS[0], "alpha").to_json()], '{"id":"0000')
     with caplog.at_level(logging.WARNING):
-        assert [head for head, _, _, _ in question_heads(path)] == [(IDS[0].encode(), "alpha")]
+        assert [head for head, _, _, _ in question_heads(path)] == [(id_key(IDS[0]), "alpha")]
     assert f"{path}: ignoring an incomplete last line" in caplog.text
 
 

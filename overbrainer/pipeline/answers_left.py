@@ -1,13 +1,16 @@
 """What `answers` has left to do, read from the IDs and topics of the stored lines alone.
 
 With a million answers stored, building every question and reading every answer record only
-to find nothing left cost the stage most of its time and memory. This keeps a set of the
-answered ID keys and builds a `Question` only for a question still to answer.
+to find nothing left cost the stage most of its time and memory. This keeps the answered
+ID keys (`Key`: a 64-bit hash each) and builds a `Question` only for a question to answer.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Set as AbstractSet
+from itertools import repeat
+from operator import itemgetter
 
 import attrs
 
@@ -17,8 +20,8 @@ from overbrainer.storage import (
     Question,
     answer_ids,
     dropped_ids,
+    fold_lines,
     id_key,
-    key_id,
     question_heads,
 )
 
@@ -35,9 +38,10 @@ class Left:
     gone: set[str]
 
 
-def answered_keys(project: Project) -> set[Key]:
-    """The ID key of every stored answer. Blocking: reads `answers.jsonl`."""
-    return {key for key, _, _, _ in answer_ids(project.data_file("answers"))}
+def answered_keys(project: Project) -> dict[Key, bool]:
+    """The ID key of every stored answer, each not yet counted (False). Blocking: reads
+    `answers.jsonl`."""
+    return dict.fromkeys((key for key, _, _, _ in answer_ids(project.data_file("answers"))), False)
 
 
 def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet[str]) -> Left:
@@ -47,31 +51,76 @@ def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet
     A question is answered when `answers.jsonl` has a record of its ID, unless it is in
     `redo` (an answers force is still to replace that record). Blocking: reads both files.
     """
-    answered = answered_keys(project)
-    dropped = {id_key(found) for found in dropped_ids(project.force_state("questions"))}
-    redo_keys = {id_key(found) for found in redo}
-    pending: dict[Key, Question] = {}
-    # Questions counted as answered, moved out of `answered`: a later record of the same ID
-    # takes the earlier one's place, so its count is taken back.
-    counted: set[Key] = set()
-    seen: set[Key] = set()
-    skipped = 0
-    for (key, topic), view, start, end in question_heads(project.data_file("questions")):
-        if key in dropped:
-            continue
-        if key in redo_keys:
-            seen.add(key)
-        if pending.pop(key, None) is None and key in counted:
-            counted.remove(key)
-            answered.add(key)
-            skipped -= 1
-        if topic not in selected:
-            continue
-        if key in answered and key not in redo_keys:
-            answered.remove(key)
-            counted.add(key)
-            skipped += 1
+    walk = _Walk(
+        answered_keys(project),
+        {id_key(found) for found in dropped_ids(project.force_state("questions"))},
+        redo,
+        {id_key(found) for found in redo},
+    )
+    topics = {topic.encode("utf-8") for topic in selected}
+    path = project.data_file("questions")
+    if not fold_lines(path, lambda lines: walk.block(lines, topics)):
+        walk = attrs.evolve(walk, answered=dict.fromkeys(walk.answered, False))
+        for (key, topic), view, start, end in question_heads(path):
+            walk.question(key, topic in selected, view[start:end])
+    return Left(list(walk.pending.values()), walk.skipped, set(redo) - walk.seen)
+
+
+# A question line's head as the record's writer lays it out (`question_heads`' shape).
+_QUESTION = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"([^"\\]*)","subtopic_id":"')
+
+
+@attrs.define
+class _Walk:
+    """The questions file read in order, against the answered keys (each True once a question
+    of it is counted as answered: a later record of the same ID takes the earlier one's place,
+    so its count is taken back)."""
+
+    answered: dict[Key, bool]
+    dropped: set[Key]
+    redo: AbstractSet[str]
+    redo_keys: set[Key]
+    pending: dict[Key, Question] = attrs.Factory(dict)
+    seen: set[str] = attrs.Factory(set)
+    skipped: int = 0
+
+    def question(self, key: Key, chosen: bool, line: bytes | memoryview) -> None:
+        """A question line of ID key `key`, of a selected topic when `chosen`."""
+        if key in self.dropped:
+            return
+        # Redoing is paid work again: decided on the exact ID, never on a shared key.
+        again = False
+        if key in self.redo_keys:
+            exact = Question.from_json(bytes(line)).id
+            again = exact in self.redo
+            if again:
+                self.seen.add(exact)
+        if self.pending.pop(key, None) is None and self.answered.get(key):
+            self.answered[key] = False
+            self.skipped -= 1
+        if not chosen:
+            return
+        if self.answered.get(key) is False and not again:
+            self.answered[key] = True
+            self.skipped += 1
         else:
-            pending[key] = Question.from_json(bytes(view[start:end]))
-    gone = {key_id(key) for key in redo_keys - seen}
-    return Left(list(pending.values()), skipped, gone)
+            self.pending[key] = Question.from_json(bytes(line))
+
+    def block(self, lines: list[bytes], topics: set[bytes]) -> bool:
+        """A block of question lines (`fold_lines`), in a few calls when each is an answered
+        question of a selected topic, counted once; False when a line is not in the shape."""
+        heads = list(map(_QUESTION.match, lines))
+        if None in heads or not all(map(bytes.endswith, lines, repeat(b'"}'))):
+            return False
+        keys = list(map(hash, map(itemgetter(1), heads)))  # type: ignore[arg-type]
+        names = list(map(itemgetter(2), heads))  # type: ignore[arg-type]
+        if not (self.dropped or self.redo_keys) and topics.issuperset(names):
+            # A key counted False is never pending (see `question`): these are only counted.
+            states = list(map(self.answered.get, keys))
+            if True not in states and None not in states and len(set(keys)) == len(keys):
+                self.answered.update(zip(keys, repeat(True)))
+                self.skipped += len(keys)
+                return True
+        for key, name, line in zip(keys, names, lines, strict=True):
+            self.question(key, name in topics, line)
+        return True

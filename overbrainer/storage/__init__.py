@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
+    from overbrainer.storage.bulk_heads import fold_lines, fold_matches
     from overbrainer.storage.collector import collector_paused, free_gradually
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import (
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
         answer_heads,
         answer_ids,
         id_key,
-        key_id,
         question_heads,
         question_places,
         scan_heads,
@@ -114,10 +114,11 @@ __all__ = [
     "example_head",
     "example_id",
     "file_stamp",
+    "fold_lines",
+    "fold_matches",
     "format_history",
     "free_gradually",
     "id_key",
-    "key_id",
     "load_document",
     "load_force_state",
     "normalize",
@@ -153,7 +154,6 @@ __getattr__ = lazy_face(
         "collector_paused": "collector",
         "free_gradually": "collector",
         "id_key": "heads",
-        "key_id": "heads",
         "BatchRecord": "batches",
         "DataError": "errors",
         "DiskFull": "errors",
@@ -178,6 +178,8 @@ __getattr__ = lazy_face(
         "append_history": "history",
         "answer_heads": "heads",
         "answer_ids": "heads",
+        "fold_lines": "bulk_heads",
+        "fold_matches": "bulk_heads",
         "append_records": "history",
         "batched_questions": "batches",
         "begin": "replacement",

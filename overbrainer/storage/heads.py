@@ -8,8 +8,20 @@ tail, and only a line it does not recognise is parsed in full. As with `example_
 that shape is trusted for the fields taken from it; the stages that use a whole record (the
 pending items, `split`) still parse it in full.
 
-IDs are kept as `Key`s: a 32-hex ID as its ASCII bytes, taken straight from the line (65
-bytes, not a string's 81, and no decoding), any other ID as its string; the two never equal.
+IDs are kept as `Key`s: a 64-bit keyed hash of the ID's UTF-8 bytes (`id_key`), taken
+straight from the line's bytes without decoding. A set or dict of them holds about 70 bytes an
+ID (the int and its slot), where the IDs as bytes held about 105 and as strings 115; a sorted
+`array('q')` would hold 8, but each look-up then costs a microsecond of Python instead of a
+tenth (measured: a million look-ups are a second of the stage), so the stages keep sets.
+
+Two different IDs can share a key. The hash is Python's own for bytes (SipHash-1-3 under a
+key drawn at random for each process, unless `PYTHONHASHSEED` fixes it), so for IDs not chosen
+against that key a given pair shares one with odds 2**-64: among the million questions and
+million answers of a big project, about 5e-8 that any question shares an answered ID's key in
+one run, 5e-6 at ten million. The readers use keys only where a shared key makes them do less,
+never more: a question taken for answered is not asked in that run, an answer taken for
+scored-elsewhere is scored again, and the next run (another process, another key) sees them
+apart; a decision to redo paid work (a force's `redo`) is checked on the exact ID.
 """
 
 from __future__ import annotations
@@ -35,7 +47,6 @@ __all__ = [
     "answer_heads",
     "answer_ids",
     "id_key",
-    "key_id",
     "question_heads",
     "question_places",
     "scan_heads",
@@ -45,8 +56,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-Key: TypeAlias = bytes | str
-"""A record ID as held in big sets: see the module's docstring."""
+Key: TypeAlias = int
+"""A record ID as held in big sets (`id_key`): see the module's docstring for shared keys."""
 
 AnswerHead: TypeAlias = tuple[Key, str, bool]
 """An answer's ID key, topic, and whether it may train (not excluded)."""
@@ -57,17 +68,10 @@ QuestionHead: TypeAlias = tuple[Key, str]
 QuestionPlace: TypeAlias = tuple[Key, str, Key]
 """A question's ID key, topic and subtopic ID key."""
 
-_HEX_ID = re.compile(r"[0-9a-f]{32}")
-
 
 def id_key(record_id: str) -> Key:
-    """The key of `record_id`: its bytes when it is 32 lowercase hex digits, else itself."""
-    return record_id.encode("ascii") if _HEX_ID.fullmatch(record_id) else record_id
-
-
-def key_id(key: Key) -> str:
-    """The record ID a key stands for (`id_key`'s inverse)."""
-    return key if isinstance(key, str) else key.decode("ascii")
+    """The key of `record_id`: the keyed hash of its UTF-8 bytes, as a line's bytes give it."""
+    return hash(record_id.encode("utf-8"))
 
 
 Fast = Callable[[bytes, int, int], T | None]
@@ -212,7 +216,7 @@ def _fast_answer(line: bytes, start: int, end: int) -> AnswerHead | None:
         usable = False
     else:
         return None
-    return match[1], _topic(match[2]), usable
+    return hash(match[1]), _topic(match[2]), usable
 
 
 def _full_answer(text: str) -> AnswerHead:
@@ -230,7 +234,9 @@ _ANSWER_ID = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"')
 
 def _fast_answer_id(line: bytes, start: int, end: int) -> Key | None:
     match = _ANSWER_ID.match(line, start, end)
-    return match[1] if match is not None and line.endswith(b"}}", start, end) else None
+    if match is None or not line.endswith(b"}}", start, end):
+        return None
+    return hash(match[1])
 
 
 def _full_answer_id(text: str) -> Key:
@@ -246,7 +252,7 @@ def _fast_question(line: bytes, start: int, end: int) -> QuestionHead | None:
     match = _QUESTION.match(line, start, end)
     if match is None or not line.endswith(b'"}', start, end):
         return None
-    return match[1], _topic(match[2])
+    return hash(match[1]), _topic(match[2])
 
 
 def _full_question(text: str) -> QuestionHead:
@@ -263,7 +269,7 @@ def _fast_place(line: bytes, start: int, end: int) -> QuestionPlace | None:
     match = _QUESTION_PLACE.match(line, start, end)
     if match is None or not line.endswith(b'"}', start, end):
         return None
-    return match[1], _topic(match[2]), match[3]
+    return hash(match[1]), _topic(match[2]), hash(match[3])
 
 
 def _full_place(text: str) -> QuestionPlace:

@@ -25,6 +25,7 @@ __all__ = [
     "DataError",
     "Stamp",
     "file_stamp",
+    "line_blocks",
     "open_appender",
     "open_file_appender",
     "read_records",
@@ -62,8 +63,9 @@ def _split_lines(data: bytes) -> list[str | None]:
         return lines
 
 
-def _blocks(path: Path) -> Iterator[tuple[bytes, bool]]:
-    """The file as blocks of whole lines (False), then its unterminated last line (True)."""
+def line_blocks(path: Path) -> Iterator[tuple[bytes, bool]]:
+    """The file as blocks of whole lines, newline-separated without the last newline (False),
+    then its unterminated last line (True, b"" when none). Opening raises as `open` does."""
     with open(path, "rb") as file:
         carry = b""
         while block := file.read(_READ_BLOCK):
@@ -97,7 +99,7 @@ def read_records_at(path: Path, parse: Callable[[str, int, int], T]) -> list[T]:
     torn = b""
     try:
         with collector_paused():
-            for block, is_tail in _blocks(path):
+            for block, is_tail in line_blocks(path):
                 if is_tail:
                     torn = block
                     break
