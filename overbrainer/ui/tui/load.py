@@ -2,42 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_kind import JobKind
 from overbrainer.project.directory import Project
-from overbrainer.storage import Example, Question, Subtopic, format_history, read_history
+from overbrainer.storage import Example, format_history, read_history
 from overbrainer.targets import POD_DIR, load_pod_record
 from overbrainer.training import Runs, RunState
 from overbrainer.ui.tui.compares import read_compares
-from overbrainer.ui.tui.snapshot import RunRow, Snapshot, TreeRow
+from overbrainer.ui.tui.dataset_index import PagedTree, read_tree
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot
 
 log = logging.getLogger(__name__)
 
 DATA_FILES = ("subtopics", "questions", "answers", "quality", "train", "eval")
-TREE_ROWS = 5000
-"""The Dataset tree stops here: a bigger dataset is read in its files."""
-
-T = TypeVar("T")
-
-
-def _records(path: Path, parse: Callable[[str], T]) -> list[T]:
-    """The readable records of a JSONL file (a torn or foreign line is skipped)."""
-    out: list[T] = []
-    with contextlib.suppress(FileNotFoundError), path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                with contextlib.suppress(Exception):
-                    out.append(parse(line))
-    return out
+TREE_FILES = ("subtopics", "questions", "answers")
 
 
 def _count(path: Path) -> int:
@@ -71,37 +55,8 @@ def config_lines(settings: Settings) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _tree(project: Project) -> tuple[TreeRow, ...]:
-    subtopics = _records(project.data_file("subtopics"), Subtopic.from_json)
-    questions = _records(project.data_file("questions"), Question.from_json)
-    answers = {e.id: e for e in _records(project.data_file("answers"), Example.from_json)}
-    by_subtopic: dict[str, list[Question]] = {}
-    for question in questions:
-        by_subtopic.setdefault(question.subtopic_id, []).append(question)
-    rows: list[TreeRow] = []
-    topics: dict[str, list[Subtopic]] = {}
-    for subtopic in subtopics:
-        topics.setdefault(subtopic.topic, []).append(subtopic)
-    for topic, subs in topics.items():
-        rows.append(TreeRow(0, topic, f"{len(subs)} subtopics"))
-        for sub in subs:
-            asked = by_subtopic.get(sub.id, [])
-            rows.append(TreeRow(1, sub.name, f"{len(asked)} questions", "subtopics", sub.id))
-            for question in asked:
-                rows.append(TreeRow(2, question.text, "", "questions", question.id))
-                answer = answers.get(question.id)
-                if answer is not None:
-                    rows.append(_answer_row(answer))
-            if len(rows) >= TREE_ROWS:
-                return tuple(rows[:TREE_ROWS])
-    return tuple(rows)
-
-
-def _answer_row(answer: Example) -> TreeRow:
-    reply = answer.messages[-1].content if answer.messages else ""
-    excluded = answer.meta.excluded
-    detail = f"excluded: {excluded.value}" if excluded is not None else answer.meta.model
-    return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
+def _tree(project: Project) -> PagedTree:
+    return read_tree({name: project.data_file(name) for name in TREE_FILES})
 
 
 def kept_pod(run_dir: Path) -> str:

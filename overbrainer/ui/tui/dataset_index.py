@@ -1,0 +1,226 @@
+"""The Dataset tree of a project of any size: line offsets in memory, records read a page at a
+time from disk as the view scrolls (blocking: built in a worker thread).
+
+Building it reads only each line's ID (and a question's subtopic ID) where our writer's compact
+shape gives them; a line in another shape is parsed in full, and a line that does not parse is
+left out, as the tree always left it out. A row is one integer: a record's byte offset (or a
+topic's or subtopic's index) and its kind, so a million answers hold about 16 MB of rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, overload
+
+import attrs
+
+from overbrainer.storage import Example, Question, Subtopic
+from overbrainer.ui.tui.snapshot import TreeRow
+
+_BLOCK = 1 << 22
+PAGE = 64
+"""Rows read from disk together; a few pages are kept."""
+_PAGES_KEPT = 8
+
+_TOPIC, _SUBTOPIC, _QUESTION, _ANSWER = range(4)
+
+# What our writer puts at the head of each line (see storage/heads.py).
+_ANSWER_HEAD = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"')
+_QUESTION_HEAD = re.compile(
+    rb'\{"id":"([0-9a-f]{32})","topic":"(?:[^"\\]*)","subtopic_id":"([0-9a-f]{32})","subtopic":"'
+)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes, int, int]]:
+    """Each non-empty line of `path` as (file offset, buffer, start, end), looked at in place;
+    nothing when the file is missing."""
+    with contextlib.suppress(FileNotFoundError), path.open("rb") as file:
+        base, carry = 0, b""
+        while block := file.read(_BLOCK):
+            last = block.rfind(b"\n")
+            if last < 0:
+                carry += block
+                continue
+            buffer = carry + block[: last + 1]
+            start = 0
+            while start < len(buffer):
+                end = buffer.index(b"\n", start)
+                if start < end:
+                    yield base + start, buffer, start, end
+                start = end + 1
+            base += len(buffer)
+            carry = block[last + 1 :]
+        if carry.strip():
+            yield base, carry, 0, len(carry)
+
+
+def _answer_key(buffer: bytes, start: int, end: int) -> bytes | str | None:
+    match = _ANSWER_HEAD.match(buffer, start, end)
+    if match is not None and buffer.endswith(b"}}", start, end):
+        return match[1]
+    try:
+        return _key(Example.from_json(buffer[start:end].decode("utf-8")).id)
+    except Exception:  # a torn or foreign line: not in the tree
+        return None
+
+
+def _question_keys(buffer: bytes, start: int, end: int) -> tuple[bytes | str, bytes | str] | None:
+    match = _QUESTION_HEAD.match(buffer, start, end)
+    if match is not None and buffer.endswith(b'"}', start, end):
+        return match[1], match[2]
+    try:
+        question = Question.from_json(buffer[start:end].decode("utf-8"))
+    except Exception:  # a torn or foreign line: not in the tree
+        return None
+    return _key(question.id), _key(question.subtopic_id)
+
+
+def _key(record_id: str) -> bytes | str:
+    """As the fast path gives it: an ASCII ID as bytes (another ID never equals one)."""
+    return record_id.encode("ascii") if record_id.isascii() else record_id
+
+
+def _subtopics(path: Path) -> list[Subtopic]:
+    out: list[Subtopic] = []
+    for _, buffer, start, end in _lines(path):
+        with contextlib.suppress(Exception):
+            out.append(Subtopic.from_json(buffer[start:end].decode("utf-8")))
+    return out
+
+
+@attrs.frozen(eq=False)
+class PagedTree(Sequence[TreeRow]):
+    """The Dataset tree's rows, each read from its data file when first shown."""
+
+    files: dict[str, Path]
+    topics: tuple[tuple[str, int], ...]
+    """Each topic's name and number of subtopics."""
+    subtopics: tuple[tuple[str, str, int], ...]
+    """Each subtopic's name, ID and number of questions."""
+    rows: array[int]
+    renamed: tuple[tuple[str, str, str], ...] = ()
+    """(file, old ID, new ID) of records edited since the tree was read."""
+    _pages: dict[int, tuple[TreeRow, ...]] = attrs.field(factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, at: int) -> TreeRow: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[TreeRow]: ...
+    def __getitem__(self, at: int | slice) -> TreeRow | Sequence[TreeRow]:
+        if isinstance(at, slice):
+            return tuple(self[i] for i in range(*at.indices(len(self))))
+        if at < 0:
+            at += len(self)
+        if not 0 <= at < len(self):
+            raise IndexError(at)
+        page = self._pages.get(at // PAGE)
+        if page is None:
+            page = self._read_page(at // PAGE)
+        return page[at % PAGE]
+
+    def renaming(self, file: str, old_id: str, new_id: str) -> PagedTree:
+        """The same tree, showing `new_id` where a row of `file` shows `old_id`."""
+        return attrs.evolve(self, renamed=(*self.renamed, (file, old_id, new_id)), pages={})
+
+    def _read_page(self, number: int) -> tuple[TreeRow, ...]:
+        if len(self._pages) >= _PAGES_KEPT:
+            self._pages.pop(next(iter(self._pages)))
+        first = number * PAGE
+        values = self.rows[first : first + PAGE]
+        opened: dict[str, BinaryIO] = {}
+        try:
+            page = tuple(self._row(value, opened) for value in values)
+        finally:
+            for file in opened.values():
+                file.close()
+        self._pages[number] = page
+        return page
+
+    def _row(self, value: int, opened: dict[str, BinaryIO]) -> TreeRow:
+        kind, place = value & 3, value >> 2
+        if kind == _TOPIC:
+            name, count = self.topics[place]
+            return TreeRow(0, name, f"{count} subtopics")
+        if kind == _SUBTOPIC:
+            name, sub_id, count = self.subtopics[place]
+            return self._renamed(TreeRow(1, name, f"{count} questions", "subtopics", sub_id))
+        name = "questions" if kind == _QUESTION else "answers"
+        line = self._line(name, place, opened)
+        try:
+            if kind == _QUESTION:
+                question = Question.from_json(line)
+                row = TreeRow(2, question.text, "", "questions", question.id)
+            else:
+                row = answer_row(Example.from_json(line))
+        except Exception:  # the file changed since the tree was read: the next read fixes it
+            row = TreeRow(kind, "(changed on disk)", "", name)
+        return self._renamed(row)
+
+    def _line(self, name: str, offset: int, opened: dict[str, BinaryIO]) -> str:
+        file = opened.get(name)
+        if file is None:
+            try:
+                file = opened[name] = self.files[name].open("rb")
+            except OSError:
+                return ""
+        file.seek(offset)
+        return file.readline().decode("utf-8", errors="replace")
+
+    def _renamed(self, row: TreeRow) -> TreeRow:
+        for file, old, new in self.renamed:
+            if (row.file, row.id) == (file, old):
+                row = attrs.evolve(row, id=new)
+        return row
+
+
+def answer_row(answer: Example) -> TreeRow:
+    """An answer's row: its reply on one line, and its model or why it is excluded."""
+    reply = answer.messages[-1].content if answer.messages else ""
+    excluded = answer.meta.excluded
+    detail = f"excluded: {excluded.value}" if excluded is not None else answer.meta.model
+    return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
+
+
+def read_tree(files: dict[str, Path]) -> PagedTree:
+    """The Dataset tree of the data files named `subtopics`, `questions` and `answers`."""
+    answers: dict[bytes | str, int] = {}
+    for offset, buffer, start, end in _lines(files["answers"]):
+        key = _answer_key(buffer, start, end)
+        if key is not None:
+            answers[key] = offset
+    by_subtopic: dict[bytes | str, array[int]] = {}
+    for offset, buffer, start, end in _lines(files["questions"]):
+        keys = _question_keys(buffer, start, end)
+        if keys is None:
+            continue
+        question, subtopic = keys
+        rows = by_subtopic.get(subtopic)
+        if rows is None:
+            rows = by_subtopic[subtopic] = array("q")
+        rows.append(offset << 2 | _QUESTION)
+        answer = answers.get(question)
+        if answer is not None:
+            rows.append(answer << 2 | _ANSWER)
+    del answers
+    grouped: dict[str, list[Subtopic]] = {}
+    for sub in _subtopics(files["subtopics"]):
+        grouped.setdefault(sub.topic, []).append(sub)
+    topics: list[tuple[str, int]] = []
+    subtopics: list[tuple[str, str, int]] = []
+    rows = array("q")
+    for topic, subs in grouped.items():
+        rows.append(len(topics) << 2 | _TOPIC)
+        topics.append((topic, len(subs)))
+        for sub in subs:
+            asked = by_subtopic.get(_key(sub.id), array("q"))
+            rows.append(len(subtopics) << 2 | _SUBTOPIC)
+            subtopics.append((sub.name, sub.id, sum(1 for v in asked if v & 3 == _QUESTION)))
+            rows.extend(asked)
+    return PagedTree(files, tuple(topics), tuple(subtopics), rows)

@@ -1,0 +1,98 @@
+"""The Dataset tree of a big project: the rows the full read gave, read a page at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from overbrainer.storage import Example, Question, Subtopic
+from overbrainer.ui.tui import dataset_index
+from overbrainer.ui.tui.dataset_index import PAGE, answer_row, read_tree
+from overbrainer.ui.tui.snapshot import TreeRow
+from tests.pipeline_support import write_answered
+
+NAMES = ("subtopics", "questions", "answers")
+
+
+def files(root: Path) -> dict[str, Path]:
+    return {name: root / "data" / f"{name}.jsonl" for name in NAMES}
+
+
+def full_tree(root: Path) -> list[TreeRow]:
+    """The tree as the TUI built it before paging: every record parsed and held."""
+
+    def records(name: str, parse: type[Subtopic] | type[Question] | type[Example]) -> list:  # type: ignore[type-arg]
+        out = []
+        for line in (root / "data" / f"{name}.jsonl").read_text().splitlines():
+            try:
+                out.append(parse.from_json(line))
+            except Exception:
+                continue
+        return out
+
+    answers = {a.id: a for a in records("answers", Example)}
+    by_subtopic: dict[str, list[Question]] = {}
+    for question in records("questions", Question):
+        by_subtopic.setdefault(question.subtopic_id, []).append(question)
+    topics: dict[str, list[Subtopic]] = {}
+    for sub in records("subtopics", Subtopic):
+        topics.setdefault(sub.topic, []).append(sub)
+    rows = []
+    for topic, subs in topics.items():
+        rows.append(TreeRow(0, topic, f"{len(subs)} subtopics"))
+        for sub in subs:
+            asked = by_subtopic.get(sub.id, [])
+            rows.append(TreeRow(1, sub.name, f"{len(asked)} questions", "subtopics", sub.id))
+            for question in asked:
+                rows.append(TreeRow(2, question.text, "", "questions", question.id))
+                if question.id in answers:
+                    rows.append(answer_row(answers[question.id]))
+    return rows
+
+
+def test_the_paged_tree_shows_the_rows_the_full_read_showed(tmp_path: Path) -> None:
+    write_answered(tmp_path, 300, topics=("ownership", 'say "async"'))
+    data = tmp_path / "data"
+    answers = data / "answers.jsonl"
+    lines = answers.read_text().splitlines(keepends=True)
+    # An unanswered question, a blank line, and a torn last line: none breaks the tree.
+    answers.write_text("".join(lines[:7] + lines[8:150] + ["\n"] + lines[150:]) + '{"id":"to')
+    expected = full_tree(tmp_path)
+    tree = read_tree(files(tmp_path))
+    assert len(tree) == len(expected) == 2 + 20 + 300 + 299
+    assert list(tree) == expected
+    assert tree[-1] == expected[-1]
+    assert list(tree[5:9]) == expected[5:9]
+
+
+def test_the_paged_tree_of_a_missing_dataset_is_empty(tmp_path: Path) -> None:
+    assert len(read_tree(files(tmp_path))) == 0
+
+
+def test_scrolling_reads_only_the_page_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_answered(tmp_path, 1000)
+    parsed: list[str] = []
+
+    class Counted:
+        def __init__(self, kind: type[Question] | type[Example]) -> None:
+            self.kind = kind
+
+        def from_json(self, line: str) -> object:
+            parsed.append(line)
+            return self.kind.from_json(line)
+
+    tree = read_tree(files(tmp_path))
+    assert len(tree) == 1 + 10 + 2000
+    monkeypatch.setattr(dataset_index, "Question", Counted(Question))
+    monkeypatch.setattr(dataset_index, "Example", Counted(Example))
+    assert tree[1000].depth in (2, 3)
+    read = len(parsed)
+    assert PAGE - 2 <= read <= PAGE  # the page holding row 1000 (a subtopic's row is held)
+    assert tree[1001].depth in (2, 3)
+    assert len(parsed) == read  # the same page, kept
+    for at in range(0, len(tree), PAGE):
+        tree[at]
+    assert len(tree._pages) <= 8  # a few pages kept, never the whole tree
