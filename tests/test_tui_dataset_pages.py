@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from overbrainer.storage import Example, Question, Subtopic
@@ -96,3 +97,20 @@ def test_scrolling_reads_only_the_page_shown(
     for at in range(0, len(tree), PAGE):
         tree[at]
     assert len(tree._pages) <= 8  # a few pages kept, never the whole tree
+
+
+def test_a_replaced_file_is_not_read_at_its_old_offsets(tmp_path: Path) -> None:
+    write_answered(tmp_path, 200)
+    tree = read_tree(files(tmp_path))
+    shown = tree[2]
+    assert shown.file == "questions"
+    questions = tmp_path / "data" / "questions.jsonl"
+    lines = questions.read_text().splitlines(keepends=True)
+    replaced = questions.with_suffix(".new")
+    replaced.write_text("".join(reversed(lines)))
+    replaced.replace(questions)  # as an edit or a delete rewrites it
+    assert tree[2] == shown  # a page already read is kept until the tree is read again
+    far = next(at for at in range(PAGE * 2, len(tree)) if tree[at].depth == 2)
+    assert tree[far].text == "(changed on disk)"
+    renamed = tree.renaming("questions", shown.id, "new-id")
+    assert renamed[2] == attrs.evolve(shown, id="new-id")  # the edit, as the view shows it

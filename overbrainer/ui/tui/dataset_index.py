@@ -10,6 +10,7 @@ topic's or subtopic's index) and its kind, so a million answers hold about 16 MB
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from array import array
 from collections.abc import Iterator, Sequence
@@ -102,6 +103,9 @@ class PagedTree(Sequence[TreeRow]):
     subtopics: tuple[tuple[str, str, int], ...]
     """Each subtopic's name, ID and number of questions."""
     rows: array[int]
+    inodes: dict[str, int] = attrs.field(factory=dict)
+    """Each file's inode when the tree was read: a file replaced since (an edit, a delete) is
+    not read at the old offsets."""
     renamed: tuple[tuple[str, str, str], ...] = ()
     """(file, old ID, new ID) of records edited since the tree was read."""
     _pages: dict[int, tuple[TreeRow, ...]] = attrs.field(factory=dict)
@@ -120,14 +124,20 @@ class PagedTree(Sequence[TreeRow]):
             at += len(self)
         if not 0 <= at < len(self):
             raise IndexError(at)
-        page = self._pages.get(at // PAGE)
+        number = at // PAGE
+        page = self._pages.pop(number, None)
         if page is None:
-            page = self._read_page(at // PAGE)
+            page = self._read_page(number)
+        self._pages[number] = page  # the newest last: the oldest goes first
         return page[at % PAGE]
 
     def renaming(self, file: str, old_id: str, new_id: str) -> PagedTree:
-        """The same tree, showing `new_id` where a row of `file` shows `old_id`."""
-        return attrs.evolve(self, renamed=(*self.renamed, (file, old_id, new_id)), pages={})
+        """The same tree, showing `new_id` where a row of `file` shows `old_id` (the pages read
+        are kept: the file changed, and the selection is found in them)."""
+        tree = attrs.evolve(self, renamed=(*self.renamed, (file, old_id, new_id)), pages={})
+        for number, page in self._pages.items():
+            tree._pages[number] = tuple(tree._renamed(row) for row in page)
+        return tree
 
     def _read_page(self, number: int) -> tuple[TreeRow, ...]:
         if len(self._pages) >= _PAGES_KEPT:
@@ -140,7 +150,6 @@ class PagedTree(Sequence[TreeRow]):
         finally:
             for file in opened.values():
                 file.close()
-        self._pages[number] = page
         return page
 
     def _row(self, value: int, opened: dict[str, BinaryIO]) -> TreeRow:
@@ -170,6 +179,8 @@ class PagedTree(Sequence[TreeRow]):
                 file = opened[name] = self.files[name].open("rb")
             except OSError:
                 return ""
+        if os.fstat(file.fileno()).st_ino != self.inodes.get(name):
+            return ""
         file.seek(offset)
         return file.readline().decode("utf-8", errors="replace")
 
@@ -190,6 +201,10 @@ def answer_row(answer: Example) -> TreeRow:
 
 def read_tree(files: dict[str, Path]) -> PagedTree:
     """The Dataset tree of the data files named `subtopics`, `questions` and `answers`."""
+    inodes = {}
+    for name in ("questions", "answers"):
+        with contextlib.suppress(OSError):
+            inodes[name] = files[name].stat().st_ino
     answers: dict[bytes | str, int] = {}
     for offset, buffer, start, end in _lines(files["answers"]):
         key = _answer_key(buffer, start, end)
@@ -223,4 +238,4 @@ def read_tree(files: dict[str, Path]) -> PagedTree:
             rows.append(len(subtopics) << 2 | _SUBTOPIC)
             subtopics.append((sub.name, sub.id, sum(1 for v in asked if v & 3 == _QUESTION)))
             rows.extend(asked)
-    return PagedTree(files, tuple(topics), tuple(subtopics), rows)
+    return PagedTree(files, tuple(topics), tuple(subtopics), rows, inodes)
