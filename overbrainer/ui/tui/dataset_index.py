@@ -199,6 +199,33 @@ def answer_row(answer: Example) -> TreeRow:
     return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
 
 
+Stamp = tuple[tuple[int, int, int] | None, ...]
+_last: list[tuple[Stamp, PagedTree]] = []
+"""The tree last read and its files' stamps: a LOAD with the data unchanged reads nothing."""
+
+
+def _stamp(files: dict[str, Path]) -> Stamp:
+    stamps: list[tuple[int, int, int] | None] = []
+    for name in ("subtopics", "questions", "answers"):
+        try:
+            stat = files[name].stat()
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(stamps)
+
+
+def dataset_tree(files: dict[str, Path]) -> PagedTree:
+    """`read_tree` of `files`, or the tree read last when none of them changed since."""
+    stamp = _stamp(files)
+    if _last and _last[0][0] == stamp and _last[0][1].files == files:
+        return _last[0][1]
+    tree = read_tree(files)
+    _last[:] = [(stamp, tree)]
+    return tree
+
+
 def read_tree(files: dict[str, Path]) -> PagedTree:
     """The Dataset tree of the data files named `subtopics`, `questions` and `answers`."""
     inodes = {}

@@ -6,6 +6,8 @@ import logging
 import os
 from pathlib import Path
 
+import attrs
+
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
@@ -15,7 +17,7 @@ from overbrainer.storage import Example, format_history, read_history
 from overbrainer.targets import POD_DIR, load_pod_record
 from overbrainer.training import Runs, RunState
 from overbrainer.ui.tui.compares import read_compares
-from overbrainer.ui.tui.dataset_index import PagedTree, read_tree
+from overbrainer.ui.tui.dataset_index import PagedTree, dataset_tree
 from overbrainer.ui.tui.snapshot import RunRow, Snapshot
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,7 @@ def config_lines(settings: Settings) -> tuple[str, ...]:
 
 
 def _tree(project: Project) -> PagedTree:
-    return read_tree({name: project.data_file(name) for name in TREE_FILES})
+    return dataset_tree({name: project.data_file(name) for name in TREE_FILES})
 
 
 def kept_pod(run_dir: Path) -> str:
@@ -133,8 +135,8 @@ def data_counts(project: Project) -> tuple[tuple[str, int], ...]:
     return tuple((name, _count(project.data_file(name))) for name in DATA_FILES)
 
 
-def load_snapshot(project: Project) -> Snapshot:
-    """Read the configuration, counts, history, runs and dataset tree of `project`."""
+def glimpse_project(project: Project) -> Snapshot:
+    """Read the configuration, counts and history of `project`: its first screen."""
     problem = ""
     try:
         settings: Settings | None = load_settings(project.root, dict(os.environ))
@@ -150,9 +152,18 @@ def load_snapshot(project: Project) -> Snapshot:
         config=config_lines(settings) if settings else (f"overbrainer.toml: {problem}",),
         counts=data_counts(project),
         history=history,
-        runs=_runs(project),
-        tree=_tree(project),
         training=settings is not None and settings.training is not None,
-        compares=read_compares(project.runs),
         topics=tuple(t.name for t in settings.topics) if settings else (),
     )
+
+
+def load_rest(project: Project, glimpse: Snapshot) -> Snapshot:
+    """`glimpse` with the runs, compares and dataset tree of `project`."""
+    return attrs.evolve(
+        glimpse, runs=_runs(project), tree=_tree(project), compares=read_compares(project.runs)
+    )
+
+
+def load_snapshot(project: Project) -> Snapshot:
+    """Read the configuration, counts, history, runs and dataset tree of `project`."""
+    return load_rest(project, glimpse_project(project))
