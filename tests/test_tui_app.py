@@ -35,7 +35,6 @@ from overbrainer.ui.tui.messages import (
     ComparePrepared,
     ConfigChanged,
     Key,
-    Glimpsed,
     Loaded,
     Previewed,
     Rekeyed,
@@ -463,22 +462,6 @@ def test_the_latest_answer_is_read_from_the_end_of_answers_jsonl(tmp_path: Path)
     with (root / "data" / "answers.jsonl").open("a") as data:
         data.write('{"id": "torn')
     assert latest_answer(project) == " → ".join(m.content for m in last.messages[-2:])
-
-
-def test_the_first_screen_shows_the_counts_before_the_dataset_tree_is_read() -> None:
-    tree = (TreeRow(0, "rust"), TreeRow(2, "first?", "", "questions", "q1"))
-    state = loaded(State(view=View.DATASET), Snapshot(tree=tree))
-    state, effects = keys(state, "ctrl r")
-    [spawn] = effects
-    assert isinstance(spawn, Spawn)
-    glimpse = Snapshot(name="big", counts=(("answers", 1_000_000),), history=("done",))
-    state, effects = app.update(state, Glimpsed(spawn.task, glimpse))
-    assert effects == []
-    assert (state.snapshot.count("answers"), state.snapshot.name) == (1_000_000, "big")
-    assert state.snapshot.tree == tree  # the old tree stays until the new one is read
-    assert [t.spec.kind for t in state.tasks] == [TaskKind.LOAD]  # still reading it
-    state, _ = app.update(state, Loaded(spawn.task, attrs.evolve(glimpse, tree=tree[:1])))
-    assert (state.snapshot.tree, state.tasks) == (tree[:1], ())
 
 
 def test_the_dataset_selection_follows_its_record_when_the_tree_is_read_again() -> None:

@@ -8,10 +8,15 @@ import attrs
 import pytest
 
 from overbrainer.storage import Example, Question, Subtopic
-from overbrainer.ui.tui import dataset_index
+from overbrainer.ui.tui import app, dataset_index
 from overbrainer.ui.tui.dataset_index import PAGE, answer_row, read_tree
-from overbrainer.ui.tui.snapshot import TreeRow
+from overbrainer.ui.tui.effects import Spawn
+from overbrainer.ui.tui.messages import Glimpsed, Loaded
+from overbrainer.ui.tui.snapshot import Snapshot, TreeRow
+from overbrainer.ui.tui.state import State, View
+from overbrainer.ui.tui.task_spec import TaskKind
 from tests.pipeline_support import write_answered
+from tests.tui_app_support import keys
 
 NAMES = ("subtopics", "questions", "answers")
 
@@ -114,3 +119,22 @@ def test_a_replaced_file_is_not_read_at_its_old_offsets(tmp_path: Path) -> None:
     assert tree[far].text == "(changed on disk)"
     renamed = tree.renaming("questions", shown.id, "new-id")
     assert renamed[2] == attrs.evolve(shown, id="new-id")  # the edit, as the view shows it
+
+
+def test_the_first_screen_shows_the_counts_before_the_dataset_tree_is_read() -> None:
+    tree = (TreeRow(0, "rust"), TreeRow(2, "first?", "", "questions", "q1"))
+    state, effects = app.start(State(view=View.DATASET))
+    [spawn] = effects
+    assert isinstance(spawn, Spawn)
+    glimpse = Snapshot(name="big", counts=(("answers", 1_000_000),), history=("done",))
+    state, effects = app.update(state, Glimpsed(spawn.task, glimpse))
+    assert effects == []
+    assert (state.snapshot.count("answers"), state.snapshot.name) == (1_000_000, "big")
+    assert state.snapshot.tree == ()  # no tree yet: the first screen does not wait for it
+    assert [t.spec.kind for t in state.tasks] == [TaskKind.LOAD]  # still reading it
+    state, _ = app.update(state, Loaded(spawn.task, attrs.evolve(glimpse, tree=tree)))
+    assert (state.snapshot.tree, state.tasks) == (tree, ())
+    state, [spawn] = keys(state, "ctrl r")
+    assert isinstance(spawn, Spawn)
+    state, _ = app.update(state, Glimpsed(spawn.task, glimpse))
+    assert state.snapshot.tree == tree  # the old tree stays until the new one is read
