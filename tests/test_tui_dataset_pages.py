@@ -57,7 +57,11 @@ def full_tree(root: Path) -> list[TreeRow]:
     return rows
 
 
-def test_the_paged_tree_shows_the_rows_the_full_read_showed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [1 << 22, 97, 4096])
+def test_the_paged_tree_shows_the_rows_the_full_read_showed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    monkeypatch.setattr(dataset_index, "_BLOCK", block)  # lines across blocks, and within one
     write_answered(tmp_path, 300, topics=("ownership", 'say "async"'))
     data = tmp_path / "data"
     answers = data / "answers.jsonl"

@@ -37,26 +37,29 @@ _QUESTION_HEAD = re.compile(
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes, int, int]]:
-    """Each non-empty line of `path` as (file offset, buffer, start, end), looked at in place;
-    nothing when the file is missing."""
+    """Each non-empty line of `path` as (file offset, buffer, start, end), looked at where it
+    lies in the block read (only a line across two blocks is copied); nothing when missing."""
     with contextlib.suppress(FileNotFoundError), path.open("rb") as file:
         base, carry = 0, b""
         while block := file.read(_BLOCK):
-            last = block.rfind(b"\n")
-            if last < 0:
+            first = block.find(b"\n")
+            if first < 0:
                 carry += block
+                base += len(block)
                 continue
-            buffer = carry + block[: last + 1]
-            start = 0
-            while start < len(buffer):
-                end = buffer.index(b"\n", start)
+            line = carry + block[:first]
+            if line:
+                yield base - len(carry), line, 0, len(line)
+            start, last = first + 1, block.rfind(b"\n")
+            while start <= last:
+                end = block.index(b"\n", start)
                 if start < end:
-                    yield base + start, buffer, start, end
+                    yield base + start, block, start, end
                 start = end + 1
-            base += len(buffer)
             carry = block[last + 1 :]
+            base += len(block)
         if carry.strip():
-            yield base, carry, 0, len(carry)
+            yield base - len(carry), carry, 0, len(carry)
 
 
 def _answer_key(buffer: bytes, start: int, end: int) -> bytes | str | None:
