@@ -88,6 +88,7 @@ def _write_questions(path: Path, count: int) -> None:
 COMMANDS = (
     Command("`answers` with nothing to do", "answers", lambda _: ["answers"]),
     Command("`quality` with nothing to do", "quality", lambda _: ["quality"]),
+    Command("`questions` with nothing to do", "questions", lambda _: ["questions"]),
     Command("`split`", "split", lambda _: ["split"]),
     Command(
         "`import questions`, 1,000 lines",

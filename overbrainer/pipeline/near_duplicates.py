@@ -18,12 +18,12 @@ indexed: clusters only grow, so a group already in the probing text's cluster is
 from __future__ import annotations
 
 import itertools
-import math
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from overbrainer.pipeline.dedup import words
+from overbrainer.pipeline.lexical_index import prefix_length
 
 T = TypeVar("T")
 
@@ -66,11 +66,6 @@ class Signatures:
         """The distinct bigram hashes of the text in `slot`."""
         start = self._ends[slot - 1] if slot else 0
         return self._hashes[start : self._ends[slot]]
-
-
-def _prefix_length(size: int, threshold: float) -> int:
-    # A hair under t·|A| errs towards a longer prefix: more candidates, never a missed pair.
-    return size - math.ceil(threshold * size - 1e-9) + 1
 
 
 def _counts(signatures: Signatures, most: int) -> tuple[bytearray, int]:
@@ -139,7 +134,7 @@ def cluster(
         # A bigram counted once is this text's alone (no pair can share it), and it ranks
         # first: the prefix's other bigrams are the rarest of the rest, and a prefix of only
         # such bigrams (most texts') leaves nothing to do.
-        shared = _prefix_length(len(found), threshold) - found.count(1)
+        shared = prefix_length(len(found), threshold) - found.count(1)
         if shared <= 0:
             continue
         # Rarest first, ties by hash: one key per bigram, its count above its hash's 64 bits.
