@@ -8,6 +8,7 @@ import attrs
 import pytest
 
 from overbrainer.storage import Example, Question, Subtopic
+from overbrainer.storage import lines as storage_lines
 from overbrainer.ui.tui import app, dataset_index
 from overbrainer.ui.tui.dataset_index import PAGE, answer_row, read_tree
 from overbrainer.ui.tui.effects import Spawn
@@ -61,7 +62,7 @@ def full_tree(root: Path) -> list[TreeRow]:
 def test_the_paged_tree_shows_the_rows_the_full_read_showed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
-    monkeypatch.setattr(dataset_index, "_BLOCK", block)  # lines across blocks, and within one
+    monkeypatch.setattr(storage_lines, "_READ_BLOCK", block)  # lines across blocks, and in one
     write_answered(tmp_path, 300, topics=("ownership", 'say "async"'))
     data = tmp_path / "data"
     answers = data / "answers.jsonl"

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         Key,
         answer_heads,
         answer_ids,
+        fast_answer_id,
+        fast_place,
         id_key,
         key_id,
         question_heads,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         read_records_at,
         rewrite_from,
     )
+    from overbrainer.storage.lines import BlockLines
     from overbrainer.storage.records import (
         Example,
         Exclusion,
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Appender",
     "BatchRecord",
+    "BlockLines",
     "DataError",
     "DiskFull",
     "Example",
@@ -113,6 +117,8 @@ __all__ = [
     "dropped_ids",
     "example_head",
     "example_id",
+    "fast_answer_id",
+    "fast_place",
     "file_stamp",
     "format_history",
     "free_gradually",
@@ -178,6 +184,9 @@ __getattr__ = lazy_face(
         "append_history": "history",
         "answer_heads": "heads",
         "answer_ids": "heads",
+        "fast_answer_id": "heads",
+        "fast_place": "heads",
+        "BlockLines": "lines",
         "append_records": "history",
         "batched_questions": "batches",
         "begin": "replacement",

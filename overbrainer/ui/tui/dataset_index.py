@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,80 +18,65 @@ from typing import BinaryIO, overload
 
 import attrs
 
-from overbrainer.storage import Example, Question, Subtopic
+from overbrainer.storage import (
+    BlockLines,
+    Example,
+    Key,
+    Question,
+    Subtopic,
+    fast_answer_id,
+    fast_place,
+    id_key,
+)
 from overbrainer.ui.tui.snapshot import TreeRow
 
-_BLOCK = 1 << 22
 PAGE = 64
 """Rows read from disk together; a few pages are kept."""
 _PAGES_KEPT = 8
 
 _TOPIC, _SUBTOPIC, _QUESTION, _ANSWER = range(4)
 
-# What our writer puts at the head of each line (see storage/heads.py).
-_ANSWER_HEAD = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"')
-_QUESTION_HEAD = re.compile(
-    rb'\{"id":"([0-9a-f]{32})","topic":"(?:[^"\\]*)","subtopic_id":"([0-9a-f]{32})","subtopic":"'
-)
-
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes, int, int]]:
-    """Each non-empty line of `path` as (file offset, buffer, start, end), looked at where it
-    lies in the block read (only a line across two blocks is copied); nothing when missing."""
-    with contextlib.suppress(FileNotFoundError), path.open("rb") as file:
-        base, carry = 0, b""
-        while block := file.read(_BLOCK):
-            first = block.find(b"\n")
-            if first < 0:
-                carry += block
-                base += len(block)
-                continue
-            line = carry + block[:first]
-            if line:
-                yield base - len(carry), line, 0, len(line)
-            start, last = first + 1, block.rfind(b"\n")
-            while start <= last:
-                end = block.index(b"\n", start)
-                if start < end:
-                    yield base + start, block, start, end
-                start = end + 1
-            carry = block[last + 1 :]
-            base += len(block)
-        if carry.strip():
-            yield base - len(carry), carry, 0, len(carry)
+    """Each non-empty line of `path` as `BlockLines` gives it, its unterminated last line
+    included; nothing when the file is missing."""
+    lines = BlockLines(path)
+    with contextlib.suppress(FileNotFoundError):
+        for line in lines:
+            if line[2] < line[3]:
+                yield line
+    if lines.tail.strip():
+        yield lines.tail_offset, lines.tail, 0, len(lines.tail)
 
 
-def _answer_key(buffer: bytes, start: int, end: int) -> bytes | str | None:
-    match = _ANSWER_HEAD.match(buffer, start, end)
-    if match is not None and buffer.endswith(b"}}", start, end):
-        return match[1]
+def _answer_key(buffer: bytes, start: int, end: int) -> Key | None:
     try:
-        return _key(Example.from_json(buffer[start:end].decode("utf-8")).id)
+        key = fast_answer_id(buffer, start, end)
+        return key if key is not None else id_key(Example.from_json(_text(buffer, start, end)).id)
     except Exception:  # a torn or foreign line: not in the tree
         return None
 
 
-def _question_keys(buffer: bytes, start: int, end: int) -> tuple[bytes | str, bytes | str] | None:
-    match = _QUESTION_HEAD.match(buffer, start, end)
-    if match is not None and buffer.endswith(b'"}', start, end):
-        return match[1], match[2]
+def _question_keys(buffer: bytes, start: int, end: int) -> tuple[Key, Key] | None:
     try:
-        question = Question.from_json(buffer[start:end].decode("utf-8"))
+        place = fast_place(buffer, start, end)
+        if place is not None:
+            return place[0], place[2]
+        question = Question.from_json(_text(buffer, start, end))
     except Exception:  # a torn or foreign line: not in the tree
         return None
-    return _key(question.id), _key(question.subtopic_id)
+    return id_key(question.id), id_key(question.subtopic_id)
 
 
-def _key(record_id: str) -> bytes | str:
-    """As the fast path gives it: an ASCII ID as bytes (another ID never equals one)."""
-    return record_id.encode("ascii") if record_id.isascii() else record_id
+def _text(buffer: bytes, start: int, end: int) -> str:
+    return buffer[start:end].decode("utf-8")
 
 
 def _subtopics(path: Path) -> list[Subtopic]:
     out: list[Subtopic] = []
     for _, buffer, start, end in _lines(path):
         with contextlib.suppress(Exception):
-            out.append(Subtopic.from_json(buffer[start:end].decode("utf-8")))
+            out.append(Subtopic.from_json(_text(buffer, start, end)))
     return out
 
 
@@ -235,12 +219,12 @@ def read_tree(files: dict[str, Path]) -> PagedTree:
     for name in ("questions", "answers"):
         with contextlib.suppress(OSError):
             inodes[name] = files[name].stat().st_ino
-    answers: dict[bytes | str, int] = {}
+    answers: dict[Key, int] = {}
     for offset, buffer, start, end in _lines(files["answers"]):
         key = _answer_key(buffer, start, end)
         if key is not None:
             answers[key] = offset
-    by_subtopic: dict[bytes | str, array[int]] = {}
+    by_subtopic: dict[Key, array[int]] = {}
     for offset, buffer, start, end in _lines(files["questions"]):
         keys = _question_keys(buffer, start, end)
         if keys is None:
@@ -264,7 +248,7 @@ def read_tree(files: dict[str, Path]) -> PagedTree:
         rows.append(len(topics) << 2 | _TOPIC)
         topics.append((topic, len(subs)))
         for sub in subs:
-            asked = by_subtopic.get(_key(sub.id), array("q"))
+            asked = by_subtopic.get(id_key(sub.id), array("q"))
             rows.append(len(subtopics) << 2 | _SUBTOPIC)
             subtopics.append((sub.name, sub.id, sum(1 for v in asked if v & 3 == _QUESTION)))
             rows.extend(asked)
