@@ -6,20 +6,26 @@ from pathlib import Path
 
 import attrs
 import pytest
+import trio
 
+from overbrainer.flows.setup import CommandOptions
+from overbrainer.project.directory import Project
 from overbrainer.storage import Example, Question, Subtopic
 from overbrainer.storage import lines as storage_lines
-from overbrainer.ui.tui import app, dataset_index
-from overbrainer.ui.tui.dataset_index import PAGE, answer_row, read_tree
+from overbrainer.ui.tui import app, dataset_index, tasks
+from overbrainer.ui.tui.dataset_index import PAGE, answer_row, dataset_tree, read_tree
 from overbrainer.ui.tui.effects import Spawn
-from overbrainer.ui.tui.messages import Glimpsed, Loaded
+from overbrainer.ui.tui.load import load_rest
+from overbrainer.ui.tui.messages import Glimpsed, Loaded, Msg
 from overbrainer.ui.tui.snapshot import Snapshot, TreeRow
 from overbrainer.ui.tui.state import State, View
-from overbrainer.ui.tui.task_spec import TaskKind
-from tests.pipeline_support import write_answered
+from overbrainer.ui.tui.task_spec import TaskKind, TaskSpec
+from overbrainer.ui.tui.tasks import TaskHandle, run_task
+from tests.pipeline_support import make_project, write_answered
 from tests.tui_app_support import keys
 
 NAMES = ("subtopics", "questions", "answers")
+LOAD = TaskSpec(TaskKind.LOAD)
 
 
 def files(root: Path) -> dict[str, Path]:
@@ -116,8 +122,16 @@ def test_a_replaced_file_is_not_read_at_its_old_offsets(tmp_path: Path) -> None:
     assert shown.file == "questions"
     questions = tmp_path / "data" / "questions.jsonl"
     lines = questions.read_text().splitlines(keepends=True)
+    # Each line goes where another of its length was: every old offset begins another question.
+    moved = list(lines)
+    places: dict[int, list[int]] = {}
+    for at, line in enumerate(lines):
+        places.setdefault(len(line), []).append(at)
+    for same in places.values():
+        for source, target in zip(same, same[1:] + same[:1], strict=True):
+            moved[target] = lines[source]
     replaced = questions.with_suffix(".new")
-    replaced.write_text("".join(reversed(lines)))
+    replaced.write_text("".join(moved))
     replaced.replace(questions)  # as an edit or a delete rewrites it
     assert tree[2] == shown  # a page already read is kept until the tree is read again
     far = next(at for at in range(PAGE * 2, len(tree)) if tree[at].depth == 2)
@@ -143,3 +157,37 @@ def test_the_first_screen_shows_the_counts_before_the_dataset_tree_is_read() -> 
     assert isinstance(spawn, Spawn)
     state, _ = app.update(state, Glimpsed(spawn.task, glimpse))
     assert state.snapshot.tree == tree  # the old tree stays until the new one is read
+
+
+def test_a_read_with_the_data_files_unchanged_reuses_the_tree(tmp_path: Path) -> None:
+    write_answered(tmp_path, 50)
+    tree = dataset_tree(files(tmp_path))
+    assert dataset_tree(files(tmp_path)) is tree  # nothing read again
+    with (tmp_path / "data" / "answers.jsonl").open("a") as answers:
+        answers.write("\n")
+    assert dataset_tree(files(tmp_path)) is not tree  # a file changed: read again
+
+
+async def test_a_load_posts_the_first_screen_before_it_reads_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_project(tmp_path / "p")
+    write_answered(root, 40)
+    posted: list[Msg] = []
+    posted_before_tree: list[Msg] = []
+
+    def rest(project: Project, glimpse: Snapshot) -> Snapshot:
+        posted_before_tree.extend(posted)
+        return load_rest(project, glimpse)
+
+    monkeypatch.setattr(tasks, "load_rest", rest)
+    with trio.fail_after(30):
+        await run_task(
+            1, TaskSpec(TaskKind.LOAD), CommandOptions(root), TaskHandle(), posted.append
+        )
+    [glimpse] = posted_before_tree
+    assert isinstance(glimpse, Glimpsed)
+    assert glimpse.snapshot.count("answers") == 40
+    assert len(glimpse.snapshot.tree) == 0
+    loaded = next(m for m in posted if isinstance(m, Loaded))
+    assert len(loaded.snapshot.tree) == 1 + 10 + 80
