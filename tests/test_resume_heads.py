@@ -20,7 +20,7 @@ from overbrainer.pipeline.quality import unscored_among, unscored_except, usable
 from overbrainer.pipeline.quality_scores import QualityScore, answer_sha, prompt_sha
 from overbrainer.pipeline.questions_left import all_filled
 from overbrainer.project.directory import Project
-from overbrainer.storage import heads
+from overbrainer.storage import lines
 from overbrainer.storage.errors import InvalidRecord
 from overbrainer.storage.force_state import ForceState, save_force_state
 from overbrainer.storage.heads import answer_heads, answer_ids, id_key, question_heads
@@ -72,7 +72,7 @@ def write(path: Path, lines: list[str], tail: str = "") -> None:
 @pytest.fixture(params=[1 << 22, 64, 7], ids=["block", "small-block", "tiny-block"])
 def block(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test also runs with lines straddling the blocks read."""
-    monkeypatch.setattr(heads, "_READ_BLOCK", request.param)
+    monkeypatch.setattr(lines, "_READ_BLOCK", request.param)
 
 
 @pytest.mark.usefixtures("block")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
         Key,
         answer_heads,
         answer_ids,
+        fast_answer_id,
+        fast_place,
         id_key,
         question_heads,
         question_places,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         read_records_at,
         rewrite_from,
     )
+    from overbrainer.storage.lines import BlockLines
     from overbrainer.storage.records import (
         Example,
         Exclusion,
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Appender",
     "BatchRecord",
+    "BlockLines",
     "DataError",
     "DiskFull",
     "Example",
@@ -113,6 +117,8 @@ __all__ = [
     "dropped_ids",
     "example_head",
     "example_id",
+    "fast_answer_id",
+    "fast_place",
     "file_stamp",
     "fold_lines",
     "fold_matches",
@@ -180,6 +186,9 @@ __getattr__ = lazy_face(
         "answer_ids": "heads",
         "fold_lines": "bulk_heads",
         "fold_matches": "bulk_heads",
+        "fast_answer_id": "heads",
+        "fast_place": "heads",
+        "BlockLines": "lines",
         "append_records": "history",
         "batched_questions": "batches",
         "begin": "replacement",

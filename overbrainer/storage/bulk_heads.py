@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from overbrainer.storage.errors import DataError
-from overbrainer.storage.jsonl import access_error, line_blocks
+from overbrainer.storage.jsonl import access_error
+from overbrainer.storage.lines import line_blocks
 
 __all__ = ["fold_lines", "fold_matches"]
 

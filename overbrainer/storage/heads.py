@@ -35,6 +35,7 @@ from typing import TypeAlias, TypeVar
 
 from overbrainer.storage.errors import DataError, InvalidRecord
 from overbrainer.storage.jsonl import access_error
+from overbrainer.storage.lines import BlockLines
 from overbrainer.storage.records import Example, Exclusion, Question
 
 __all__ = [
@@ -46,6 +47,8 @@ __all__ = [
     "QuestionPlace",
     "answer_heads",
     "answer_ids",
+    "fast_answer_id",
+    "fast_place",
     "id_key",
     "question_heads",
     "question_places",
@@ -80,8 +83,6 @@ Fast = Callable[[bytes, int, int], T | None]
 Line: TypeAlias = tuple[T, memoryview, int, int]
 """A line's head, and where the line lies: `view[start:end]` (the view of the block read)."""
 
-_READ_BLOCK = 1 << 22
-
 
 def scan_heads(path: Path, fast: Fast[T], full: Callable[[str], T]) -> Iterator[Line[T]]:
     """Each record line of `path` (none when it is missing) with its head: `fast`'s when it
@@ -93,44 +94,31 @@ def scan_heads(path: Path, fast: Fast[T], full: Callable[[str], T]) -> Iterator[
     never copied unless a line goes to `full`: a million lines cost seconds, not a minute.
     """
     number = 0
+    lines = BlockLines(path)
+    seen, view, utf8 = b"", memoryview(b""), False
     try:
-        with open(path, "rb") as file:
-            carry = b""
-            while block := file.read(_READ_BLOCK):
-                first = block.find(b"\n")
-                if first < 0:
-                    carry += block
-                    continue
-                # The line that earlier blocks began, then this block's whole lines in place.
-                number += 1
-                line = carry + block[:first]
-                if line and (
-                    found := _checked(
-                        path, number, line, memoryview(line), 0, len(line), fast, full
-                    )
-                ):
-                    yield found
-                last = block.rfind(b"\n")
-                view = memoryview(block)
-                utf8 = block.isascii() or _is_utf8(view[first + 1 : last])
-                start = first + 1
-                while start <= last:
-                    end = block.find(b"\n", start)
-                    number += 1
-                    if start < end:
-                        head = fast(block, start, end) if utf8 else None
-                        if head is not None:
-                            yield head, view, start, end
-                        elif found := _checked(path, number, block, view, start, end, fast, full):
-                            yield found
-                    start = end + 1
-                carry = block[last + 1 :]
+        for _, buffer, start, end in lines:
+            number += 1
+            if buffer is not seen:
+                # A block's whole lines are UTF-8-checked once; a copied line (start 0) in full.
+                seen, view = buffer, memoryview(buffer)
+                utf8 = start > 0 and (
+                    buffer.isascii() or _is_utf8(view[start : buffer.rfind(b"\n")])
+                )
+            if start == end:
+                continue
+            head = fast(buffer, start, end) if utf8 else None
+            if head is not None:
+                yield head, view, start, end
+            elif found := _checked(path, number, buffer, view, start, end, fast, full):
+                yield found
     except FileNotFoundError:
         return
     except DataError:
         raise
     except OSError as error:
         raise access_error(path, error) from error
+    carry = lines.tail
     if carry.strip():
         try:
             yield _head(carry, 0, len(carry), fast, full), memoryview(carry), 0, len(carry)
@@ -232,7 +220,8 @@ def answer_heads(path: Path) -> Iterator[Line[AnswerHead]]:
 _ANSWER_ID = re.compile(rb'\{"id":"([0-9a-f]{32})","topic":"')
 
 
-def _fast_answer_id(line: bytes, start: int, end: int) -> Key | None:
+def fast_answer_id(line: bytes, start: int, end: int) -> Key | None:
+    """A `Fast` recogniser of an answer line in our writer's shape: its ID key."""
     match = _ANSWER_ID.match(line, start, end)
     if match is None or not line.endswith(b"}}", start, end):
         return None
@@ -245,7 +234,7 @@ def _full_answer_id(text: str) -> Key:
 
 def answer_ids(path: Path) -> Iterator[Line[Key]]:
     """`scan_heads` of an answers file: each line's ID key alone."""
-    return scan_heads(path, _fast_answer_id, _full_answer_id)
+    return scan_heads(path, fast_answer_id, _full_answer_id)
 
 
 def _fast_question(line: bytes, start: int, end: int) -> QuestionHead | None:
@@ -265,7 +254,8 @@ def question_heads(path: Path) -> Iterator[Line[QuestionHead]]:
     return scan_heads(path, _fast_question, _full_question)
 
 
-def _fast_place(line: bytes, start: int, end: int) -> QuestionPlace | None:
+def fast_place(line: bytes, start: int, end: int) -> QuestionPlace | None:
+    """A `Fast` recogniser of a question line in our writer's shape: its `QuestionPlace`."""
     match = _QUESTION_PLACE.match(line, start, end)
     if match is None or not line.endswith(b'"}', start, end):
         return None
@@ -279,4 +269,4 @@ def _full_place(text: str) -> QuestionPlace:
 
 def question_places(path: Path) -> Iterator[Line[QuestionPlace]]:
     """`scan_heads` of a questions file: each line's ID key, topic and subtopic ID key."""
-    return scan_heads(path, _fast_place, _full_place)
+    return scan_heads(path, fast_place, _full_place)

@@ -19,13 +19,13 @@ from typing import TypeVar, cast
 from overbrainer.storage.atomic import write_atomic_chunks
 from overbrainer.storage.collector import collector_paused
 from overbrainer.storage.errors import NO_SPACE, DataError, DiskFull, InvalidRecord
+from overbrainer.storage.lines import line_blocks
 
 __all__ = [
     "Appender",
     "DataError",
     "Stamp",
     "file_stamp",
-    "line_blocks",
     "open_appender",
     "open_file_appender",
     "read_records",
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _TAIL_CHUNK = 1 << 16
-_READ_BLOCK = 1 << 22
 _WRITE_BATCH = 1024
 
 
@@ -61,21 +60,6 @@ def _split_lines(data: bytes) -> list[str | None]:
             except UnicodeDecodeError:
                 lines.append(None)
         return lines
-
-
-def line_blocks(path: Path) -> Iterator[tuple[bytes, bool]]:
-    """The file as blocks of whole lines, newline-separated without the last newline (False),
-    then its unterminated last line (True, b"" when none). Opening raises as `open` does."""
-    with open(path, "rb") as file:
-        carry = b""
-        while block := file.read(_READ_BLOCK):
-            end = block.rfind(b"\n")
-            if end < 0:
-                carry += block
-                continue
-            yield carry + block[:end], False
-            carry = block[end + 1 :]
-        yield carry, True
 
 
 def read_records(path: Path, parse: Callable[[str], T]) -> list[T]:

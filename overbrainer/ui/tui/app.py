@@ -27,6 +27,7 @@ from overbrainer.ui.tui.messages import (
     ConfigChanged,
     Counted,
     EditorDone,
+    Glimpsed,
     Key,
     Loaded,
     Msg,
@@ -154,6 +155,18 @@ def update(state: State, message: Msg) -> Result:
         return auto_prepared(kept, message), []
     if isinstance(message, PodLogLines):
         return pod_log_lines(state, message), []
+    if isinstance(message, Glimpsed):  # the first screen, before a big dataset is indexed
+        glimpse = message.snapshot
+        snapshot = attrs.evolve(
+            state.snapshot,
+            name=glimpse.name,
+            config=glimpse.config,
+            counts=glimpse.counts,
+            history=glimpse.history,
+            training=glimpse.training,
+            topics=glimpse.topics,
+        )
+        return attrs.evolve(state, snapshot=snapshot), []
     if isinstance(message, Counted):
         kept = without(state, message.task)
         snapshot = attrs.evolve(kept.snapshot, counts=message.counts)

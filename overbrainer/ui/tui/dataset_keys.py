@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from overbrainer.ui.tui.actions import Result, move, refuse_busy, spawn
+from overbrainer.ui.tui.dataset_index import PagedTree
 from overbrainer.ui.tui.messages import Rekeyed
 from overbrainer.ui.tui.snapshot import TreeRow
 from overbrainer.ui.tui.state import State
@@ -18,25 +21,36 @@ DELETE_LINES = {
 TOPIC_EDIT = "a topic is edited in overbrainer.toml (Project view, e)"
 
 
-def same_row(old: tuple[TreeRow, ...], index: int, new: tuple[TreeRow, ...]) -> int:
-    """The Dataset selection in a new tree: the same record where it still is (an edited one
-    moves to the end of its file), else the same place."""
+SEARCHED = 256
+"""Rows either side of the old selection where a read tree looks for its record: enough for
+an edit's move in a small dataset, and a page or two of reads in a big one."""
+
+
+def same_row(old: Sequence[TreeRow], index: int, new: Sequence[TreeRow]) -> int:
+    """The Dataset selection in a new tree: the same record where it still is nearby (an
+    edited one moves to the end of its file), else the same place."""
     kept = min(index, max(len(new) - 1, 0))
     if not old or index >= len(old):
         return kept
     row = old[index]
     key = (row.file, row.id or row.text)
-    return next((at for at, r in enumerate(new) if (r.file, r.id or r.text) == key), kept)
+    near = range(max(index - SEARCHED, 0), min(index + SEARCHED, len(new)))
+    return next((at for at in near if (new[at].file, new[at].id or new[at].text) == key), kept)
 
 
 def rekeyed(state: State, message: Rekeyed) -> State:
     """The tree with the record's new ID, so that the next read keeps it selected."""
-    tree = tuple(
-        attrs.evolve(row, id=message.new_id)
-        if (row.file, row.id) == (message.file, message.old_id)
-        else row
-        for row in state.snapshot.tree
-    )
+    old = state.snapshot.tree
+    tree: Sequence[TreeRow]
+    if isinstance(old, PagedTree):
+        tree = old.renaming(message.file, message.old_id, message.new_id)
+    else:
+        tree = tuple(
+            attrs.evolve(row, id=message.new_id)
+            if (row.file, row.id) == (message.file, message.old_id)
+            else row
+            for row in old
+        )
     return attrs.evolve(state, snapshot=attrs.evolve(state.snapshot, tree=tree))
 
 

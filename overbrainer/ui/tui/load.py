@@ -2,42 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+
+import attrs
 
 from overbrainer.config import load_settings
 from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_kind import JobKind
 from overbrainer.project.directory import Project
-from overbrainer.storage import Example, Question, Subtopic, format_history, read_history
+from overbrainer.storage import Example, format_history, read_history
 from overbrainer.targets import POD_DIR, load_pod_record
 from overbrainer.training import Runs, RunState
 from overbrainer.ui.tui.compares import read_compares
-from overbrainer.ui.tui.snapshot import RunRow, Snapshot, TreeRow
+from overbrainer.ui.tui.dataset_index import PagedTree, dataset_tree
+from overbrainer.ui.tui.snapshot import RunRow, Snapshot
 
 log = logging.getLogger(__name__)
 
 DATA_FILES = ("subtopics", "questions", "answers", "quality", "train", "eval")
-TREE_ROWS = 5000
-"""The Dataset tree stops here: a bigger dataset is read in its files."""
-
-T = TypeVar("T")
-
-
-def _records(path: Path, parse: Callable[[str], T]) -> list[T]:
-    """The readable records of a JSONL file (a torn or foreign line is skipped)."""
-    out: list[T] = []
-    with contextlib.suppress(FileNotFoundError), path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                with contextlib.suppress(Exception):
-                    out.append(parse(line))
-    return out
+TREE_FILES = ("subtopics", "questions", "answers")
 
 
 def _count(path: Path) -> int:
@@ -71,37 +57,8 @@ def config_lines(settings: Settings) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _tree(project: Project) -> tuple[TreeRow, ...]:
-    subtopics = _records(project.data_file("subtopics"), Subtopic.from_json)
-    questions = _records(project.data_file("questions"), Question.from_json)
-    answers = {e.id: e for e in _records(project.data_file("answers"), Example.from_json)}
-    by_subtopic: dict[str, list[Question]] = {}
-    for question in questions:
-        by_subtopic.setdefault(question.subtopic_id, []).append(question)
-    rows: list[TreeRow] = []
-    topics: dict[str, list[Subtopic]] = {}
-    for subtopic in subtopics:
-        topics.setdefault(subtopic.topic, []).append(subtopic)
-    for topic, subs in topics.items():
-        rows.append(TreeRow(0, topic, f"{len(subs)} subtopics"))
-        for sub in subs:
-            asked = by_subtopic.get(sub.id, [])
-            rows.append(TreeRow(1, sub.name, f"{len(asked)} questions", "subtopics", sub.id))
-            for question in asked:
-                rows.append(TreeRow(2, question.text, "", "questions", question.id))
-                answer = answers.get(question.id)
-                if answer is not None:
-                    rows.append(_answer_row(answer))
-            if len(rows) >= TREE_ROWS:
-                return tuple(rows[:TREE_ROWS])
-    return tuple(rows)
-
-
-def _answer_row(answer: Example) -> TreeRow:
-    reply = answer.messages[-1].content if answer.messages else ""
-    excluded = answer.meta.excluded
-    detail = f"excluded: {excluded.value}" if excluded is not None else answer.meta.model
-    return TreeRow(3, " ".join(reply.split()), detail, "answers", answer.id)
+def _tree(project: Project) -> PagedTree:
+    return dataset_tree({name: project.data_file(name) for name in TREE_FILES})
 
 
 def kept_pod(run_dir: Path) -> str:
@@ -178,8 +135,8 @@ def data_counts(project: Project) -> tuple[tuple[str, int], ...]:
     return tuple((name, _count(project.data_file(name))) for name in DATA_FILES)
 
 
-def load_snapshot(project: Project) -> Snapshot:
-    """Read the configuration, counts, history, runs and dataset tree of `project`."""
+def glimpse_project(project: Project) -> Snapshot:
+    """Read the configuration, counts and history of `project`: its first screen."""
     problem = ""
     try:
         settings: Settings | None = load_settings(project.root, dict(os.environ))
@@ -195,9 +152,18 @@ def load_snapshot(project: Project) -> Snapshot:
         config=config_lines(settings) if settings else (f"overbrainer.toml: {problem}",),
         counts=data_counts(project),
         history=history,
-        runs=_runs(project),
-        tree=_tree(project),
         training=settings is not None and settings.training is not None,
-        compares=read_compares(project.runs),
         topics=tuple(t.name for t in settings.topics) if settings else (),
     )
+
+
+def load_rest(project: Project, glimpse: Snapshot) -> Snapshot:
+    """`glimpse` with the runs, compares and dataset tree of `project`."""
+    return attrs.evolve(
+        glimpse, runs=_runs(project), tree=_tree(project), compares=read_compares(project.runs)
+    )
+
+
+def load_snapshot(project: Project) -> Snapshot:
+    """Read the configuration, counts, history, runs and dataset tree of `project`."""
+    return load_rest(project, glimpse_project(project))

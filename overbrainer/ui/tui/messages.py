@@ -60,6 +60,15 @@ class Loaded:
 
 
 @attrs.frozen
+class Glimpsed:
+    """A LOAD task read the project's configuration, counts and history; its dataset tree and
+    runs follow in its `Loaded`."""
+
+    task: int
+    snapshot: Snapshot
+
+
+@attrs.frozen
 class Counted:
     """A COUNT task counted the records of each data file, by its name."""
 
@@ -186,6 +195,7 @@ Msg = (
     | TaskReport
     | TaskDone
     | Loaded
+    | Glimpsed
     | Counted
     | Previewed
     | AutoPrepared

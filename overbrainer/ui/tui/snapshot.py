@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 
@@ -96,7 +98,8 @@ class Snapshot:
     counts: tuple[tuple[str, int], ...] = ()
     history: tuple[str, ...] = ()
     runs: tuple[RunRow, ...] = ()
-    tree: tuple[TreeRow, ...] = ()
+    tree: Sequence[TreeRow] = ()
+    """The Dataset view's rows: a big project's are read from disk a page at a time."""
     training: bool = False
     """Whether overbrainer.toml has a [training] section."""
     compares: tuple[CompareRow, ...] = ()

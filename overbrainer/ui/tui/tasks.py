@@ -24,10 +24,11 @@ from overbrainer.project.directory import open_project
 from overbrainer.ui.front import TuiFrontend
 from overbrainer.ui.tui.auto_plan import estimate_run
 from overbrainer.ui.tui.compare_plan import prepare_compare
-from overbrainer.ui.tui.load import data_counts, latest_answer, load_snapshot
+from overbrainer.ui.tui.load import data_counts, glimpse_project, latest_answer, load_rest
 from overbrainer.ui.tui.messages import (
     ComparePrepared,
     Counted,
+    Glimpsed,
     Loaded,
     Msg,
     Previewed,
@@ -145,7 +146,10 @@ async def _read(task: int, spec: TaskSpec, options: CommandOptions, post: Post) 
         elif spec.kind is TaskKind.PREVIEW:
             post(Previewed(task, await trio.to_thread.run_sync(latest_answer, project)))
         else:
-            post(Loaded(task, await trio.to_thread.run_sync(load_snapshot, project)))
+            glimpse = await trio.to_thread.run_sync(glimpse_project, project)
+            post(Glimpsed(task, glimpse))
+            rest = await trio.to_thread.run_sync(load_rest, project, glimpse)
+            post(Loaded(task, rest))
     except OverbrainerError as error:
         post(TaskDone(task, f"cannot read the project: {error.message}"))
     except OSError as error:
