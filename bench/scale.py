@@ -32,6 +32,11 @@ import psutil
 from _scale_build import SIZES, cache_root, ensure_project, parse_size, topic_names
 from _synthetic import question
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# The copy the slow tests make too.
+from tests.scale_support import working_copy
+
 NAMES = {"10k": "10k", "100k": "100k", "1m": "1M", "10m": "10M"}
 MB = 1e6
 
@@ -118,18 +123,6 @@ def environment() -> dict[str, str]:
     """The children's environment: no colour, no stray provider settings."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
     return {**kept, "NO_COLOR": "1"}
-
-
-def copy_project(source: Path, target: Path, appends: tuple[str, ...]) -> None:
-    """A hard-link copy of `source` whose state and appended-to data files are real copies."""
-    subprocess.run(["cp", "-al", str(source), str(target)], check=True)
-    shutil.rmtree(target / ".overbrainer")
-    shutil.copytree(source / ".overbrainer", target / ".overbrainer")
-    for name in appends:
-        path = target / "data" / f"{name}.jsonl"
-        if path.exists():
-            path.unlink()
-            shutil.copyfile(source / "data" / f"{name}.jsonl", path)
 
 
 def fingerprint(root: Path) -> dict[str, tuple[int, int]]:
@@ -250,7 +243,7 @@ def run_size(size: str, keys: list[str], args: argparse.Namespace) -> dict[str, 
             runs = []
             for n in range(args.repeat):
                 copy = work_root / f"{command.key}-{n}"
-                copy_project(source, copy, command.appends)
+                working_copy(source, copy, command.appends)
                 argv = [overbrainer(), "-C", str(copy), *command.args(work_root)]
                 if args.warm:
                     measure(argv, args.limit, args.max_rss)
@@ -260,7 +253,7 @@ def run_size(size: str, keys: list[str], args: argparse.Namespace) -> dict[str, 
             print(f"  {NAMES[size]} {command.key}: {figures[command.key].cell()}", flush=True)
         if TUI in keys:
             copy = work_root / TUI
-            copy_project(source, copy, ())
+            working_copy(source, copy, ())
             figures[TUI] = measure_tui(copy, SIZES[size], args.limit, args.max_rss)
             print(f"  {NAMES[size]} tui: {figures[TUI].cell()}", flush=True)
     finally:
