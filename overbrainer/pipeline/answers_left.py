@@ -20,6 +20,7 @@ from overbrainer.storage import (
     Question,
     answer_ids,
     dropped_ids,
+    fold_answer_keys,
     fold_lines,
     id_key,
     question_heads,
@@ -41,7 +42,11 @@ class Left:
 def answered_keys(project: Project) -> dict[Key, bool]:
     """The ID key of every stored answer, each not yet counted (False). Blocking: reads
     `answers.jsonl`."""
-    return dict.fromkeys((key for key, _, _, _ in answer_ids(project.data_file("answers"))), False)
+    path = project.data_file("answers")
+    answered: dict[Key, bool] = {}
+    if fold_answer_keys(path, lambda keys: answered.update(zip(keys, repeat(False)))):
+        return answered
+    return dict.fromkeys((key for key, _, _, _ in answer_ids(path)), False)
 
 
 def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet[str]) -> Left:
@@ -60,7 +65,9 @@ def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet
     topics = {topic.encode("utf-8") for topic in selected}
     path = project.data_file("questions")
     if not fold_lines(path, lambda lines: walk.block(lines, topics)):
-        walk = attrs.evolve(walk, answered=dict.fromkeys(walk.answered, False))
+        # Anew: the blocks read so far counted some answered keys.
+        answered = dict.fromkeys(walk.answered, False)
+        walk = _Walk(answered, walk.dropped, walk.redo, walk.redo_keys)
         for (key, topic), view, start, end in question_heads(path):
             walk.question(key, topic in selected, view[start:end])
     return Left(list(walk.pending.values()), walk.skipped, set(redo) - walk.seen)

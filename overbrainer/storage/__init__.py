@@ -14,7 +14,7 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
-    from overbrainer.storage.bulk_heads import fold_lines, fold_matches
+    from overbrainer.storage.bulk_heads import fold_answer_keys, fold_lines, fold_matches
     from overbrainer.storage.collector import collector_paused, free_gradually
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import (
@@ -120,6 +120,7 @@ __all__ = [
     "fast_answer_id",
     "fast_place",
     "file_stamp",
+    "fold_answer_keys",
     "fold_lines",
     "fold_matches",
     "format_history",
@@ -184,6 +185,7 @@ __getattr__ = lazy_face(
         "append_history": "history",
         "answer_heads": "heads",
         "answer_ids": "heads",
+        "fold_answer_keys": "bulk_heads",
         "fold_lines": "bulk_heads",
         "fold_matches": "bulk_heads",
         "fast_answer_id": "heads",

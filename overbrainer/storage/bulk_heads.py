@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from overbrainer.storage.errors import DataError
+from overbrainer.storage.heads import Key
 from overbrainer.storage.jsonl import access_error
-from overbrainer.storage.lines import line_blocks
+from overbrainer.storage.lines import line_blocks, read_blocks
 
-__all__ = ["fold_lines", "fold_matches"]
+__all__ = ["fold_answer_keys", "fold_lines", "fold_matches"]
 
 
 class _NotInShape(Exception):
@@ -58,6 +59,65 @@ def fold_lines(path: Path, take: Callable[[list[bytes]], bool]) -> bool:
             if not take(block.split(b"\n")):
                 return False
     except _NotInShape:
+        return False
+    return True
+
+
+def fold_answer_keys(path: Path, take: Callable[[Iterator[Key]], None]) -> bool:
+    """Give `take` the ID keys of an answers file's lines (`answer_ids`' keys), a block's
+    lines at a time, in file order; False as soon as a line is not in the shape. The lines
+    are looked at where they lie in the blocks read: answers are long, a copy is not free."""
+    try:
+        for line, block, start, last in read_blocks(path):
+            if not block:
+                return not line  # an unterminated last line goes to `scan_heads`
+            ids = _answer_ids(line, 0, len(line)) if _is_utf8(line) else None
+            if ids is None:
+                return False
+            if start <= last:
+                if not (block.isascii() or _is_utf8(memoryview(block)[start:last])):
+                    return False
+                more = _answer_ids(block, start, last)
+                if more is None:
+                    return False
+                ids += more
+            take(map(hash, ids))
+    except FileNotFoundError:
+        return True
+    except DataError:
+        raise
+    except OSError as error:
+        raise access_error(path, error) from error
+    return True
+
+
+def _answer_ids(buffer: bytes, start: int, stop: int) -> list[bytes] | None:
+    """The 32-hex IDs of the answer lines `buffer[start:stop]` (newline separated), as
+    `fast_answer_id` takes them; None when one is not in its shape."""
+    find, starts, ends = buffer.find, buffer.startswith, buffer.endswith
+    ids: list[bytes] = []
+    append = ids.append
+    while True:
+        end = find(b"\n", start, stop)
+        if end < 0:
+            end = stop
+        if not (
+            starts(b'{"id":"', start)
+            and starts(b'","topic":"', start + 39)
+            and ends(b"}}", start + 50, end)
+        ):
+            return None
+        append(buffer[start + 7 : start + 39])
+        if end >= stop:
+            break
+        start = end + 1
+    return ids if not b"".join(ids).translate(None, b"0123456789abcdef") else None
+
+
+def _is_utf8(data: bytes | memoryview) -> bool:
+    try:
+        codecs.utf_8_decode(data, "strict", True)
+    except UnicodeDecodeError:
         return False
     return True
 
