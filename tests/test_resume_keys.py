@@ -136,9 +136,11 @@ def test_ids_that_share_a_key_never_redo_paid_work(
     """Every ID given the same key: what is answered is asked again only when a force redoes
     that ID; at worst a question goes unasked in that run."""
     drawn: list[Drawn] = [
-        ("question", IDS[0], "alpha", None, False, 0),
+        # The ID to redo first and an answered one last: deciding redo on the key alone
+        # would carry the redo over to the answered question.
         ("question", IDS[1], "alpha", None, False, 0),
         ("question", IDS[2], "alpha", None, False, 0),
+        ("question", IDS[0], "alpha", None, False, 0),
         ("answer", IDS[0], "alpha", None, False, 1),
         ("answer", IDS[1], "alpha", None, False, 1),
     ]
@@ -147,7 +149,7 @@ def test_ids_that_share_a_key_never_redo_paid_work(
     topics = frozenset({"alpha"})
     exact = {q.id for q in cast("list[Question]", full_reads(project, topics, {IDS[1]})[0])}
     assert exact == {IDS[1], IDS[2]}
-    for module in (heads, answers_left_module, quality_left, questions_left):
+    for module in (heads, bulk_heads, answers_left_module, quality_left, questions_left):
         monkeypatch.setattr(module, "hash", lambda _: 7, raising=False)
     for block in (1 << 22, 7):
         monkeypatch.setattr(lines, "_READ_BLOCK", block)
