@@ -14,7 +14,11 @@ if TYPE_CHECKING:
         submitted,
         write_batch,
     )
-    from overbrainer.storage.collector import collector_paused, free_gradually
+    from overbrainer.storage.collector import (
+        collector_paused,
+        fewer_young_collections,
+        free_gradually,
+    )
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import (
         ForceState,
@@ -113,6 +117,7 @@ __all__ = [
     "dropped_ids",
     "example_head",
     "example_id",
+    "fewer_young_collections",
     "file_stamp",
     "format_history",
     "free_gradually",
@@ -151,6 +156,7 @@ __getattr__ = lazy_face(
     {
         "Appender": "jsonl",
         "collector_paused": "collector",
+        "fewer_young_collections": "collector",
         "free_gradually": "collector",
         "id_key": "heads",
         "key_id": "heads",
