@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from overbrainer.events.stop_signals import ignore_stop_signals, note_stop
 from overbrainer.model.errors import EXIT_INTERRUPTED
+from overbrainer.storage import fewer_young_collections
 
 
 def _exit_interrupted(signum: int, frame: FrameType | None) -> None:
@@ -22,6 +23,7 @@ def main() -> None:
     # Importing click, trio, httpx2 and the command takes a few hundred milliseconds; a
     # KeyboardInterrupt there would print a traceback from deep inside some import.
     signal.signal(signal.SIGINT, _exit_interrupted)
+    fewer_young_collections()  # before the imports, which build most of a command's objects
     from overbrainer.cli.main import load_command
     from overbrainer.cli.main import main as run_command_line
 

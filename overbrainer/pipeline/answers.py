@@ -15,7 +15,6 @@ from overbrainer.llm import (
     Completion,
     LlmError,
     ProtocolClient,
-    batch_api,
     wire_of,
     with_retry,
 )
@@ -175,6 +174,9 @@ async def resolve_intents(ctx: StageContext, run: StageRun, batches: Path) -> No
     intents = [r for r in await read_in_thread(lambda: read_batches(batches)) if r.id is None]
     if not intents:
         return
+    # Imported here: the batch API's modules cost every `answers` start-up ~5 ms otherwise.
+    from overbrainer.llm import batch_api
+
     assert run.role is not None
     provider = ctx.settings.provider_of(run.role.role)
     client = run.role.client

@@ -8,6 +8,7 @@ ID keys (`Key`: a 64-bit hash each) and builds a `Question` only for a question 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from itertools import repeat
 from operator import itemgetter
@@ -39,14 +40,33 @@ class Left:
     gone: set[str]
 
 
-def answered_keys(project: Project) -> dict[Key, bool]:
-    """The ID key of every stored answer, each not yet counted (False). Blocking: reads
-    `answers.jsonl`."""
-    path = project.data_file("answers")
+def answered_keys(project: Project) -> set[Key]:
+    """The ID key of every stored answer. Blocking: reads `answers.jsonl`."""
+    keys: set[Key] = set()
+    _each_answer_key(project, keys.update, keys.clear)
+    return keys
+
+
+def _answered(project: Project) -> dict[Key, bool]:
+    """`answered_keys`, each not yet counted (False). Blocking: reads `answers.jsonl`."""
     answered: dict[Key, bool] = {}
-    if fold_answer_keys(path, lambda keys: answered.update(zip(keys, repeat(False)))):
-        return answered
-    return dict.fromkeys((key for key, _, _, _ in answer_ids(path)), False)
+
+    def take(keys: Iterator[Key]) -> None:
+        answered.update(zip(keys, repeat(False)))
+
+    _each_answer_key(project, take, answered.clear)
+    return answered
+
+
+def _each_answer_key(
+    project: Project, take: Callable[[Iterator[Key]], None], restart: Callable[[], None]
+) -> None:
+    """Give `take` the stored answers' ID keys: a block at a time for a file in our writer's
+    shape, else (after `restart`) line by line."""
+    path = project.data_file("answers")
+    if not fold_answer_keys(path, take):
+        restart()
+        take(key for key, _, _, _ in answer_ids(path))
 
 
 def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet[str]) -> Left:
@@ -57,7 +77,7 @@ def answers_left(project: Project, selected: AbstractSet[str], redo: AbstractSet
     `redo` (an answers force is still to replace that record). Blocking: reads both files.
     """
     walk = _Walk(
-        answered_keys(project),
+        _answered(project),
         {id_key(found) for found in dropped_ids(project.force_state("questions"))},
         redo,
         {id_key(found) for found in redo},

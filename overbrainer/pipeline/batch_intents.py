@@ -13,11 +13,14 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from overbrainer.llm import BatchApi, StatusError
+from overbrainer.llm import StatusError
 from overbrainer.pipeline.blocking import write_in_thread
 from overbrainer.storage import BatchRecord, remove_batch, submitted
+
+if TYPE_CHECKING:
+    from overbrainer.llm import BatchApi
 
 log = logging.getLogger(__name__)
 

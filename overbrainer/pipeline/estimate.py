@@ -20,28 +20,38 @@ cost).
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 import attrs
 
 from overbrainer.config.settings import Role, Settings, Topic
 from overbrainer.events.types import Stage
 from overbrainer.model.usage import Price, Usage
+from overbrainer.pipeline.answers_left import answered_keys
 from overbrainer.pipeline.context import sample_variables
 from overbrainer.pipeline.quality import TEMPLATE as QUALITY_TEMPLATE
-from overbrainer.pipeline.quality import unscored
+from overbrainer.pipeline.quality import question_and_answer
+from overbrainer.pipeline.quality_left import latest_work, left_to_score
+from overbrainer.pipeline.quality_scores import prompt_sha
 from overbrainer.pipeline.replacing import answers_to_redo, replaced_ids
+from overbrainer.pipeline.rescoring import pending_rescores
 from overbrainer.pipeline.spend import LIST_FORMAT_TOKENS, MESSAGE_TOKENS
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template, template_source
 from overbrainer.storage import (
+    Example,
+    Key,
     Question,
     Subtopic,
-    example_id,
+    dropped_ids,
+    id_key,
+    question_heads,
+    question_places,
     read_current,
     read_history,
-    read_records,
 )
 
 OUTPUT_FLOOR = {
@@ -105,47 +115,109 @@ class _Remaining:
     planned: int = 0
 
 
-def _stored(project: Project) -> tuple[list[Subtopic], list[Question], set[str]]:
-    """Subtopics and questions as readers see them, and the answered question IDs. Blocking."""
+@attrs.frozen
+class _Stored:
+    """What the estimate needs of the stored records: the subtopics (a few per topic), the
+    questions of each subtopic ID key, and of each topic the unanswered questions and the
+    UTF-8 bytes of their text. No question or answer record is held."""
+
+    subtopics: list[Subtopic]
+    per_subtopic: collections.Counter[Key]
+    unanswered: dict[str, tuple[int, int]]
+
+
+def _stored(project: Project) -> _Stored:
+    """The subtopics and questions as readers see them, less what an unfinished `--force`
+    still replaces (it counts as not done: the next run redoes it), counted against the
+    answered question IDs. Blocking: reads the subtopics whole, and of the questions and
+    answers only their IDs, topics and subtopic IDs (the text of an unanswered question)."""
     subtopics = read_current(
         project.data_file("subtopics"),
         project.force_state("subtopics"),
         Subtopic.from_json,
         lambda subtopic: subtopic.id,
     )
+    old_subtopics = replaced_ids(project, "subtopics")
+    subtopics = [subtopic for subtopic in subtopics if subtopic.id not in old_subtopics]
+    gone = dropped_ids(project.force_state("questions")) | replaced_ids(project, "questions")
+    gone_keys = {id_key(found) for found in gone}
+    answered = answered_keys(project)
+    if project.force_state("answers").exists():
+        topics = _question_topics(project, gone_keys)
+        answered -= {id_key(found) for found in answers_to_redo(project, topics)}
+    counted = _count_questions(project, gone_keys, answered)
+    if counted is None:
+        counted = _count_questions_whole(project, gone, answered)
+    return _Stored(subtopics, *counted)
+
+
+def _question_topics(project: Project, gone: set[Key]) -> frozenset[str]:
+    """The topics of the stored questions whose ID is not in `gone`. Blocking."""
+    path = project.data_file("questions")
+    return frozenset(topic for (key, topic), _, _, _ in question_heads(path) if key not in gone)
+
+
+_Counts: TypeAlias = tuple[collections.Counter[Key], dict[str, tuple[int, int]]]
+
+
+def _count_questions(project: Project, gone: set[Key], answered: set[Key]) -> _Counts | None:
+    """The questions of each subtopic ID key, and of each topic the questions not in
+    `answered` with their text's bytes; None when an ID is stored twice (only a force or a
+    hand edit leaves that: the whole read places such records). Changes `answered` (and
+    restores it when it gives None)."""
+    per_subtopic: collections.Counter[Key] = collections.Counter()
+    unanswered: dict[str, tuple[int, int]] = {}
+    # Every question ID seen once is in one of these: answered ones are moved out of
+    # `answered`, so the IDs are held once.
+    counted: set[Key] = set()
+    others: set[Key] = set()
+    path = project.data_file("questions")
+    for (key, topic, subtopic), view, start, end in question_places(path):
+        if key in gone:
+            continue
+        if key in answered:
+            answered.remove(key)
+            counted.add(key)
+        elif key in counted or key in others:
+            answered |= counted
+            return None
+        else:
+            others.add(key)
+            text = Question.from_json(bytes(view[start:end])).text
+            items, size = unanswered.get(topic, (0, 0))
+            unanswered[topic] = (items + 1, size + len(text.encode()))
+        per_subtopic[subtopic] += 1
+    return per_subtopic, unanswered
+
+
+def _count_questions_whole(project: Project, gone: set[str], answered: set[Key]) -> _Counts:
+    """`_count_questions` of the questions as `read_current` places them."""
     questions = read_current(
         project.data_file("questions"),
         project.force_state("questions"),
         Question.from_json,
         lambda question: question.id,
     )
-    # What an unfinished `--force` still replaces counts as not done: the next run redoes it.
-    old_subtopics = replaced_ids(project, "subtopics")
-    old_questions = replaced_ids(project, "questions")
-    subtopics = [subtopic for subtopic in subtopics if subtopic.id not in old_subtopics]
-    questions = [question for question in questions if question.id not in old_questions]
-    stored = read_records(project.data_file("answers"), example_id)
-    topics = frozenset(question.topic for question in questions)
-    answered = set(stored) - answers_to_redo(project, stored, topics)
-    return subtopics, questions, answered
+    per_subtopic: collections.Counter[Key] = collections.Counter()
+    unanswered: dict[str, tuple[int, int]] = {}
+    for question in questions:
+        if question.id in gone:
+            continue
+        per_subtopic[id_key(question.subtopic_id)] += 1
+        if id_key(question.id) not in answered:
+            items, size = unanswered.get(question.topic, (0, 0))
+            unanswered[question.topic] = (items + 1, size + len(question.text.encode()))
+    return per_subtopic, unanswered
 
 
 def _remaining(
-    topics: Sequence[Topic],
-    batch: int,
-    stored: tuple[list[Subtopic], list[Question], set[str]],
-    making: frozenset[Stage],
+    topics: Sequence[Topic], batch: int, stored: _Stored, making: frozenset[Stage]
 ) -> dict[Stage, _Remaining]:
     """Each stage's items; those resting on records still to be made count only when the stage
     making them is in `making` (the stages estimated)."""
-    subtopics, questions, answered = stored
     by_topic: dict[str, list[Subtopic]] = {}
-    for subtopic in subtopics:
+    for subtopic in stored.subtopics:
         by_topic.setdefault(subtopic.topic, []).append(subtopic)
-    per_subtopic: dict[str, int] = {}
-    for question in questions:
-        per_subtopic[question.subtopic_id] = per_subtopic.get(question.subtopic_id, 0) + 1
-    names = {topic.name for topic in topics}
     new_subtopics = Stage.SUBTOPICS in making
     new_questions = Stage.QUESTIONS in making
     sub_items = sub_bytes = q_items = q_requests = q_bytes = q_planned = 0
@@ -157,7 +229,8 @@ def _remaining(
             sub_items += 1
             sub_bytes += len(topic.name.encode()) + description
         for subtopic in have[: topic.subtopics]:
-            missing = max(topic.questions_per_subtopic - per_subtopic.get(subtopic.id, 0), 0)
+            count = stored.per_subtopic[id_key(subtopic.id)]
+            missing = max(topic.questions_per_subtopic - count, 0)
             if missing:
                 q_items += 1
                 requests = math.ceil(missing / batch)
@@ -176,10 +249,10 @@ def _remaining(
         if new_questions:
             a_items += predicted * topic.questions_per_subtopic
             a_planned += predicted * topic.questions_per_subtopic
-    for question in questions:
-        if question.topic in names and question.id not in answered:
-            a_items += 1
-            a_bytes += len(question.text.encode())
+    for name in {topic.name for topic in topics}:
+        items, size = stored.unanswered.get(name, (0, 0))
+        a_items += items
+        a_bytes += size
     return {
         Stage.SUBTOPICS: _Remaining(sub_items, sub_items, sub_bytes),
         Stage.QUESTIONS: _Remaining(q_items, q_requests, q_bytes, q_planned),
@@ -191,15 +264,25 @@ def _quality_remaining(
     project: Project, settings: Settings, topics: Sequence[Topic], answers_to_come: int
 ) -> _Remaining:
     """Usable answers of `topics` the judge has not scored (by this prompt), plus those still
-    to come; the bytes of the stored ones' question and answer. Blocking: reads the answers."""
+    to come; the bytes of the stored ones' question and answer. Blocking: reads the answers,
+    keeping of each one to score only that size."""
     judge = settings.quality.judge
     assert judge is not None
     source = template_source(project.prompts, QUALITY_TEMPLATE)
-    pending, _ = unscored(project, frozenset(t.name for t in topics), judge.model, source)
-    stored = sum(item.text_bytes for item in pending)
+    names = frozenset(t.name for t in topics)
+    # `unscored`, keeping a size instead of each record.
+    redo = pending_rescores(project, names)
+    latest = latest_work(project.data_file("quality"), judge.model, prompt_sha(source))
+    pending, _ = left_to_score(project.data_file("answers"), latest, names, redo, _judged_bytes)
+    stored = sum(size for size, _ in pending)
     coming = answers_to_come * OUTPUT_FLOOR[Stage.ANSWERS] * BYTES_PER_TOKEN
     items = len(pending) + answers_to_come
     return _Remaining(items, items, stored + coming, answers_to_come)
+
+
+def _judged_bytes(line: bytes) -> int:
+    """The UTF-8 size of the question and answer the judge is shown (`Stored.text_bytes`)."""
+    return sum(len(text.encode()) for text in question_and_answer(Example.from_json(line)))
 
 
 def _history_averages(project: Project) -> dict[Stage, tuple[float, float, int]]:

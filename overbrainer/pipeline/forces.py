@@ -8,7 +8,7 @@ from overbrainer.events.types import Stage
 from overbrainer.pipeline.replacing import answers_to_redo
 from overbrainer.pipeline.rescoring import pending_rescores
 from overbrainer.project.directory import Project
-from overbrainer.storage import example_id, load_force_state, read_records
+from overbrainer.storage import load_force_state
 
 
 def _redo(project: Project, stage: Stage, topics: frozenset[str]) -> int:
@@ -16,8 +16,7 @@ def _redo(project: Project, stage: Stage, topics: frozenset[str]) -> int:
     if stage is Stage.QUALITY:
         return len(pending_rescores(project, topics))
     if stage is Stage.ANSWERS:
-        stored = read_records(project.data_file("answers"), example_id)
-        return len(answers_to_redo(project, stored, topics))
+        return len(answers_to_redo(project, topics))
     state = load_force_state(project.force_state(stage.value))
     return 0 if state is None else len(state.pending_keys(topics))
 

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
 import xxhash
 
 from overbrainer.pipeline.quality_scores import QualityScore
 from overbrainer.storage import Example, Key, answer_heads, fold_lines, id_key, scan_heads
 
-__all__ = ["NOT_THIS_WORK", "latest_work", "scored_left"]
+__all__ = ["NOT_THIS_WORK", "latest_work", "left_to_score", "scored_left"]
+
+T = TypeVar("T")
 
 NOT_THIS_WORK = -1
 """The latest score of an answer is by another judge model or prompt."""
@@ -96,8 +100,20 @@ def scored_left(
     line (or that are in `redo`), each with its line's hash, in file order; and how many
     others there are. `scores` is `latest_work`'s, and is changed. Blocking: reads `answers`.
     """
+    return left_to_score(answers, scores, topics, redo, Example.from_json)
+
+
+def left_to_score(
+    answers: Path,
+    scores: dict[Key, int],
+    topics: AbstractSet[str],
+    redo: AbstractSet[str],
+    take: Callable[[bytes], T],
+) -> tuple[list[tuple[T, str]], int]:
+    """`scored_left` with `take` of each line to score instead of its record (what a caller
+    that needs less than the whole record keeps of it)."""
     redo_keys = {id_key(found) for found in redo}
-    pending: dict[Key, tuple[Example, str]] = {}
+    pending: dict[Key, tuple[T, str]] = {}
     skipped = 0
     for (key, topic, usable), view, start, end in answer_heads(answers):
         known = scores.get(key, NOT_THIS_WORK)
@@ -114,7 +130,7 @@ def scored_left(
             skipped += 1
             scores[key] = _uncounted(sha)
         else:
-            pending[key] = (Example.from_json(bytes(line)), f"{sha:016x}")
+            pending[key] = (take(bytes(line)), f"{sha:016x}")
     return list(pending.values()), skipped
 
 

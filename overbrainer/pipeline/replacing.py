@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import trio
@@ -26,8 +26,10 @@ from overbrainer.storage import (
     Question,
     RecordKind,
     Subtopic,
+    answer_ids,
     begin,
     example_head,
+    id_key,
     load_force_state,
     save_force_state,
     settle,
@@ -80,15 +82,19 @@ def replaced_ids(project: Project, name: str) -> set[str]:
     return set() if state is None else state.old_ids(set(state.pending))
 
 
-def answers_to_redo(project: Project, stored: Sequence[str], topics: frozenset[str]) -> set[str]:
+def answers_to_redo(project: Project, topics: frozenset[str]) -> set[str]:
     """The question IDs of `topics` an unfinished `answers --force` still has to answer again:
-    pending ones whose new answer is not stored yet (`stored`: every ID of `answers.jsonl`,
-    in file order; a killed run may not have settled those it did). Blocking."""
+    pending ones whose new answer is not stored yet (a killed run may not have settled those
+    it did: an ID stored twice has its new answer). Blocking: reads the state, and then the
+    IDs of `answers.jsonl`, counting only the pending ones."""
     state = load_force_state(project.force_state("answers"))
     if state is None:
         return set()
-    counts = collections.Counter(stored)
-    return {key for key in state.pending_keys(topics) if counts[key] < 2}
+    pending = {id_key(key): key for key in state.pending_keys(topics)}
+    counts = collections.Counter(
+        key for key, _, _, _ in answer_ids(project.data_file("answers")) if key in pending
+    )
+    return {found for key, found in pending.items() if counts[key] < 2}
 
 
 class Replacement:

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
         write_batch,
     )
     from overbrainer.storage.bulk_heads import fold_answer_keys, fold_lines, fold_matches
-    from overbrainer.storage.collector import collector_paused, free_gradually
+    from overbrainer.storage.collector import (
+        collector_paused,
+        fewer_young_collections,
+        free_gradually,
+    )
     from overbrainer.storage.errors import DataError, DiskFull, InvalidRecord, space_for
     from overbrainer.storage.force_state import (
         ForceState,
@@ -119,6 +123,7 @@ __all__ = [
     "example_id",
     "fast_answer_id",
     "fast_place",
+    "fewer_young_collections",
     "file_stamp",
     "fold_answer_keys",
     "fold_lines",
@@ -159,6 +164,7 @@ __getattr__ = lazy_face(
     {
         "Appender": "jsonl",
         "collector_paused": "collector",
+        "fewer_young_collections": "collector",
         "free_gradually": "collector",
         "id_key": "heads",
         "BatchRecord": "batches",
