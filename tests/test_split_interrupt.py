@@ -59,6 +59,20 @@ async def test_a_signal_during_the_clustering_stops_split_promptly(
     assert data_files(root) == before
 
 
+async def test_kill_9_during_the_clustering_leaves_the_files_as_they_were(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    write_answered(root, ANSWERS, text_of=drawn_question)
+    (root / "data" / "train.jsonl").write_text("an earlier split's train\n")
+    before = data_files(root)
+    async with trio.open_nursery() as nursery:
+        process = await start(nursery, root, "split", url="http://127.0.0.1:9")
+        await wait_until(lambda: GROUPING in (root / "stderr.txt").read_text())
+        process.kill()
+        with trio.fail_after(PROMPT):
+            assert await process.wait() == -signal.SIGKILL
+    assert data_files(root) == before
+
+
 async def test_a_cancelled_read_stops_its_thread_too(tmp_path: Path) -> None:
     """`read_in_thread` leaves its thread on cancel; the thread stops itself at its next
     look (`CHECK_EVERY` lines) instead of reading the whole file."""
