@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 
 import pytest
@@ -128,7 +129,7 @@ def _unsigned_hash(first: str, second: str) -> int:
     return hash((first, second)) & ((1 << 64) - 1)
 
 
-def test_a_probe_visits_at_most_cap_indexed_texts() -> None:
+def test_a_probe_visits_at_most_cap_indexed_texts(caplog: pytest.LogCaptureFixture) -> None:
     """Texts that share one bigram but are not alike: past the cap a probe stops, so a
     near-duplicate reachable only behind `cap` others is missed, and found without the cap."""
     # One counter: every count ties, so each prefix is ordered by hash; the shared bigram
@@ -145,11 +146,18 @@ def test_a_probe_visits_at_most_cap_indexed_texts() -> None:
     texts.append(texts[-1])  # a copy of the last, met behind the 29 others
     signatures = Signatures()
     slots = [signatures.add(text) for text in texts]
+    caplog.set_level(logging.INFO)
     unbounded = list(cluster(signatures, slots, 0.8, cells=1, cap=10_000))
     assert unbounded == _brute_labels(texts, 0.8)
     assert unbounded[-1] == 29
+    assert not caplog.messages
     capped = list(cluster(signatures, slots, 0.8, cells=1, cap=5))
     assert capped == list(range(31))
+    # Each text from the 6th on meets 5 earlier ones first.
+    assert caplog.messages == [
+        "split: 26 of 31 question(s) met 5 others sharing their rarest word pairs and were"
+        " compared with those only (a near-duplicate further on is not looked for)"
+    ]
 
 
 def test_cluster_calls_check_and_stops_when_it_raises() -> None:

@@ -26,12 +26,15 @@ the bound is rarely reached (bench/README.md counts it at 1M and 10M).
 from __future__ import annotations
 
 import itertools
+import logging
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from overbrainer.pipeline.dedup import words
 from overbrainer.pipeline.lexical_index import MAX_CANDIDATES, prefix_length
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -144,6 +147,7 @@ def cluster(
         if a != b:
             parent[max(a, b)] = min(a, b)
 
+    capped = 0
     empty = -1  # jaccard(∅, ∅) is 1: every text without a word is one cluster
     # Most shared bigrams start one text's prefix only: their entry is that text's position,
     # and a dict of groups (cluster when indexed → positions) only from the second one on.
@@ -195,6 +199,7 @@ def cluster(
                 if visits <= 0:
                     break
             if visits <= 0:
+                capped += 1
                 break
         cluster_root = root(position)
         for token in prefix:
@@ -205,6 +210,14 @@ def cluster(
             if not isinstance(held, dict):
                 held = index[token] = {held: [held]}
             held.setdefault(cluster_root, []).append(position)
+    if capped:
+        log.info(
+            "split: %d of %d question(s) met %d others sharing their rarest word pairs and were"
+            " compared with those only (a near-duplicate further on is not looked for)",
+            capped,
+            len(slots),
+            cap,
+        )
     return array("q", map(root, range(len(slots))))
 
 
