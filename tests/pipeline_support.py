@@ -6,7 +6,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -107,10 +107,15 @@ def write_questions(
     return questions
 
 
-def write_answered(root: Path, count: int, topics: Sequence[str] = ("ownership",)) -> None:
+def write_answered(
+    root: Path,
+    count: int,
+    topics: Sequence[str] = ("ownership",),
+    text_of: Callable[[int], str] | None = None,
+) -> None:
     """`count` questions spread over `topics` (ten subtopics each), every one answered, written
     straight to subtopics, questions and answers (one excluded answer in fifty); no two are
-    near-duplicates."""
+    near-duplicates unless `text_of` (question `i`'s text) makes them so."""
     meta = Meta("parent-model", 41, 812, FinishReason.STOP, ReasoningKind.RAW)
     truncated = attrs.evolve(meta, finish_reason=FinishReason.LENGTH, excluded=Exclusion.TRUNCATED)
     subtopics = [
@@ -131,6 +136,8 @@ def write_answered(root: Path, count: int, topics: Sequence[str] = ("ownership",
             text = (
                 f"What happens to a borrowed value when its owner moves, in case {i}"
                 f" ({i * 7919 % 10007} {i * 104729 % 65537})?"
+                if text_of is None
+                else text_of(i)
             )
             question = Question(question_id(sub.id, text), sub.topic, sub.id, sub.name, text)
             messages = (

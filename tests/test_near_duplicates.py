@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+import logging
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overbrainer.pipeline.dedup import _CHAR_LOWER, jaccard, shingles, words
 from overbrainer.pipeline.near_duplicates import (
+    CHECK_EVERY,
     Signatures,
     cluster,
     cluster_labels,
@@ -103,8 +107,8 @@ def test_cluster_takes_only_the_slots_given() -> None:
     for text in ("a b c d e", "x y z", "a b c d e f", "a b c d e"):
         signatures.add(text)
     # 0 and 3 are one text, 2 is near both (4 of 5 bigrams, 0.8): 1 stays out.
-    assert cluster(signatures, [3, 1, 0, 2], 0.8) == [0, 1, 0, 0]
-    assert cluster(signatures, [1, 2], 0.8) == [0, 1]
+    assert list(cluster(signatures, [3, 1, 0, 2], 0.8)) == [0, 1, 0, 0]
+    assert list(cluster(signatures, [1, 2], 0.8)) == [0, 1]
 
 
 @settings(max_examples=100, deadline=None)
@@ -117,7 +121,59 @@ def test_colliding_counters_still_find_every_pair(texts: list[str], t: float) ->
     signatures = Signatures()
     slots = [signatures.add(text) for text in texts]
     for cells in (1, 2):
-        assert cluster(signatures, slots, t, cells) == _brute_labels(texts, t)
+        assert list(cluster(signatures, slots, t, cells)) == _brute_labels(texts, t)
+
+
+def _unsigned_hash(first: str, second: str) -> int:
+    """The key a bigram ranks by when every count ties: its hash, unsigned."""
+    return hash((first, second)) & ((1 << 64) - 1)
+
+
+def test_a_probe_visits_at_most_cap_indexed_texts(caplog: pytest.LogCaptureFixture) -> None:
+    """Texts that share one bigram but are not alike: past the cap a probe stops, so a
+    near-duplicate reachable only behind `cap` others is missed, and found without the cap."""
+    # One counter: every count ties, so each prefix is ordered by hash; the shared bigram
+    # is chosen with a hash under every other bigram's, so it opens every prefix.
+    shared = min(((f"s{n}", f"t{n}") for n in range(1_000)), key=lambda p: _unsigned_hash(*p))
+    floor = _unsigned_hash(*shared)
+    texts: list[str] = []
+    for n in range(10_000):
+        words = [*shared, *(f"w{n}x{k}" for k in range(6))]
+        if all(_unsigned_hash(a, b) > floor for a, b in itertools.pairwise(words[1:])):
+            texts.append(" ".join(words))
+        if len(texts) == 30:
+            break
+    texts.append(texts[-1])  # a copy of the last, met behind the 29 others
+    signatures = Signatures()
+    slots = [signatures.add(text) for text in texts]
+    caplog.set_level(logging.INFO)
+    unbounded = list(cluster(signatures, slots, 0.8, cells=1, cap=10_000))
+    assert unbounded == _brute_labels(texts, 0.8)
+    assert unbounded[-1] == 29
+    assert not caplog.messages
+    capped = list(cluster(signatures, slots, 0.8, cells=1, cap=5))
+    assert capped == list(range(31))
+    # Each text from the 6th on meets 5 earlier ones first.
+    assert caplog.messages == [
+        "split: 26 of 31 question(s) met 5 others sharing their rarest word pairs and were"
+        " compared with those only (a near-duplicate further on is not looked for)"
+    ]
+
+
+def test_cluster_calls_check_and_stops_when_it_raises() -> None:
+    signatures = Signatures()
+    slots = [signatures.add(f"{n} x {n} y") for n in range(3 * CHECK_EVERY)]
+    calls: list[int] = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # what trio.Cancelled is to a worker thread: not an Exception
+
+    with pytest.raises(KeyboardInterrupt):
+        cluster(signatures, slots, 0.8, check=check)
+    assert len(calls) == 3
+    assert len(list(cluster(signatures, slots, 0.8, check=lambda: None))) == len(slots)
 
 
 def test_keep_together_moves_eval_members_of_a_train_cluster_to_train() -> None:

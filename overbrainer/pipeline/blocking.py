@@ -27,14 +27,22 @@ CLOSE_BOUND = 10.0
 
 async def read_in_thread(read: Callable[[], T]) -> T:
     """`read()` in a worker thread; on cancel the thread is left to finish and its result
-    dropped, which is safe because it changes nothing on disk."""
+    dropped, which is safe because it changes nothing on disk. A long `read` calls
+    `stop_if_cancelled` as it goes, so that a left thread stops too, not only its wait."""
     return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
 
 
 async def write_in_thread(write: Callable[[], T]) -> T:
     """`write()` in a worker thread, always waited for: a rewrite left running would race
-    with whatever the stage does next to the same file."""
+    with whatever the stage does next to the same file. A long `write` calls
+    `stop_if_cancelled` as it goes (before it replaces anything), so Ctrl-C ends it."""
     return await trio.to_thread.run_sync(write)
+
+
+def stop_if_cancelled() -> None:
+    """In the thread of `read_in_thread` or `write_in_thread`: raise `trio.Cancelled` once the
+    stage waiting for it is cancelled, so the thread stops rather than runs on for minutes."""
+    trio.from_thread.check_cancelled()
 
 
 @contextlib.asynccontextmanager

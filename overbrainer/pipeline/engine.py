@@ -195,22 +195,23 @@ async def _relay_interrupt(run: StageRun) -> None:
 async def _watch_halt(run: StageRun, scope: trio.CancelScope) -> None:
     """Once halted, a grace for the requests in flight; the end of it, or Ctrl-C: cancel.
 
-    Halted by Ctrl-C, the next Ctrl-C cancels; stopped by an error, the first one does.
+    Halted by Ctrl-C, the next Ctrl-C cancels; stopped by an error, the first one does. With
+    no request in flight there is nothing to save: the stage (a split, a scan of the files)
+    is cancelled at once.
     """
     await run.wait_closed()
     interrupt = run.ctx.interrupt
     drain = run.ctx.settings.pipeline.drain_secs
-    if interrupt.count < 2:
-        if run.in_flight:
-            again = "again " if interrupt.caught else ""
-            log.warning(
-                "%s: stopping: waiting up to %gs for the %d request(s) in flight "
-                "(Ctrl-C %sto stop at once)",
-                run.stage,
-                drain,
-                run.in_flight,
-                again,
-            )
+    if interrupt.count < 2 and run.in_flight:
+        again = "again " if interrupt.caught else ""
+        log.warning(
+            "%s: stopping: waiting up to %gs for the %d request(s) in flight "
+            "(Ctrl-C %sto stop at once)",
+            run.stage,
+            drain,
+            run.in_flight,
+            again,
+        )
         with trio.move_on_after(drain):
             await interrupt.wait()
     if run.in_flight:

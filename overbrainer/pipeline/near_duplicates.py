@@ -13,22 +13,38 @@ distinct bigrams there are, and a bigram counted once is in no other question: i
 indexed nor probed. A bigram's postings are grouped by the cluster their texts were in when
 indexed: clusters only grow, so a group already in the probing text's cluster is skipped whole
 (templated questions that all join one cluster then cost one step each, not one per text).
+
+Two bounds keep the work linear in the texts however large the set grows. The counters are
+16 bits wide (a count saturates at 65,535, so only bigrams that common tie in the order), and
+their table has about two cells per bigram occurrence, up to `COUNTER_CELLS`. A probe visits
+at most `MAX_CANDIDATES` indexed texts, those behind its rarest bigrams first (where a
+near-duplicate is most likely: it shares most of them); past that it stops, and a
+near-duplicate only reachable further on is missed. On questions shaped like generated ones
+the bound is rarely reached (bench/README.md counts it at 1M and 10M).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from overbrainer.pipeline.dedup import words
-from overbrainer.pipeline.lexical_index import prefix_length
+from overbrainer.pipeline.lexical_index import MAX_CANDIDATES, prefix_length
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-COUNTER_CELLS = 1 << 26
-"""The most byte counters the bigram counts take (64 MiB), for ~16 M bigram occurrences up."""
+COUNTER_CELLS = 1 << 28
+"""The most 16-bit counters the bigram counts take (512 MiB), for ~130 M bigram occurrences."""
+
+CHECK_EVERY = 256
+"""Texts clustered between two calls of the caller's cancellation check."""
+
+_SATURATED = (1 << 16) - 1
 
 _UNSIGNED = (1 << 64) - 1
 
@@ -68,7 +84,11 @@ class Signatures:
         return self._hashes[start : self._ends[slot]]
 
 
-def _counts(signatures: Signatures, most: int) -> tuple[bytearray, int]:
+def _nothing() -> None:
+    """A cancellation check that never cancels."""
+
+
+def _counts(signatures: Signatures, most: int, check: Callable[[], None]) -> tuple[array[int], int]:
     """Saturating counts of every bigram in `signatures`, by hash cell; the cell mask.
 
     Counting texts that are not clustered too only raises counts: the order stays one global
@@ -76,15 +96,17 @@ def _counts(signatures: Signatures, most: int) -> tuple[bytearray, int]:
     """
     hashes = signatures.hashes
     cells = 1
-    while cells < 4 * len(hashes) and cells < most:
+    while cells < 2 * len(hashes) and cells < most:
         cells *= 2
     mask = cells - 1
-    counts = bytearray(cells)
-    for bigram in hashes:
-        cell = bigram & mask
-        count = counts[cell]
-        if count < 255:
-            counts[cell] = count + 1
+    counts = array("H", bytes(2 * cells))
+    for start in range(0, len(hashes), CHECK_EVERY * 16):
+        check()
+        for bigram in hashes[start : start + CHECK_EVERY * 16]:
+            cell = bigram & mask
+            count = counts[cell]
+            if count < _SATURATED:
+                counts[cell] = count + 1
     return counts, mask
 
 
@@ -100,12 +122,19 @@ def _similar(own: set[int], size: int, other: array[int], threshold: float) -> b
 
 
 def cluster(
-    signatures: Signatures, slots: Sequence[int], threshold: float, cells: int = COUNTER_CELLS
-) -> list[int]:
+    signatures: Signatures,
+    slots: Sequence[int],
+    threshold: float,
+    cells: int = COUNTER_CELLS,
+    check: Callable[[], None] = _nothing,
+    cap: int = MAX_CANDIDATES,
+) -> array[int]:
     """For each of `slots` (texts in `signatures`), the position in `slots` of the first text
-    of its near-duplicate cluster; `cells` (a power of 2) bounds the bigram counters."""
-    counts, mask = _counts(signatures, cells)
-    parent = list(range(len(slots)))
+    of its near-duplicate cluster; `cells` (a power of 2) bounds the bigram counters, `cap`
+    the indexed texts one probe visits, and `check` is called every `CHECK_EVERY` texts (it
+    raises to stop the work: a cancellation)."""
+    counts, mask = _counts(signatures, cells, check)
+    parent = array("q", range(len(slots)))
 
     def root(index: int) -> int:
         while parent[index] != index:
@@ -118,11 +147,14 @@ def cluster(
         if a != b:
             parent[max(a, b)] = min(a, b)
 
+    capped = 0
     empty = -1  # jaccard(∅, ∅) is 1: every text without a word is one cluster
     # Most shared bigrams start one text's prefix only: their entry is that text's position,
     # and a dict of groups (cluster when indexed → positions) only from the second one on.
     index: dict[int, int | dict[int, list[int]]] = {}
     for position, slot in enumerate(slots):
+        if not position % CHECK_EVERY:
+            check()
         bigrams = signatures.bigrams(slot)
         if not bigrams:
             if empty < 0:
@@ -145,20 +177,30 @@ def cluster(
         own: set[int] | None = None
         size = len(bigrams)
         seen: set[int] = set()
+        visits = cap
         for token in prefix:
             held = index.get(token)
             if held is None:
                 continue
             groups = held.items() if isinstance(held, dict) else ((held, [held]),)
             for group, members in groups:
+                if root(group) == root(position):
+                    continue
                 for other in members:
-                    if root(group) == root(position):
-                        break
+                    visits -= 1
                     if other not in seen:
                         seen.add(other)
                         own = set(bigrams) if own is None else own
                         if _similar(own, size, signatures.bigrams(slots[other]), threshold):
                             join(other, position)
+                            break  # the rest of this group is in the same cluster now
+                    if visits <= 0:
+                        break
+                if visits <= 0:
+                    break
+            if visits <= 0:
+                capped += 1
+                break
         cluster_root = root(position)
         for token in prefix:
             held = index.get(token)
@@ -168,14 +210,22 @@ def cluster(
             if not isinstance(held, dict):
                 held = index[token] = {held: [held]}
             held.setdefault(cluster_root, []).append(position)
-    return [root(position) for position in range(len(slots))]
+    if capped:
+        log.info(
+            "split: %d of %d question(s) met %d others sharing their rarest word pairs and were"
+            " compared with those only (a near-duplicate further on is not looked for)",
+            capped,
+            len(slots),
+            cap,
+        )
+    return array("q", map(root, range(len(slots))))
 
 
 def cluster_labels(texts: Iterable[str], threshold: float) -> list[int]:
     """For each text, the index of the first text of its near-duplicate cluster."""
     signatures = Signatures()
     slots = [signatures.add(text) for text in texts]
-    return cluster(signatures, slots, threshold)
+    return list(cluster(signatures, slots, threshold))
 
 
 def keep_together(

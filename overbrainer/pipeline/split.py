@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar, cast
 
 import attrs
@@ -360,10 +360,12 @@ def plan_rows(
     signatures: Signatures | None = None,
     dedup_threshold: float = 0.8,
     contamination: Mapping[int, Contamination] | None = None,
+    check: Callable[[], None] = lambda: None,
 ) -> SplitPlan[int]:
     """`plan_split` over `rows`, answering with row numbers: `contamination` is what the
     benchmarks match of each row's question, and with `signatures` (the questions' bigrams,
-    by `rows.question`) near-duplicates never straddle train and eval."""
+    by `rows.question`) near-duplicates never straddle train and eval. `check` is called
+    between the steps and as the clustering goes (it raises to stop: a cancellation)."""
     usable: list[int] = []
     excluded: Counter[Exclusion] = Counter()
     orphaned = orphaned_usable = counted_total = quality = 0
@@ -389,14 +391,17 @@ def plan_rows(
         found_in = contamination.get
         contaminated = [(row, found) for row in usable if (found := found_in(row)) is not None]
         usable = [row for row in usable if row not in contamination]
+    check()
     train, evaluation = _stratify_rows(rows.ids, topics, rows.subtopics, usable, ratio, seed)
     del usable
+    check()
     moved: list[int] = []
     if signatures is not None:
         ordered = train + evaluation
         slots = array("q", map(question.__getitem__, ordered))
-        labels = cluster(signatures, slots, dedup_threshold)
+        labels = cluster(signatures, slots, dedup_threshold, check=check)
         del slots
+        check()
         label = array("q", bytes(8 * len(topics)))
         for row, first in zip(ordered, labels, strict=True):
             label[row] = first

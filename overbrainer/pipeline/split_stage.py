@@ -20,7 +20,7 @@ from overbrainer.pipeline.benchmark_files import (
     load_benchmarks,
     write_audit,
 )
-from overbrainer.pipeline.blocking import read_in_thread, write_in_thread
+from overbrainer.pipeline.blocking import read_in_thread, stop_if_cancelled, write_in_thread
 from overbrainer.pipeline.decontaminate import BenchmarkIndex, Contamination
 from overbrainer.pipeline.engine import StageContext, StageRun
 from overbrainer.pipeline.near_duplicates import Signatures
@@ -88,10 +88,25 @@ class _Answers:
         return ((starts[row], lengths[row]) for row in chosen)
 
 
+CHECK_EVERY = 10_000
+"""Lines read between two looks at whether the stage was cancelled."""
+
+
 def _each_line(path: Path, visit: Callable[[str, int, int], None]) -> None:
     """Call `visit` on each record line of `path` (with its byte offset and length), keeping
-    nothing: what `read_records_at` checks of a file, without its list of records."""
-    read_records_at(path, visit).clear()
+    nothing: what `read_records_at` checks of a file, without its list of records. It stops
+    (`trio.Cancelled`) within `CHECK_EVERY` lines of the stage being cancelled."""
+    left = CHECK_EVERY
+
+    def visit_checked(line: str, start: int, length: int) -> None:
+        nonlocal left
+        left -= 1
+        if not left:
+            left = CHECK_EVERY
+            stop_if_cancelled()
+        visit(line, start, length)
+
+    read_records_at(path, visit_checked).clear()
 
 
 def _low_scores(ctx: StageContext) -> dict[str, str]:
@@ -161,8 +176,10 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[int], _Answers, Stamp | None]:
     stamp = file_stamp(source)
     answers = _Answers()
     answers.read(source, _low_scores(ctx))
+    log.info("split: %d answer line(s) read", len(answers.rows.ids))
     signatures, contamination = _questions(ctx, answers, benchmark)
     answers.row_of.clear()
+    log.info("split: grouping %d question(s) into near-duplicate clusters", len(signatures))
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
     plan = plan_rows(
@@ -174,6 +191,7 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[int], _Answers, Stamp | None]:
         signatures=signatures,
         dedup_threshold=pipeline.dedup_threshold,
         contamination=contamination,
+        check=stop_if_cancelled,
     )
     return plan, answers, stamp
 
@@ -184,6 +202,10 @@ def _audit(plan: SplitPlan[int], rows: Rows) -> list[str]:
         audit_line(rows.ids[row], rows.topics[row], rows.subtopics[row], found)
         for row, found in plan.contaminated
     ]
+
+
+def _never_cancelled() -> None:
+    """The check of a write that always runs to its end."""
 
 
 def _write(
@@ -200,8 +222,13 @@ def _write(
     loop) for tens of milliseconds.
     """
     source = ctx.project.data_file("answers")
-    for name, chosen in (("train", plan.train), ("eval", plan.eval)):
-        rewrite_from(ctx.project.data_file(name), source, answers.spans(chosen), stamp)
+    # A cancel stops the train file's copy (it is left as it was); once train is replaced,
+    # eval is written to its end, so the two files never come from two different splits.
+    for name, chosen, check in (
+        ("train", plan.train, stop_if_cancelled),
+        ("eval", plan.eval, _never_cancelled),
+    ):
+        rewrite_from(ctx.project.data_file(name), source, answers.spans(chosen), stamp, check)
         free_gradually(chosen)
     free_gradually(answers.rows.ids)
     if audit is not None:
@@ -221,6 +248,7 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
         report = plan.report
         audit = _audit(plan, answers.rows) if ctx.settings.quality.decontaminate else None
         trains = bool(plan.train)
+        log.info("split: writing %d train and %d eval line(s)", len(plan.train), len(plan.eval))
         await write_in_thread(lambda: _write(ctx, plan, answers, stamp, audit))
     run.finish_split(report.counts(), report.excluded_total, report.line())
     if not trains:

@@ -240,10 +240,15 @@ def file_stamp(path: Path) -> Stamp | None:
 
 
 def rewrite_from(
-    path: Path, source: Path, spans: Iterable[tuple[int, int]], stamp: Stamp | None
+    path: Path,
+    source: Path,
+    spans: Iterable[tuple[int, int]],
+    stamp: Stamp | None,
+    check: Callable[[], None] = lambda: None,
 ) -> None:
     """Replace `path` atomically with lines copied from `source`, each given by the byte
-    offset and length `read_records_at` reported, a newline after each.
+    offset and length `read_records_at` reported, a newline after each. `check` is called
+    before each batch written; if it raises, `path` is left as it was.
 
     `stamp` is `file_stamp(source)` from before it was read: a source changed since (only a
     hand edit can do that under the project lock) fails rather than copy the wrong bytes.
@@ -272,8 +277,10 @@ def rewrite_from(
                     raise changed
                 chunk += (line, b"\n")
                 if len(chunk) >= 2 * _WRITE_BATCH:
+                    check()
                     yield b"".join(chunk)
                     chunk.clear()
+            check()
             yield b"".join(chunk)
 
         _rewrite_bytes(path, batches())

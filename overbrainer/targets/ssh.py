@@ -155,6 +155,7 @@ class OpenSshExecutor(ScriptExecutor):
                         stdout=subprocess.DEVNULL,
                         stderr=err,
                         start_new_session=True,
+                        deliver_cancel=_stop_master,
                     )
                 )
             self._master = master
@@ -329,3 +330,17 @@ async def open_openssh(
                 nursery.cancel_scope.cancel()
     finally:
         shutil.rmtree(control_dir, ignore_errors=True)
+
+
+MASTER_STOP_S = 1.0
+"""Seconds the ControlMaster gets to end on SIGTERM before SIGKILL. It holds nothing that a
+kill loses (the job runs detached on the target), and on a loaded machine it has taken over
+the 5 s that Trio's default waits (and warns about)."""
+
+
+async def _stop_master(master: trio.Process) -> None:
+    """How a cancelled ControlMaster is stopped: SIGTERM, then SIGKILL; `run_process` ends
+    this as soon as the process has exited."""
+    master.terminate()
+    await trio.sleep(MASTER_STOP_S)
+    master.kill()
