@@ -88,6 +88,9 @@ class _Answers:
         return ((starts[row], lengths[row]) for row in chosen)
 
 
+PHASES_FROM = 10_000
+"""Answer lines from which `split` logs each phase (below, it all takes about a second)."""
+
 CHECK_EVERY = 10_000
 """Lines read between two looks at whether the stage was cancelled."""
 
@@ -176,10 +179,11 @@ def _plan(ctx: StageContext) -> tuple[SplitPlan[int], _Answers, Stamp | None]:
     stamp = file_stamp(source)
     answers = _Answers()
     answers.read(source, _low_scores(ctx))
-    log.info("split: %d answer line(s) read", len(answers.rows.ids))
+    phases = log.info if len(answers.rows.ids) >= PHASES_FROM else log.debug
+    phases("split: %d answer line(s) read", len(answers.rows.ids))
     signatures, contamination = _questions(ctx, answers, benchmark)
     answers.row_of.clear()
-    log.info("split: grouping %d question(s) into near-duplicate clusters", len(signatures))
+    phases("split: grouping %d question(s) into near-duplicate clusters", len(signatures))
     topic = ctx.topic_filter[0] if ctx.topic_filter else None
     pipeline = ctx.settings.pipeline
     plan = plan_rows(
@@ -248,7 +252,8 @@ async def split_stage(ctx: StageContext, run: StageRun) -> None:
         report = plan.report
         audit = _audit(plan, answers.rows) if ctx.settings.quality.decontaminate else None
         trains = bool(plan.train)
-        log.info("split: writing %d train and %d eval line(s)", len(plan.train), len(plan.eval))
+        phases = log.info if len(plan.train) + len(plan.eval) >= PHASES_FROM else log.debug
+        phases("split: writing %d train and %d eval line(s)", len(plan.train), len(plan.eval))
         await write_in_thread(lambda: _write(ctx, plan, answers, stamp, audit))
     run.finish_split(report.counts(), report.excluded_total, report.line())
     if not trains:
