@@ -51,8 +51,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CHECK_EVERY = 10_000
-"""Stored lines read between two looks for a cancel (a few milliseconds)."""
+CHECK_EVERY = 1_000
+"""Stored lines read between two looks for a cancel (a few milliseconds at most)."""
 
 PROGRESS_EVERY = 10_000
 """Rows checked between two progress lines (about a second of work)."""

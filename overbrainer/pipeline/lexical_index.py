@@ -21,12 +21,15 @@ Memory is what bounds a big topic, so nothing is held per set but numbers in fla
 bigram stands for itself by its string's 64-bit hash (two bigrams' hashes collide as rarely as
 1 in 2^64 per pair), every set's hashes one after the other with an array of where each ends
 (8 bytes a bigram and 8 a set, no object per set), and the postings of the last ranking as
-two sorted arrays (a prefix bigram's hash and the set's position: 12 bytes a posting), looked
-up by bisection. Only the sets added since the ranking are posted in a dict.
+two arrays sorted by key (a prefix bigram's key and its set's position: 12 bytes a posting),
+looked up by bisection, as the ranking's repeated bigrams are (16 bytes each). A key fits in
+64 bits: a bigram held once is keyed by its hash halved, a repeated one past every such key.
+Only the sets added since the ranking are posted in a dict.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from array import array
 from bisect import bisect_left
@@ -36,17 +39,14 @@ from collections.abc import Callable, Iterator, Set
 MAX_CANDIDATES = 1_000
 """Sets a probe compares at most (about a millisecond of work)."""
 
-REPEATED = 1 << 63
-"""The first key of a repeated bigram: past every hash (which is under 2^63)."""
+REPEATED = 1 << 62
+"""The first key of a repeated bigram: past every other key (a hash halved, under 2^62)."""
 
 RANK_AT_LEAST = 1_000
 """Sets held before the first ranking: below it the hash order costs nothing worth saving."""
 
 CHECK_EVERY = 10_000
 """Sets ranked between two calls of the ranking's `checkpoint` (a few milliseconds)."""
-
-_SHIFT = 32
-_POSITION = (1 << _SHIFT) - 1
 
 
 def prefix_length(size: int, threshold: float) -> int:
@@ -73,22 +73,28 @@ class LexicalIndex:
         self._ends = array("q")
         self._empty = 0
         self._ranked = 0
-        # The last ranking: its repeated bigrams' hashes (sorted) with their keys, and its
-        # postings, sorted by hash then position.
+        # The last ranking: its repeated bigrams' hashes (sorted) with their ranks, and its
+        # postings: prefix keys, sorted, with the positions of their sets.
         self._repeated = array("q")
-        self._keys = array("q")
+        self._ranks = array("q")
         self._posted = array("q")
         self._positions = array("I")
         # Sets added since: most keys start one set's prefix only, so an entry is that set's
         # position, and a list only from the second one on.
         self._recent: dict[int, int | list[int]] = {}
+        # The last probe's set and prefix, which `add` takes again when the set is admitted.
+        self._probed: tuple[Set[str], int, array[int], list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self._ends)
 
     def add(self, shingled: Set[str]) -> None:
         """Hold one accepted set."""
-        hashes = array("q", map(hash, shingled))
+        probed = self._probed
+        if probed is not None and probed[0] is shingled and probed[1] == self._ranked:
+            hashes, prefix = probed[2], probed[3]
+        else:
+            hashes, prefix = array("q", map(hash, shingled)), None
         position = len(self._ends)
         self._hashes.extend(hashes)
         self._ends.append(len(self._hashes))
@@ -96,12 +102,12 @@ class LexicalIndex:
             self._empty += 1
         elif not self._rank_due():
             # When a ranking is due it rebuilds every prefix: posting this one now is waste.
-            for bigram in self._prefix(hashes):
-                held = self._recent.get(bigram)
+            for key in self._prefix(hashes) if prefix is None else prefix:
+                held = self._recent.get(key)
                 if held is None:
-                    self._recent[bigram] = position
+                    self._recent[key] = position
                 elif isinstance(held, int):
-                    self._recent[bigram] = [held, position]
+                    self._recent[key] = [held, position]
                 else:
                     held.append(position)
 
@@ -114,16 +120,18 @@ class LexicalIndex:
         if not self._rank_due():
             return
         hashes, ends = self._hashes, self._ends
-        counts = Counter(hashes)
-        # A bigram seen once keeps its hash as its key, as one never seen does; a repeated
-        # one gets a key past every hash, larger the more common it is.
-        repeated = {token: count for token, count in counts.items() if count > 1}
-        del counts
+        keys = Counter(hashes)
         checkpoint()
-        order = sorted(repeated, key=repeated.__getitem__)
-        del repeated
-        keys = {token: REPEATED + rank for rank, token in enumerate(order)}
-        threshold, entries, start = self.threshold, [], 0
+        order = sorted([token for token, count in keys.items() if count > 1], key=keys.__getitem__)
+        # A bigram held once is keyed by its hash halved (two halves meet as rarely as 1 in
+        # 2^63: a shared key only adds candidates), a repeated one past every such key, larger
+        # the more common it is. In place: the counts are a topic's biggest dict.
+        for token in keys:
+            keys[token] = token >> 1
+        dict.update(keys, zip(order, itertools.count(REPEATED), strict=False))
+        checkpoint()
+        threshold, start = self.threshold, 0
+        prefixes, owners = array("q"), array("I")
         for position, end in enumerate(ends):
             if position % CHECK_EVERY == 0:
                 checkpoint()
@@ -131,19 +139,20 @@ class LexicalIndex:
                 continue
             own = hashes[start:end]
             start = end
-            ranked = sorted(map(keys.get, own, own))
-            for key in ranked[: prefix_length(len(own), threshold)]:
-                bigram = key if key < REPEATED else order[key - REPEATED]
-                entries.append(((bigram + REPEATED) << _SHIFT) | position)
-        entries.sort()
-        checkpoint()
-        posted = array("q", [(entry >> _SHIFT) - REPEATED for entry in entries])
-        positions = array("I", [entry & _POSITION for entry in entries])
-        del entries
-        by_hash = sorted(keys.items())
+            prefix = sorted(map(keys.__getitem__, own))[: prefix_length(len(own), threshold)]
+            prefixes.extend(prefix)
+            owners.extend(itertools.repeat(position, len(prefix)))
         del keys
-        self._repeated = array("q", [token for token, _ in by_hash])
-        self._keys = array("q", [key - REPEATED for _, key in by_hash])
+        checkpoint()
+        # Sorted by key; a stable sort keeps each key's sets in the order they came.
+        by_key = sorted(range(len(prefixes)), key=prefixes.__getitem__)
+        posted = array("q", map(prefixes.__getitem__, by_key))
+        positions = array("I", map(owners.__getitem__, by_key))
+        del by_key, prefixes, owners
+        by_hash = sorted(range(len(order)), key=order.__getitem__)
+        self._repeated = array("q", map(order.__getitem__, by_hash))
+        self._ranks = array("q", by_hash)
+        del order, by_hash
         self._posted, self._positions, self._recent = posted, positions, {}
         self._ranked = len(ends)
 
@@ -157,11 +166,13 @@ class LexicalIndex:
             return self._empty > 0 and self.threshold <= 1.0
         self.prepare()
         hashes = array("q", map(hash, shingled))
+        prefix = self._prefix(hashes)
+        self._probed = (shingled, self._ranked, hashes, prefix)
         own = frozenset(hashes)
         size, threshold = len(own), self.threshold
         seen: set[int] = set()
-        for bigram in self._prefix(hashes):
-            for position in self._postings(bigram):
+        for key in prefix:
+            for position in self._postings(key):
                 if position in seen:
                     continue
                 seen.add(position)
@@ -179,27 +190,26 @@ class LexicalIndex:
         start = self._ends[position - 1] if position else 0
         return self._hashes[start : self._ends[position]]
 
-    def _postings(self, bigram: int) -> Iterator[int]:
-        """The positions of the sets whose prefix holds `bigram`, in the order they came."""
-        posted, index = self._posted, bisect_left(self._posted, bigram)
-        while index < len(posted) and posted[index] == bigram:
+    def _postings(self, key: int) -> Iterator[int]:
+        """The positions of the sets whose prefix holds `key`, in the order they came."""
+        posted, index = self._posted, bisect_left(self._posted, key)
+        while index < len(posted) and posted[index] == key:
             yield self._positions[index]
             index += 1
-        held = self._recent.get(bigram)
+        held = self._recent.get(key)
         if held is not None:
             yield from (held,) if isinstance(held, int) else held
 
     def _key(self, bigram: int) -> int:
-        """The bigram's place in the last ranking's order."""
+        """The bigram's key in the last ranking's order."""
         index = bisect_left(self._repeated, bigram)
         if index < len(self._repeated) and self._repeated[index] == bigram:
-            return REPEATED + self._keys[index]
-        return bigram
+            return REPEATED + self._ranks[index]
+        return bigram >> 1
 
     def _rank_due(self) -> bool:
         return len(self._ends) >= max(RANK_AT_LEAST, 2 * self._ranked)
 
     def _prefix(self, hashes: array[int]) -> list[int]:
-        """The set's first bigrams in the index's order (rarest first)."""
-        ranked = sorted(zip(map(self._key, hashes), hashes, strict=True))
-        return [bigram for _, bigram in ranked[: prefix_length(len(hashes), self.threshold)]]
+        """The keys of the set's first bigrams in the index's order (rarest first)."""
+        return sorted(map(self._key, hashes))[: prefix_length(len(hashes), self.threshold)]
