@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -120,17 +121,19 @@ class LexicalIndex:
         if not self._rank_due():
             return
         hashes, ends = self._hashes, self._ends
-        keys = Counter(hashes)
+        counts = Counter(hashes)
         checkpoint()
-        order = sorted([token for token, count in keys.items() if count > 1], key=keys.__getitem__)
+        order = sorted(
+            [token for token, count in counts.items() if count > 1], key=counts.__getitem__
+        )
+        del counts
         # A bigram held once is keyed by its hash halved (two halves meet as rarely as 1 in
         # 2^63: a shared key only adds candidates), a repeated one past every such key, larger
-        # the more common it is. In place: the counts are a topic's biggest dict.
-        for token in keys:
-            keys[token] = token >> 1
-        dict.update(keys, zip(order, itertools.count(REPEATED), strict=False))
+        # the more common it is.
+        keys = dict(zip(order, itertools.count(REPEATED), strict=False))
         checkpoint()
-        threshold, start = self.threshold, 0
+        threshold, start, ones = self.threshold, 0, itertools.repeat(1)
+        key_of: Callable[[int, int], int] = keys.get
         prefixes, owners = array("q"), array("I")
         for position, end in enumerate(ends):
             if position % CHECK_EVERY == 0:
@@ -139,7 +142,8 @@ class LexicalIndex:
                 continue
             own = hashes[start:end]
             start = end
-            prefix = sorted(map(keys.__getitem__, own))[: prefix_length(len(own), threshold)]
+            halves = map(operator.rshift, own, ones)
+            prefix = sorted(map(key_of, own, halves))[: prefix_length(len(own), threshold)]
             prefixes.extend(prefix)
             owners.extend(itertools.repeat(position, len(prefix)))
         del keys
