@@ -2,7 +2,9 @@
 
 As `import questions` does it (`record_lexically`, then `admit_lexically` per row), and as the
 `questions` stage does (`record`, then `admit` in batches of 10, in a fresh deduplicator): the
-CPU time of seeding and of checking, the peak RSS, and, for the index, the most sets a probe
+CPU time of seeding and of checking, the peak RSS and the memory the index holds per stored
+question once seeded and ranked (the resident memory's growth: the stored texts are made
+first), and, for the index, the most sets a probe
 compared and how many probes stopped at its cap. A tenth of the new questions are near-copies
 of stored ones (a word dropped, case and punctuation changed), so the duplicate count is
 checked against what it must be. Run `python bench/dedup.py [STORED NEW]` (default 100,000
@@ -32,6 +34,12 @@ def near_copy(text: str, rng: random.Random) -> str:
     return " ".join(words).upper() + "!"
 
 
+def resident() -> int:
+    """The process's resident memory now, in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
 def main(stored_count: int, new_count: int) -> None:
     rng = random.Random(41)
     stored = [question(rng) for _ in range(stored_count)]
@@ -40,6 +48,7 @@ def main(stored_count: int, new_count: int) -> None:
         for n in range(new_count)
     ]
     dedup = Deduplicator(THRESHOLD, 0.9)
+    before = resident()
     started = time.process_time()
     for start in range(0, len(stored), 1_000):
         dedup.record_lexically(stored[start : start + 1_000])
@@ -48,6 +57,7 @@ def main(stored_count: int, new_count: int) -> None:
     if prepare is not None:
         prepare()  # the ranking the first check would do: its own figure
     seeded = time.process_time()
+    held = (resident() - before) / stored_count
     admitted, most = 0, 0
     for text in fresh:
         admitted += len(dedup.admit_lexically([text]))
@@ -58,7 +68,8 @@ def main(stored_count: int, new_count: int) -> None:
         f"import: {stored_count:,} stored, {new_count:,} new: seed (and rank)"
         f" {seeded - started:.2f} s CPU,"
         f" check {checked - seeded:.2f} s CPU ({(checked - seeded) / new_count * 1e6:.0f} µs"
-        f" per question), {new_count - admitted:,} duplicates, peak RSS {peak:.0f} MB;"
+        f" per question), {new_count - admitted:,} duplicates, peak RSS {peak:.0f} MB,"
+        f" {held:.0f} bytes held per stored question once ranked;"
         f" most sets compared by one probe {most}, probes capped {getattr(index, 'capped', '-')}"
     )
 

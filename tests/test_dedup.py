@@ -17,6 +17,7 @@ from overbrainer.pipeline.dedup import (
     jaccard,
     shingles,
 )
+from tests.dedup_support import definition
 
 
 @pytest.mark.parametrize(
@@ -188,17 +189,6 @@ async def test_a_wrong_number_of_vectors_is_an_invalid_response() -> None:
         await dedup.admit(["one two", "three four"])
 
 
-def _naive_novel(accepted: list[str], candidates: list[str], threshold: float) -> list[str]:
-    sets = [shingles(text) for text in accepted]
-    kept = []
-    for candidate in candidates:
-        own = shingles(candidate)
-        if all(jaccard(own, other) < threshold for other in sets):
-            sets.append(own)
-            kept.append(candidate)
-    return kept
-
-
 words = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "?"]), max_size=6).map(" ".join)
 
 
@@ -212,7 +202,7 @@ async def test_the_index_agrees_with_the_definition(
 ) -> None:
     dedup = Deduplicator(threshold, 0.9)
     await dedup.record(accepted)
-    assert await dedup.admit(candidates) == _naive_novel(accepted, candidates, threshold)
+    assert await dedup.admit(candidates) == definition(accepted, candidates, threshold)
 
 
 async def test_seeding_a_large_topic_leaves_the_event_loop_free() -> None:

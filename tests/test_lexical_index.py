@@ -2,63 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
 
-from overbrainer.pipeline.dedup import Deduplicator, jaccard, shingles
+from overbrainer.pipeline import lexical_index
+from overbrainer.pipeline.dedup import Deduplicator, shingles
 from overbrainer.pipeline.lexical_index import (
     MAX_CANDIDATES,
     RANK_AT_LEAST,
     LexicalIndex,
     prefix_length,
 )
-
-OPENINGS = ("how does", "what is", "why does", "explain how", "when should i use")
-VOCABULARY = [f"w{n}" for n in range(5_000)]
-CUMULATIVE = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(VOCABULARY))))
-
-
-def question(rng: random.Random) -> str:
-    """A question shaped like generated ones: a common opening, Zipf-drawn words."""
-    words = rng.choices(VOCABULARY, cum_weights=CUMULATIVE, k=rng.randint(4, 24))
-    return f"{rng.choice(OPENINGS).capitalize()} {' '.join(words)}?"
-
-
-def near_copy(text: str, rng: random.Random) -> str:
-    """`text` with a word dropped, replaced or none, in other case and punctuation."""
-    words = text.rstrip("?").split()
-    change = rng.randrange(3)
-    if change == 0 and len(words) > 3:
-        del words[rng.randrange(len(words))]
-    elif change == 1:
-        words[rng.randrange(len(words))] = rng.choice(VOCABULARY)
-    return " ".join(words).upper() + " !"
-
-
-def corpus(count: int, seed: int) -> list[str]:
-    """`count` questions, a quarter of them near-copies of earlier ones."""
-    rng = random.Random(seed)
-    texts: list[str] = []
-    for _ in range(count):
-        texts.append(
-            near_copy(rng.choice(texts), rng) if texts and rng.random() < 0.25 else question(rng)
-        )
-    return texts
-
-
-def definition(accepted: list[str], candidates: list[str], threshold: float) -> list[str]:
-    """The spec's lexical admit, one candidate at a time: novel when its Jaccard with every
-    accepted set is under the threshold."""
-    sets = [shingles(text) for text in accepted]
-    kept = []
-    for candidate in candidates:
-        own = shingles(candidate)
-        if all(jaccard(own, other) < threshold for other in sets):
-            sets.append(own)
-            kept.append(candidate)
-    return kept
+from tests.dedup_support import corpus, definition, question
 
 
 @pytest.mark.parametrize(
@@ -116,3 +72,38 @@ def test_the_prefix_holds_a_bigram_of_every_near_duplicate(
     # Sets reaching the threshold share ⌈t·|A|⌉ of |A|'s bigrams: one is in its first
     # |A| − ⌈t·|A|⌉ + 1. A threshold above 1 has no near-duplicate to find.
     assert prefix_length(size, threshold) == length
+
+
+class Stop(Exception):
+    """A checkpoint's way out, as a cancel's `Cancelled` is."""
+
+
+def test_a_ranking_stopped_by_its_checkpoint_leaves_the_index_deciding_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lexical_index, "CHECK_EVERY", 500)
+    texts = corpus(3_000, seed=7)
+    accepted, candidates = texts[:2_000], texts[2_000:]
+    index = LexicalIndex(0.8)
+    for text in accepted:
+        index.add(shingles(text))
+    calls = 0
+
+    def checkpoint() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # mid-ranking, once some prefixes are built
+            raise Stop
+
+    with pytest.raises(Stop):
+        index.prepare(checkpoint)
+    assert len(index) == 2_000
+    index.prepare(checkpoint)
+    kept = []
+    for text in candidates:
+        shingled = shingles(text)
+        if not index.has_near(shingled):
+            index.add(shingled)
+            kept.append(text)
+    assert calls > 4  # ranked again, in full
+    assert kept == definition(accepted, candidates, 0.8)

@@ -28,6 +28,9 @@ Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
 EMBED_CHUNK = 256
 """Texts per embedding request."""
 
+REMEMBER_SLICE = 1_000
+"""Texts seeded between two looks for a cancel (a few milliseconds)."""
+
 _NOT_ALNUM = re.compile(r"[\W_]+")
 # Lowercase char by char as the reference does: only the first char of İ's mapping, and
 # no final-sigma rule (which `str.lower` applies to whole words).
@@ -157,23 +160,31 @@ class Deduplicator:
             self._lexical.add(shingled)
         return [candidate for candidate, _ in novel]
 
+    def prepare_lexically(self, checkpoint: Callable[[], None]) -> None:
+        """Rank the lexical index now if it is due (blocking CPU work), calling `checkpoint`
+        as it goes (`LexicalIndex.prepare`)."""
+        self._lexical.prepare(checkpoint)
+
     def record_lexically(self, texts: Sequence[str]) -> None:
         """`record` for a deduplicator without an embedder, as plain (blocking) work."""
         assert self._embed is None, "an embedder is asked only through `record`"
         for text in texts:
             self._lexical.add(shingles(text))
 
-    def _remember(self, texts: Sequence[str]) -> None:
+    def _remember(self, texts: Sequence[str], checkpoint: Callable[[], None]) -> None:
         """Hold the texts and rank the index now, so that no admit on the event loop's
-        behalf has to (blocking CPU work)."""
-        for text in texts:
-            self._lexical.add(shingles(text))
-        self._lexical.prepare()
+        behalf has to (blocking CPU work); `checkpoint` is called as it goes."""
+        for start in range(0, len(texts), REMEMBER_SLICE):
+            checkpoint()
+            for text in texts[start : start + REMEMBER_SLICE]:
+                self._lexical.add(shingles(text))
+        self._lexical.prepare(checkpoint)
 
     async def record(self, texts: Sequence[str]) -> None:
         """Remember texts accepted earlier (stored or rejected questions) without filtering."""
-        # Abandoned on a cancel: the stage then drops this deduplicator unused.
-        await trio.to_thread.run_sync(self._remember, texts, abandon_on_cancel=True)
+        # A cancel stops the thread at its next checkpoint (the stage then drops this
+        # deduplicator unused), and it is waited for: nothing keeps running.
+        await trio.to_thread.run_sync(self._remember, texts, trio.from_thread.check_cancelled)
         if self._embed is not None and texts:
             for vector in await self._embed_all(list(texts)):
                 self._vectors.add(vector)

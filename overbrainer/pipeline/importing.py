@@ -5,18 +5,19 @@ stored and rejected questions: an exact or near duplicate is skipped and counted
 rejected in the TUI (its ID, or its normalized text in its topic) stays rejected, and so does
 every question of a rejected subtopic. Everything is read and checked before the first write.
 
-The checking (`plan_import`) is CPU work of seconds to minutes for a large file: it runs in a
-worker thread that a cancel (Ctrl-C) stops at its next row, so the event loop stays free to see
-the signal and nothing is written; the writing (`write_import`) is one append per file.
+The reading of the stored questions and the checking (`plan_import`) are CPU work of seconds to
+minutes for a big project or file: they run in worker threads that look for a cancel (Ctrl-C)
+every few milliseconds (`trio.from_thread.check_cancelled`) and stop there, so the event loop
+stays free to see the signal, nothing is left running and nothing is written; the writing
+(`write_import`) is one append per file.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import trio
@@ -34,8 +35,11 @@ from overbrainer.storage import (
     RejectedQuestion,
     RejectedSubtopic,
     Subtopic,
+    dropped_ids,
+    id_key,
     normalize,
     open_appender,
+    question_heads,
     question_id,
     read_current,
     read_records,
@@ -45,8 +49,10 @@ from overbrainer.storage import (
 
 log = logging.getLogger(__name__)
 
-SEED_SLICE = 1_000
-"""Stored questions remembered between two looks at the stop flag."""
+T = TypeVar("T")
+
+CHECK_EVERY = 1_000
+"""Stored lines read between two looks for a cancel (a few milliseconds at most)."""
 
 PROGRESS_EVERY = 10_000
 """Rows checked between two progress lines (about a second of work)."""
@@ -59,10 +65,6 @@ class ImportInterrupted(OverbrainerError):
 
     def __init__(self) -> None:
         super().__init__("interrupted: nothing was imported; run the import again to add it")
-
-
-class _Stopped(Exception):
-    """The planning thread's way out once its caller has gone (a cancel)."""
 
 
 @attrs.frozen
@@ -88,46 +90,58 @@ class _Known:
     """The project's data the import checks against."""
 
     subtopics: dict[str, Subtopic]
-    texts: dict[str, list[str]]
+    dedups: dict[str, Deduplicator]
+    """Each of the import's topics' deduplicator, seeded with its stored and rejected
+    questions and ranked."""
     rejected_ids: frozenset[str]
     rejected_texts: dict[str, set[str]]
 
 
-def _read_known(project: Project, topics: frozenset[str]) -> _Known:
-    """Stored subtopics, the `topics`' questions as readers see them, and the rejected ones
-    (blocking).
+def _read_known(
+    project: Project, topics: frozenset[str], settings: Settings, checkpoint: Callable[[], None]
+) -> _Known:
+    """Stored subtopics, the rejected questions, and the `topics`' deduplicators seeded with
+    their stored questions as readers see them (blocking; `checkpoint` is called every
+    `CHECK_EVERY` lines and through the ranking: what it raises stops the read).
 
-    Only an ID (and the text in one of `topics`) is kept per stored question: at a million
-    questions, holding them all whole cost 400 MB.
+    Nothing is kept of a stored question but its bigrams, in its topic's index, and a line of
+    another topic is not parsed past its ID and topic (`question_heads`). A question stored
+    twice under one ID (a `--force` not yet settled: the same subtopic and text) is seeded
+    twice, which changes no decision.
     """
-
-    def head(line: str) -> tuple[str, str | None, str | None]:
-        question = Question.from_json(line)
-        if question.topic in topics:
-            return question.id, question.topic, question.text
-        return question.id, None, None
-
+    pipeline = settings.pipeline
     subtopics = read_current(
         project.data_file("subtopics"),
         project.force_state("subtopics"),
         Subtopic.from_json,
         lambda subtopic: subtopic.id,
     )
-    questions = read_current(
-        project.data_file("questions"), project.force_state("questions"), head, itemgetter(0)
-    )
     rejected = read_records(project.data_file("rejected"), rejected_from_json)
-    texts: dict[str, list[str]] = {}
-    for _, topic, text in questions:
-        if topic is not None and text is not None:
-            texts.setdefault(topic, []).append(text)
     rejected_texts: dict[str, set[str]] = {}
     for record in rejected:
         if isinstance(record, RejectedQuestion):
             rejected_texts.setdefault(record.topic, set()).add(normalize(record.text))
+    # Lexical only: an import asks no provider, so the embedder is not used.
+    dedups = {
+        topic: Deduplicator(pipeline.dedup_threshold, pipeline.embedding_threshold)
+        for topic in sorted(topics)
+    }
+    dropped = {id_key(gone) for gone in dropped_ids(project.force_state("questions"))}
+    lines = question_heads(project.data_file("questions"))
+    for number, ((key, topic), view, start, end) in enumerate(lines):
+        if number % CHECK_EVERY == 0:
+            checkpoint()
+        dedup = dedups.get(topic)
+        if dedup is not None and key not in dropped:
+            line = bytes(view[start:end]).decode("utf-8")
+            dedup.record_lexically((Question.from_json(line).text,))
+    for topic, dedup in dedups.items():
+        dedup.record_lexically(sorted(rejected_texts.get(topic, ())))
+        checkpoint()
+        dedup.prepare_lexically(checkpoint)
     return _Known(
         {s.id: s for s in subtopics},
-        texts,
+        dedups,
         frozenset(r.id for r in rejected if isinstance(r, (RejectedQuestion, RejectedSubtopic))),
         rejected_texts,
     )
@@ -152,20 +166,15 @@ class ImportPlan:
 
 
 def _plan(
-    settings: Settings,
-    known: _Known,
-    rows: Sequence[tuple[QuestionRow, str]],
-    stopped: Callable[[], bool],
+    known: _Known, rows: Sequence[tuple[QuestionRow, str]], checkpoint: Callable[[], None]
 ) -> ImportPlan:
-    """The plan (blocking CPU work); raises `_Stopped` at the next row once `stopped()`."""
-    pipeline = settings.pipeline
-    dedups: dict[str, Deduplicator] = {}
+    """The plan (blocking CPU work); `checkpoint` is called at every row and through a
+    ranking: what it raises stops the plan."""
     new_subtopics: dict[str, Subtopic] = {}
     questions: list[Question] = []
     duplicates = rejected = 0
     for number, (row, topic) in enumerate(rows):
-        if stopped():
-            raise _Stopped
+        checkpoint()
         if number and number % PROGRESS_EVERY == 0:
             log.info("import: %d of %d question(s) checked", number, len(rows))
         name = row.subtopic or IMPORTED
@@ -178,16 +187,9 @@ def _plan(
         ):
             rejected += 1
             continue
-        dedup = dedups.get(topic)
-        if dedup is None:
-            # Lexical only: an import asks no provider, so the embedder is not used.
-            dedup = Deduplicator(pipeline.dedup_threshold, pipeline.embedding_threshold)
-            seen = known.texts.get(topic, []) + sorted(known.rejected_texts.get(topic, ()))
-            for start in range(0, len(seen), SEED_SLICE):
-                if stopped():
-                    raise _Stopped
-                dedup.record_lexically(seen[start : start + SEED_SLICE])
-            dedups[topic] = dedup
+        dedup = known.dedups[topic]
+        # The index ranks itself again as the admitted rows double it: seconds at a time.
+        dedup.prepare_lexically(checkpoint)
         if not dedup.admit_lexically([row.text]):
             duplicates += 1
             continue
@@ -200,18 +202,10 @@ def _plan(
     return ImportPlan(list(new_subtopics.values()), questions, counts)
 
 
-async def _plan_in_thread(
-    settings: Settings, known: _Known, rows: Sequence[tuple[QuestionRow, str]]
-) -> ImportPlan:
-    """`_plan` in a worker thread; a cancel returns at once and stops the thread at its next row
-    (its partial result is dropped: it wrote nothing)."""
-    stop = threading.Event()
-    try:
-        return await trio.to_thread.run_sync(
-            lambda: _plan(settings, known, rows, stop.is_set), abandon_on_cancel=True
-        )
-    finally:
-        stop.set()
+async def _checked_in_thread(work: Callable[[Callable[[], None]], T]) -> T:
+    """`work(checkpoint)` in a worker thread that a cancel stops at its next checkpoint (and
+    is waited for: nothing keeps running once the command has stopped)."""
+    return await trio.to_thread.run_sync(lambda: work(trio.from_thread.check_cancelled))
 
 
 def _write(project: Project, plan: ImportPlan) -> None:
@@ -241,9 +235,10 @@ async def plan_import(
         lambda: [(row, _topic_of(row, topic, configured, shown)) for row in rows]
     )
     topics = frozenset(topic for _, topic in placed)
-    known = await read_in_thread(lambda: _read_known(project, topics))
+    log.info("import: reading the stored questions of %s", ", ".join(sorted(topics)))
+    known = await _checked_in_thread(lambda check: _read_known(project, topics, settings, check))
     log.info("import: checking %d question(s) for duplicates", len(placed))
-    return await _plan_in_thread(settings, known, placed)
+    return await _checked_in_thread(lambda check: _plan(known, placed, check))
 
 
 async def write_import(project: Project, plan: ImportPlan) -> ImportCounts:
