@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TypeVar
 
 import attrs
@@ -341,11 +342,11 @@ class StageRun:
 
         async def one(item: T) -> None:
             try:
-                await work(item)
+                with self.item_in_flight():
+                    await work(item)
             except RetryHalted:
                 pass  # its next attempt was barred: the item is left for the next run
             finally:
-                self.in_flight -= 1
                 slots.release()
 
         async with trio.open_nursery() as nursery:
@@ -356,8 +357,17 @@ class StageRun:
                 if not self.admitting():
                     slots.release()
                     break
-                self.in_flight += 1
                 nursery.start_soon(one, item)
+
+    @contextlib.contextmanager
+    def item_in_flight(self) -> Iterator[None]:
+        """Count an item as in flight while inside: from its request to its stored reply. A
+        first Ctrl-C waits (up to `drain_secs`) for these; with none, it cancels at once."""
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
 
     def finish_split(self, counts: SplitCounts, excluded: int, line: str) -> None:
         """Split's own ending: its stats, its history counts and its summary line."""

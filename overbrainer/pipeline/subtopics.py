@@ -115,7 +115,8 @@ async def _fill_topics(
         for topic in short:
             if not run.admitting():
                 break
-            await filler.fill(topic, have[topic.name], mine[topic.name])
+            with run.item_in_flight():
+                await filler.fill(topic, have[topic.name], mine[topic.name])
         filler.shortfall.warn(run.stage)
 
 
