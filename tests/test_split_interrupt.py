@@ -37,14 +37,22 @@ def data_files(root: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted((root / "data").iterdir())}
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-async def test_a_signal_during_the_clustering_stops_split_promptly(
-    tmp_path: Path, signum: signal.Signals
-) -> None:
-    root = make_project(tmp_path / "p")
+def project_with_a_split(root: Path) -> dict[str, bytes]:
+    """A project of slow-to-cluster answers and an earlier split's files; those files."""
+    make_project(root)
     write_answered(root, ANSWERS, text_of=drawn_question)
     (root / "data" / "train.jsonl").write_text("an earlier split's train\n")
-    before = data_files(root)
+    return data_files(root)
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["sigint", "sigterm", "kill-9"]
+)
+async def test_a_signal_during_the_clustering_stops_split_leaving_the_files_as_they_were(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    root = tmp_path / "p"
+    before = project_with_a_split(root)
     async with trio.open_nursery() as nursery:
         process = await start(nursery, root, "split", url="http://127.0.0.1:9")
         await wait_until(lambda: GROUPING in (root / "stderr.txt").read_text())
@@ -52,25 +60,14 @@ async def test_a_signal_during_the_clustering_stops_split_promptly(
         process.send_signal(signum)
         with trio.fail_after(PROMPT):
             code = await process.wait()
+    assert data_files(root) == before
+    if signum == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+        return
     stderr = (root / "stderr.txt").read_text()
     assert code == 130, stderr
     assert "Traceback" not in stderr
     assert "split: writing" not in stderr
-    assert data_files(root) == before
-
-
-async def test_kill_9_during_the_clustering_leaves_the_files_as_they_were(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p")
-    write_answered(root, ANSWERS, text_of=drawn_question)
-    (root / "data" / "train.jsonl").write_text("an earlier split's train\n")
-    before = data_files(root)
-    async with trio.open_nursery() as nursery:
-        process = await start(nursery, root, "split", url="http://127.0.0.1:9")
-        await wait_until(lambda: GROUPING in (root / "stderr.txt").read_text())
-        process.kill()
-        with trio.fail_after(PROMPT):
-            assert await process.wait() == -signal.SIGKILL
-    assert data_files(root) == before
 
 
 async def test_a_cancelled_read_stops_its_thread_too(tmp_path: Path) -> None:

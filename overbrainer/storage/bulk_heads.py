@@ -16,9 +16,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from overbrainer.storage.errors import DataError
 from overbrainer.storage.heads import Key
-from overbrainer.storage.jsonl import access_error
+from overbrainer.storage.jsonl import missing_is_empty
 from overbrainer.storage.lines import line_blocks, read_blocks
 
 __all__ = ["fold_answer_keys", "fold_lines", "fold_matches"]
@@ -31,7 +30,7 @@ class _NotInShape(Exception):
 def _whole_blocks(path: Path) -> Iterator[bytes]:
     """The blocks of whole lines of `path`, each UTF-8 (none when it is missing); raises
     `_NotInShape` for a block that is not UTF-8 or an unterminated last line."""
-    try:
+    with missing_is_empty(path):
         for block, is_tail in line_blocks(path):
             if is_tail:
                 if block:
@@ -43,12 +42,6 @@ def _whole_blocks(path: Path) -> Iterator[bytes]:
                 except UnicodeDecodeError:
                     raise _NotInShape from None
             yield block
-    except FileNotFoundError:
-        return
-    except DataError:
-        raise
-    except OSError as error:
-        raise access_error(path, error) from error
 
 
 def fold_lines(path: Path, take: Callable[[list[bytes]], bool]) -> bool:
@@ -67,7 +60,7 @@ def fold_answer_keys(path: Path, take: Callable[[Iterator[Key]], None]) -> bool:
     """Give `take` the ID keys of an answers file's lines (`answer_ids`' keys), a block's
     lines at a time, in file order; False as soon as a line is not in the shape. The lines
     are looked at where they lie in the blocks read: answers are long, a copy is not free."""
-    try:
+    with missing_is_empty(path):
         for line, block, start, last in read_blocks(path):
             if not block:
                 return not line  # an unterminated last line goes to `scan_heads`
@@ -82,12 +75,6 @@ def fold_answer_keys(path: Path, take: Callable[[Iterator[Key]], None]) -> bool:
                     return False
                 ids += more
             take(map(hash, ids))
-    except FileNotFoundError:
-        return True
-    except DataError:
-        raise
-    except OSError as error:
-        raise access_error(path, error) from error
     return True
 
 

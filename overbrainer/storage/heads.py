@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeAlias, TypeVar
 
-from overbrainer.storage.errors import DataError, InvalidRecord
-from overbrainer.storage.jsonl import access_error
+from overbrainer.storage.errors import InvalidRecord
+from overbrainer.storage.jsonl import missing_is_empty
 from overbrainer.storage.lines import BlockLines
 from overbrainer.storage.records import Example, Exclusion, Question
 
@@ -96,7 +96,7 @@ def scan_heads(path: Path, fast: Fast[T], full: Callable[[str], T]) -> Iterator[
     number = 0
     lines = BlockLines(path)
     seen, view, utf8 = b"", memoryview(b""), False
-    try:
+    with missing_is_empty(path):  # then `lines.tail` stays empty
         for _, buffer, start, end in lines:
             number += 1
             if buffer is not seen:
@@ -112,12 +112,6 @@ def scan_heads(path: Path, fast: Fast[T], full: Callable[[str], T]) -> Iterator[
                 yield head, view, start, end
             elif found := _checked(path, number, buffer, view, start, end, fast, full):
                 yield found
-    except FileNotFoundError:
-        return
-    except DataError:
-        raise
-    except OSError as error:
-        raise access_error(path, error) from error
     carry = lines.tail
     if carry.strip():
         try:

@@ -42,6 +42,20 @@ _TAIL_CHUNK = 1 << 16
 _WRITE_BATCH = 1024
 
 
+@contextlib.contextmanager
+def missing_is_empty(path: Path) -> Iterator[None]:
+    """Around a read of `path`: a missing file ends the block quietly (it reads as empty), and
+    any other OSError is `access_error`'s; our own errors (`DiskFull` is an OSError too) pass."""
+    try:
+        yield
+    except FileNotFoundError:
+        return
+    except DataError:
+        raise
+    except OSError as error:
+        raise access_error(path, error) from error
+
+
 def access_error(path: Path, error: OSError) -> DataError:
     if error.errno in NO_SPACE:
         return DiskFull(path, error)
