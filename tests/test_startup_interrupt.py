@@ -14,6 +14,15 @@ from tests.pipeline_support import make_project
 
 PYTHON_START_UP = re.compile(r"init_import_site|Could not import runpy module")
 """What Python itself prints for a Ctrl-C during its own start-up, before `-m` runs our code."""
+OUR_FRAME = re.compile(r'File "[^"]*/overbrainer/')
+
+
+def before_our_code(stderr: str) -> bool:
+    """Whether the Ctrl-C came before any code of ours ran: Python's own start-up, or runpy
+    still looking for `overbrainer.__main__` (a traceback with no frame of ours)."""
+    if PYTHON_START_UP.search(stderr):
+        return True
+    return stderr.startswith("Traceback") and OUR_FRAME.search(stderr) is None
 
 
 def test_ctrl_c_during_start_up_exits_130_quietly(tmp_path: Path) -> None:
@@ -37,7 +46,7 @@ def test_ctrl_c_during_start_up_exits_130_quietly(tmp_path: Path) -> None:
         _, stderr = child.communicate(timeout=30)
         if child.returncode == 0:  # it finished before the signal came
             continue
-        if PYTHON_START_UP.search(stderr):  # before any code of ours
+        if before_our_code(stderr):
             continue
         # -SIGINT: the signal came while Python was shutting down, after restoring the default
         # action; a shell sees 130 for that too.
