@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import trio
 
+from overbrainer.model.error_groups import unwrapped
 from overbrainer.storage import Appender, open_file_appender
 
 log = logging.getLogger(__name__)
@@ -25,11 +26,32 @@ CLOSE_BOUND = 10.0
 """Seconds a cancelled stage waits for its appender's fsync before leaving it to its thread."""
 
 
+SLOW_READ_S = 3.0
+"""Seconds of reading after which the command says it is still reading (then every
+`SLOW_READ_EVERY_S`): a no-op stage on ten million answers reads for about a minute."""
+SLOW_READ_EVERY_S = 15.0
+
+
 async def read_in_thread(read: Callable[[], T]) -> T:
     """`read()` in a worker thread; on cancel the thread is left to finish and its result
     dropped, which is safe because it changes nothing on disk. A long `read` calls
-    `stop_if_cancelled` as it goes, so that a left thread stops too, not only its wait."""
-    return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
+    `stop_if_cancelled` as it goes, so that a left thread stops too, not only its wait.
+    A read past `SLOW_READ_S` is logged, so a big project's silence has a reason."""
+    async with unwrapped(), trio.open_nursery() as nursery:
+        nursery.start_soon(_say_still_reading, trio.current_time())
+        result = await trio.to_thread.run_sync(read, abandon_on_cancel=True)
+        nursery.cancel_scope.cancel()
+    return result
+
+
+async def _say_still_reading(started: float) -> None:
+    await trio.sleep(SLOW_READ_S)
+    while True:
+        log.info(
+            "still reading the project's data files (%.0f s; Ctrl-C stops it)",
+            trio.current_time() - started,
+        )
+        await trio.sleep(SLOW_READ_EVERY_S)
 
 
 async def write_in_thread(write: Callable[[], T]) -> T:
