@@ -87,10 +87,20 @@ def node_ports() -> list[str]:
 def start_node(name: str, args: list[str], temp_dir: Path) -> RayNode:
     """Start one node in its own session, its output in `temp_dir/NAME.log`."""
     log = temp_dir / f"{name}.log"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # RAY_AUTH_MODE explicitly: unset, `ray start` turns token auth on by itself whenever
+    # ~/.ray/auth_token exists (a local `ray.init()` writes one), and the API answers 401.
+    # A job's entrypoint `python …` is whatever the node's PATH finds: the venv that has `ray`.
+    ray = ray_executable()
+    path = f"{Path(ray).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {
+        **os.environ,
+        "PATH": path,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+    }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [ray_executable(), "start", "--block", "--disable-usage-stats", *args],
+            [ray, "start", "--block", "--disable-usage-stats", *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
