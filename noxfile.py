@@ -1,5 +1,5 @@
 """Developer sessions: tests, quick, durations, under_load, lint, typecheck, bench, trainer, gguf,
-realserver, hub_lowest, hub_newest, axolotl."""
+realserver, ray, hub_lowest, hub_newest, axolotl."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 
-SUITE = "not trainer and not gguf and not axolotl and not realserver"
-"""The README's suite: the torch, Axolotl and real-server tests run in their own sessions."""
+SUITE = "not trainer and not gguf and not axolotl and not realserver and not ray"
+"""The README's suite: the torch, Axolotl, real-server and Ray tests run in their own sessions."""
 
 
 @nox.session
@@ -105,6 +105,16 @@ def realserver(session: nox.Session) -> None:
     """The pipeline against LiteLLM's proxy and llama-server (both built once, cached)."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "realserver", *session.posargs)
+
+
+@nox.session
+def ray(session: nox.Session) -> None:
+    """The `ray` target against a real multi-node Ray cluster (its venv built once, cached)."""
+    session.install("-e", ".[test]")
+    venv = session.run("bash", ".ci/ray-venv.sh", silent=True, external=True)
+    assert isinstance(venv, str)
+    ray_bin = f"{venv.strip().splitlines()[-1]}/bin/ray"
+    session.run("pytest", "-m", "ray", *session.posargs, env={"OVERBRAINER_RAY": ray_bin})
 
 
 def hub_requirement() -> str:

@@ -62,12 +62,23 @@ class RayCluster:
     nodes: tuple[RayNode, ...]
 
 
+RAY_ENV = "OVERBRAINER_RAY"
+"""The `ray` executable the nodes start from (.ci/run sets it to .ci/ray-venv.sh's venv)."""
+
+
 def ray_executable() -> str:
-    """The `ray` command beside this interpreter (the venv's), or a skip (a failure in CI)."""
-    ray = Path(sys.executable).with_name("ray")
-    if not ray.exists():
-        missing("ray is not installed in this venv: pip install 'ray[default]'")
-    return str(ray)
+    """The `ray` command: `$OVERBRAINER_RAY`, else beside this interpreter, else on PATH; or a
+    skip (a failure in CI)."""
+    named = os.environ.get(RAY_ENV)
+    if named:
+        if not os.access(named, os.X_OK):
+            missing(f"${RAY_ENV} names {named}, which is not an executable")
+        return named
+    beside = Path(sys.executable).with_name("ray")
+    found = str(beside) if beside.exists() else shutil.which("ray")
+    if found is None:
+        missing(f"no `ray` here: set ${RAY_ENV} (`bash .ci/ray-venv.sh` prints its venv)")
+    return found
 
 
 def node_ports() -> list[str]:
