@@ -60,6 +60,8 @@ class RayCluster:
     gcs_address: str
     temp_dir: Path
     nodes: tuple[RayNode, ...]
+    token: str | None = None
+    """The cluster's token when it was started with token authentication."""
 
 
 RAY_ENV = "OVERBRAINER_RAY"
@@ -95,8 +97,9 @@ def node_ports() -> list[str]:
     return [f"{flag}={port}" for flag, port in flags.items()] + [f"--worker-port-list={workers}"]
 
 
-def start_node(name: str, args: list[str], temp_dir: Path) -> RayNode:
-    """Start one node in its own session, its output in `temp_dir/NAME.log`."""
+def start_node(name: str, args: list[str], temp_dir: Path, token: str | None = None) -> RayNode:
+    """Start one node in its own session, its output in `temp_dir/NAME.log`; with `token`,
+    the node asks every client for it (Ray's token authentication)."""
     log = temp_dir / f"{name}.log"
     # RAY_AUTH_MODE explicitly: unset, `ray start` turns token auth on by itself whenever
     # ~/.ray/auth_token exists (a local `ray.init()` writes one), and the API answers 401.
@@ -107,8 +110,11 @@ def start_node(name: str, args: list[str], temp_dir: Path) -> RayNode:
         **os.environ,
         "PATH": path,
         "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_AUTH_MODE": "disabled",
+        "RAY_AUTH_MODE": "disabled" if token is None else "token",
     }
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    if token is not None:
+        env["RAY_AUTH_TOKEN"] = token
     with log.open("wb") as out:
         process = subprocess.Popen(
             [ray, "start", "--block", "--disable-usage-stats", *args],
@@ -121,16 +127,17 @@ def start_node(name: str, args: list[str], temp_dir: Path) -> RayNode:
     return RayNode(name=name, process=process, log=log)
 
 
-def get_json(url: str) -> object:
+def get_json(url: str, token: str | None = None) -> object:
     """GET `url` and decode its JSON body (urllib: the fixture runs outside trio)."""
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as answer:
+        return json.loads(answer.read())
 
 
-def alive_nodes(dashboard_url: str) -> int:
+def alive_nodes(dashboard_url: str, token: str | None = None) -> int:
     """How many nodes the head reports alive (0 while its dashboard is not answering)."""
     try:
-        body = get_json(f"{dashboard_url}/api/v0/nodes")
+        body = get_json(f"{dashboard_url}/api/v0/nodes", token)
     except (OSError, urllib.error.URLError, ValueError):
         return 0
     assert isinstance(body, dict)
@@ -178,9 +185,50 @@ def session_processes(sid: int) -> list[int]:
     return found
 
 
+def start_worker(
+    name: str, n: int, gcs_address: str, temp_dir: Path, token: str | None, common: list[str]
+) -> RayNode:
+    """Start worker node `name` with the custom resource `worker<n>` (a test's way to put a
+    task on it)."""
+    args = [
+        f"--address={gcs_address}",
+        f"--temp-dir={temp_dir / name}",
+        f"--resources={json.dumps({f'worker{n}': 1})}",
+        *common,
+        *node_ports(),
+    ]
+    return start_node(name, args, temp_dir, token)
+
+
+def node_args(cpus: int = 1) -> list[str]:
+    """The flags every node of a fixture's cluster gets."""
+    return [
+        f"--num-cpus={cpus}",
+        "--node-ip-address=127.0.0.1",
+        f"--object-store-memory={OBJECT_STORE_BYTES}",
+    ]
+
+
+def dashboard_pid(cluster: RayCluster) -> int:
+    """The PID of the head's dashboard process (the Jobs API's server), to freeze it."""
+    head = cluster.nodes[0].process.pid
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if os.getsid(process.pid) == head and any(
+                part.endswith("dashboard/dashboard.py") for part in process.info["cmdline"] or []
+            ):
+                return process.pid
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    raise AssertionError("the head has no dashboard process")
+
+
 @contextmanager
-def ray_cluster(workers: int = 1, cpus_per_node: int = 1) -> Iterator[RayCluster]:
+def ray_cluster(
+    workers: int = 1, cpus_per_node: int = 1, token: str | None = None
+) -> Iterator[RayCluster]:
     """A head and `workers` worker nodes, up and registered; stopped whatever the test does.
+    With `token`, the cluster runs with token authentication and asks every client for it.
 
     Each worker node has a custom resource `worker<N>` (1.0) so that a test can place a task on
     a given node. The temporary directory is short: Ray's Unix sockets live under it (108 bytes).
@@ -189,11 +237,7 @@ def ray_cluster(workers: int = 1, cpus_per_node: int = 1) -> Iterator[RayCluster
     gcs_port, dashboard_port = free_port(), free_port()
     gcs_address = f"127.0.0.1:{gcs_port}"
     dashboard_url = f"http://127.0.0.1:{dashboard_port}"
-    common = [
-        f"--num-cpus={cpus_per_node}",
-        "--node-ip-address=127.0.0.1",
-        f"--object-store-memory={OBJECT_STORE_BYTES}",
-    ]
+    common = node_args(cpus_per_node)
     nodes: list[RayNode] = []
     try:
         head_args = [
@@ -207,29 +251,22 @@ def ray_cluster(workers: int = 1, cpus_per_node: int = 1) -> Iterator[RayCluster
             *common,
             *node_ports(),
         ]
-        head = start_node("head", head_args, temp_dir)
+        head = start_node("head", head_args, temp_dir, token)
         nodes.append(head)
         wait_until_up(
             "ray head",
-            lambda: alive_nodes(dashboard_url) >= 1,
+            lambda: alive_nodes(dashboard_url, token) >= 1,
             head.process,
             head.log,
             UP_WITHIN,
             0.2,
         )
         for n in range(1, workers + 1):
-            worker_args = [
-                f"--address={gcs_address}",
-                f"--temp-dir={temp_dir / f'worker{n}'}",
-                f"--resources={json.dumps({f'worker{n}': 1})}",
-                *common,
-                *node_ports(),
-            ]
-            nodes.append(start_node(f"worker{n}", worker_args, temp_dir))
+            nodes.append(start_worker(f"worker{n}", n, gcs_address, temp_dir, token, common))
         for node in nodes[1:]:
             wait_until_up(
                 f"ray {node.name}",
-                lambda: alive_nodes(dashboard_url) >= 1 + workers,
+                lambda: alive_nodes(dashboard_url, token) >= 1 + workers,
                 node.process,
                 node.log,
                 UP_WITHIN,
@@ -240,6 +277,7 @@ def ray_cluster(workers: int = 1, cpus_per_node: int = 1) -> Iterator[RayCluster
             gcs_address=gcs_address,
             temp_dir=temp_dir,
             nodes=tuple(nodes),
+            token=token,
         )
     finally:
         started = time.monotonic()

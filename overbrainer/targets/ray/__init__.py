@@ -1,0 +1,1 @@
+"""`kind = "ray"`: jobs submitted to a Ray cluster's Jobs API, their files on shared storage."""

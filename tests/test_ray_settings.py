@@ -1,0 +1,113 @@
+"""`[targets.NAME] kind = "ray"` read by the config reader, and its checks: one line per
+problem, naming `targets.NAME.key`; the token and secret headers only from the environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from overbrainer.config.errors import ConfigError
+from overbrainer.config.load import add_target_kind, load_settings, remove_target_kind
+from overbrainer.model import redact
+from overbrainer.targets.ray.connect import request_headers
+from overbrainer.targets.ray.settings import RayTarget, RuntimeEnvExtras, problems, summary
+from tests.config_support import BASE, write
+
+TABLE = """
+[targets.cluster]
+kind = "ray"
+address = "https://ray.example.com:8265"
+storage = "s3://bucket/runs"
+token_env = "RAY_TOKEN"
+headers = { "X-Team" = "ml" }
+header_envs = { "Cf-Access-Client-Secret" = "CF_SECRET" }
+num_workers = 4
+resources_per_worker = { GPU = 1, CPU = 8 }
+[targets.cluster.runtime_env]
+env_vars = { HF_HOME = "/mnt/hf" }
+pip = ["axolotl[ray]==0.19.0"]
+"""
+
+
+@pytest.fixture(autouse=True)
+def ray_kind() -> Iterator[None]:
+    """The config reader knows `kind = "ray"` (the registry's line does it in the command)."""
+    add_target_kind("ray", RayTarget)
+    yield
+    remove_target_kind("ray")
+
+
+def test_the_table_reads_into_the_kinds_settings(tmp_path: Path) -> None:
+    target = load_settings(write(tmp_path, BASE + TABLE), {}).targets["cluster"]
+    assert target == RayTarget(
+        address="https://ray.example.com:8265",
+        storage="s3://bucket/runs",
+        token_env="RAY_TOKEN",
+        headers={"X-Team": "ml"},
+        header_envs={"Cf-Access-Client-Secret": "CF_SECRET"},
+        num_workers=4,
+        resources_per_worker={"GPU": 1.0, "CPU": 8.0},
+        runtime_env=RuntimeEnvExtras(env_vars={"HF_HOME": "/mnt/hf"}, pip=["axolotl[ray]==0.19.0"]),
+    )
+    assert isinstance(target, RayTarget)
+    assert problems("cluster", target) == []
+    assert (
+        summary(target)[0] == "ray cluster https://ray.example.com:8265, storage s3://bucket/runs"
+    )
+
+
+def test_an_unknown_key_is_refused_by_the_reader(tmp_path: Path) -> None:
+    text = (
+        BASE + '[targets.c]\nkind = "ray"\naddress = "http://h:8265"\nstorage = "/s"\nnodes = 2\n'
+    )
+    with pytest.raises(ConfigError, match=r"unknown field `targets\.c\.nodes`"):
+        load_settings(write(tmp_path, text), {})
+
+
+def test_each_problem_is_one_line_naming_its_key() -> None:
+    bad = RayTarget(
+        address="ray.example.com:8265",
+        storage=" ",
+        token_env="not a name",
+        headers={"X Bad": "v"},
+        num_workers=0,
+        resources_per_worker={"GPU": -1},
+        request_secs=0,
+    )
+    assert problems("c", bad) == [
+        "targets.c.address must be an http(s):// URL, not 'ray.example.com:8265'",
+        "targets.c.storage is empty: a shared path or a URI such as s3://bucket/runs",
+        "targets.c.token_env must be an environment variable's name",
+        "targets.c.headers.X Bad is not a valid HTTP header",
+        "targets.c.num_workers must be 1 or more, not 0",
+        "targets.c.resources_per_worker.GPU must be 0 or more",
+        "targets.c.request_secs must be more than 0",
+    ]
+
+
+def test_the_token_comes_from_the_environment_and_is_never_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = RayTarget(
+        address="http://h:8265",
+        storage="/s",
+        token_env="OB_T_RAY_TOKEN",
+        headers={"X-Team": "ml"},
+        header_envs={"X-Proxy-Secret": "OB_T_PROXY"},
+    )
+    monkeypatch.delenv("OB_T_RAY_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match=r"^targets\.c\.token_env names \$OB_T_RAY_TOKEN, wh"):
+        request_headers("c", target)
+    monkeypatch.setenv("OB_T_RAY_TOKEN", "tok-0123456789abcdef")
+    with pytest.raises(ConfigError, match=r"targets\.c\.header_envs\.X-Proxy-Secret names"):
+        request_headers("c", target)
+    monkeypatch.setenv("OB_T_PROXY", "proxy-secret-0123456789")
+    headers = request_headers("c", target)
+    assert headers["authorization"] == "Bearer tok-0123456789abcdef"
+    assert headers["X-Proxy-Secret"] == "proxy-secret-0123456789"
+    assert headers["X-Team"] == "ml"
+    said = redact.redact("sent tok-0123456789abcdef and proxy-secret-0123456789")
+    assert "tok-0123456789abcdef" not in said
+    assert "proxy-secret-0123456789" not in said
