@@ -131,5 +131,5 @@ def test_an_unregistered_kind_is_refused_by_the_config_reader(tmp_path: Path) ->
     root = make_project(tmp_path / "p")
     with (root / "overbrainer.toml").open("a", encoding="utf-8") as toml:
         toml.write('\n[targets.toy]\nkind = "example"\n')
-    with pytest.raises(ConfigError, match="expected kind local, ssh or runpod"):
+    with pytest.raises(ConfigError, match="expected kind local, ssh, runpod or ray"):
         load_settings(root, environ={})

@@ -12,6 +12,7 @@ from overbrainer.config.settings import Target
 from overbrainer.model.errors import UsageError
 from overbrainer.targets.kind import TargetKind
 from overbrainer.targets.local_kind import LOCAL
+from overbrainer.targets.ray.kind import RAY
 from overbrainer.targets.runpod.kind import RUNPOD
 from overbrainer.targets.ssh_kind import SSH
 
@@ -45,5 +46,5 @@ def kind_of(target: Target) -> TargetKind:
     return kind_named(target.kind)
 
 
-for _builtin in (LOCAL, SSH, RUNPOD):
+for _builtin in (LOCAL, SSH, RUNPOD, RAY):
     register(_builtin)

@@ -39,6 +39,9 @@ class RayTarget:
     storage: str
     """Where the job's run directory lives, seen alike by every node and by overbrainer: a
     local/NFS path, or an fsspec URI (`s3://bucket/prefix`, `gs://…`)."""
+    node_storage: str | None = None
+    """Where the nodes see `storage` (a bucket's mount, an NFS mount point); default:
+    `storage` itself, which must then be a path."""
     token_env: str | None = None
     """The environment variable holding the cluster's token (`Authorization: Bearer …`)."""
     headers: dict[str, str] = attrs.field(factory=dict)
@@ -67,6 +70,10 @@ def problems(name: str, target: RayTarget) -> list[str]:
         found.append(f"{key}.address must be an http(s):// URL, not {target.address!r}")
     if not target.storage.strip():
         found.append(f"{key}.storage is empty: a shared path or a URI such as s3://bucket/runs")
+    if target.node_storage is None and "://" in target.storage:
+        found.append(f"{key}.node_storage is not set: say where the nodes mount {target.storage}")
+    elif target.node_storage is not None and not target.node_storage.startswith("/"):
+        found.append(f"{key}.node_storage must be an absolute path on the nodes")
     if target.token_env is not None and not ENV_NAME.fullmatch(target.token_env):
         found.append(f"{key}.token_env must be an environment variable's name")
     for header, value in target.headers.items():

@@ -1,0 +1,121 @@
+"""`kind = "ray"`: a job per run submitted to a Ray cluster (KubeRay, Anyscale, `ray up`), its
+files on shared storage. The kind opens a `RayMachine` per job; it has no executor."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import attrs
+
+from overbrainer.config.errors import ConfigError
+from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.targets.claim import CLAIM_FILE
+from overbrainer.targets.executor import Executor, JobError
+from overbrainer.targets.machine import Claim, JobOpening, RecordedJob
+from overbrainer.targets.ray.connect import open_cluster
+from overbrainer.targets.ray.errors import RayJobMissing
+from overbrainer.targets.ray.machine import RayMachine, narrow
+from overbrainer.targets.ray.settings import RayTarget, problems
+from overbrainer.targets.ray.storage import Storage
+
+
+def storage_claim(storage: Storage) -> Claim:
+    """R on the storage, claimed by `R/.claim` holding the owner (not atomic on an object
+    store: two runs choose the same ID only if they start at the same moment)."""
+
+    async def claim(root: str, owner: str) -> bool:
+        path = storage.path(f"{root.rstrip('/')}/{CLAIM_FILE}")
+        held = await storage.read_from(path, 0, 4096)
+        if held:
+            return held.decode("utf-8", "replace").strip() == owner
+        await storage.write(path, f"{owner}\n".encode())
+        return True
+
+    return claim
+
+
+def refuse_problems(name: str, target: RayTarget) -> None:
+    """ConfigError (exit 2) with the table's first problem, if it has one."""
+    found = problems(name, target)
+    if found:
+        raise ConfigError(found[0])
+
+
+@attrs.frozen
+class RayKind:
+    """A Ray cluster reached through its Jobs API; each job is one submission."""
+
+    name: str = RayTarget.kind
+    settings_type: type[object] = RayTarget
+    on_this_machine: bool = False
+    makes_pod: bool = False
+
+    def runtime(self, target: Target) -> Runtime:
+        """Native: the job runs in the cluster's own environment."""
+        return Runtime.NATIVE
+
+    def engine(self, target: Target) -> Engine | None:
+        """None: no container of ours."""
+        return None
+
+    def check(self, name: str, target: Target) -> None:
+        """Refuse a table that cannot work, before anything connects (exit 2)."""
+        refuse_problems(name, narrow(target))
+
+    def open(
+        self,
+        name: str,
+        target: Target,
+        runs_root: Path,
+        interrupt: Interrupt,
+        interrupted: Callable[[], OverbrainerError],
+    ) -> contextlib.AbstractAsyncContextManager[Executor]:
+        """None: a Ray target runs jobs through its machine (`open_machine`)."""
+        raise UsageError(f"target `{name}` (kind ray) runs jobs only through the job lifecycle")
+
+    @contextlib.asynccontextmanager
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[RayMachine]:
+        """The cluster, reached (its version asked: the address and token are checked before
+        anything is written), then the job's record made with R on the storage."""
+        target = narrow(opening.target)
+        refuse_problems(opening.target_name, target)
+        storage = Storage(target.storage)
+        async with open_cluster(opening.target_name, target) as api:
+            reached = await opening.interrupt.race(api.version)
+            if reached is None:
+                raise opening.interrupted()
+            await opening.create(storage.root, storage_claim(storage))
+            yield RayMachine(target, api, storage)
+
+    @contextlib.asynccontextmanager
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[RayMachine]:
+        """The cluster of a recorded job; JobError when the cluster no longer knows the job."""
+        target = narrow(recorded.target)
+        storage = Storage(target.storage)
+        async with open_cluster(recorded.target_name, target) as api:
+            machine = RayMachine(target, api, storage, recorded.job)
+            try:
+                await api.status(recorded.job.ref or "")
+            except RayJobMissing as error:
+                raise JobError(
+                    f"{error.message}: it was deleted, or the cluster restarted"
+                ) from None
+            yield machine
+
+    def describe(self, job_dir: Path) -> str | None:
+        """`ray <submission id>`, from the run's record."""
+        try:
+            record = json.loads((job_dir / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        job = record.get("job") if isinstance(record, dict) else None
+        ref = job.get("ref") if isinstance(job, dict) else None
+        return f"ray {ref}" if isinstance(ref, str) else None
+
+
+RAY = RayKind()
