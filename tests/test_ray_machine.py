@@ -7,6 +7,8 @@ job reached again, stopped by a snapshot request, cancelled; the stand-in traine
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from overbrainer.targets.machine import (
     Claim,
     Ended,
     Ending,
+    FollowedJob,
     JobNeeds,
     JobOpening,
     JobSpec,
@@ -39,7 +42,7 @@ from overbrainer.training.follow_job import FollowTimes, MetricsTail, follow
 from overbrainer.training.prepare import job_commands, job_env, prepare_run
 from overbrainer.training.retrieve import RESULTS
 from overbrainer.training.summary import MetricsSummary
-from tests.ray_support import RayCluster, ray_cluster
+from tests.ray_support import RayCluster, dashboard_pid, ray_cluster
 from tests.train_helpers import make_project, standin_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
@@ -244,3 +247,61 @@ async def test_a_recorded_job_is_reached_again_stopped_by_request_then_another_c
     with pytest.raises(JobError, match="no job `overbrainer-never-submitted`"):
         async with RAY.reach_machine(lost):
             pass
+
+
+@attrs.define
+class Outages:
+    """The followed job, with a note of the first status the head did not answer."""
+
+    job: FollowedJob
+    first: trio.Event = attrs.Factory(trio.Event)
+
+    async def read_from(self, name: str, offset: int, limit: int) -> bytes:
+        return await self.job.read_from(name, offset, limit)
+
+    async def exists(self, name: str) -> bool:
+        return await self.job.exists(name)
+
+    async def cancel(self) -> None:
+        await self.job.cancel()
+
+    async def status(self) -> JobStatus:
+        try:
+            return await self.job.status()
+        except OSError:
+            self.first.set()
+            raise
+
+
+async def test_a_head_frozen_while_following_is_ridden_out(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    target = attrs.evolve(target_of(cluster, tmp_path / "storage"), request_secs=1)
+    release = tmp_path / "release"
+    async with (
+        open_event_bus(observer=Collected()) as bus,
+        RAY.open_machine(opening_of(target, bus, tmp_path, "run-4")) as machine,
+    ):
+        run = prepared(machine, tmp_path, "run-4", STANDIN_HOLD=f"3:{release}")
+        await machine.stage(run.local, run.root)
+        job = await machine.start(run.root, machine.plan(run.spec), {})
+        await wait_for_file(machine, job, "metrics.jsonl")
+        followed = Outages(machine.followed(job))
+        status: list[JobStatus] = []
+        dashboard = dashboard_pid(cluster)
+
+        async def following() -> None:
+            tail = MetricsTail(MetricsSummary())
+            status.append(await follow(followed, bus, tail, run_id="run-4", times=TIMES))
+
+        async with trio.open_nursery() as nursery:
+            os.kill(dashboard, signal.SIGSTOP)
+            try:
+                nursery.start_soon(following)
+                with trio.fail_after(JOB_WITHIN):
+                    await followed.first.wait()
+                release.touch()  # the job ends while nobody can ask the head
+            finally:
+                os.kill(dashboard, signal.SIGCONT)
+        assert await machine.end(Ended(Ending.DONE, succeeded=True, retrieved=True)) is None
+    assert status == [Exited(0)]
