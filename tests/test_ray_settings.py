@@ -3,14 +3,14 @@ problem, naming `targets.NAME.key`; the token and secret headers only from the e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from overbrainer.config.errors import ConfigError
-from overbrainer.config.load import add_target_kind, load_settings, remove_target_kind
+from overbrainer.config.load import load_settings
 from overbrainer.model import redact
+from overbrainer.targets import registry
 from overbrainer.targets.ray.connect import request_headers
 from overbrainer.targets.ray.settings import RayTarget, RuntimeEnvExtras, problems, summary
 from tests.config_support import BASE, write
@@ -20,6 +20,7 @@ TABLE = """
 kind = "ray"
 address = "https://ray.example.com:8265"
 storage = "s3://bucket/runs"
+node_storage = "/mnt/runs"
 token_env = "RAY_TOKEN"
 headers = { "X-Team" = "ml" }
 header_envs = { "Cf-Access-Client-Secret" = "CF_SECRET" }
@@ -31,19 +32,13 @@ pip = ["axolotl[ray]==0.19.0"]
 """
 
 
-@pytest.fixture(autouse=True)
-def ray_kind() -> Iterator[None]:
-    """The config reader knows `kind = "ray"` (the registry's line does it in the command)."""
-    add_target_kind("ray", RayTarget)
-    yield
-    remove_target_kind("ray")
-
-
 def test_the_table_reads_into_the_kinds_settings(tmp_path: Path) -> None:
-    target = load_settings(write(tmp_path, BASE + TABLE), {}).targets["cluster"]
+    assert registry.kind_named("ray").settings_type is RayTarget  # the registry's one line
+    target: object = load_settings(write(tmp_path, BASE + TABLE), {}).targets["cluster"]
     assert target == RayTarget(
         address="https://ray.example.com:8265",
         storage="s3://bucket/runs",
+        node_storage="/mnt/runs",
         token_env="RAY_TOKEN",
         headers={"X-Team": "ml"},
         header_envs={"Cf-Access-Client-Secret": "CF_SECRET"},
@@ -84,6 +79,10 @@ def test_each_problem_is_one_line_naming_its_key() -> None:
         "targets.c.num_workers must be 1 or more, not 0",
         "targets.c.resources_per_worker.GPU must be 0 or more",
         "targets.c.request_secs must be more than 0",
+    ]
+    unmounted = RayTarget(address="http://h:8265", storage="s3://b/runs")
+    assert problems("c", unmounted) == [
+        "targets.c.node_storage is not set: say where the nodes mount s3://b/runs"
     ]
 
 
