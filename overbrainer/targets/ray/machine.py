@@ -17,7 +17,7 @@ import trio
 
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import JobRef
-from overbrainer.targets.job_script import native_commands, quote
+from overbrainer.targets.job_script import PREPENDED, native_commands, quote
 from overbrainer.targets.machine import (
     Ended,
     Ending,
@@ -58,6 +58,16 @@ def train_config(spec: JobSpec) -> str | None:
     return None
 
 
+def worker_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The job's variables for every process Ray starts for it: Ray Train's workers do not
+    inherit the entrypoint's shell, and Axolotl loads the metrics plugin there (PYTHONPATH) and
+    the plugin writes where METRICS_ENV says. PATH and PYTHONPATH keep the node's value after
+    ours (Ray expands `${NAME}` from the node's environment)."""
+    return {
+        name: f"{value}:${{{name}}}" if name in PREPENDED else value for name, value in env.items()
+    }
+
+
 class RayMachine:
     """A Ray cluster, for one job: its Jobs API client and the storage its jobs write to."""
 
@@ -70,6 +80,7 @@ class RayMachine:
         self._job = job
         self._run_id: str | None = None
         self._config: str | None = None
+        self._env: dict[str, str] = {}
         self._inputs: dict[str, bytes] = {}
 
     @property
@@ -101,6 +112,7 @@ class RayMachine:
         env = dict(spec.env)
         if spec.tools is not None:
             env["OVERBRAINER_CACHE"] = spec.tools
+        self._env = env
         commands = native_commands(spec.commands, env)
         if spec.workdir:
             commands = f"cd {quote(spec.workdir)} && {commands}"
@@ -120,9 +132,10 @@ class RayMachine:
         files = package_files(self._inputs, plan.commands, self.job_root(root), secrets)
         uri = await self._api.upload(package(files, salt=sid))
         extras = self._target.runtime_env
-        runtime_env: dict[str, object] = {"working_dir": uri}
-        if extras.env_vars:
-            runtime_env["env_vars"] = dict(extras.env_vars)
+        runtime_env: dict[str, object] = {
+            "working_dir": uri,
+            "env_vars": {**worker_env(self._env), **extras.env_vars},
+        }
         if extras.pip:
             runtime_env["pip"] = list(extras.pip)
         await self._api.submit(
