@@ -8,6 +8,7 @@ Prototype for issue 42 (docs/ray-notes.md has the measurements behind the choice
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -97,14 +98,16 @@ def node_ports() -> list[str]:
     return [f"{flag}={port}" for flag, port in flags.items()] + [f"--worker-port-list={workers}"]
 
 
-def start_node(name: str, args: list[str], temp_dir: Path, token: str | None = None) -> RayNode:
+def start_node(
+    name: str, args: list[str], temp_dir: Path, token: str | None = None, ray: str | None = None
+) -> RayNode:
     """Start one node in its own session, its output in `temp_dir/NAME.log`; with `token`,
     the node asks every client for it (Ray's token authentication)."""
     log = temp_dir / f"{name}.log"
     # RAY_AUTH_MODE explicitly: unset, `ray start` turns token auth on by itself whenever
     # ~/.ray/auth_token exists (a local `ray.init()` writes one), and the API answers 401.
     # A job's entrypoint `python …` is whatever the node's PATH finds: the venv that has `ray`.
-    ray = ray_executable()
+    ray = ray or ray_executable()
     path = f"{Path(ray).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     env = {
         **os.environ,
@@ -138,7 +141,7 @@ def alive_nodes(dashboard_url: str, token: str | None = None) -> int:
     """How many nodes the head reports alive (0 while its dashboard is not answering)."""
     try:
         body = get_json(f"{dashboard_url}/api/v0/nodes", token)
-    except (OSError, urllib.error.URLError, ValueError):
+    except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError):
         return 0
     assert isinstance(body, dict)
     nodes = body["data"]["result"]["result"]
@@ -186,7 +189,13 @@ def session_processes(sid: int) -> list[int]:
 
 
 def start_worker(
-    name: str, n: int, gcs_address: str, temp_dir: Path, token: str | None, common: list[str]
+    name: str,
+    n: int,
+    gcs_address: str,
+    temp_dir: Path,
+    token: str | None,
+    common: list[str],
+    ray: str | None = None,
 ) -> RayNode:
     """Start worker node `name` with the custom resource `worker<n>` (a test's way to put a
     task on it)."""
@@ -197,7 +206,7 @@ def start_worker(
         *common,
         *node_ports(),
     ]
-    return start_node(name, args, temp_dir, token)
+    return start_node(name, args, temp_dir, token, ray)
 
 
 def node_args(cpus: int = 1) -> list[str]:
@@ -225,10 +234,11 @@ def dashboard_pid(cluster: RayCluster) -> int:
 
 @contextmanager
 def ray_cluster(
-    workers: int = 1, cpus_per_node: int = 1, token: str | None = None
+    workers: int = 1, cpus_per_node: int = 1, token: str | None = None, ray: str | None = None
 ) -> Iterator[RayCluster]:
     """A head and `workers` worker nodes, up and registered; stopped whatever the test does.
-    With `token`, the cluster runs with token authentication and asks every client for it.
+    With `token`, the cluster runs with token authentication and asks every client for it;
+    `ray`: the `ray` executable its nodes start from (default: `ray_executable()`).
 
     Each worker node has a custom resource `worker<N>` (1.0) so that a test can place a task on
     a given node. The temporary directory is short: Ray's Unix sockets live under it (108 bytes).
@@ -251,7 +261,7 @@ def ray_cluster(
             *common,
             *node_ports(),
         ]
-        head = start_node("head", head_args, temp_dir, token)
+        head = start_node("head", head_args, temp_dir, token, ray)
         nodes.append(head)
         wait_until_up(
             "ray head",
@@ -262,7 +272,8 @@ def ray_cluster(
             0.2,
         )
         for n in range(1, workers + 1):
-            nodes.append(start_worker(f"worker{n}", n, gcs_address, temp_dir, token, common))
+            worker = start_worker(f"worker{n}", n, gcs_address, temp_dir, token, common, ray)
+            nodes.append(worker)
         for node in nodes[1:]:
             wait_until_up(
                 f"ray {node.name}",

@@ -51,10 +51,13 @@ def submission_id(run_id: str) -> str:
 
 
 def train_config(spec: JobSpec) -> str | None:
-    """The Axolotl config the job trains from (`axolotl train CONFIG`), if it trains."""
+    """The Axolotl config the job trains from: the YAML file after `train` in a command
+    (`axolotl train CONFIG`, or a wrapper's `python -m wrapper train CONFIG`), if it trains."""
     for command in spec.commands:
-        if command.program == "axolotl" and command.args[:1] == ("train",):
-            return command.args[1] if len(command.args) > 1 else None
+        args = command.args
+        for i, arg in enumerate(args[:-1]):
+            if arg == "train" and args[i + 1].endswith((".yaml", ".yml")):
+                return args[i + 1]
     return None
 
 
@@ -138,6 +141,8 @@ class RayMachine:
         }
         if extras.pip:
             runtime_env["pip"] = list(extras.pip)
+        if extras.worker_process_setup_hook:
+            runtime_env["worker_process_setup_hook"] = extras.worker_process_setup_hook
         await self._api.submit(
             Submission(ENTRYPOINT, sid, runtime_env, metadata={RUN_METADATA: run_id})
         )

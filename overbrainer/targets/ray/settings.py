@@ -26,6 +26,9 @@ class RuntimeEnvExtras:
     """Extra environment variables on the nodes (HF_HOME, NCCL settings, …)."""
     pip: list[str] = attrs.field(factory=list)
     """Extra packages the runtime env installs on the nodes (Ray's `runtime_env.pip`)."""
+    worker_process_setup_hook: str | None = None
+    """`module.function` every process of the job calls first (Ray's own key): a patch the
+    trainer's workers need, shipped in the run's files or installed on the nodes."""
 
 
 @attrs.frozen
