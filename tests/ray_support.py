@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import attrs
 import psutil
+import pytest
 
 from tests.ports import free_port
 from tests.real_parts import missing
@@ -298,3 +300,31 @@ def ray_cluster(
         left = [pid for node in nodes for pid in session_processes(node.process.pid)]
         shutil.rmtree(temp_dir, ignore_errors=True)
         assert not left, f"Ray processes left after {time.monotonic() - started:.1f} s: {left}"
+
+
+_SHARED = pytest.StashKey[RayCluster]()
+TOKEN_ENV = "OB_TEST_RAY_TOKEN"
+"""Where the tests' targets find the shared cluster's token (`token_env`)."""
+
+
+def shared_cluster(config: pytest.Config) -> RayCluster:
+    """One cluster per test process (an xdist worker), with token authentication, for every
+    `ray` module it runs: module fixtures would start one per module, and again whenever the
+    scheduler interleaves two modules' tests. Stopped when the session ends."""
+    found = config.stash.get(_SHARED, None)
+    if found is not None:
+        return found
+    context = ray_cluster(workers=1, token=secrets.token_hex(16))
+    cluster = context.__enter__()
+
+    def stop() -> None:
+        context.__exit__(None, None, None)
+
+    config.add_cleanup(stop)
+    config.stash[_SHARED] = cluster
+    return cluster
+
+
+def adopt(config: pytest.Config, node: RayNode) -> None:
+    """Stop `node` (started by a test, in the shared cluster) when the session ends."""
+    config.add_cleanup(lambda: stop_node(node))

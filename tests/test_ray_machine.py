@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -42,7 +41,7 @@ from overbrainer.training.follow_job import FollowTimes, MetricsTail, follow
 from overbrainer.training.prepare import job_commands, job_env, prepare_run
 from overbrainer.training.retrieve import RESULTS
 from overbrainer.training.summary import MetricsSummary
-from tests.ray_support import RayCluster, dashboard_pid, ray_cluster
+from tests.ray_support import TOKEN_ENV, RayCluster, dashboard_pid, shared_cluster
 from tests.train_helpers import make_project, standin_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
@@ -51,11 +50,14 @@ JOB_WITHIN = 180.0
 TIMES = FollowTimes(poll=0.2, reconnect=30.0)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[RayCluster]:
-    """One head and one worker node, shared by this module's tests."""
-    with ray_cluster(workers=1) as running:
-        yield running
+@pytest.fixture
+def cluster(pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch) -> RayCluster:
+    """The process's head and worker node (tests/ray_support.py), its token in the
+    environment as a user sets it."""
+    running = shared_cluster(pytestconfig)
+    assert running.token is not None
+    monkeypatch.setenv(TOKEN_ENV, running.token)
+    return running
 
 
 def interrupted() -> WorkFailed:
@@ -91,6 +93,7 @@ def target_of(cluster: RayCluster, storage: Path) -> RayTarget:
     return RayTarget(
         address=cluster.dashboard_url,
         storage=str(storage),
+        token_env=TOKEN_ENV,
         num_workers=2,
         resources_per_worker={"CPU": 1.0},
         request_secs=10,
