@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.targets.ray.errors import RayError
-from overbrainer.targets.ray.kind import RAY, storage_claim
-from overbrainer.targets.ray.storage import Storage
+from overbrainer.targets.ray.kind import RAY
+from overbrainer.targets.ray.storage import Storage, storage_claim
 
 
 @pytest.fixture

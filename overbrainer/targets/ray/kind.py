@@ -1,5 +1,8 @@
 """`kind = "ray"`: a job per run submitted to a Ray cluster (KubeRay, Anyscale, `ray up`), its
-files on shared storage. The kind opens a `RayMachine` per job; it has no executor."""
+files on shared storage. The kind opens a `RayMachine` per job; it has no executor.
+
+The registry imports this module in every command: the client, storage (fsspec) and machine
+modules (about 100 ms of imports) load only when a job opens a machine."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -14,29 +18,12 @@ from overbrainer.config.errors import ConfigError
 from overbrainer.config.settings import Engine, Runtime, Target
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
-from overbrainer.targets.claim import CLAIM_FILE
 from overbrainer.targets.executor import Executor, JobError
-from overbrainer.targets.machine import Claim, JobOpening, RecordedJob
-from overbrainer.targets.ray.connect import open_cluster
-from overbrainer.targets.ray.errors import RayJobMissing
-from overbrainer.targets.ray.machine import RayMachine, narrow
-from overbrainer.targets.ray.settings import RayTarget, problems
-from overbrainer.targets.ray.storage import Storage
+from overbrainer.targets.ray.settings import RayTarget, narrow, problems
 
-
-def storage_claim(storage: Storage) -> Claim:
-    """R on the storage, claimed by `R/.claim` holding the owner (not atomic on an object
-    store: two runs choose the same ID only if they start at the same moment)."""
-
-    async def claim(root: str, owner: str) -> bool:
-        path = storage.path(f"{root.rstrip('/')}/{CLAIM_FILE}")
-        held = await storage.read_from(path, 0, 4096)
-        if held:
-            return held.decode("utf-8", "replace").strip() == owner
-        await storage.write(path, f"{owner}\n".encode())
-        return True
-
-    return claim
+if TYPE_CHECKING:
+    from overbrainer.targets.machine import JobOpening, RecordedJob
+    from overbrainer.targets.ray.machine import RayMachine
 
 
 def refuse_problems(name: str, target: RayTarget) -> None:
@@ -82,6 +69,12 @@ class RayKind:
     async def open_machine(self, opening: JobOpening) -> AsyncIterator[RayMachine]:
         """The cluster, reached (its version asked: the address and token are checked before
         anything is written), then the job's record made with R on the storage."""
+        # The client, its storage and fsspec load here, not with the registry: every command
+        # imports the registry, few use a Ray target.
+        from overbrainer.targets.ray.connect import open_cluster
+        from overbrainer.targets.ray.machine import RayMachine
+        from overbrainer.targets.ray.storage import Storage, storage_claim
+
         target = narrow(opening.target)
         refuse_problems(opening.target_name, target)
         storage = Storage(target.storage)
@@ -95,6 +88,11 @@ class RayKind:
     @contextlib.asynccontextmanager
     async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[RayMachine]:
         """The cluster of a recorded job; JobError when the cluster no longer knows the job."""
+        from overbrainer.targets.ray.connect import open_cluster
+        from overbrainer.targets.ray.errors import RayJobMissing
+        from overbrainer.targets.ray.machine import RayMachine
+        from overbrainer.targets.ray.storage import Storage
+
         target = narrow(recorded.target)
         storage = Storage(target.storage)
         async with open_cluster(recorded.target_name, target) as api:

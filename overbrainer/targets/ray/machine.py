@@ -26,7 +26,6 @@ from overbrainer.targets.machine import (
     Limit,
     Sampler,
 )
-from overbrainer.targets.ray.errors import RayError
 from overbrainer.targets.ray.followed import RayFollowedJob, submission_of
 from overbrainer.targets.ray.job_package import (
     ENTRYPOINT,
@@ -186,10 +185,3 @@ class RayMachine:
 
     async def detach(self) -> None:
         """Nothing: the job runs on in the cluster; `train attach` reaches it again."""
-
-
-def narrow(target: object) -> RayTarget:
-    """The target's settings as the Ray kind's own class."""
-    if not isinstance(target, RayTarget):
-        raise RayError(f"a {getattr(target, 'kind', '?')} target is not a ray one")
-    return target

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import attrs
 
+from overbrainer.config.errors import ConfigError
 from overbrainer.config.settings import RECONNECT_SECS
 from overbrainer.llm import valid_header_value
 
@@ -115,3 +116,10 @@ def summary(target: RayTarget) -> list[str]:
     if target.token_env:
         lines.append(f"token from ${target.token_env}")
     return lines
+
+
+def narrow(target: object) -> RayTarget:
+    """The target's settings as the Ray kind's own class."""
+    if not isinstance(target, RayTarget):
+        raise ConfigError(f"a {getattr(target, 'kind', '?')} target is not a ray one")
+    return target

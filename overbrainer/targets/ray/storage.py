@@ -16,6 +16,8 @@ import fsspec
 import trio
 from fsspec.core import url_to_fs
 
+from overbrainer.targets.claim import CLAIM_FILE
+from overbrainer.targets.machine import Claim
 from overbrainer.targets.ray.errors import RayError
 
 READ_LIMIT = 1024 * 1024
@@ -112,3 +114,18 @@ class Storage:
         """Copy `entries` (files or folders) of `remote` into `local`, each file checked for its
         size and moved into place whole; `exclude`: glob patterns of paths or their parts."""
         await trio.to_thread.run_sync(self._fetch, remote, local, entries, exclude)
+
+
+def storage_claim(storage: Storage) -> Claim:
+    """R on the storage, claimed by `R/.claim` holding the owner (not atomic on an object
+    store: two runs choose the same ID only if they start at the same moment)."""
+
+    async def claim(root: str, owner: str) -> bool:
+        path = storage.path(f"{root.rstrip('/')}/{CLAIM_FILE}")
+        held = await storage.read_from(path, 0, 4096)
+        if held:
+            return held.decode("utf-8", "replace").strip() == owner
+        await storage.write(path, f"{owner}\n".encode())
+        return True
+
+    return claim
