@@ -15,37 +15,34 @@ import yaml
 from overbrainer.config.settings import RunpodTarget, Settings
 from overbrainer.export.job import ExportCancelled, follow_and_deliver
 from overbrainer.export.plan import ExportPlan, ExportRequest
-from overbrainer.export.start import ExportStart, Started, create_export, start_export
+from overbrainer.export.start import ExportStart, create_export, start_export
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
-from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets import (
     GB,
     JOB_ENV,
+    Ended,
+    Ending,
+    JobNeeds,
+    JobOpening,
     ShapeUnknown,
     about,
-    clean_up,
-    end_pod_bounded,
     export_disk_bytes,
     export_need_bytes,
     floor_gb,
     hub_shape,
-    new_pod_run,
     no_estimate_line,
-    open_pod_ssh,
-    open_runpod,
+    open_pod_machine,
     pod_path,
     pod_settings,
-    workdir,
 )
 from overbrainer.training import (
     CONFIG_FILE,
     RunRecord,
     Session,
-    api_key,
-    follow_on_pod,
-    provision_or_fail,
-    start_on_pod,
+    failing,
+    follow_guarded,
+    not_started,
 )
 
 log = logging.getLogger(__name__)
@@ -124,61 +121,67 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
     )
     if interrupt.caught:
         raise ExportCancelled(f"interrupted before the export of run {run.id} started")
-    key = await api_key(session)
-    async with open_runpod(session.settings.runpod.url, key) as api:
-        export = await create_export(plan, request, workdir(target))
-        pod = new_pod_run(
-            api,
-            session.bus,
-            exports,
-            export,
-            target,
-            keep=request.keep_pod,
-            stopped=lambda: interrupt.caught,
-            vram_floor_gb=sizing,
-            noun="export",
+    created: list[RunRecord] = []
+
+    async def create(workdir: str, claim: object) -> str:
+        created.append(await create_export(plan, request, workdir))
+        return created[0].id
+
+    async def fail(message: str) -> None:
+        await failing(exports, created[0])(message)
+
+    opening = JobOpening(
+        run.target,
+        target,
+        JobNeeds(vram_floor_gb=sizing, keep=request.keep_pod),
+        create,
+        exports.root,
+        session.bus,
+        interrupt,
+        not_started,
+        settings=session.settings,
+        fail=fail,
+    )
+    async with open_pod_machine(opening) as machine:
+        export, executor = created[0], machine.executor
+        started = await machine.start_job(
+            lambda: start_export(
+                ExportStart(
+                    exports,
+                    export,
+                    request,
+                    run,
+                    plan.choice,
+                    target,
+                    executor,
+                    env_file=pod_path(JOB_ENV),
+                )
+            ),
+            fail,
         )
-        await provision_or_fail(pod, interrupt)
-        async with open_pod_ssh(pod, run.target) as executor:
-            started: Started | None = None
 
-            async def start() -> RunRecord:
-                nonlocal started
-                started = await start_export(
-                    ExportStart(
-                        exports,
-                        export,
-                        request,
-                        run,
-                        plan.choice,
-                        target,
-                        executor,
-                        env_file=pod_path(JOB_ENV),
-                    )
-                )
-                return started.record
+        async def watch(follow_job: Callable[[], Awaitable[JobStatus]]) -> JobStatus | None:
+            return await follow_guarded(
+                interrupt,
+                machine,
+                follow_job,
+                failing(exports, started.record, update=True),
+                machine.subject,
+            )
 
-            await start_on_pod(pod, executor, start)
-            assert started is not None
-
-            async def watch(follow_job: Callable[[], Awaitable[JobStatus]]) -> JobStatus | None:
-                assert started is not None
-                return await follow_on_pod(interrupt, pod, executor, started.record, follow_job)
-
-            try:
-                lines = await follow_and_deliver(
-                    session, executor, exports, run, request, started, watch
-                )
-            except ExportCancelled:
-                if not pod.keep:
-                    await clean_up(pod, DeleteReason.CANCELLED)
-                raise
-            except (OverbrainerError, OSError):
-                problem = await end_pod_bounded(pod, executor, retrieved=True)
-                if problem is not None:
-                    log.warning("export %s failed, and its pod did not end: %s", export.id, problem)
-                raise
-            problem = await end_pod_bounded(pod, executor, retrieved=True)
+        try:
+            lines = await follow_and_deliver(
+                session, executor, exports, run, request, started, watch
+            )
+        except ExportCancelled:
+            await machine.end(Ended(Ending.CANCELLED))
+            raise
+        except (OverbrainerError, OSError):
+            problem = await machine.end(Ended(Ending.DONE, retrieved=True))
             if problem is not None:
-                log.warning("export %s ended, but not its pod: %s", export.id, problem)
+                log.warning("export %s failed, and its pod did not end: %s", export.id, problem)
+            raise
+        problem = await machine.end(Ended(Ending.DONE, retrieved=True))
+        if problem is not None:
+            log.warning("export %s ended, but not its pod: %s", export.id, problem)
     return lines

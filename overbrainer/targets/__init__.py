@@ -79,6 +79,12 @@ if TYPE_CHECKING:
         keep_lease,
         watch_pace,
     )
+    from overbrainer.targets.runpod.machine import (
+        PodInterrupted,
+        PodMachine,
+        open_pod_machine,
+        runpod_key,
+    )
     from overbrainer.targets.runpod.model_shape import ShapeUnknown
     from overbrainer.targets.runpod.pod_delete import forget_keys, remove
     from overbrainer.targets.runpod.pod_end import (
@@ -111,6 +117,12 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.runpod.pod_run import PodRun, new_pod_run, open_pod_ssh, pod_poll
     from overbrainer.targets.runpod.provision import provision
+    from overbrainer.targets.runpod.reach import (
+        PodGone,
+        check_for_pod,
+        pod_record_of,
+        reach_pod_machine,
+    )
     from overbrainer.targets.runpod.sanitize import sanitize
     from overbrainer.targets.runpod.strays import Classified, RunView, classify_all, stray_warnings
     from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Pod, Template
@@ -180,7 +192,10 @@ __all__ = [
     "NetworkVolume",
     "Pace",
     "Pod",
+    "PodGone",
+    "PodInterrupted",
     "PodLogsGone",
+    "PodMachine",
     "PodPrice",
     "PodRecord",
     "PodRecordError",
@@ -200,6 +215,7 @@ __all__ = [
     "about",
     "arm_cost_cap",
     "capture_pod_log",
+    "check_for_pod",
     "claim_dir",
     "classify_all",
     "clean_up",
@@ -232,6 +248,7 @@ __all__ = [
     "native_commands",
     "new_pod_run",
     "no_estimate_line",
+    "open_pod_machine",
     "open_pod_ssh",
     "open_runpod",
     "open_ssh",
@@ -239,17 +256,20 @@ __all__ = [
     "pod_path",
     "pod_poll",
     "pod_price",
+    "pod_record_of",
     "pod_record_path",
     "pod_settings",
     "price_order",
     "provision",
     "publish_spend",
     "quote",
+    "reach_pod_machine",
     "read_cursor",
     "read_from",
     "remove",
     "remove_container",
     "resolve_pin",
+    "runpod_key",
     "sanitize",
     "save_pod_record",
     "spend",
@@ -267,6 +287,14 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "PodInterrupted": "runpod.machine",
+        "PodMachine": "runpod.machine",
+        "open_pod_machine": "runpod.machine",
+        "runpod_key": "runpod.machine",
+        "PodGone": "runpod.reach",
+        "check_for_pod": "runpod.reach",
+        "pod_record_of": "runpod.reach",
+        "reach_pod_machine": "runpod.reach",
         "CACHE_DIR": "export_job_script",
         "CACHE_ENV": "export_job_script",
         "CLAIM_FILE": "claim",

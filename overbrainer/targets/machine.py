@@ -16,6 +16,7 @@ from typing import Protocol
 
 import attrs
 
+from overbrainer.config.settings import Settings
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
@@ -114,6 +115,8 @@ class Ended:
     succeeded: bool = False
     retrieved: bool = False
     """The job's files are here (a machine made for the job may go)."""
+    why: str = ""
+    """What went wrong, in words (a lost job: the error following it ended with)."""
 
 
 @attrs.frozen
@@ -146,6 +149,11 @@ class JobOpening:
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
     """The error a Ctrl-C before the job started ends the command with."""
+    settings: Settings | None = None
+    """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
+    fail: Callable[[str], Awaitable[None]] | None = None
+    """Record the job failed with this message: its machine was made after `create` but the
+    job could not start on it (a pod that never became ready, a Ctrl-C before the start)."""
 
 
 @attrs.frozen
@@ -160,6 +168,8 @@ class RecordedJob:
     bus: EventBus
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
+    settings: Settings | None = None
+    """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
 
 
 class Machine(Protocol):

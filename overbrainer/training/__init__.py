@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
     from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref
+    from overbrainer.training.machine_follow import failing, follow_guarded
     from overbrainer.training.outcome import local_summary
-    from overbrainer.training.pod_follow import follow_on_pod
-    from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
+    from overbrainer.training.pod_train import train_on_pod
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
         check_can_train,
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
         request_stop,
         stop_on_pod,
     )
-    from overbrainer.training.run_pod import RunPod, api_key
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
     from overbrainer.training.run_store import (
         Container,
@@ -86,14 +85,12 @@ __all__ = [
     "NestedJob",
     "RunEnding",
     "RunNotFound",
-    "RunPod",
     "RunRecord",
     "RunState",
     "Runs",
     "RunsError",
     "Session",
     "TrainTarget",
-    "api_key",
     "attach_run",
     "cancel_run",
     "cannot_train",
@@ -103,10 +100,11 @@ __all__ = [
     "detached",
     "ending",
     "expand_venv",
+    "failing",
     "fetch",
     "find_axolotl",
     "follow",
-    "follow_on_pod",
+    "follow_guarded",
     "follow_to_end",
     "is_valid_run_id",
     "job_ref",
@@ -119,7 +117,6 @@ __all__ = [
     "plan_job",
     "plan_nested_job",
     "plan_start",
-    "provision_or_fail",
     "refuse_if_training_cannot_start",
     "request_on_pod_beside",
     "request_snapshot",
@@ -127,7 +124,6 @@ __all__ = [
     "request_stop",
     "rfc3339",
     "run_target",
-    "start_on_pod",
     "start_run",
     "stop_on_pod",
     "template_warning",
@@ -155,7 +151,6 @@ __getattr__ = lazy_face(
         "OUTPUT_DIR": "axolotl_config",
         "RunEnding": "follow_run",
         "RunNotFound": "run_record",
-        "RunPod": "run_pod",
         "RunRecord": "run_record",
         "RunState": "run_record",
         "Runs": "run_store",
@@ -164,7 +159,6 @@ __getattr__ = lazy_face(
         "START_BOUND": "start",
         "Session": "session",
         "TrainTarget": "target_access",
-        "api_key": "run_pod",
         "attach_run": "run_commands",
         "cancel_run": "run_commands",
         "cannot_train": "trainer_check",
@@ -178,7 +172,8 @@ __getattr__ = lazy_face(
         "fetch": "retrieve",
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
-        "follow_on_pod": "pod_follow",
+        "failing": "machine_follow",
+        "follow_guarded": "machine_follow",
         "follow_to_end": "follow_run",
         "is_valid_run_id": "run_store",
         "job_ref": "follow_run",
@@ -191,7 +186,6 @@ __getattr__ = lazy_face(
         "plan_job": "runtime",
         "plan_nested_job": "runtime",
         "plan_start": "start",
-        "provision_or_fail": "pod_train",
         "refuse_if_training_cannot_start": "preflight",
         "request_on_pod_beside": "run_commands",
         "request_snapshot": "run_commands",
@@ -199,7 +193,6 @@ __getattr__ = lazy_face(
         "request_stop": "run_commands",
         "rfc3339": "run_store",
         "run_target": "target_access",
-        "start_on_pod": "pod_train",
         "start_run": "start",
         "stop_on_pod": "run_commands",
         "template_warning": "axolotl_config",

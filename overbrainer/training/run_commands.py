@@ -8,18 +8,20 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime, Target
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage import write_atomic
 from overbrainer.targets import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.targets import (
+    Ended,
+    Ending,
     Executor,
     ExecutorJob,
     TargetUnreachable,
+    check_for_pod,
     container_name,
-    end_pod_bounded,
     host_alias,
     kind_of,
     load_pod_record,
@@ -31,9 +33,8 @@ from overbrainer.targets import (
 from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref, summarize
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_attach import attach_pod, live_pod_record, reach_pod
-from overbrainer.training.pod_follow import follow_and_end
-from overbrainer.training.pod_lookup import check_for_pod
+from overbrainer.training.pod_attach import attach_pod, reach_run_pod
+from overbrainer.training.pod_train import follow_and_end
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
@@ -102,7 +103,7 @@ async def attach_run(session: Session, run_id: str) -> Outcome:
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     any_target = _any_target(session, record)
     if kind_of(any_target).makes_pod:
-        return await attach_pod(session, record, pod_settings(any_target))
+        return await attach_pod(session, record, any_target)
     target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
@@ -172,14 +173,14 @@ async def stop_on_pod(
 ) -> Outcome:
     """`train stop` of a run on a pod (§7.8): the request written on its pod, then the run
     followed to its end, its snapshot retrieved and its pod deleted (or kept)."""
-    pod = await live_pod_record(session, record, "nothing to stop")
-    async with reach_pod(session, record, pod_settings(target), pod) as reached:
+    async with reach_run_pod(
+        session, record, target, "nothing to stop", lost_is_usage=True
+    ) as reached:
         if isinstance(reached, Outcome):
             return reached
-        run, executor = reached
-        await request_snapshot_on(executor, record)
+        await request_snapshot_on(reached.executor, record)
         announce()
-        return await follow_and_end(session, run, executor, record, requested=True)
+        return await follow_and_end(session, reached, record, requested=True)
 
 
 async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
@@ -236,7 +237,7 @@ async def cancel_run(session: Session, run_id: str) -> RunEnding:
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
     any_target = _any_target(session, record)
     if kind_of(any_target).makes_pod:
-        return await _cancel_on_pod(session, record, pod_settings(any_target))
+        return await _cancel_on_pod(session, record, any_target)
     target = _check_target(session, record)
     async with session.open_target(
         record.target, target, lambda: Detached("interrupted before the cancel started")
@@ -245,24 +246,23 @@ async def cancel_run(session: Session, run_id: str) -> RunEnding:
         return ended
 
 
-async def _cancel_on_pod(session: Session, record: RunRecord, target: RunpodTarget) -> RunEnding:
+async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) -> RunEnding:
     """`train cancel` of a Runpod run (§7.8): the job cancelled, its files retrieved
     best-effort, then its pod ended like at the end of a followed run, all shielded."""
-    pod = await live_pod_record(session, record, "nothing to cancel")
-    async with reach_pod(
+    async with reach_run_pod(
         session,
         record,
         target,
-        pod,
-        interrupted=lambda run: Detached("interrupted before the cancel started"),
+        "nothing to cancel",
+        lambda machine: Detached("interrupted before the cancel started"),
+        lost_is_usage=True,
     ) as reached:
         if isinstance(reached, Outcome):
             return ending(session.runs, reached)
-        run, executor = reached
-        ended, retrieved = await _cancel_on(session, executor, record)
+        ended, retrieved = await _cancel_on(session, reached.executor, record)
         if retrieved is None:
             return ended  # the job had ended already, or a follower ends the pod
-        problem = await end_pod_bounded(run, executor, retrieved=retrieved)
+        problem = await reached.end(Ended(Ending.DONE, retrieved=retrieved))
         if problem is not None:
             return RunEnding(
                 ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")
