@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         host_alias,
         write_ssh_config,
     )
-    from overbrainer.targets.runpod.kind import pod_settings
+    from overbrainer.targets.runpod.kind import RUNPOD, pod_settings
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
         LeaseTimes,
@@ -159,6 +159,7 @@ __all__ = [
     "POLL_ENV",
     "QUANTIZE_ENV",
     "READ_LIMIT",
+    "RUNPOD",
     "SCRIPT_FILE",
     "SNAPSHOT_REQUEST",
     "Claim",
@@ -287,6 +288,7 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "RUNPOD": "runpod.kind",
         "PodInterrupted": "runpod.machine",
         "PodMachine": "runpod.machine",
         "open_pod_machine": "runpod.machine",
