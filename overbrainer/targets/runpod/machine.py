@@ -19,7 +19,7 @@ from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFai
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.executor import ExecutorJob, JobRef
 from overbrainer.targets.export_job_script import CACHE_ENV
-from overbrainer.targets.job_script import native_commands
+from overbrainer.targets.job_script import native_commands, quote
 from overbrainer.targets.machine import (
     Ended,
     FollowedJob,
@@ -29,6 +29,7 @@ from overbrainer.targets.machine import (
     Limit,
     Sampler,
 )
+from overbrainer.targets.manifest import local_manifest, verify
 from overbrainer.targets.probe_sampler import ProbeSampler
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.cost import arm_cost_cap
@@ -136,11 +137,27 @@ class PodMachine:
         """Write a request file into the job's directory."""
         await self.executor.put_file(job.path(name), content)
 
+    async def exists(self, path: str) -> bool:
+        """Whether `path` exists on the pod."""
+        return await self.executor.exists(path)
+
+    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
+        """SHA-256 of the files under the existing `entries` of `root` on the pod."""
+        return await self.executor.manifest(root, entries)
+
+    async def remove(self, root: str, entries: Sequence[str]) -> None:
+        """Remove `entries` of `root` on the pod (what was staged)."""
+        if entries:
+            await self.executor.probe(f"cd -- {quote(root)} && rm -rf -- {' '.join(entries)}")
+
     async def fetch(
         self, job: JobRef, local: Path, entries: Sequence[str], exclude: Sequence[str] = ()
     ) -> None:
-        """Download entries of the job's directory."""
+        """Manifest, download, then check every file against the pod's SHA-256."""
+        expected = await self.executor.manifest(job.dir, entries, exclude)
         await self.executor.download(job.dir, local, entries, exclude)
+        found = await trio.to_thread.run_sync(local_manifest, local, entries, exclude)
+        verify(expected, found)
 
     def sampler(self, job: JobRef) -> Sampler | None:
         """The probe over SSH."""
