@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
-from pathlib import Path
 
 import attrs
 import trio
@@ -25,7 +23,6 @@ from overbrainer.compare.job import (
     tools_cache,
 )
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget, Settings
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.targets import (
     JOB_ENV,
@@ -33,18 +30,14 @@ from overbrainer.targets import (
     Ending,
     JobNeeds,
     JobOpening,
-    Limits,
     PodMachine,
-    PodPrice,
-    RunpodApi,
-    RunpodError,
     SshExecutor,
+    gguf_floor,
     native_commands,
     open_pod_machine,
     open_runpod,
     pod_path,
-    pod_price,
-    pod_settings,
+    price_pod,
     resolve_pin,
     runpod_key,
 )
@@ -60,61 +53,7 @@ from overbrainer.training import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_COMPARE_IMAGE = DEFAULT_RUNPOD_IMAGE
-"""The compare pod's image when `[compare] image` is unset: the training image, which holds
-what the job needs (python3, curl, sshd, the CUDA libraries)."""
 MODEL_FILE = "model.gguf"
-VRAM_MARGIN_GB = 2
-"""GB above the GGUF's size (plus a fifth) for the context and llama.cpp's buffers."""
-
-
-def gguf_vram_floor(size: int) -> int:
-    """The VRAM floor of a GGUF of `size` bytes: ceil(ceil(size·6/5)/1e9) + 2 GB (§A.7)."""
-    return math.ceil(math.ceil(size * 6 / 5) / 1e9) + VRAM_MARGIN_GB
-
-
-def pod_target(target: RunpodTarget, image: str | None) -> RunpodTarget:
-    """The run's target with the compare image: `[compare] image`, else the target's own."""
-    return attrs.evolve(target, image=image or target.image or DEFAULT_COMPARE_IMAGE)
-
-
-def limits_of(target: RunpodTarget, floor: int | None) -> Limits:
-    """What a GPU type of the target must meet."""
-    auto = target.data_center_ids.auto
-    return Limits(
-        gpu_count=target.gpu_count,
-        min_vram_gb=target.min_vram_gb,
-        max_price_per_hour=target.max_price_per_hour,
-        data_center_ids=() if auto else target.data_center_ids.items,
-        vram_floor_gb=floor,
-    )
-
-
-def vram_floor(target: RunpodTarget, size: int) -> int | None:
-    """The VRAM floor of the pod for a GGUF of `size` bytes: only for `gpu_types = "auto"`
-    without `min_vram_gb`."""
-    auto_floor = target.gpu_types.auto and target.min_vram_gb is None
-    return gguf_vram_floor(size) if auto_floor else None
-
-
-async def price_pod(api: RunpodApi, target: RunpodTarget, floor: int | None) -> PodPrice:
-    """The price of a new pod of the target (the catalog unread: no price)."""
-    try:
-        catalog = await api.gpu_types(target.gpu_count)
-    except RunpodError as error:
-        log.debug("pod: cannot read the GPU catalog for the price line: %s", error.message)
-        catalog = None
-    listed = None if target.gpu_types.auto else target.gpu_types.items
-    return pod_price(catalog, limits_of(target, floor), listed)
-
-
-async def quote_pod(settings: Settings, target: RunpodTarget, key: str, gguf: Path) -> PodPrice:
-    """The price of the compare pod for `gguf` on `target` (the compare image applied), as
-    the TUI asks to confirm it before a compare."""
-    target = pod_target(target, settings.compare.image)
-    floor = vram_floor(target, (await trio.Path(gguf).stat()).st_size)
-    async with open_runpod(settings.runpod.url, key) as api:
-        return await price_pod(api, target, floor)
 
 
 def _link_model(run_dir_file: str, staged: str) -> None:
@@ -137,15 +76,14 @@ async def compare_on_pod(
     record = await trio.to_thread.run_sync(compares.load, setup.compare)
     found = settings.targets.get(record.target)
     assert found is not None
-    target = pod_target(pod_settings(found), settings.compare.image)
     interrupt = session.interrupt
     gguf = session.runs.dir_of(setup.run) / setup.gguf
-    floor = vram_floor(target, (await trio.Path(gguf).stat()).st_size)
+    floor = gguf_floor(found, (await trio.Path(gguf).stat()).st_size)
     key = await runpod_key(settings, interrupt.race)
     if key is None:
         raise not_started()
     async with open_runpod(settings.runpod.url, key) as api:
-        price = await interrupt.race(lambda: price_pod(api, target, floor))
+        price = await interrupt.race(lambda: price_pod(api, found, floor))
     if price is None:
         stopped = attrs.evolve(
             record, state=RunState.FAILED, message="interrupted before its job started"
@@ -166,8 +104,8 @@ async def compare_on_pod(
 
     opening = JobOpening(
         record.target,
-        target,
-        JobNeeds(vram_floor_gb=floor, disk_gb=None, image=target.image, keep=keep),
+        found,
+        JobNeeds(vram_floor_gb=floor, image=settings.compare.image, keep=keep),
         create,
         compares.root,
         session.bus,

@@ -65,6 +65,14 @@ if TYPE_CHECKING:
     from overbrainer.targets.runpod.create_body import JOB_ENV, pod_of_run, pod_path, workdir
     from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
     from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
+    from overbrainer.targets.runpod.job_sizing import (
+        disk_warning,
+        export_sizing,
+        gguf_floor,
+        gguf_vram_floor,
+        price_pod,
+        quote_pod,
+    )
     from overbrainer.targets.runpod.keys import (
         client_key_path,
         forget_client_key,
@@ -80,7 +88,6 @@ if TYPE_CHECKING:
         watch_pace,
     )
     from overbrainer.targets.runpod.machine import (
-        PodInterrupted,
         PodMachine,
         open_pod_machine,
         runpod_key,
@@ -120,6 +127,7 @@ if TYPE_CHECKING:
     from overbrainer.targets.runpod.reach import (
         PodGone,
         check_for_pod,
+        pod_beside,
         pod_record_of,
         reach_pod_machine,
     )
@@ -194,7 +202,6 @@ __all__ = [
     "Pace",
     "Pod",
     "PodGone",
-    "PodInterrupted",
     "PodLogsGone",
     "PodMachine",
     "PodPrice",
@@ -224,6 +231,7 @@ __all__ = [
     "container_commands",
     "container_name",
     "cost_cap",
+    "disk_warning",
     "drain_pod_log",
     "end_pod_bounded",
     "error_text",
@@ -231,11 +239,14 @@ __all__ = [
     "export_env",
     "export_need_bytes",
     "export_script",
+    "export_sizing",
     "floor_gb",
     "follow_disk",
     "forget_client_key",
     "forget_keys",
+    "gguf_floor",
     "gguf_name",
+    "gguf_vram_floor",
     "guard_cost",
     "helpers_script",
     "host_alias",
@@ -253,6 +264,7 @@ __all__ = [
     "open_pod_ssh",
     "open_runpod",
     "open_ssh",
+    "pod_beside",
     "pod_of_run",
     "pod_path",
     "pod_poll",
@@ -261,9 +273,11 @@ __all__ = [
     "pod_record_path",
     "pod_settings",
     "price_order",
+    "price_pod",
     "provision",
     "publish_spend",
     "quote",
+    "quote_pod",
     "reach_pod_machine",
     "read_cursor",
     "read_from",
@@ -288,8 +302,14 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "gguf_floor": "runpod.job_sizing",
+        "gguf_vram_floor": "runpod.job_sizing",
+        "price_pod": "runpod.job_sizing",
+        "quote_pod": "runpod.job_sizing",
+        "disk_warning": "runpod.job_sizing",
+        "export_sizing": "runpod.job_sizing",
+        "pod_beside": "runpod.reach",
         "RUNPOD": "runpod.kind",
-        "PodInterrupted": "runpod.machine",
         "PodMachine": "runpod.machine",
         "open_pod_machine": "runpod.machine",
         "runpod_key": "runpod.machine",

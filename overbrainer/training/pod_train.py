@@ -19,7 +19,6 @@ from overbrainer.targets import (
     RunpodApi,
     open_pod_machine,
     open_runpod,
-    pod_settings,
     runpod_key,
     vram_floor,
 )
@@ -56,7 +55,7 @@ async def train_on_pod(
     session: Session, plan: StartPlan, *, keep: bool, strays: StrayCheck | None = None
 ) -> Outcome:
     """`train` on a Runpod target: a pod made for the run, followed, then deleted (or kept)."""
-    target = pod_settings(plan.target)
+    target = plan.target
     if strays is not None:
         await _warn_strays(session, strays)
     floor = await session.interrupt.race(lambda: vram_floor(session.settings, target))

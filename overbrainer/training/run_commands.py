@@ -20,20 +20,14 @@ from overbrainer.targets import (
     Executor,
     ExecutorJob,
     TargetUnreachable,
-    check_for_pod,
     container_name,
-    host_alias,
     kind_of,
-    load_pod_record,
-    open_ssh,
-    pod_settings,
-    ssh_client_of,
-    workdir,
+    pod_beside,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref, summarize
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_attach import attach_pod, reach_run_pod
+from overbrainer.training.pod_attach import attach_pod, reach_run_pod, recorded_job
 from overbrainer.training.pod_train import follow_and_end
 from overbrainer.training.retrieve import retrieve_results
 from overbrainer.training.run_record import RunsError
@@ -186,25 +180,7 @@ async def stop_on_pod(
 async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
     """Write a Runpod run's snapshot request through its existing ssh config (no API call),
     while another process holds the project."""
-    run_dir = session.runs.dir_of(record.id)
-    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
-    config = run_dir / "ssh" / "config"
-    if pod is not None and pod.live_pod is None:
-        raise UsageError(f"run {record.id} has no pod left: nothing to stop")
-    if not config.is_file():
-        missing = "" if pod is not None else f" and runs/{record.id}/pod.json is missing"
-        raise UsageError(
-            f"run {record.id} has no ssh config to reach its pod{missing}: "
-            f"{check_for_pod(record.id)}"
-        )
-    async with open_ssh(
-        record.target,
-        host_alias(record.id),
-        workdir(pod_settings(target)),
-        ssh_config=str(config.absolute()),
-        client=ssh_client_of(pod_settings(target).ssh_client),
-    ) as executor:
-        await executor.connect()
+    async with pod_beside(recorded_job(session, record, target), "nothing to stop") as executor:
         await request_snapshot_on(executor, record)
 
 

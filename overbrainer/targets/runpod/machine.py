@@ -251,6 +251,8 @@ async def open_pod_machine(opening: JobOpening) -> AsyncIterator[PodMachine]:
     `start_job` connects inside its shield)."""
     target = opening.target
     assert isinstance(target, RunpodTarget)
+    if opening.needs.image:  # a compare's `[compare] image`
+        target = attrs.evolve(target, image=opening.needs.image)
     assert opening.settings is not None, "a pod's job is opened with the project's settings"
     fail = _failer(opening)
     key = await runpod_key(opening.settings, opening.interrupt.race)

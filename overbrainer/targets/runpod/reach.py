@@ -18,8 +18,8 @@ from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.utc import rfc3339
 from overbrainer.targets.machine import RecordedJob
 from overbrainer.targets.runpod.api import open_runpod
-from overbrainer.targets.runpod.create_body import pod_of_run
-from overbrainer.targets.runpod.keys import write_ssh_config
+from overbrainer.targets.runpod.create_body import pod_of_run, workdir
+from overbrainer.targets.runpod.keys import host_alias, write_ssh_config
 from overbrainer.targets.runpod.machine import PodMachine, runpod_key
 from overbrainer.targets.runpod.pod_delete import forget_keys
 from overbrainer.targets.runpod.pod_record import (
@@ -31,6 +31,8 @@ from overbrainer.targets.runpod.pod_record import (
 )
 from overbrainer.targets.runpod.pod_run import JobDirs, JobId, PodRun, open_pod_ssh
 from overbrainer.targets.runpod.types import Pod
+from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
+from overbrainer.targets.ssh_session import SshExecutor
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +180,30 @@ async def reach_pod_machine(
             if await recorded.interrupt.race(connect) is None:
                 raise (interrupted or PodMachine.detached)(machine)
             yield machine
+
+
+@contextlib.asynccontextmanager
+async def pod_beside(recorded: RecordedJob, nothing: str) -> AsyncIterator[SshExecutor]:
+    """The job's pod through its existing ssh config, connected, with no API call (beside a
+    process that holds the project); UsageError when there is no pod or config to use."""
+    run_dir, run_id = recorded.job_dir, recorded.job_dir.name
+    target = recorded.target
+    assert isinstance(target, RunpodTarget)
+    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
+    config = run_dir / "ssh" / "config"
+    if pod is not None and pod.live_pod is None:
+        raise UsageError(f"run {run_id} has no pod left: {nothing}")
+    if not config.is_file():
+        missing = "" if pod is not None else f" and runs/{run_id}/pod.json is missing"
+        raise UsageError(
+            f"run {run_id} has no ssh config to reach its pod{missing}: {check_for_pod(run_id)}"
+        )
+    async with open_ssh(
+        recorded.target_name,
+        host_alias(run_id),
+        workdir(target),
+        ssh_config=str(config.absolute()),
+        client=ssh_client_of(target.ssh_client),
+    ) as executor:
+        await executor.connect()
+        yield executor

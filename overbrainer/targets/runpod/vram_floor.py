@@ -32,9 +32,10 @@ async def hub_shape(settings: Settings, base_model: str) -> ModelShape:
     return await fetch_shape(base_model, settings.hub.url, token)
 
 
-async def vram_floor(settings: Settings, target: RunpodTarget) -> int | None:
+async def vram_floor(settings: Settings, target: object) -> int | None:
     """The estimate's floor in GB for an `auto` target without `min_vram_gb` (logged); None,
     warned, when there is no estimate, and None for any other target."""
+    assert isinstance(target, RunpodTarget), "a pod is sized for a runpod target"
     training = settings.training
     if training is None or not target.gpu_types.auto or target.min_vram_gb is not None:
         return None
