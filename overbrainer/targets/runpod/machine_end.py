@@ -103,11 +103,13 @@ async def end_machine(run: JobPod, executor: Executor, ended: Ended) -> str | No
     if ending in LIMIT_REASONS:
         await _delete_at_limit(run, LIMIT_REASONS[ending])
         return None
-    if ending is Ending.CANCELLED and run.keep:
+    if ending is not Ending.NOT_STARTED and run.keep:
         return None
+    # INTERRUPTED comes once the job started (a Ctrl-C before it is the opening's, which
+    # deletes the pod as `interrupted before the job started` itself): the job was cancelled.
     reasons = {
         Ending.NOT_STARTED: DeleteReason.NOT_READY,
-        Ending.INTERRUPTED: DeleteReason.INTERRUPTED,
+        Ending.INTERRUPTED: DeleteReason.CANCELLED,
         Ending.CANCELLED: DeleteReason.CANCELLED,
     }
     left = await clean_up(run, reasons[ending])
