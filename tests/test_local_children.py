@@ -22,7 +22,7 @@ def _state(pid: int) -> str | None:
 
 async def _ended(directory: Path, ref: JobRef) -> None:
     with trio.fail_after(10):
-        while _state(ref.pid) not in ("Z", None):  # noqa: ASYNC110 - a process has no event
+        while _state(ref.group) not in ("Z", None):  # noqa: ASYNC110 - a process has no event
             await trio.sleep(0.02)
     assert (directory / "exit_code").read_text().strip() == "0"
 
@@ -36,6 +36,6 @@ async def test_only_the_executor_that_started_a_job_reaps_it(tmp_path: Path) -> 
     await _ended(run_dir, ref)
     # Another executor sees the job ended (a zombie leader is not alive) but cannot reap it.
     assert await other.status(ref) == Exited(0)
-    assert _state(ref.pid) == "Z"
+    assert _state(ref.group) == "Z"
     assert await owner.status(ref) == Exited(0)
-    assert _state(ref.pid) is None  # reaped by its owner
+    assert _state(ref.group) is None  # reaped by its owner

@@ -24,11 +24,11 @@ from overbrainer.system import sampler as sampler_module
 from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.executor import READ_LIMIT
 from overbrainer.targets.local import split_lines
+from overbrainer.targets.machine import Sampler
 from overbrainer.training.follow_job import (
     FollowError,
     FollowTimes,
     MetricsTail,
-    Sampler,
     follow,
     guard_stop,
 )

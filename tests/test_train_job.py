@@ -261,7 +261,9 @@ async def test_ctrl_c_during_the_start_still_records_the_job(
     (run_id,) = Runs(root / "runs").ids()
     record = Runs(root / "runs").load(run_id)
     assert record.state is RunState.RUNNING
-    assert record.job is not None and group_alive(record.job.pid)  # started and alive
+    assert (
+        record.job is not None and record.job.pid is not None and group_alive(record.job.pid)
+    )  # started and alive
     assert caught.value.message == (
         f"interrupted: run {run_id} keeps running on target `local`; "
         f"follow it again with `overbrainer train attach {run_id}`"

@@ -215,7 +215,7 @@ async def start_export(start: ExportStart) -> Started:
         await end_export(exports, export, RunState.FAILED, message, job_dir)
         raise WorkFailed(f"export {export.id} of run {run.id} failed: {message}") from None
     box = None if plan.container is None else Container(plan.container[0].value, plan.container[1])
-    running = attrs.evolve(export, state=RunState.RUNNING, job=Job(remote, job.pid, box))
+    running = attrs.evolve(export, state=RunState.RUNNING, job=Job(remote, job.pid, box, job.ref))
     await trio.to_thread.run_sync(exports.save, running)
     return Started(running, job_dir, staged)
 

@@ -36,11 +36,20 @@ class TransferError(WorkFailed):
 
 @attrs.frozen
 class JobRef:
-    """A started job: its run directory on the target, its process group, its container."""
+    """A started job as its machine identifies it: its run directory there, its process group
+    and container (a process this machine runs), or a scheduler's ID (a cluster's job)."""
 
     dir: str
-    pid: int
+    pid: int | None
     container: tuple[Engine, str] | None = None
+    ref: str | None = None
+
+    @property
+    def group(self) -> int:
+        """The job's process group; JobError for a job a scheduler runs (it has none)."""
+        if self.pid is None:
+            raise JobError(f"the job in {self.dir} is not a process of this machine")
+        return self.pid
 
     def path(self, name: str) -> str:
         """Run file `name` on the target."""

@@ -64,11 +64,11 @@ class LocalExecutor:
 
     async def status(self, job: JobRef) -> JobStatus:
         """The job's status from its group and marker files."""
-        return await local.status(local.LocalJob(Path(job.dir), job.pid), self.children)
+        return await local.status(local.LocalJob(Path(job.dir), job.group), self.children)
 
     async def cancel(self, job: JobRef) -> None:
         """TERM, KILL after 10 s, then `cancelled`."""
-        local_job = local.LocalJob(Path(job.dir), job.pid)
+        local_job = local.LocalJob(Path(job.dir), job.group)
         await local.cancel(local_job, job.container, children=self.children)
 
     async def manifest(

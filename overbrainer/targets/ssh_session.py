@@ -133,13 +133,13 @@ class ScriptExecutor(abc.ABC):
 
     async def status(self, job: JobRef) -> JobStatus:
         """The word the §4.3 script prints."""
-        out = await self._checked(job_status_script(job.dir, job.pid))
+        out = await self._checked(job_status_script(job.dir, job.group))
         return parse_status(out.decode("utf-8", "replace"))
 
     async def cancel(self, job: JobRef) -> None:
         """The §4.4 script; JobError with its message when the group outlives SIGKILL."""
         done = await self.run(
-            cancel_script(job.dir, job.pid, job.container), limit=CANCEL_TIMEOUT_S
+            cancel_script(job.dir, job.group, job.container), limit=CANCEL_TIMEOUT_S
         )
         if done.returncode != 0:
             raise JobError(stderr_text(done.stderr) or f"cannot cancel the job in {job.dir}")

@@ -7,7 +7,6 @@ import math
 import os
 import random
 from collections.abc import Mapping
-from typing import Protocol
 
 import attrs
 import trio
@@ -19,9 +18,8 @@ from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import JobStatus, Running, is_finished
-from overbrainer.model.system_sample import SystemSample
 from overbrainer.system.sampler import SAMPLE_EVERY
-from overbrainer.targets import POLL_ENV, READ_LIMIT, split_lines
+from overbrainer.targets import POLL_ENV, READ_LIMIT, FollowedJob, Sampler, split_lines
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
@@ -41,34 +39,6 @@ STOP_LIMITS_ENV = "OVERBRAINER_TEST_STOP_LIMITS_S"
 
 class FollowError(WorkFailed):
     """The job could not be reached for the whole reconnect budget."""
-
-
-class FollowedJob(Protocol):
-    """What following needs from a started job on its target."""
-
-    async def read_from(self, name: str, offset: int, limit: int) -> bytes:
-        """Bytes of run file `name` from `offset` (empty when it does not exist)."""
-        ...
-
-    async def status(self) -> JobStatus:
-        """The job's status now."""
-        ...
-
-    async def exists(self, name: str) -> bool:
-        """Whether run file `name` exists."""
-        ...
-
-    async def cancel(self) -> None:
-        """Stop the job (§4.4)."""
-        ...
-
-
-class Sampler(Protocol):
-    """Takes system samples of the job's machine."""
-
-    async def sample(self) -> SystemSample | None:
-        """One sample, or None when this one is skipped (an earlier one is still stuck)."""
-        ...
 
 
 @attrs.frozen

@@ -42,7 +42,7 @@ def job_ref(record: RunRecord) -> JobRef:
     assert record.job is not None
     container = record.job.container
     box = None if container is None else (Engine(container.engine), container.name)
-    return JobRef(record.job.dir, record.job.pid, box)
+    return JobRef(record.job.dir, record.job.pid, box, record.job.ref)
 
 
 async def summarize(session: Session, record: RunRecord) -> Outcome:

@@ -59,7 +59,10 @@ def _check_container(container: Container) -> None:
 
 
 def _check_job(job: Job) -> None:
-    if job.pid < 2 or job.pid > 0xFFFFFFFF:
+    if job.pid is None:
+        if not job.ref:
+            raise ValueError("`pid` must be a process ID of at least 2, or `ref` a job ID")
+    elif job.pid < 2 or job.pid > 0xFFFFFFFF:
         raise ValueError("`pid` must be a process ID of at least 2")
 
 
@@ -77,14 +80,16 @@ class Container:
     name: str
 
 
-@codec.record("job", strict=False, check=_check_job)
+@codec.record("job", strict=False, check=_check_job, omit=("ref",))
 @attrs.frozen
 class Job:
-    """A started job: its directory on the target and the PID leading its process group."""
+    """A started job as its machine identifies it: its directory there, and the PID leading its
+    process group (a process the machine runs) or `ref`, a scheduler's job ID (a cluster's)."""
 
     dir: str
-    pid: int
+    pid: int | None
     container: Container | None = None
+    ref: str | None = None
 
 
 @codec.record("snapshot", strict=False, check=_check_snapshot)

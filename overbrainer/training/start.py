@@ -239,7 +239,7 @@ async def start_job(
     running = attrs.evolve(
         record,
         state=RunState.RUNNING,
-        job=Job(remote, job.pid, container),
+        job=Job(remote, job.pid, container, job.ref),
         snapshots=True,
     )
     try:
