@@ -2,8 +2,8 @@
 
 Registering a kind also registers its settings with config (`config.target_settings`), so
 `[targets.<n>] kind = "<name>"` reads into its class, is checked and shown by it. config knows
-no kind by default: a process imports this module before it reads any settings (the command
-line's group does, and tests/conftest.py).
+no kind by default: a process loads this module before config needs a kind (`run_flow` has
+config call `ensure_kinds` then, completion calls it, tests/conftest.py imports it).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def kind_of(target: TargetSettings) -> TargetKind:
 
 
 def ensure_kinds() -> None:
-    """Have the built-in kinds registered (and so their settings with config): a command calls
-    it before it reads any settings; importing this module already did it."""
+    """Have the built-in kinds registered, and so their settings with config (importing this
+    module already did it: the call is what a command's entry names)."""
     for builtin in (LOCAL, SSH, RUNPOD):
         if builtin.name not in _KINDS:
             register(builtin)
