@@ -35,13 +35,12 @@ from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     Compare,
     Engine,
-    LocalTarget,
     Runtime,
-    SshTarget,
 )
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
+from overbrainer.targets import LocalTarget, SshTarget
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin

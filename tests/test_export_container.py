@@ -27,8 +27,9 @@ from typing import cast
 import attrs
 import pytest
 
-from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime, SshTarget
+from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime
 from overbrainer.export.start import export_job
+from overbrainer.targets import SshTarget
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.export_job_script import export_env
 from overbrainer.targets.job_script import Engine as JobEngine

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.config.settings import ListOrAuto, RunpodTarget
-from overbrainer.targets import disk_warning, gguf_vram_floor
+from overbrainer.config.settings import ListOrAuto
+from overbrainer.targets import RunpodTarget, disk_warning, gguf_vram_floor
 from overbrainer.targets.runpod.auto import Limits, price_words
 from overbrainer.targets.runpod.types import parse_gpu_type
 from tests.runpod_fake import gpu

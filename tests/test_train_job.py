@@ -15,12 +15,13 @@ import trio.lowlevel
 import trio.testing
 
 from overbrainer.config import load_settings
-from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
+from overbrainer.config.settings import Adapter, Engine, Runtime, Training
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.train import train_after_split, train_run
 from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
+from overbrainer.targets import LocalTarget
 from overbrainer.targets import local as local_job
 from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
 from overbrainer.training.follow_job import FollowTimes

@@ -45,7 +45,7 @@ from overbrainer.pipeline.spend import SpendCap, SpendCapReached, UnknownPrices
 from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage import HistoryStatus
-from overbrainer.targets import NO_KEY, RunpodKeyError, kind_of, resolve_pin
+from overbrainer.targets import NO_KEY, RunpodKeyError, as_builtin, kind_of, resolve_pin
 from overbrainer.training import (
     FollowTimes,
     Runs,
@@ -130,12 +130,12 @@ async def run_job(
                 settings.compare,
                 pin,
                 root=root,
-                model=model_path(target, run_dir, setup.gguf),
+                model=model_path(as_builtin(target), run_dir, setup.gguf),
                 context=context,
                 cache=tools_cache(executor, os.environ),
                 environ=os.environ,
             )
-            plan = compare_job(target, executor, env, setup, run_dir)
+            plan = compare_job(as_builtin(target), executor, env, setup, run_dir)
             started = await start_compare_job(runs, setup, executor, plan)
         if started is None:
             raise WorkFailed(f"compare {setup.compare} failed: the job did not start in time")

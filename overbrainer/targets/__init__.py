@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from overbrainer.model.face import lazy_face
 
 if TYPE_CHECKING:
+    from overbrainer.targets.builtin import Target, as_builtin
     from overbrainer.targets.claim import CLAIM_FILE, claim_dir
     from overbrainer.targets.executor import (
         READ_LIMIT,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from overbrainer.targets.llama_cpp import LlamaCppPin, helpers_script, resolve_pin
     from overbrainer.targets.local import LocalJob, job_status, read_from, split_lines
     from overbrainer.targets.local_executor import LocalExecutor
+    from overbrainer.targets.local_kind import LocalTarget
     from overbrainer.targets.machine import (
         Claim,
         Ended,
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.manifest import local_manifest, verify
     from overbrainer.targets.probe_sampler import ProbeSampler
-    from overbrainer.targets.registry import kind_of
+    from overbrainer.targets.registry import ensure_kinds, kind_of
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
         host_alias,
         write_ssh_config,
     )
-    from overbrainer.targets.runpod.kind import RUNPOD, pod_settings
+    from overbrainer.targets.runpod.kind import RUNPOD
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
         LeaseTimes,
@@ -132,6 +134,7 @@ if TYPE_CHECKING:
         reach_pod_machine,
     )
     from overbrainer.targets.runpod.sanitize import sanitize
+    from overbrainer.targets.runpod.settings import RunpodTarget, pod_settings
     from overbrainer.targets.runpod.strays import Classified, RunView, classify_all, stray_warnings
     from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Pod, Template
     from overbrainer.targets.runpod.vram import (
@@ -143,6 +146,7 @@ if TYPE_CHECKING:
         no_estimate_line,
     )
     from overbrainer.targets.runpod.vram_floor import hub_shape, vram_floor
+    from overbrainer.targets.ssh_kind import SshTarget
     from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
     from overbrainer.targets.ssh_session import SshExecutor
 
@@ -196,6 +200,7 @@ __all__ = [
     "LlamaCppPin",
     "LocalExecutor",
     "LocalJob",
+    "LocalTarget",
     "Machine",
     "MachineKind",
     "NetworkVolume",
@@ -215,13 +220,17 @@ __all__ = [
     "RunpodApi",
     "RunpodError",
     "RunpodKeyError",
+    "RunpodTarget",
     "Sampler",
     "ShapeUnknown",
     "SshExecutor",
+    "SshTarget",
+    "Target",
     "TargetUnreachable",
     "Template",
     "about",
     "arm_cost_cap",
+    "as_builtin",
     "capture_pod_log",
     "check_for_pod",
     "claim_dir",
@@ -234,6 +243,7 @@ __all__ = [
     "disk_warning",
     "drain_pod_log",
     "end_pod_bounded",
+    "ensure_kinds",
     "error_text",
     "export_disk_bytes",
     "export_env",
@@ -431,7 +441,13 @@ __getattr__ = lazy_face(
         "pod_path": "runpod.create_body",
         "pod_poll": "runpod.pod_run",
         "pod_price": "runpod.auto",
-        "pod_settings": "runpod.kind",
+        "pod_settings": "runpod.settings",
+        "RunpodTarget": "runpod.settings",
+        "LocalTarget": "local_kind",
+        "SshTarget": "ssh_kind",
+        "Target": "builtin",
+        "as_builtin": "builtin",
+        "ensure_kinds": "registry",
         "price_order": "runpod.auto",
         "provision": "runpod.provision",
         "publish_spend": "runpod.cost",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
@@ -19,6 +19,7 @@ from overbrainer.targets import (
     Ending,
     Executor,
     ExecutorJob,
+    Target,
     TargetUnreachable,
     container_name,
     kind_of,

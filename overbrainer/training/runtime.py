@@ -8,14 +8,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from overbrainer.config.container import GPUS_AUTO, USER_AUTO
-from overbrainer.config.settings import (
-    DEFAULT_IMAGE,
-    DEFAULT_RUNPOD_VENV,
-    LocalTarget,
-    Runtime,
-    SshTarget,
-    Target,
-)
+from overbrainer.config.settings import DEFAULT_IMAGE, DEFAULT_RUNPOD_VENV, Runtime
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.targets import (
     CACHE_ENV,
@@ -25,6 +18,9 @@ from overbrainer.targets import (
     ContainerJob,
     Engine,
     Executor,
+    LocalTarget,
+    SshTarget,
+    Target,
     container_commands,
     container_name,
     kind_of,

@@ -8,27 +8,28 @@ from pathlib import Path
 
 import attrs
 
-from overbrainer.config.settings import Settings, Target
+from overbrainer.config.settings import Settings
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.system.sampler import LocalSampler
-from overbrainer.targets import Executor, ProbeSampler, kind_of
+from overbrainer.targets import Executor, ProbeSampler, Target, as_builtin, kind_of
 
-HostTarget = Target
+HostTarget = TargetSettings
 """A target overbrainer reaches as it is (its kind makes no pod): opened by `open_executor`."""
 TrainTarget = Target
 
 
 def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> TrainTarget:
     """The `[targets.<name>]` a training run uses, checked by its kind."""
-    target: Target | None = settings.targets.get(name)
+    target = settings.targets.get(name)
     if target is None:
         raise UsageError(f"unknown target `{name}`")
     kind = kind_of(target)
     if keep_pod and not kind.makes_pod:
         raise UsageError("--keep-pod only applies to a runpod target")
     kind.check(name, target)
-    return target
+    return as_builtin(target)
 
 
 @contextlib.asynccontextmanager

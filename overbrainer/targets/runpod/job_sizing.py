@@ -9,11 +9,12 @@ from pathlib import Path
 
 import trio
 
-from overbrainer.config.settings import RunpodTarget, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.model_shape import ShapeUnknown
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.vram import (
     GB,
     about,

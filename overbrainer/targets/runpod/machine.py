@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.config.settings import DEFAULT_RUNPOD_VENV, RunpodTarget, Settings
+from overbrainer.config.settings import DEFAULT_RUNPOD_VENV, Settings
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets.executor import ExecutorJob, JobRef
@@ -40,6 +40,7 @@ from overbrainer.targets.runpod.pod_end import clean_up, error_text
 from overbrainer.targets.runpod.pod_record import PodState
 from overbrainer.targets.runpod.pod_run import JobDirs, JobId, JobPod, new_pod_run, open_pod_ssh
 from overbrainer.targets.runpod.provision import provision
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.ssh_session import SshExecutor
 
 log = logging.getLogger(__name__)

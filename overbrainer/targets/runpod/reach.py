@@ -13,7 +13,6 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.utc import rfc3339
 from overbrainer.targets.machine import RecordedJob
@@ -30,6 +29,7 @@ from overbrainer.targets.runpod.pod_record import (
     save_pod_record,
 )
 from overbrainer.targets.runpod.pod_run import JobDirs, JobId, PodRun, open_pod_ssh
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.types import Pod
 from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
 from overbrainer.targets.ssh_session import SshExecutor
