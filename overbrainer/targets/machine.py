@@ -21,7 +21,7 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
 from overbrainer.model.system_sample import SystemSample
-from overbrainer.targets.executor import JobRef
+from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.job_script import Command, Engine
 
 
@@ -92,6 +92,8 @@ class JobNeeds:
     """`--keep-pod`: keep a machine made for the job after it ends."""
     snapshots: bool = False
     """The job honours a snapshot request (training)."""
+    remove_container: bool = False
+    """Force-remove the job's container whenever the job ends (a compare's server runs in it)."""
 
 
 class Ending(enum.Enum):
@@ -146,6 +148,9 @@ class JobOpening:
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
     """The error a Ctrl-C before the job started ends the command with."""
+    check: Callable[[Executor], Awaitable[None]] | None = None
+    """A check of a shell machine before the record is made (train: `axolotl` and a GPU
+    there; refused with no run created); kinds without a shell leave it out."""
 
 
 @attrs.frozen
@@ -203,6 +208,18 @@ class Machine(Protocol):
 
     async def request(self, job: JobRef, name: str, content: str) -> None:
         """Write run file `name` (a request the job polls, such as a snapshot request)."""
+        ...
+
+    async def exists(self, path: str) -> bool:
+        """Whether `path` exists on the machine (a run's model, before staging it again)."""
+        ...
+
+    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
+        """SHA-256 of the files under the existing `entries` of `root` on the machine."""
+        ...
+
+    async def remove(self, root: str, entries: Sequence[str]) -> None:
+        """Remove `entries` of `root` on the machine (what was staged); nothing when `here`."""
         ...
 
     async def fetch(
