@@ -91,21 +91,16 @@ class HostMachine:
         """R itself natively, `/workspace/run` in a container."""
         return CONTAINER_ROOT if self.setup.runtime is Runtime.DOCKER else root
 
-    def venv(self) -> str | None:
-        """The target's venv, `~/` expanded for the machine's user; None in a container."""
-        if self.setup.runtime is not Runtime.NATIVE:
-            return None
-        return expand_venv(self.setup.venv, self.home)
-
     def plan(self, spec: JobSpec) -> JobPlan:
         """The job's commands natively (the venv first) or in the target's container (§4.2)."""
         env = dict(spec.env)
         if self.setup.runtime is Runtime.NATIVE:
+            venv = expand_venv(self.setup.venv, self.home)
+            if spec.venv_on_path and venv is not None:
+                env["PATH"] = f"{venv.rstrip('/')}/bin"
             if spec.tools is not None:
                 env[CACHE_ENV] = spec.tools
-            return JobPlan(
-                native_commands(spec.commands, env, venv=expand_venv(self.setup.venv, self.home))
-            )
+            return JobPlan(native_commands(spec.commands, env, venv=venv))
         engine = Engine((self.setup.engine or ConfigEngine.DOCKER).value)
         text = container_commands(
             ContainerJob(

@@ -70,6 +70,9 @@ class JobSpec:
     """The machine's tool cache (llama.cpp of an export), given as OVERBRAINER_CACHE."""
     workdir: str = ""
     """Where the job works, relative to R (a nested compare or export job's folder)."""
+    venv_on_path: bool = False
+    """Natively, PATH is the machine's venv `bin` (a script that runs the venv's `python3`
+    and `axolotl` by name: training's in-job export)."""
 
 
 @attrs.frozen

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
         template_warning,
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-    from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref
+    from overbrainer.training.follow_run import RunEnding, ending
     from overbrainer.training.outcome import local_summary
     from overbrainer.training.pod_follow import follow_on_pod
     from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         lock_holder,
         request_on_pod_beside,
         request_snapshot,
+        request_snapshot_at,
         request_snapshot_on,
         request_stop,
         stop_on_pod,
@@ -56,9 +57,15 @@ if TYPE_CHECKING:
         plan_nested_job,
     )
     from overbrainer.training.session import Session, detached, not_started
-    from overbrainer.training.start import START_BOUND, plan_start, start_run
+    from overbrainer.training.start import START_BOUND, plan_start
     from overbrainer.training.summary import MetricsSummary
     from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+    from overbrainer.training.train_job import (
+        follow_recorded,
+        job_ref,
+        recorded_run,
+        train_on_machine,
+    )
     from overbrainer.training.trainer_check import (
         CannotTrain,
         cannot_train,
@@ -107,7 +114,7 @@ __all__ = [
     "find_axolotl",
     "follow",
     "follow_on_pod",
-    "follow_to_end",
+    "follow_recorded",
     "is_valid_run_id",
     "job_ref",
     "job_root",
@@ -120,17 +127,19 @@ __all__ = [
     "plan_nested_job",
     "plan_start",
     "provision_or_fail",
+    "recorded_run",
     "refuse_if_training_cannot_start",
     "request_on_pod_beside",
     "request_snapshot",
+    "request_snapshot_at",
     "request_snapshot_on",
     "request_stop",
     "rfc3339",
     "run_target",
     "start_on_pod",
-    "start_run",
     "stop_on_pod",
     "template_warning",
+    "train_on_machine",
     "train_on_pod",
     "warn_if_a_run_still_trains",
     "warn_missing_engine",
@@ -139,6 +148,11 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "job_ref": "train_job",
+        "request_snapshot_at": "run_commands",
+        "train_on_machine": "train_job",
+        "recorded_run": "train_job",
+        "follow_recorded": "train_job",
         "CANCEL_BOUND": "follow_job",
         "CONFIG_FILE": "axolotl_config",
         "CannotTrain": "trainer_check",
@@ -179,9 +193,7 @@ __getattr__ = lazy_face(
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
         "follow_on_pod": "pod_follow",
-        "follow_to_end": "follow_run",
         "is_valid_run_id": "run_store",
-        "job_ref": "follow_run",
         "job_root": "runtime",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
@@ -200,7 +212,6 @@ __getattr__ = lazy_face(
         "rfc3339": "run_store",
         "run_target": "target_access",
         "start_on_pod": "pod_train",
-        "start_run": "start",
         "stop_on_pod": "run_commands",
         "template_warning": "axolotl_config",
         "train_on_pod": "pod_train",

@@ -43,8 +43,8 @@ class Started:
     """The job in a warning's words (`run X`, `compare X`, `the export job`)."""
 
 
-class JobKind(Protocol[Result_co]):
-    """One kind of job (train, compare, export): what the one lifecycle asks of it."""
+class FollowedKind(Protocol[Result_co]):
+    """What following a started job to its end asks of its kind (also `train attach`)."""
 
     @property
     def type(self) -> JobType | None:
@@ -57,11 +57,6 @@ class JobKind(Protocol[Result_co]):
         ...
 
     @property
-    def needs(self) -> JobNeeds:
-        """What the job asks of its machine."""
-        ...
-
-    @property
     def times(self) -> FollowTimes:
         """The follow's clocks (the target's reconnect budget in them)."""
         ...
@@ -69,6 +64,30 @@ class JobKind(Protocol[Result_co]):
     @property
     def sampled(self) -> bool:
         """Whether the follow takes system samples of the machine (training)."""
+        ...
+
+    async def interrupted(self, started: Started) -> OverbrainerError:
+        """Ctrl-C while following: record it (a cancelled job); the error to raise."""
+        ...
+
+    async def fetch(self, machine: Machine, started: Started, status: JobStatus) -> str | None:
+        """Bring the job's artifacts here; the problem, None when all came (or raise after
+        recording the failure)."""
+        ...
+
+    async def conclude(
+        self, started: Started, status: JobStatus, summary: MetricsSummary, problem: str | None
+    ) -> Result_co:
+        """Record how the job ended; what the command reports (or the error it fails with)."""
+        ...
+
+
+class JobKind(FollowedKind[Result_co], Protocol[Result_co]):
+    """One kind of job (train, compare, export): what the one lifecycle asks of it."""
+
+    @property
+    def needs(self) -> JobNeeds:
+        """What the job asks of its machine."""
         ...
 
     def interrupted_before(self) -> OverbrainerError:
@@ -90,19 +109,4 @@ class JobKind(Protocol[Result_co]):
 
     async def not_started(self, job_id: str) -> OverbrainerError:
         """Record that the start ran past its bound; the error to raise."""
-        ...
-
-    async def interrupted(self, started: Started) -> OverbrainerError:
-        """Ctrl-C while following: record it (a cancelled job); the error to raise."""
-        ...
-
-    async def fetch(self, machine: Machine, started: Started, status: JobStatus) -> str | None:
-        """Bring the job's artifacts here; the problem, None when all came (or raise after
-        recording the failure)."""
-        ...
-
-    async def conclude(
-        self, started: Started, status: JobStatus, summary: MetricsSummary, problem: str | None
-    ) -> Result_co:
-        """Record how the job ended; what the command reports (or the error it fails with)."""
         ...

@@ -20,7 +20,7 @@ from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.targets import Claim, Ended, Ending, JobOpening, Limit, Machine, MachineKind
 from overbrainer.training.follow_job import CANCEL_BOUND, MetricsTail, follow, guard_stop
-from overbrainer.training.job_kind import Interruption, JobKind, Started
+from overbrainer.training.job_kind import FollowedKind, Interruption, JobKind, Started
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) 
 
 
 async def follow_to_end(
-    job: JobKind[Result],
+    job: FollowedKind[Result],
     machine: Machine,
     started: Started,
     bus: EventBus,
@@ -94,19 +94,47 @@ async def follow_to_end(
         limit = limits[0]
         await machine.end(Ended(limit.ending))
         raise WorkFailed(limit.message)
+    return await _finish(job, machine, started, status, tail.summary)
+
+
+async def _finish(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    status: JobStatus,
+    summary: MetricsSummary,
+) -> Result:
+    """Fetch, conclude, then end the machine (whatever the conclusion raised)."""
     ended = Ended(Ending.DONE, succeeded=status == Exited(0))
     try:
         problem = await job.fetch(machine, started, status)
         ended = attrs.evolve(ended, retrieved=problem is None)
-        return await job.conclude(started, status, tail.summary, problem)
+        return await job.conclude(started, status, summary, problem)
     finally:
         left = await machine.end(ended)
         if left is not None:
             log.warning("%s ended, but not its machine: %s", started.subject, left)
 
 
+async def watch_and_conclude(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    bus: EventBus,
+    *,
+    requested: bool = False,
+) -> Result:
+    """Follow a job to its end, fetch and conclude it, leaving Ctrl-C and the machine's end to
+    the caller: the pod paths' follow until they run on `run_job`."""
+    tail = MetricsTail(MetricsSummary())
+    status = await _watch(job, machine, started, bus, tail, [], requested=requested)
+    assert status is not None, "a machine without guards trips none"
+    problem = await job.fetch(machine, started, status)
+    return await job.conclude(started, status, tail.summary, problem)
+
+
 async def _watch(
-    job: JobKind[Result],
+    job: FollowedKind[Result],
     machine: Machine,
     started: Started,
     bus: EventBus,

@@ -14,6 +14,7 @@ from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 from overbrainer.targets.ssh_open import chosen_client
 
 
@@ -56,6 +57,18 @@ class RunpodKind:
     ) -> AbstractAsyncContextManager[Executor]:
         """Not used: a pod is opened with its job's record (`pod_run.new_pod_run`)."""
         raise AssertionError("a runpod target is opened per job by its pod code")
+
+    def open_machine(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
+        """Not yet: the pod paths open their pod themselves (issue 42 step 5 moves them here)."""
+        raise AssertionError("a runpod target is opened per job by its pod code")
+
+    def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
+        """Not yet: `train attach|stop|cancel` reach a pod through training/pod_attach.py."""
+        raise AssertionError("a runpod job is reached by its pod code")
+
+    def describe(self, job_dir: Path) -> str | None:
+        """Nothing yet: `runs ls` reads `pod.json` itself."""
+        return None
 
 
 RUNPOD = RunpodKind()
