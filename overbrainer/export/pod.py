@@ -166,9 +166,7 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
                 return await follow_on_pod(interrupt, pod, executor, started.record, follow_job)
 
             try:
-                lines = await follow_and_deliver(
-                    session, executor, exports, run, request, started, watch
-                )
+                lines = await follow_and_deliver(session, executor, started, request, plan, watch)
             except ExportCancelled:
                 if not pod.keep:
                     await clean_up(pod, DeleteReason.CANCELLED)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         export_script,
         gguf_name,
     )
+    from overbrainer.targets.host_machine import HostMachine, HostRuntime
     from overbrainer.targets.job_names import POLL_ENV, SNAPSHOT_REQUEST
     from overbrainer.targets.job_script import (
         Command,
@@ -163,6 +164,8 @@ __all__ = [
     "ExecutorJob",
     "FollowedJob",
     "GpuType",
+    "HostMachine",
+    "HostRuntime",
     "JobError",
     "JobNeeds",
     "JobOpening",
@@ -267,6 +270,8 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "HostRuntime": "host_machine",
+        "HostMachine": "host_machine",
         "CACHE_DIR": "export_job_script",
         "CACHE_ENV": "export_job_script",
         "CLAIM_FILE": "claim",

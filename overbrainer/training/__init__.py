@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
     from overbrainer.training.follow_run import RunEnding, ending
+    from overbrainer.training.job_kind import Interruption, Started
+    from overbrainer.training.job_lifecycle import cancel_job, run_job
     from overbrainer.training.outcome import local_summary
     from overbrainer.training.pod_follow import follow_on_pod
     from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
         NestedJob,
         expand_venv,
         job_root,
+        nested_spec,
         plan_job,
         plan_nested_job,
     )
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from overbrainer.training.train_job import (
         follow_recorded,
         job_ref,
+        pod_machine,
         recorded_run,
         train_on_machine,
     )
@@ -85,6 +89,7 @@ __all__ = [
     "CannotTrain",
     "Container",
     "FollowTimes",
+    "Interruption",
     "Job",
     "JobPlan",
     "JobRequest",
@@ -99,9 +104,11 @@ __all__ = [
     "Runs",
     "RunsError",
     "Session",
+    "Started",
     "TrainTarget",
     "api_key",
     "attach_run",
+    "cancel_job",
     "cancel_run",
     "cannot_train",
     "check_can_train",
@@ -120,12 +127,14 @@ __all__ = [
     "job_root",
     "local_summary",
     "lock_holder",
+    "nested_spec",
     "not_started",
     "open_executor",
     "parse_rfc3339",
     "plan_job",
     "plan_nested_job",
     "plan_start",
+    "pod_machine",
     "provision_or_fail",
     "recorded_run",
     "refuse_if_training_cannot_start",
@@ -135,6 +144,7 @@ __all__ = [
     "request_snapshot_on",
     "request_stop",
     "rfc3339",
+    "run_job",
     "run_target",
     "start_on_pod",
     "stop_on_pod",
@@ -148,6 +158,12 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "pod_machine": "train_job",
+        "Started": "job_kind",
+        "Interruption": "job_kind",
+        "cancel_job": "job_lifecycle",
+        "run_job": "job_lifecycle",
+        "nested_spec": "runtime",
         "job_ref": "train_job",
         "request_snapshot_at": "run_commands",
         "train_on_machine": "train_job",

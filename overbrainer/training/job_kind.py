@@ -66,7 +66,7 @@ class FollowedKind(Protocol[Result_co]):
         """Whether the follow takes system samples of the machine (training)."""
         ...
 
-    async def interrupted(self, started: Started) -> OverbrainerError:
+    async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:
         """Ctrl-C while following: record it (a cancelled job); the error to raise."""
         ...
 
@@ -76,7 +76,12 @@ class FollowedKind(Protocol[Result_co]):
         ...
 
     async def conclude(
-        self, started: Started, status: JobStatus, summary: MetricsSummary, problem: str | None
+        self,
+        machine: Machine,
+        started: Started,
+        status: JobStatus,
+        summary: MetricsSummary,
+        problem: str | None,
     ) -> Result_co:
         """Record how the job ended; what the command reports (or the error it fails with)."""
         ...

@@ -80,16 +80,16 @@ async def follow_to_end(
         )
     except BaseException:
         if job.on_interrupt is Interruption.CANCEL:
-            await _cancel(machine, started)
+            await cancel_job(machine, started)
             await machine.end(Ended(Ending.LOST))
         raise
     if status is None and not limits:
         if job.on_interrupt is Interruption.DETACH:
             await machine.detach()
-            raise await job.interrupted(started)
-        await _cancel(machine, started)
+            raise await job.interrupted(machine, started)
+        await cancel_job(machine, started)
         await machine.end(Ended(Ending.INTERRUPTED))
-        raise await job.interrupted(started)
+        raise await job.interrupted(machine, started)
     if status is None:
         limit = limits[0]
         await machine.end(Ended(limit.ending))
@@ -109,7 +109,7 @@ async def _finish(
     try:
         problem = await job.fetch(machine, started, status)
         ended = attrs.evolve(ended, retrieved=problem is None)
-        return await job.conclude(started, status, summary, problem)
+        return await job.conclude(machine, started, status, summary, problem)
     finally:
         left = await machine.end(ended)
         if left is not None:
@@ -130,7 +130,7 @@ async def watch_and_conclude(
     status = await _watch(job, machine, started, bus, tail, [], requested=requested)
     assert status is not None, "a machine without guards trips none"
     problem = await job.fetch(machine, started, status)
-    return await job.conclude(started, status, tail.summary, problem)
+    return await job.conclude(machine, started, status, tail.summary, problem)
 
 
 async def _watch(
@@ -170,7 +170,7 @@ async def _watch(
     return status
 
 
-async def _cancel(machine: Machine, started: Started) -> None:
+async def cancel_job(machine: Machine, started: Started) -> None:
     """Cancel the job (bounded, shielded); a failure is a warning."""
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         try:

@@ -25,6 +25,8 @@ from overbrainer.targets import (
     ContainerJob,
     Engine,
     Executor,
+    JobSpec,
+    Machine,
     container_commands,
     container_name,
     kind_of,
@@ -177,4 +179,25 @@ def plan_nested_job(target: Target, executor: Executor, job: NestedJob) -> JobPl
             tools=job.tools,
             workdir=folder,
         ),
+    )
+
+
+def nested_spec(machine: Machine, job: NestedJob) -> JobSpec:
+    """The nested job as its machine plans it, like a training job of the run: natively in
+    place; in a container named `overbrainer-<run>-<job>` that mounts the run directory and the
+    tool cache and works in `folder` there. Its metrics and snapshot files are in `folder`,
+    never the run's."""
+    folder = job.folder.strip("/")
+    root = machine.job_root(job.run_dir).rstrip("/")
+    extra = {name: value for name, value in job.env.items() if name != CACHE_ENV}
+    extra[METRICS_ENV] = f"{root}/{folder}/{METRICS_FILE}"
+    extra[SNAPSHOT_ENV] = f"{root}/{folder}/{SNAPSHOT_REQUEST}"
+    return JobSpec(
+        run_id=f"{job.run_id}-{job.job_id}",
+        root=job.run_dir,
+        cache=f"{machine.workdir.rstrip('/')}/.hf-cache",
+        commands=[job.command],
+        env={**job_env(machine.job_root(job.run_dir)), **extra},
+        tools=job.tools,
+        workdir=folder,
     )

@@ -25,6 +25,8 @@ from overbrainer.targets import (
     Claim,
     Engine,
     Executor,
+    HostMachine,
+    HostRuntime,
     JobNeeds,
     JobOpening,
     JobRef,
@@ -35,7 +37,6 @@ from overbrainer.targets import (
     kind_of,
     resolve_pin,
 )
-from overbrainer.targets.host_machine import HostMachine, HostRuntime
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
 from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes
@@ -96,7 +97,7 @@ class TrainFollow:
         """The follow clocks with the target's reconnect budget."""
         return self.session.follow_times(self.target)
 
-    async def interrupted(self, started: Started) -> OverbrainerError:
+    async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:
         """The run goes on: the hint to follow it again."""
         return detached(started.record.id, started.record.target)
 
@@ -120,7 +121,12 @@ class TrainFollow:
         return None
 
     async def conclude(
-        self, started: Started, status: JobStatus, summary: MetricsSummary, problem: str | None
+        self,
+        machine: Machine,
+        started: Started,
+        status: JobStatus,
+        summary: MetricsSummary,
+        problem: str | None,
     ) -> Outcome:
         """Record how the run ended (the follower's record wins over a cancel beside it)."""
         runs = self.session.runs
