@@ -41,6 +41,7 @@ from overbrainer.targets import (
     Executor,
     JobNeeds,
     JobOpening,
+    JobSpec,
     Machine,
     export_env,
     export_script,
@@ -57,6 +58,7 @@ from overbrainer.training import (
     MetricsSummary,
     MetricsTail,
     NestedJob,
+    RunRecord,
     RunState,
     Session,
     Started,
@@ -125,16 +127,7 @@ class ExportJob(ExportFollow):
                 name=run.id, quantize=request.quantize, model=model, config=config, cache=tools
             )
             env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
-            nested = NestedJob(
-                run_id=run.id,
-                run_dir=run.remote_dir,
-                job_id=export.id,
-                folder=f"{EXPORTS_DIR}/{export.id}",
-                command=EXPORT_COMMAND,
-                env=env,
-                tools=tools,
-            )
-            plan = machine.plan(nested_spec(machine, nested))
+            plan = machine.plan(export_spec(machine, env, run=run, export=export))
             await machine.stage(job_dir, remote, NEVER_UPLOADED)
             job = await machine.start(remote, plan, {})
         except (OSError, OverbrainerError) as error:
@@ -156,6 +149,24 @@ class ExportJob(ExportFollow):
             self.exports, export, RunState.FAILED, "the job did not start in time", job_dir
         )
         return WorkFailed(f"export {job_id} of run {self.run.id} failed: the job did not start")
+
+
+def export_spec(
+    machine: Machine, env: dict[str, str], *, run: RunRecord, export: RunRecord
+) -> JobSpec:
+    """The export job as a nested job of the run: natively in place; in a container that
+    mounts the run directory and the tool cache and works in `exports/<export-id>`, so
+    `../../<model>` is the run's model there too."""
+    nested = NestedJob(
+        run_id=run.id,
+        run_dir=run.remote_dir,
+        job_id=export.id,
+        folder=f"{EXPORTS_DIR}/{export.id}",
+        command=EXPORT_COMMAND,
+        env=env,
+        tools=f"{machine.workdir.rstrip('/')}/{CACHE_DIR}",
+    )
+    return nested_spec(machine, nested)
 
 
 async def export_on_machine(
