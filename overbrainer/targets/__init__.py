@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         export_script,
         gguf_name,
     )
-    from overbrainer.targets.host_machine import HostMachine, HostRuntime
+    from overbrainer.targets.host_machine import HostMachine, HostRuntime, expand_venv
     from overbrainer.targets.job_names import POLL_ENV, SNAPSHOT_REQUEST
     from overbrainer.targets.job_script import (
         Command,
@@ -213,6 +213,7 @@ __all__ = [
     "drain_pod_log",
     "end_pod_bounded",
     "error_text",
+    "expand_venv",
     "export_disk_bytes",
     "export_env",
     "export_need_bytes",
@@ -270,6 +271,7 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "expand_venv": "host_machine",
         "HostRuntime": "host_machine",
         "HostMachine": "host_machine",
         "CACHE_DIR": "export_job_script",

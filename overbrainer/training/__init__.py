@@ -54,15 +54,13 @@ if TYPE_CHECKING:
         JobRequest,
         NestedJob,
         expand_venv,
-        job_root,
         nested_spec,
         plan_job,
-        plan_nested_job,
     )
     from overbrainer.training.session import Session, detached, not_started
     from overbrainer.training.start import START_BOUND, plan_start
     from overbrainer.training.summary import MetricsSummary
-    from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+    from overbrainer.training.target_access import TrainTarget, run_target
     from overbrainer.training.train_job import (
         follow_recorded,
         job_ref,
@@ -124,15 +122,12 @@ __all__ = [
     "follow_recorded",
     "is_valid_run_id",
     "job_ref",
-    "job_root",
     "local_summary",
     "lock_holder",
     "nested_spec",
     "not_started",
-    "open_executor",
     "parse_rfc3339",
     "plan_job",
-    "plan_nested_job",
     "plan_start",
     "pod_machine",
     "provision_or_fail",
@@ -210,14 +205,11 @@ __getattr__ = lazy_face(
         "follow": "follow_job",
         "follow_on_pod": "pod_follow",
         "is_valid_run_id": "run_store",
-        "job_root": "runtime",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
         "not_started": "session",
-        "open_executor": "target_access",
         "parse_rfc3339": "run_store",
         "plan_job": "runtime",
-        "plan_nested_job": "runtime",
         "plan_start": "start",
         "provision_or_fail": "pod_train",
         "refuse_if_training_cannot_start": "preflight",

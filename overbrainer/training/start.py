@@ -42,7 +42,6 @@ from overbrainer.training.runtime import (
     SECRET_NAMES,
     JobRequest,
     expand_venv,
-    job_root,
     plan_job,
 )
 from overbrainer.training.session import Detached, Session
@@ -146,7 +145,7 @@ async def start_job(
             lambda: prepare.prepare_run(
                 run_dir,
                 training,
-                job_root(target, remote),
+                remote,  # natively on a pod: R as the job sees it
                 data / "train.jsonl",
                 data / "eval.jsonl",
                 plan.resume,

@@ -54,6 +54,7 @@ from overbrainer.training.run_store import (
     claim_dir,
     new_owner,
 )
+from overbrainer.training.runtime import SECRET_NAMES
 from overbrainer.training.session import Session, detached, not_started
 from overbrainer.training.start import (
     REMOTE_START_BOUND,
@@ -64,9 +65,6 @@ from overbrainer.training.start import (
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
-
-SECRET_NAMES = ("HF_TOKEN",)
-"""The only secret a training job gets."""
 
 
 def job_ref(record: RunRecord) -> JobRef:
