@@ -29,19 +29,17 @@ from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     Compare,
     Engine,
-    LocalTarget,
     Runtime,
-    SshTarget,
 )
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
+from overbrainer.targets import LocalTarget, SshTarget
 from overbrainer.targets.executor import Executor
-from overbrainer.targets.host_machine import HostMachine
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.targets.local_kind import host_runtime
 from overbrainer.training.job_lifecycle import follow_to_end
 from overbrainer.training.run_store import Runs
 from tests.compare_support import (

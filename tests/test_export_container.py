@@ -27,14 +27,14 @@ from typing import cast
 import attrs
 import pytest
 
-from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime, SshTarget
+from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime
 from overbrainer.export.job import export_spec
+from overbrainer.targets import SshTarget
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.export_job_script import export_env
-from overbrainer.targets.host_machine import HostMachine
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
-from overbrainer.targets.local_kind import host_runtime
 from overbrainer.targets.machine import JobPlan
 from overbrainer.training.run_store import RunRecord, RunState
 from tests.container_support import calls, install_engines, kill_containers, run_options

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from overbrainer.compare.pod import gguf_vram_floor
-from overbrainer.config.settings import ListOrAuto, RunpodTarget
+from overbrainer.config.settings import ListOrAuto
 from overbrainer.export.pod import disk_warning
+from overbrainer.targets import RunpodTarget
 from overbrainer.targets.runpod.auto import Limits, price_words
 from overbrainer.targets.runpod.types import parse_gpu_type
 from tests.runpod_fake import gpu

@@ -16,18 +16,18 @@ import trio.lowlevel
 import trio.testing
 
 from overbrainer.config import load_settings
-from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
+from overbrainer.config.settings import Adapter, Engine, Runtime, Training
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.train import train_after_split, train_run
 from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
+from overbrainer.targets import LocalTarget
 from overbrainer.targets import local as local_job
-from overbrainer.targets.host_machine import HostMachine
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.job_script import Command
 from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.targets.local_kind import host_runtime
 from overbrainer.targets.machine import JobPlan, JobSpec
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof

@@ -25,7 +25,7 @@ from overbrainer.compare.job import (
     tools_cache,
 )
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget, Settings
+from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, Settings
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets import (
@@ -34,6 +34,7 @@ from overbrainer.targets import (
     PodPrice,
     RunpodApi,
     RunpodError,
+    RunpodTarget,
     SshExecutor,
     clean_up,
     end_pod_bounded,

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 import yaml
 
-from overbrainer.config.settings import RunpodTarget, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.export.job import ExportCancelled, follow_and_deliver
 from overbrainer.export.plan import ExportPlan, ExportRequest
 from overbrainer.export.start import ExportStart, Started, create_export, start_export
@@ -22,6 +22,7 @@ from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets import (
     GB,
     JOB_ENV,
+    RunpodTarget,
     ShapeUnknown,
     about,
     clean_up,

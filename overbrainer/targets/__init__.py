@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from overbrainer.model.face import lazy_face
 
 if TYPE_CHECKING:
+    from overbrainer.targets.builtin import Target, as_builtin
     from overbrainer.targets.claim import CLAIM_FILE, claim_dir
     from overbrainer.targets.executor import (
         READ_LIMIT,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from overbrainer.targets.llama_cpp import LlamaCppPin, helpers_script, resolve_pin
     from overbrainer.targets.local import LocalJob, job_status, read_from, split_lines
     from overbrainer.targets.local_executor import LocalExecutor
+    from overbrainer.targets.local_kind import LocalTarget
     from overbrainer.targets.machine import (
         Claim,
         Ended,
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.manifest import local_manifest, verify
     from overbrainer.targets.probe_sampler import ProbeSampler
-    from overbrainer.targets.registry import kind_of
+    from overbrainer.targets.registry import ensure_kinds, kind_of
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
@@ -72,7 +74,6 @@ if TYPE_CHECKING:
         host_alias,
         write_ssh_config,
     )
-    from overbrainer.targets.runpod.kind import pod_settings
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
         LeaseTimes,
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
     from overbrainer.targets.runpod.pod_run import PodRun, new_pod_run, open_pod_ssh, pod_poll
     from overbrainer.targets.runpod.provision import provision
     from overbrainer.targets.runpod.sanitize import sanitize
+    from overbrainer.targets.runpod.settings import RunpodTarget, pod_settings
     from overbrainer.targets.runpod.strays import Classified, RunView, classify_all, stray_warnings
     from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Pod, Template
     from overbrainer.targets.runpod.vram import (
@@ -124,6 +126,7 @@ if TYPE_CHECKING:
         no_estimate_line,
     )
     from overbrainer.targets.runpod.vram_floor import hub_shape, vram_floor
+    from overbrainer.targets.ssh_kind import SshTarget
     from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
     from overbrainer.targets.ssh_session import SshExecutor
 
@@ -178,6 +181,7 @@ __all__ = [
     "LlamaCppPin",
     "LocalExecutor",
     "LocalJob",
+    "LocalTarget",
     "Machine",
     "MachineKind",
     "NetworkVolume",
@@ -195,13 +199,17 @@ __all__ = [
     "RunpodApi",
     "RunpodError",
     "RunpodKeyError",
+    "RunpodTarget",
     "Sampler",
     "ShapeUnknown",
     "SshExecutor",
+    "SshTarget",
+    "Target",
     "TargetUnreachable",
     "Template",
     "about",
     "arm_cost_cap",
+    "as_builtin",
     "capture_pod_log",
     "claim_dir",
     "classify_all",
@@ -212,6 +220,7 @@ __all__ = [
     "cost_cap",
     "drain_pod_log",
     "end_pod_bounded",
+    "ensure_kinds",
     "error_text",
     "expand_venv",
     "export_disk_bytes",
@@ -388,7 +397,13 @@ __getattr__ = lazy_face(
         "pod_path": "runpod.create_body",
         "pod_poll": "runpod.pod_run",
         "pod_price": "runpod.auto",
-        "pod_settings": "runpod.kind",
+        "pod_settings": "runpod.settings",
+        "RunpodTarget": "runpod.settings",
+        "LocalTarget": "local_kind",
+        "SshTarget": "ssh_kind",
+        "Target": "builtin",
+        "as_builtin": "builtin",
+        "ensure_kinds": "registry",
         "price_order": "runpod.auto",
         "provision": "runpod.provision",
         "publish_spend": "runpod.cost",

@@ -18,6 +18,7 @@ from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.executor import Executor, ExecutorJob, JobRef, remove_container
 from overbrainer.targets.export_job_script import CACHE_ENV
+from overbrainer.targets.host_settings import HostSettings
 from overbrainer.targets.job_script import (
     ContainerJob,
     Engine,
@@ -55,6 +56,13 @@ class HostRuntime:
     venv: str | None = None
     gpus: str = "auto"
     user: str = "auto"
+
+
+def host_runtime(target: HostSettings) -> HostRuntime:
+    """How a local or SSH target runs its jobs."""
+    return HostRuntime(
+        target.runtime, target.engine, target.image, target.venv, target.gpus, target.container_user
+    )
 
 
 class HostMachine:

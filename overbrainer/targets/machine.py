@@ -16,6 +16,7 @@ from typing import Protocol
 
 import attrs
 
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
@@ -138,7 +139,7 @@ class JobOpening:
     """What a kind gets to open a machine for one new job."""
 
     target_name: str
-    target: object
+    target: TargetSettings
     """The `[targets.NAME]` settings, of the kind's own class (it narrows them)."""
     needs: JobNeeds
     create: Callable[[str, Claim | None], Awaitable[str]]
@@ -161,7 +162,7 @@ class RecordedJob:
     """What a kind gets to reach a recorded job's machine again (attach, stop, cancel)."""
 
     target_name: str
-    target: object
+    target: TargetSettings
     job: JobRef
     job_dir: Path
     """The job's local directory (`runs/<id>`, or a compare's or export's)."""

@@ -7,31 +7,76 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
 from overbrainer.config.env import SSH_CLIENT_ENV, SSH_CONFIG_ENV
 from overbrainer.config.errors import ConfigError
+from overbrainer.config.report import ssh_client_line
 from overbrainer.config.settings import (
     DEFAULT_WORKDIR,
+    RECONNECT_SECS,
     Engine,
     Runtime,
-    SshTarget,
-    Target,
+    SshClient,
 )
+from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.targets.executor import Executor
-from overbrainer.targets.host_machine import HostMachine
-from overbrainer.targets.local_kind import host_runtime
+from overbrainer.targets.host_machine import HostMachine, host_runtime
+from overbrainer.targets.host_settings import host_problems, runtime_problems, runtime_summary
 from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 from overbrainer.targets.ssh_open import chosen_client, open_ssh
 from overbrainer.targets.ssh_session import SshExecutor
 
 
-def _ssh(target: object) -> SshTarget:
-    assert isinstance(target, SshTarget), f"{target!r} is not an ssh target"
+@attrs.frozen
+class SshTarget:
+    """`[targets.<n>] kind = "ssh"`: a machine over SSH; `host` only from the environment."""
+
+    runtime: Runtime
+    host: str | None = None
+    workdir: str | None = None
+    engine: Engine | None = None
+    image: str | None = None
+    venv: str | None = None
+    ssh_client: SshClient = SshClient.OPENSSH
+    reconnect_secs: float = RECONNECT_SECS
+    """How long a follower keeps trying to reach a job whose connection was lost."""
+    gpus: str = "auto"
+    """As `LocalTarget.gpus`."""
+    container_user: str = "auto"
+    """As `LocalTarget.container_user`."""
+
+    kind: ClassVar[str] = "ssh"
+
+
+def _ssh(target: TargetSettings) -> SshTarget:
+    assert isinstance(target, SshTarget), f"a {target.kind} target is not an ssh one"
     return target
+
+
+def _summary(target: TargetSettings, shown: Shown) -> list[tuple[str, str]]:
+    ssh = _ssh(target)
+    host = ssh.host or "(host unset)"
+    where = f"ssh {host} in {ssh.workdir or DEFAULT_WORKDIR}"
+    return [
+        ("", f"{where}, {runtime_summary(ssh, shown.axolotl)}"),
+        (".ssh_client", ssh_client_line(ssh.ssh_client, shown.ssh_client_env)),
+    ]
+
+
+SSH_SETTINGS = SettingsKind(
+    name=SshTarget.kind,
+    settings_type=SshTarget,
+    summary=_summary,
+    problems=lambda name, target: host_problems(name, _ssh(target)),
+    range_problems=lambda name, target: runtime_problems(name, _ssh(target)),
+    reconnect_secs=lambda target: _ssh(target).reconnect_secs,
+)
+"""How config reads, checks and shows an ssh target."""
 
 
 def _unreachable(name: str, error: OSError) -> WorkFailed:
@@ -45,19 +90,19 @@ class SshKind:
     """A machine that exists already, reached over SSH."""
 
     name: str = SshTarget.kind
-    settings_type: type[object] = SshTarget
+    settings: SettingsKind = SSH_SETTINGS
     on_this_machine: bool = False
     makes_pod: bool = False
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         """The configured runtime (native or a container)."""
         return _ssh(target).runtime
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         """The configured engine (None: docker)."""
         return _ssh(target).engine
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         """Refuse a wrong OVERBRAINER_SSH_CLIENT and a missing `host` (exit 2)."""
         ssh = _ssh(target)
         chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV))
@@ -70,7 +115,7 @@ class SshKind:
     async def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],

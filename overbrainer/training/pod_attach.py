@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator, Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.targets import (
     DeletedBy,
     PodRecord,
     PodRun,
     PodState,
+    RunpodTarget,
     SshExecutor,
     forget_keys,
     load_pod_record,

@@ -10,13 +10,13 @@ from typing import NoReturn
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
 from overbrainer.targets import (
     PodState,
     RunpodApi,
+    RunpodTarget,
     SshExecutor,
     arm_cost_cap,
     clean_up,

@@ -9,7 +9,8 @@ import shutil
 import trio
 
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import Runtime, Settings, Target, Training
+from overbrainer.config.settings import Runtime, Settings, Training
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import WorkFailed
 from overbrainer.project.directory import Project
@@ -26,7 +27,7 @@ RUN_NO_TRAIN_HINT = "; `overbrainer run --no-train` makes the dataset without tr
 """Said after `run`'s refusal to train (the TUI says its own key instead)."""
 
 
-def warn_missing_engine(name: str, target: Target) -> None:
+def warn_missing_engine(name: str, target: TargetSettings) -> None:
     """Say early when a container job here has no engine on PATH (it would fail with exit code
     127)."""
     kind = kind_of(target)

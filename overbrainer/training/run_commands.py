@@ -8,7 +8,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
@@ -17,6 +17,8 @@ from overbrainer.targets import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.targets import (
     Executor,
     Machine,
+    RunpodTarget,
+    Target,
     TargetUnreachable,
     container_name,
     end_pod_bounded,

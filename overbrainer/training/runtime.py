@@ -7,10 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from overbrainer.config.settings import (
-    DEFAULT_RUNPOD_VENV,
-    Target,
-)
+from overbrainer.config.settings import DEFAULT_RUNPOD_VENV
 from overbrainer.targets import (
     CACHE_ENV,
     JOB_ENV,
@@ -19,6 +16,7 @@ from overbrainer.targets import (
     JobPlan,
     JobSpec,
     Machine,
+    Target,
     expand_venv,
     native_commands,
     pod_path,

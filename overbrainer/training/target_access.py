@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from overbrainer.config.settings import Settings, Target
+from overbrainer.config.settings import Settings
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.targets import kind_of
+from overbrainer.targets import Target, as_builtin, kind_of
 
-HostTarget = Target
+HostTarget = TargetSettings
 """A target overbrainer reaches as it is (its kind makes no pod)."""
 TrainTarget = Target
 
 
 def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> TrainTarget:
     """The `[targets.<name>]` a training run uses, checked by its kind."""
-    target: Target | None = settings.targets.get(name)
+    target = settings.targets.get(name)
     if target is None:
         raise UsageError(f"unknown target `{name}`")
     kind = kind_of(target)
     if keep_pod and not kind.makes_pod:
         raise UsageError("--keep-pod only applies to a runpod target")
     kind.check(name, target)
-    return target
+    return as_builtin(target)

@@ -10,18 +10,14 @@ from pathlib import Path
 import attrs
 
 from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.runpod.settings import RUNPOD_SETTINGS, RunpodTarget, pod_settings
 from overbrainer.targets.ssh_open import chosen_client
-
-
-def pod_settings(target: Target) -> RunpodTarget:
-    """A target the registry said makes pods, as its Runpod settings."""
-    assert isinstance(target, RunpodTarget), f"a {target.kind} target makes no pod"
-    return target
 
 
 @attrs.frozen
@@ -30,19 +26,19 @@ class RunpodKind:
     how a Runpod job reaches its machine."""
 
     name: str = RunpodTarget.kind
-    settings_type: type[object] = RunpodTarget
+    settings: SettingsKind = RUNPOD_SETTINGS
     on_this_machine: bool = False
     makes_pod: bool = True
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         """Native: the image's venv on the pod."""
         return Runtime.NATIVE
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         """None: a pod runs no container of its own."""
         return None
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         """Refuse a wrong OVERBRAINER_SSH_CLIENT before any pod exists (exit 2); the API key
         is the pod code's to check."""
         chosen_client(pod_settings(target).ssh_client, os.environ.get(SSH_CLIENT_ENV))
@@ -50,7 +46,7 @@ class RunpodKind:
     def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],

@@ -12,7 +12,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import PodStatusChanged
 from overbrainer.model.errors import WorkFailed
@@ -27,6 +26,7 @@ from overbrainer.targets.runpod.pod_record import (
     PodState,
     save_pod_record,
 )
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
 from overbrainer.targets.ssh_session import SshExecutor
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.config.settings import RunpodTarget, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.runpod.model_shape import ShapeUnknown, fetch_shape
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.vram import (
     ModelShape,
     estimate_line,
