@@ -55,8 +55,9 @@ async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) 
             await machine.end(Ended(Ending.NOT_STARTED))
             raise
         if started is None:
+            error = await job.not_started(created[0])
             await machine.end(Ended(Ending.NOT_STARTED))
-            raise await job.not_started(created[0])
+            raise error
         return await follow_to_end(job, machine, started, opening.bus, opening.interrupt)
 
 
