@@ -28,7 +28,9 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import Project
 from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.host_machine import HostMachine, HostRuntime
 from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs, RunState
 from overbrainer.training.session import Session
@@ -112,6 +114,22 @@ class ExampleKind:
         executor = ExampleExecutor(runs_root)
         self.executors.append(executor)
         yield executor
+
+    @contextlib.asynccontextmanager
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+        executor = ExampleExecutor(opening.local_root)
+        self.executors.append(executor)
+        await opening.create(executor.workdir, None)
+        yield HostMachine(executor, HostRuntime(Runtime.NATIVE))
+
+    @contextlib.asynccontextmanager
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+        machine = HostMachine(ExampleExecutor(recorded.job_dir.parent), HostRuntime(Runtime.NATIVE))
+        machine.job = recorded.job
+        yield machine
+
+    def describe(self, job_dir: Path) -> str | None:
+        return None
 
 
 @pytest.fixture

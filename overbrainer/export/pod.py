@@ -112,9 +112,7 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
             )
 
         try:
-            lines = await follow_and_deliver(
-                session, executor, exports, run, request, started, watch
-            )
+            lines = await follow_and_deliver(session, executor, started, request, plan, watch)
         except ExportCancelled:
             await machine.end(Ended(Ending.CANCELLED))
             raise

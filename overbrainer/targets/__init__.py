@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         export_script,
         gguf_name,
     )
+    from overbrainer.targets.host_machine import HostMachine, HostRuntime, expand_venv
     from overbrainer.targets.job_names import POLL_ENV, SNAPSHOT_REQUEST
     from overbrainer.targets.job_script import (
         Command,
@@ -188,6 +189,8 @@ __all__ = [
     "ExecutorJob",
     "FollowedJob",
     "GpuType",
+    "HostMachine",
+    "HostRuntime",
     "JobError",
     "JobNeeds",
     "JobOpening",
@@ -245,6 +248,7 @@ __all__ = [
     "end_pod_bounded",
     "ensure_kinds",
     "error_text",
+    "expand_venv",
     "export_disk_bytes",
     "export_env",
     "export_need_bytes",
@@ -327,6 +331,9 @@ __getattr__ = lazy_face(
         "check_for_pod": "runpod.reach",
         "pod_record_of": "runpod.reach",
         "reach_pod_machine": "runpod.reach",
+        "expand_venv": "host_machine",
+        "HostRuntime": "host_machine",
+        "HostMachine": "host_machine",
         "CACHE_DIR": "export_job_script",
         "CACHE_ENV": "export_job_script",
         "CLAIM_FILE": "claim",

@@ -17,10 +17,12 @@ from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.machine import MachineKind
 
 
-class TargetKind(Protocol):
-    """One kind of target: its `[targets.<n>]` settings, what flows may ask, its executor."""
+class TargetKind(MachineKind, Protocol):
+    """One kind of target: its `[targets.<n>]` settings, what flows may ask, its executor, and
+    a machine per job (`MachineKind`)."""
 
     @property
     def name(self) -> str:

@@ -14,8 +14,10 @@ from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettin
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.host_settings import host_problems, runtime_problems, runtime_summary
 from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 
 
 @attrs.frozen
@@ -84,6 +86,32 @@ class LocalKind:
     ) -> AsyncIterator[Executor]:
         """The local executor over the project's `runs/`."""
         yield LocalExecutor(runs_root)
+
+    @contextlib.asynccontextmanager
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+        """This machine for a new job: checked, then its record made (nothing to claim)."""
+        executor = LocalExecutor(opening.local_root)
+        if opening.check is not None:
+            await opening.check(executor)
+        await opening.create(executor.workdir, None)
+        yield HostMachine(
+            executor,
+            host_runtime(_local(opening.target)),
+            removes_container=opening.needs.remove_container,
+        )
+
+    @contextlib.asynccontextmanager
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+        """This machine again, for a recorded job."""
+        machine = HostMachine(
+            LocalExecutor(recorded.job_dir.parent), host_runtime(_local(recorded.target))
+        )
+        machine.job = recorded.job
+        yield machine
+
+    def describe(self, job_dir: Path) -> str | None:
+        """Nothing to add: the job is a process here."""
+        return None
 
 
 LOCAL = LocalKind()

@@ -25,8 +25,11 @@ from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettin
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.host_settings import host_problems, runtime_problems, runtime_summary
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 from overbrainer.targets.ssh_open import chosen_client, open_ssh
+from overbrainer.targets.ssh_session import SshExecutor
 
 
 @attrs.frozen
@@ -118,29 +121,68 @@ class SshKind:
         interrupted: Callable[[], OverbrainerError],
     ) -> AsyncIterator[Executor]:
         """An SSH executor, connected (raced against Ctrl-C)."""
-        ssh = _ssh(target)
-        assert ssh.host is not None
-        async with open_ssh(
-            name,
-            ssh.host,
-            ssh.workdir or DEFAULT_WORKDIR,
-            ssh_config=os.environ.get(SSH_CONFIG_ENV) or None,
-            client=chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV)),
-        ) as executor:
-
-            async def connect() -> OSError | bool:
-                try:
-                    await executor.connect()
-                except OSError as error:  # returned, so no exception group wraps it
-                    return error
-                return True
-
-            connected = await interrupt.race(connect)
-            if connected is None:
-                raise interrupted()
-            if isinstance(connected, OSError):
-                raise _unreachable(name, connected)
+        async with _connected(name, _ssh(target), interrupt, interrupted) as executor:
             yield executor
+
+    @contextlib.asynccontextmanager
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+        """The machine over SSH, connected (raced against Ctrl-C), checked, then the job's
+        record made with R claimed there (a taken R moves the job to the next ID)."""
+        ssh = _ssh(opening.target)
+        name = opening.target_name
+        async with _connected(name, ssh, opening.interrupt, opening.interrupted) as executor:
+            if opening.check is not None:
+                await opening.check(executor)
+            await opening.create(executor.workdir, executor.claim)
+            yield HostMachine(
+                executor, host_runtime(ssh), removes_container=opening.needs.remove_container
+            )
+
+    @contextlib.asynccontextmanager
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+        """The machine of a recorded job over SSH, connected (raced against Ctrl-C)."""
+        ssh = _ssh(recorded.target)
+        name = recorded.target_name
+        async with _connected(name, ssh, recorded.interrupt, recorded.interrupted) as executor:
+            machine = HostMachine(executor, host_runtime(ssh))
+            machine.job = recorded.job
+            yield machine
+
+    def describe(self, job_dir: Path) -> str | None:
+        """Nothing to add: the job is a process over SSH."""
+        return None
+
+
+@contextlib.asynccontextmanager
+async def _connected(
+    name: str,
+    ssh: SshTarget,
+    interrupt: Interrupt,
+    interrupted: Callable[[], OverbrainerError],
+) -> AsyncIterator[SshExecutor]:
+    """An SSH executor, connected (raced against Ctrl-C: `interrupted()` when it wins)."""
+    assert ssh.host is not None
+    async with open_ssh(
+        name,
+        ssh.host,
+        ssh.workdir or DEFAULT_WORKDIR,
+        ssh_config=os.environ.get(SSH_CONFIG_ENV) or None,
+        client=chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV)),
+    ) as executor:
+
+        async def connect() -> OSError | bool:
+            try:
+                await executor.connect()
+            except OSError as error:  # returned, so no exception group wraps it
+                return error
+            return True
+
+        connected = await interrupt.race(connect)
+        if connected is None:
+            raise interrupted()
+        if isinstance(connected, OSError):
+            raise _unreachable(name, connected)
+        yield executor
 
 
 SSH = SshKind()

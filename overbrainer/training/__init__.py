@@ -12,7 +12,9 @@ if TYPE_CHECKING:
         template_warning,
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-    from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref
+    from overbrainer.training.follow_run import RunEnding, ending
+    from overbrainer.training.job_kind import Interruption, Started
+    from overbrainer.training.job_lifecycle import cancel_job, run_job
     from overbrainer.training.machine_follow import failing, follow_guarded
     from overbrainer.training.outcome import local_summary
     from overbrainer.training.pod_train import train_on_pod
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         lock_holder,
         request_on_pod_beside,
         request_snapshot,
+        request_snapshot_at,
         request_snapshot_on,
         request_stop,
         stop_on_pod,
@@ -50,14 +53,20 @@ if TYPE_CHECKING:
         JobRequest,
         NestedJob,
         expand_venv,
-        job_root,
+        nested_spec,
         plan_job,
-        plan_nested_job,
     )
     from overbrainer.training.session import Session, detached, not_started
-    from overbrainer.training.start import START_BOUND, plan_start, start_run
+    from overbrainer.training.start import START_BOUND, plan_start
     from overbrainer.training.summary import MetricsSummary
-    from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+    from overbrainer.training.target_access import TrainTarget, run_target
+    from overbrainer.training.train_job import (
+        follow_recorded,
+        job_ref,
+        pod_machine,
+        recorded_run,
+        train_on_machine,
+    )
     from overbrainer.training.trainer_check import (
         CannotTrain,
         cannot_train,
@@ -77,6 +86,7 @@ __all__ = [
     "CannotTrain",
     "Container",
     "FollowTimes",
+    "Interruption",
     "Job",
     "JobPlan",
     "JobRequest",
@@ -90,8 +100,10 @@ __all__ = [
     "Runs",
     "RunsError",
     "Session",
+    "Started",
     "TrainTarget",
     "attach_run",
+    "cancel_job",
     "cancel_run",
     "cannot_train",
     "check_can_train",
@@ -105,28 +117,30 @@ __all__ = [
     "find_axolotl",
     "follow",
     "follow_guarded",
-    "follow_to_end",
+    "follow_recorded",
     "is_valid_run_id",
     "job_ref",
-    "job_root",
     "local_summary",
     "lock_holder",
+    "nested_spec",
     "not_started",
-    "open_executor",
     "parse_rfc3339",
     "plan_job",
-    "plan_nested_job",
     "plan_start",
+    "pod_machine",
+    "recorded_run",
     "refuse_if_training_cannot_start",
     "request_on_pod_beside",
     "request_snapshot",
+    "request_snapshot_at",
     "request_snapshot_on",
     "request_stop",
     "rfc3339",
+    "run_job",
     "run_target",
-    "start_run",
     "stop_on_pod",
     "template_warning",
+    "train_on_machine",
     "train_on_pod",
     "warn_if_a_run_still_trains",
     "warn_missing_engine",
@@ -135,6 +149,17 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "pod_machine": "train_job",
+        "Started": "job_kind",
+        "Interruption": "job_kind",
+        "cancel_job": "job_lifecycle",
+        "run_job": "job_lifecycle",
+        "nested_spec": "runtime",
+        "job_ref": "train_job",
+        "request_snapshot_at": "run_commands",
+        "train_on_machine": "train_job",
+        "recorded_run": "train_job",
+        "follow_recorded": "train_job",
         "CANCEL_BOUND": "follow_job",
         "CONFIG_FILE": "axolotl_config",
         "CannotTrain": "trainer_check",
@@ -174,17 +199,12 @@ __getattr__ = lazy_face(
         "follow": "follow_job",
         "failing": "machine_follow",
         "follow_guarded": "machine_follow",
-        "follow_to_end": "follow_run",
         "is_valid_run_id": "run_store",
-        "job_ref": "follow_run",
-        "job_root": "runtime",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
         "not_started": "session",
-        "open_executor": "target_access",
         "parse_rfc3339": "run_store",
         "plan_job": "runtime",
-        "plan_nested_job": "runtime",
         "plan_start": "start",
         "refuse_if_training_cannot_start": "preflight",
         "request_on_pod_beside": "run_commands",
@@ -193,7 +213,6 @@ __getattr__ = lazy_face(
         "request_stop": "run_commands",
         "rfc3339": "run_store",
         "run_target": "target_access",
-        "start_run": "start",
         "stop_on_pod": "run_commands",
         "template_warning": "axolotl_config",
         "train_on_pod": "pod_train",

@@ -18,7 +18,7 @@ from overbrainer.targets import Executor, kind_of
 from overbrainer.training.live_runs import live_runs, still_training
 from overbrainer.training.run_store import Runs
 from overbrainer.training.session import Detached
-from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+from overbrainer.training.target_access import TrainTarget, run_target
 from overbrainer.training.trainer_check import CannotTrain, check_trainer, checks_axolotl
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ async def refuse_if_training_cannot_start(
         return Detached("interrupted before the first stage")
 
     try:
-        async with open_executor(
+        async with kind_of(checked).open(
             name, checked, Runs(project.runs).root, interrupt, interrupted
         ) as executor:
             await check_can_train(name, checked, settings.training, executor)

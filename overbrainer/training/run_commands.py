@@ -18,7 +18,7 @@ from overbrainer.targets import (
     Ended,
     Ending,
     Executor,
-    ExecutorJob,
+    Machine,
     Target,
     TargetUnreachable,
     container_name,
@@ -26,15 +26,20 @@ from overbrainer.targets import (
     pod_beside,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
-from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref, summarize
+from overbrainer.training.follow_run import RunEnding, ending, summarize
 from overbrainer.training.outcome import Outcome
 from overbrainer.training.pod_attach import attach_pod, reach_run_pod, recorded_job
 from overbrainer.training.pod_train import follow_and_end
-from overbrainer.training.retrieve import retrieve_results
+from overbrainer.training.retrieve import CHECKPOINTS, RESULTS
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 from overbrainer.training.session import Detached, Session, detached
 from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
+from overbrainer.training.train_job import (
+    follow_recorded,
+    job_ref,
+    recorded_run,
+)
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +110,9 @@ async def attach_run(session: Session, run_id: str) -> Outcome:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    async with session.open_target(
-        record.target, target, lambda: detached(record.id, record.target)
-    ) as executor:
-        return await follow_to_end(session, executor, record)
+    reached = recorded_run(session, record, lambda: detached(record.id, record.target))
+    async with kind_of(target).reach_machine(reached) as machine:
+        return await follow_recorded(session, machine, record)
 
 
 def check_stoppable(record: RunRecord) -> None:
@@ -145,6 +149,17 @@ async def request_snapshot_on(executor: Executor, record: RunRecord) -> None:
         raise
     except OSError as error:  # a read-only or full run directory: one line, exit 2
         raise RunsError(f"cannot write {path}: {error.strerror}") from None
+
+
+async def request_snapshot_at(machine: Machine, record: RunRecord) -> None:
+    """Write `snapshot.request` in the run directory of its job, on its machine."""
+    job = job_ref(record)
+    try:
+        await machine.request(job, REQUEST_FILE, "requested\n")
+    except TargetUnreachable:
+        raise
+    except OSError as error:  # a read-only or full run directory: one line, exit 2
+        raise RunsError(f"cannot write {job.path(REQUEST_FILE)}: {error.strerror}") from None
 
 
 def lock_holder(project: Project) -> str:
@@ -216,10 +231,11 @@ async def cancel_run(session: Session, run_id: str) -> RunEnding:
     if kind_of(any_target).makes_pod:
         return await _cancel_on_pod(session, record, any_target)
     target = _check_target(session, record)
-    async with session.open_target(
-        record.target, target, lambda: Detached("interrupted before the cancel started")
-    ) as executor:
-        ended, _ = await _cancel_on(session, executor, record)
+    reached = recorded_run(
+        session, record, lambda: Detached("interrupted before the cancel started")
+    )
+    async with kind_of(target).reach_machine(reached) as machine:
+        ended, _ = await _cancel_on(session, machine, record)
         return ended
 
 
@@ -236,7 +252,7 @@ async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) ->
     ) as reached:
         if isinstance(reached, Outcome):
             return ending(session.runs, reached)
-        ended, retrieved = await _cancel_on(session, reached.executor, record)
+        ended, retrieved = await _cancel_on(session, reached, record)
         if retrieved is None:
             return ended  # the job had ended already, or a follower ends the pod
         problem = await reached.end(Ended(Ending.DONE, retrieved=retrieved))
@@ -248,13 +264,13 @@ async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) ->
 
 
 async def _cancel_on(
-    session: Session, executor: Executor, record: RunRecord
+    session: Session, machine: Machine, record: RunRecord
 ) -> tuple[RunEnding, bool | None]:
     """Cancel the job and record it; the lines, and whether its files are here (None when
     this command did not record the run cancelled)."""
     runs = session.runs
     run_id = record.id
-    job = ExecutorJob(executor, job_ref(record))
+    job = machine.followed(job_ref(record))
     status = None
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         await job.cancel()
@@ -270,7 +286,7 @@ async def _cancel_on(
         ), None
     saved = await trio.to_thread.run_sync(runs.update, run_id, _record_cancelled)
     if saved.state is RunState.CANCELLED:
-        problem = await _retrieve_best_effort(executor, saved, runs)
+        problem = await _retrieve_best_effort(machine, saved, runs)
         if problem is not None:
             return RunEnding((f"train: run {run_id} cancelled ({problem})",)), False
         return RunEnding((f"train: run {run_id} cancelled",)), True
@@ -282,13 +298,13 @@ async def _cancel_on(
     ), None
 
 
-async def _retrieve_best_effort(executor: Executor, record: RunRecord, runs: Runs) -> str | None:
+async def _retrieve_best_effort(machine: Machine, record: RunRecord, runs: Runs) -> str | None:
     """A cancelled remote run's files brought here; the message saved when that fails."""
-    if executor.local or record.job is None:
+    if machine.here or record.job is None:
         return None  # a local run directory is R itself
     try:
         with trio.move_on_after(CANCEL_BOUND, shield=True) as scope:
-            await retrieve_results(executor, record.job.dir, runs.dir_of(record.id))
+            await machine.fetch(job_ref(record), runs.dir_of(record.id), RESULTS, CHECKPOINTS)
         if scope.cancelled_caught:
             raise WorkFailed("the download did not finish in time")
     except (OSError, WorkFailed) as error:
