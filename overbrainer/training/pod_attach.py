@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 import attrs
 import trio
 
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.targets import (
     PodGone,
@@ -26,7 +27,7 @@ from overbrainer.training.run_store import RunRecord, RunState
 from overbrainer.training.session import Session, not_started
 
 
-def recorded_job(session: Session, record: RunRecord, target: object) -> RecordedJob:
+def recorded_job(session: Session, record: RunRecord, target: TargetSettings) -> RecordedJob:
     """The run as its kind reaches it again."""
     return RecordedJob(
         record.target,
@@ -40,7 +41,7 @@ def recorded_job(session: Session, record: RunRecord, target: object) -> Recorde
     )
 
 
-async def attach_pod(session: Session, record: RunRecord, target: object) -> Outcome:
+async def attach_pod(session: Session, record: RunRecord, target: TargetSettings) -> Outcome:
     """`train attach` of a Runpod run (§7.8): reach its pod again, follow, then end the pod."""
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(
@@ -62,7 +63,7 @@ async def attach_pod(session: Session, record: RunRecord, target: object) -> Out
 async def reach_run_pod(
     session: Session,
     record: RunRecord,
-    target: object,
+    target: TargetSettings,
     nothing: str,
     interrupted: Callable[[PodMachine], OverbrainerError] | None = None,
     *,

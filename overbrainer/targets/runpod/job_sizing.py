@@ -10,6 +10,7 @@ from pathlib import Path
 import trio
 
 from overbrainer.config.settings import Settings
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.auto import Limits, PodPrice, pod_price
 from overbrainer.targets.runpod.errors import RunpodError
@@ -31,7 +32,7 @@ VRAM_MARGIN_GB = 2
 """GB above the GGUF's size (plus a fifth) for the context and llama.cpp's buffers."""
 
 
-def _runpod(target: object) -> RunpodTarget:
+def _runpod(target: TargetSettings) -> RunpodTarget:
     assert isinstance(target, RunpodTarget), "a pod is sized for a runpod target"
     return target
 
@@ -46,7 +47,7 @@ def _wants_floor(target: RunpodTarget) -> bool:
     return target.gpu_types.auto and target.min_vram_gb is None
 
 
-def gguf_floor(target: object, size: int) -> int | None:
+def gguf_floor(target: TargetSettings, size: int) -> int | None:
     """The VRAM floor of the pod for a GGUF of `size` bytes, where the target wants one."""
     return gguf_vram_floor(size) if _wants_floor(_runpod(target)) else None
 
@@ -63,7 +64,7 @@ def _limits(target: RunpodTarget, floor: int | None) -> Limits:
     )
 
 
-async def price_pod(api: RunpodApi, target: object, floor: int | None) -> PodPrice:
+async def price_pod(api: RunpodApi, target: TargetSettings, floor: int | None) -> PodPrice:
     """The price of a new pod of the target (the catalog unread: no price)."""
     pod = _runpod(target)
     try:
@@ -75,14 +76,14 @@ async def price_pod(api: RunpodApi, target: object, floor: int | None) -> PodPri
     return pod_price(catalog, _limits(pod, floor), listed)
 
 
-async def quote_pod(settings: Settings, target: object, key: str, gguf: Path) -> PodPrice:
+async def quote_pod(settings: Settings, target: TargetSettings, key: str, gguf: Path) -> PodPrice:
     """The price of a compare pod for `gguf` on `target`, as the TUI asks to confirm it."""
     floor = gguf_floor(target, (await trio.Path(gguf).stat()).st_size)
     async with open_runpod(settings.runpod.url, key) as api:
         return await price_pod(api, target, floor)
 
 
-def disk_warning(params: int, merge: bool, quantize: str, target: object) -> str | None:
+def disk_warning(params: int, merge: bool, quantize: str, target: TargetSettings) -> str | None:
     """The warning when the export may not fit the pod's container disk (no network volume)."""
     pod = _runpod(target)
     if pod.network_volume_id is not None:
@@ -99,7 +100,7 @@ def disk_warning(params: int, merge: bool, quantize: str, target: object) -> str
 
 async def export_sizing(
     settings: Settings,
-    target: object,
+    target: TargetSettings,
     base_model: str | None,
     merge: bool,
     quantize: str,
