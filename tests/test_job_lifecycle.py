@@ -33,7 +33,7 @@ from overbrainer.targets.machine import (
     RecordedJob,
     Sampler,
 )
-from overbrainer.training.follow_job import FollowTimes
+from overbrainer.training.follow_job import FollowError, FollowTimes
 from overbrainer.training.job_kind import Interruption, Started
 from overbrainer.training.job_lifecycle import run_job
 from overbrainer.training.run_store import RunRecord, RunState
@@ -52,11 +52,14 @@ class FakeFollowed:
 
     calls: list[str]
     done: trio.Event
+    lost: trio.Event
 
     async def read_from(self, name: str, offset: int, limit: int) -> bytes:
         return b""
 
     async def status(self) -> JobStatus:
+        if self.lost.is_set():
+            raise OSError("the machine cannot be reached")
         return Exited(0) if self.done.is_set() else Running()
 
     async def exists(self, name: str) -> bool:
@@ -74,6 +77,7 @@ class FakeMachine:
     done: trio.Event = attrs.field(factory=trio.Event)
     trip: trio.Event = attrs.field(factory=trio.Event)
     started: trio.Event = attrs.field(factory=trio.Event)
+    lost: trio.Event = attrs.field(factory=trio.Event)
     limit: Limit | None = None
     ended: list[Ended] = attrs.field(factory=list)
 
@@ -97,7 +101,7 @@ class FakeMachine:
         return JOB
 
     def followed(self, job: JobRef) -> FakeFollowed:
-        return FakeFollowed(self.calls, self.done)
+        return FakeFollowed(self.calls, self.done, self.lost)
 
     async def request(self, job: JobRef, name: str, content: str) -> None:
         self.calls.append(f"request {name}")
@@ -165,7 +169,7 @@ class FakeJob:
     type: JobType | None = None
     sampled: bool = False
     needs: JobNeeds = attrs.field(factory=JobNeeds)
-    times: FollowTimes = attrs.field(factory=lambda: FollowTimes(poll=1.0))
+    times: FollowTimes = attrs.field(factory=lambda: FollowTimes(poll=1.0, reconnect=30.0))
 
     def interrupted_before(self) -> OverbrainerError:
         return Stopped("interrupted before the job started")
@@ -324,3 +328,17 @@ async def test_a_start_past_its_bound_is_recorded_and_ends_the_machine_not_start
         with pytest.raises(WorkFailed, match="job job1 did not start in time"):
             await run_job(job, FakeKind(machine), _opening(Interrupt(), bus))
     assert machine.calls == ["open", "create /m", "not started", "end not_started"]
+
+
+@pytest.mark.parametrize(
+    ("interruption", "last"),
+    [(Interruption.DETACH, ["end lost"]), (Interruption.CANCEL, ["cancel", "end lost"])],
+)
+async def test_a_lost_job_ends_its_machine_as_lost(
+    autojump_clock: object, interruption: Interruption, last: list[str]
+) -> None:
+    machine = FakeMachine()
+    job = FakeJob(machine.calls, on_interrupt=interruption)
+    with pytest.raises(FollowError):
+        await _run(job, machine, Interrupt(), machine.lost.set)
+    assert machine.calls[-len(last) :] == last

@@ -19,7 +19,13 @@ from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.targets import Claim, Ended, Ending, JobOpening, Limit, Machine, MachineKind
-from overbrainer.training.follow_job import CANCEL_BOUND, MetricsTail, follow, guard_stop
+from overbrainer.training.follow_job import (
+    CANCEL_BOUND,
+    FollowError,
+    MetricsTail,
+    follow,
+    guard_stop,
+)
 from overbrainer.training.job_kind import FollowedKind, Interruption, JobKind, Started
 from overbrainer.training.summary import MetricsSummary
 
@@ -79,10 +85,18 @@ async def follow_to_end(
         status = await interrupt.race(
             lambda: _watch(job, machine, started, bus, tail, limits, requested=requested)
         )
-    except BaseException:
+    except FollowError:
+        # The job could not be reached for the whole budget: the machine decides what a lost
+        # job means (a pod: is it gone, did a limit delete it?).
         if job.on_interrupt is Interruption.CANCEL:
             await cancel_job(machine, started)
-            await machine.end(Ended(Ending.LOST))
+        await machine.end(Ended(Ending.LOST))
+        raise
+    except BaseException:
+        # Cancelled from outside: a job that must not outlive its command is cancelled.
+        if job.on_interrupt is Interruption.CANCEL:
+            await cancel_job(machine, started)
+            await machine.end(Ended(Ending.INTERRUPTED))
         raise
     if status is None and not limits:
         if job.on_interrupt is Interruption.DETACH:
