@@ -9,6 +9,7 @@ import signal
 import pytest
 
 from overbrainer.devtools.stub_provider import check_exchanges
+from overbrainer.targets import registry  # noqa: F401 (the kinds register their settings)
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
 from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)

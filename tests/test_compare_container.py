@@ -20,33 +20,27 @@ from typing import cast
 import pytest
 import trio
 
-from overbrainer.compare.job import (
-    compare_job,
-    compares_of,
-    create_compare,
-    follow_or_cancel,
-    job_env,
-    model_path,
-    start_compare_job,
-)
+from overbrainer.compare.compare_job import CompareJob, compare_job, model_path
+from overbrainer.compare.job import compares_of, create_compare, job_env
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.setup import CompareSetup
+from overbrainer.config import load_settings
 from overbrainer.config.settings import (
     DEFAULT_IMAGE,
     Compare,
     Engine,
-    LocalTarget,
     Runtime,
-    SshTarget,
 )
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
+from overbrainer.targets import LocalTarget, SshTarget
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.training.follow_job import FollowTimes
+from overbrainer.training.job_lifecycle import follow_to_end
 from overbrainer.training.run_store import Runs
 from tests.compare_support import (
     RUN_ID,
@@ -270,27 +264,18 @@ async def test_a_follow_ended_from_outside_cancels_the_job_and_removes_its_conta
         monkeypatch.setenv("OVERBRAINER_TEST_POLL_S", "0.2")
         plan = plan_compare(runs, root / "data" / "eval.jsonl", None, None)
         setup = create_compare(runs, plan, resolve_pin(), 42)
-        run_dir = str(runs.dir_of(setup.run).resolve())
         folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
-        env = job_env(
-            Compare(max_tokens=8),
-            resolve_pin(),
-            root=str(folder.resolve()),
-            model=model_path(target, run_dir, setup.gguf),
-            context=256,
-            cache=str(tmp_path / "c"),
-            environ=os.environ,
-        )
-        job = compare_job(target, executor, env, setup, run_dir)
-        record = await start_compare_job(runs, setup, executor, job)
+        machine = HostMachine(executor, host_runtime(target), removes_container=True)
+        settings = load_settings(root, environ={})
+        job = CompareJob(settings, runs, setup, 256, "local")
+        started = await job.start(machine, setup.compare)
         ended = False
         async with open_event_bus() as bus, trio.open_nursery() as nursery:
 
             async def follow_it() -> None:
                 nonlocal ended
-                times = FollowTimes.from_env()
                 try:
-                    await follow_or_cancel(runs, setup, executor, record, bus, times, Interrupt())
+                    await follow_to_end(job, machine, started, bus, Interrupt())
                 finally:
                     ended = True
 
@@ -423,6 +408,11 @@ class _Where:
 WHERE = cast(Executor, _Where())
 
 
+def _machine(target: SshTarget) -> HostMachine:
+    """An SSH target's machine, as far as a job's plan reads it."""
+    return HostMachine(WHERE, host_runtime(target))
+
+
 def _setup(compare_id: str) -> CompareSetup:
     return CompareSetup(
         run="run1",
@@ -445,12 +435,12 @@ def test_an_ssh_podman_compare_is_the_export_line_in_the_compare_directory() -> 
         Compare(),
         resolve_pin({}),
         root="/srv/ob/run1/compares/compare_20261203-130000",
-        model=model_path(target, "/srv/ob/run1", GGUF),
+        model=model_path(_machine(target), "/srv/ob/run1", GGUF),
         context=256,
         cache="/srv/ob/.cache/overbrainer",
         environ={},
     )
-    plan = compare_job(target, WHERE, env, setup, "/srv/ob/run1")
+    plan = compare_job(_machine(target), env, setup, "/srv/ob/run1")
     name = "overbrainer-run1-compare_20261203-130000"
     assert plan.container == (JobEngine.PODMAN, name)
     job = "/workspace/run/compares/compare_20261203-130000"
@@ -476,9 +466,9 @@ def test_an_ssh_podman_compare_is_the_export_line_in_the_compare_directory() -> 
 
 def test_a_native_compare_runs_in_place_with_the_system_sh() -> None:
     target = SshTarget(runtime=Runtime.NATIVE, venv="~/v")
-    assert model_path(target, "/srv/ob/run1", GGUF) == f"/srv/ob/run1/{GGUF}"
+    assert model_path(_machine(target), "/srv/ob/run1", GGUF) == f"/srv/ob/run1/{GGUF}"
     env = {"OVERBRAINER_CACHE": "/srv/ob/.cache/overbrainer", "X": "1"}
-    plan = compare_job(target, WHERE, env, _setup("compare_1"), "/srv/ob/run1")
+    plan = compare_job(_machine(target), env, _setup("compare_1"), "/srv/ob/run1")
     assert plan.container is None
     assert "podman" not in plan.commands and "docker" not in plan.commands
     assert " && export OVERBRAINER_CACHE='/srv/ob/.cache/overbrainer' && " in plan.commands

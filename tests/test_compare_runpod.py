@@ -16,9 +16,9 @@ import attrs
 import pytest
 import trio
 
-from overbrainer.compare.pod import gguf_vram_floor
 from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE
 from overbrainer.devtools.stub_provider import open_stub
+from overbrainer.targets import gguf_vram_floor
 from tests.compare_support import (
     GGUF,
     RUN_ID,

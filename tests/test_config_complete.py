@@ -8,6 +8,7 @@ from pathlib import Path
 from overbrainer.config import settings as s
 from overbrainer.config.load import load_settings
 from overbrainer.config.secrets import Secret
+from overbrainer.targets import LocalTarget, RunpodTarget, SshTarget
 from tests.config_support import BASE, COMPLETE, write
 
 
@@ -40,9 +41,9 @@ def test_a_complete_config_loads_every_section(tmp_path: Path) -> None:
         "warmup_ratio": 0.05,
     }
     local, box, cloud = cfg.targets["local"], cfg.targets["box"], cfg.targets["cloud"]
-    assert isinstance(local, s.LocalTarget) and local.engine is s.Engine.PODMAN
-    assert isinstance(box, s.SshTarget) and box.host == "me@gpu-box"
-    assert isinstance(cloud, s.RunpodTarget)
+    assert isinstance(local, LocalTarget) and local.engine is s.Engine.PODMAN
+    assert isinstance(box, SshTarget) and box.host == "me@gpu-box"
+    assert isinstance(cloud, RunpodTarget)
     assert cloud.gpu_types.items == ("NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe")
     assert cloud.max_hours == 8.0
     assert cfg.export == s.Export(True, "Q5_K_M", "me/rust-errors:q5")
@@ -103,6 +104,6 @@ def test_every_default(tmp_path: Path) -> None:
         0.05,
     )
     pod = cfg.targets["t"]
-    assert isinstance(pod, s.RunpodTarget)
+    assert isinstance(pod, RunpodTarget)
     assert (pod.gpu_types.auto, pod.gpu_count, pod.container_disk_gb) == (True, 1, 50)
     assert (pod.boot_grace_minutes, pod.retrieve_grace_minutes) == (30, 60)

@@ -9,6 +9,7 @@ import pytest
 from overbrainer.config import settings as s
 from overbrainer.config.load import load_settings
 from overbrainer.config.secrets import Secret
+from overbrainer.targets import SshTarget
 from tests.config_support import BASE, failure, write
 
 # --- environment overlay -------------------------------------------------------------------
@@ -102,7 +103,7 @@ def test_env_only_keys_come_from_the_environment(tmp_path: Path) -> None:
     assert cfg.providers["openrouter"].base_url == "https://openrouter.ai/api/v1"
     assert cfg.providers["openrouter"].api_key == Secret("vault:secret/llm#key")
     box = cfg.targets["box"]
-    assert isinstance(box, s.SshTarget) and box.host == "me@box"
+    assert isinstance(box, SshTarget) and box.host == "me@box"
     assert (cfg.runpod.api_key, cfg.hf_token, cfg.log) == (
         Secret("rp"),
         Secret("hf"),
@@ -175,7 +176,7 @@ def test_a_variable_for_a_declared_target_is_overlaid(tmp_path: Path) -> None:
     text = BASE + '[targets.gpu]\nkind = "ssh"\nruntime = "native"\n'
     cfg = load_settings(write(tmp_path, text), {"OVERBRAINER_TARGETS__GPU__HOST": "me@box"})
     target = cfg.targets["gpu"]
-    assert isinstance(target, s.SshTarget) and target.host == "me@box"
+    assert isinstance(target, SshTarget) and target.host == "me@box"
 
 
 def test_variables_read_elsewhere_are_exempt(tmp_path: Path) -> None:

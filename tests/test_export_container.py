@@ -27,12 +27,15 @@ from typing import cast
 import attrs
 import pytest
 
-from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime, SshTarget
-from overbrainer.export.start import export_job
+from overbrainer.config.settings import DEFAULT_IMAGE, Engine, Runtime
+from overbrainer.export.job import export_spec
+from overbrainer.targets import SshTarget
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.export_job_script import export_env
+from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.job_script import Engine as JobEngine
 from overbrainer.targets.llama_cpp import resolve_pin
+from overbrainer.targets.machine import JobPlan
 from overbrainer.training.run_store import RunRecord, RunState
 from tests.container_support import calls, install_engines, kill_containers, run_options
 from tests.export_support import add_run
@@ -181,7 +184,7 @@ def test_the_export_runs_in_the_named_container_and_ctrl_c_stops_it(
 
 
 class _Where:
-    """The three things `export_job` reads of an executor: an SSH target's paths."""
+    """The three things a machine's plan reads of an executor: an SSH target's paths."""
 
     local = False
     workdir = "/srv/ob"
@@ -206,6 +209,14 @@ def _records() -> tuple[RunRecord, RunRecord]:
     return run, export
 
 
+def export_job(
+    target: SshTarget, env: dict[str, str], *, run: RunRecord, export: RunRecord
+) -> JobPlan:
+    """The export's commands as an SSH target's machine plans them."""
+    machine = HostMachine(cast(Executor, _Where()), host_runtime(target))
+    return machine.plan(export_spec(machine, env, run=run, export=export))
+
+
 def _env() -> dict[str, str]:
     return export_env(
         name="run1",
@@ -226,7 +237,7 @@ def test_an_ssh_podman_export_is_the_training_run_line_in_the_export_directory()
         gpus="all",
         container_user="image",
     )
-    plan = export_job(target, _env(), run=run, export=export, executor=cast(Executor, _Where()))
+    plan = export_job(target, _env(), run=run, export=export)
     name = "overbrainer-run1-export_20261203-130000"
     assert plan.container == (JobEngine.PODMAN, name)
     job = "/workspace/run/exports/export_20261203-130000"
@@ -256,7 +267,7 @@ def test_an_ssh_podman_export_is_the_training_run_line_in_the_export_directory()
 def test_a_native_ssh_export_runs_in_place_with_the_venv_on_path() -> None:
     run, export = _records()
     target = SshTarget(runtime=Runtime.NATIVE, venv="~/v")
-    plan = export_job(target, _env(), run=run, export=export, executor=cast(Executor, _Where()))
+    plan = export_job(target, _env(), run=run, export=export)
     assert plan.container is None
     assert "podman" not in plan.commands and "docker" not in plan.commands
     job = "/srv/ob/run1/exports/export_20261203-130000"

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.compare.pod import gguf_vram_floor
-from overbrainer.config.settings import ListOrAuto, RunpodTarget
-from overbrainer.export.pod import disk_warning
+from overbrainer.config.settings import ListOrAuto
+from overbrainer.targets import RunpodTarget, disk_warning, gguf_vram_floor
 from overbrainer.targets.runpod.auto import Limits, price_words
 from overbrainer.targets.runpod.types import parse_gpu_type
 from tests.runpod_fake import gpu

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.config.settings import ListOrAuto, RunpodTarget
+from overbrainer.config.settings import ListOrAuto
+from overbrainer.targets import RunpodTarget
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.targets.runpod.api import open_runpod
 from overbrainer.targets.runpod.create_body import (

@@ -32,10 +32,10 @@ from overbrainer.targets.machine import (
     JobNeeds,
     JobOpening,
     JobSpec,
+    Machine,
     RecordedJob,
 )
 from overbrainer.targets.ray.kind import RAY
-from overbrainer.targets.ray.machine import RayMachine
 from overbrainer.targets.ray.settings import RayTarget
 from overbrainer.training.follow_job import FollowTimes, MetricsTail, follow
 from overbrainer.training.prepare import job_commands, job_env, prepare_run
@@ -121,7 +121,7 @@ def opening_of(target: RayTarget, bus: EventBus, tmp_path: Path, run_id: str) ->
     )
 
 
-def prepared(machine: RayMachine, tmp_path: Path, run_id: str, **knobs: str) -> Run:
+def prepared(machine: Machine, tmp_path: Path, run_id: str, **knobs: str) -> Run:
     """The run's files as training prepares them, and its job: the stand-in as `axolotl`."""
     project = make_project(tmp_path / "project")
     training = load_settings(project, {}).training
@@ -146,14 +146,14 @@ def prepared(machine: RayMachine, tmp_path: Path, run_id: str, **knobs: str) -> 
     return Run(run_id, local, root, spec)
 
 
-async def follow_to_end(machine: RayMachine, job: JobRef, bus: EventBus) -> JobStatus:
+async def follow_to_end(machine: Machine, job: JobRef, bus: EventBus) -> JobStatus:
     """The project's follow loop over the machine's view of the job."""
     tail = MetricsTail(MetricsSummary())
     with trio.fail_after(JOB_WITHIN):
         return await follow(machine.followed(job), bus, tail, run_id=job.dir, times=TIMES)
 
 
-async def wait_for_file(machine: RayMachine, job: JobRef, name: str) -> None:
+async def wait_for_file(machine: Machine, job: JobRef, name: str) -> None:
     """Poll R on the storage until run file `name` is there (files have no event)."""
     with trio.fail_after(JOB_WITHIN):
         while True:

@@ -33,7 +33,7 @@ pip = ["axolotl[ray]==0.19.0"]
 
 
 def test_the_table_reads_into_the_kinds_settings(tmp_path: Path) -> None:
-    assert registry.kind_named("ray").settings_type is RayTarget  # the registry's one line
+    assert registry.kind_named("ray").settings.settings_type is RayTarget  # the registry's one line
     target: object = load_settings(write(tmp_path, BASE + TABLE), {}).targets["cluster"]
     assert target == RayTarget(
         address="https://ray.example.com:8265",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from overbrainer.config.settings import ListOrAuto, RunpodTarget
+from overbrainer.config.settings import ListOrAuto
+from overbrainer.targets import RunpodTarget
 from overbrainer.targets.runpod.create_body import PodRequest, create_body
 from overbrainer.targets.runpod.create_check import body_problems
 

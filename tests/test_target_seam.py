@@ -19,7 +19,8 @@ import trio
 from overbrainer.config import load_settings
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.report import report_lines
-from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.train import train_run
@@ -27,7 +28,9 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import Project
 from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.host_machine import HostMachine, HostRuntime
 from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs, RunState
 from overbrainer.training.session import Session
@@ -40,8 +43,31 @@ class ExampleTarget:
 
     venv: str | None = None
     image: str | None = None
+    slots: int = 1
 
     kind: ClassVar[str] = "example"
+
+
+def _example(target: TargetSettings) -> ExampleTarget:
+    assert isinstance(target, ExampleTarget)
+    return target
+
+
+def _example_problems(name: str, target: TargetSettings) -> list[str]:
+    slots = _example(target).slots
+    return [f"targets.{name}.slots: must be at least 1"] if slots < 1 else []
+
+
+def _example_summary(target: TargetSettings, shown: Shown) -> list[tuple[str, str]]:
+    return [("", f"example, {_example(target).slots} slot(s)")]
+
+
+EXAMPLE_SETTINGS = SettingsKind(
+    name=ExampleTarget.kind,
+    settings_type=ExampleTarget,
+    summary=_example_summary,
+    problems=_example_problems,
+)
 
 
 @attrs.frozen
@@ -62,17 +88,17 @@ class ExampleKind:
 
     executors: list[ExampleExecutor] = attrs.field(factory=list)
     name: str = ExampleTarget.kind
-    settings_type: type[object] = ExampleTarget
+    settings: SettingsKind = EXAMPLE_SETTINGS
     on_this_machine: bool = True
     makes_pod: bool = False
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         return Runtime.NATIVE
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         return None
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         if not isinstance(target, ExampleTarget):
             raise ConfigError(f"targets.{name} is not an example target")
 
@@ -80,7 +106,7 @@ class ExampleKind:
     async def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
@@ -88,6 +114,22 @@ class ExampleKind:
         executor = ExampleExecutor(runs_root)
         self.executors.append(executor)
         yield executor
+
+    @contextlib.asynccontextmanager
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+        executor = ExampleExecutor(opening.local_root)
+        self.executors.append(executor)
+        await opening.create(executor.workdir, None)
+        yield HostMachine(executor, HostRuntime(Runtime.NATIVE))
+
+    @contextlib.asynccontextmanager
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+        machine = HostMachine(ExampleExecutor(recorded.job_dir.parent), HostRuntime(Runtime.NATIVE))
+        machine.job = recorded.job
+        yield machine
+
+    def describe(self, job_dir: Path) -> str | None:
+        return None
 
 
 @pytest.fixture
@@ -111,7 +153,7 @@ async def test_a_job_runs_through_a_kind_registered_by_a_test(
     settings = load_settings(root, environ={})
     toy: object = settings.targets["toy"]
     assert toy == ExampleTarget()
-    assert "targets.toy = example" in report_lines(settings)  # `config check` shows it
+    assert "targets.toy = example, 1 slot(s)" in report_lines(settings)  # as its kind words it
     assert registry.kind_of(settings.targets["toy"]) is example_kind
 
     lines = Lines()
@@ -133,3 +175,12 @@ def test_an_unregistered_kind_is_refused_by_the_config_reader(tmp_path: Path) ->
         toml.write('\n[targets.toy]\nkind = "example"\n')
     with pytest.raises(ConfigError, match="expected kind local, ssh, runpod or ray"):
         load_settings(root, environ={})
+
+
+def test_a_registered_kind_checks_its_own_table(tmp_path: Path, example_kind: ExampleKind) -> None:
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a", encoding="utf-8") as toml:
+        toml.write('\n[targets.toy]\nkind = "example"\nslots = 0\n')
+    with pytest.raises(ConfigError) as refused:
+        load_settings(root, environ={})
+    assert "targets.toy.slots: must be at least 1" in str(refused.value)

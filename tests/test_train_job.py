@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,19 +16,23 @@ import trio.lowlevel
 import trio.testing
 
 from overbrainer.config import load_settings
-from overbrainer.config.settings import Adapter, Engine, LocalTarget, Runtime, Training
+from overbrainer.config.settings import Adapter, Engine, Runtime, Training
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.train import train_after_split, train_run
 from overbrainer.model.job_status import Cancelled, Exited, Lost, Running
 from overbrainer.project.directory import Project
+from overbrainer.targets import LocalTarget
 from overbrainer.targets import local as local_job
+from overbrainer.targets.host_machine import HostMachine, host_runtime
+from overbrainer.targets.job_script import Command
 from overbrainer.targets.local import LocalJob, cancel, group_alive, job_status, start_job
+from overbrainer.targets.local_executor import LocalExecutor
+from overbrainer.targets.machine import JobPlan, JobSpec
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.outcome import InvalidProof, conclude, ended_state, read_proof
-from overbrainer.training.prepare import job_commands
+from overbrainer.training.prepare import job_commands, job_env
 from overbrainer.training.run_store import RunRecord, Runs, RunState, Snapshot
-from overbrainer.training.runtime import JobRequest, plan_job
 from overbrainer.training.session import Detached, Session
 from overbrainer.training.summary import MetricsSummary
 from tests.train_helpers import Lines, kill_jobs, make_project, standin_env, wait_for
@@ -74,11 +79,25 @@ DOCKER = (
 )
 
 
+def plan_job(
+    target: LocalTarget,
+    *,
+    run_id: str,
+    run_dir: str,
+    cache: str,
+    commands: Sequence[Command],
+    secrets: Sequence[str] = (),
+) -> JobPlan:
+    """A training job's commands as a local target's machine plans them."""
+    machine = HostMachine(LocalExecutor(Path(run_dir).parent), host_runtime(target))
+    env = job_env(machine.job_root(run_dir))
+    return machine.plan(JobSpec(run_id, run_dir, cache, commands, env, secrets))
+
+
 def test_native_commands_use_the_venv_and_keep_the_inherited_pythonpath() -> None:
     target = LocalTarget(runtime=Runtime.NATIVE, venv="/v")
     plan = plan_job(
-        target,
-        JobRequest(run_id="run1", run_dir="/r/run1", cache="/r/.c", commands=job_commands(MERGING)),
+        target, run_id="run1", run_dir="/r/run1", cache="/r/.c", commands=job_commands(MERGING)
     )
     assert plan.commands == NATIVE
     assert plan.container is None
@@ -89,20 +108,17 @@ def test_docker_and_podman_run_lines() -> None:
     docker = LocalTarget(runtime=Runtime.DOCKER, image="img:1", gpus="all")
     plan = plan_job(
         docker,
-        JobRequest(
-            run_id="run1",
-            run_dir="/r/run1",
-            cache="/r/.hf-cache",
-            commands=job_commands(training),  # a full fine-tune has nothing to merge
-            secrets=["HF_TOKEN"],
-        ),
+        run_id="run1",
+        run_dir="/r/run1",
+        cache="/r/.hf-cache",
+        commands=job_commands(training),  # a full fine-tune has nothing to merge
+        secrets=["HF_TOKEN"],
     )
     assert plan.commands == DOCKER
     assert plan.container is not None and plan.container[1] == "overbrainer-run1"
     podman = LocalTarget(runtime=Runtime.DOCKER, engine=Engine.PODMAN, image="img:1")
     text = plan_job(
-        podman,
-        JobRequest(run_id="run1", run_dir="/r/run1", cache="/r/c", commands=job_commands(training)),
+        podman, run_id="run1", run_dir="/r/run1", cache="/r/c", commands=job_commands(training)
     ).commands
     assert text.startswith(
         "mkdir -p -- '/r/c' && podman run --rm --name 'overbrainer-run1' --init "

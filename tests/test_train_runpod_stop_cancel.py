@@ -3,6 +3,10 @@ is already deleted."""
 
 from __future__ import annotations
 
+from functools import partial
+
+import trio
+
 from tests import runpod_train_support as pods
 from tests.runpod_train_support import (
     Setup,
@@ -14,7 +18,7 @@ from tests.runpod_train_support import (
     remote_steps,
     train,
 )
-from tests.train_helpers import only_run, record
+from tests.train_helpers import command, only_run, record
 
 pytestmark = pods.needs_pod_tools
 setup = pods.setup  # the fixture: a project on a Runpod target, the fake, its pod host
@@ -83,4 +87,40 @@ async def test_train_stop_and_cancel_of_a_run_whose_pod_is_deleted(setup: Setup)
         done = await train(setup, verb, run_id)
         assert done.returncode == 2, done.stderr.decode()
         assert done.stderr.decode().splitlines()[-1] == f"error: run {run_id} already ended: failed"
+    assert setup.fake.pods == {}
+
+
+async def test_train_stop_beside_the_following_train_writes_the_request_over_the_pods_ssh(
+    setup: Setup,
+) -> None:
+    # `train` follows the run (it holds the project); `train stop` beside it reaches the pod
+    # through the run's ssh config, and the follower collects the snapshot.
+    held_job(setup)
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            following = await nursery.start(
+                partial(
+                    trio.run_process,
+                    command(setup.project, "train"),
+                    env=setup.env,
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+            )
+            while remote_steps(setup.pods_root) < 2:  # noqa: ASYNC110 - the job's state
+                await trio.sleep(0.02)
+            run_id = only_run(setup.project)
+            stop = await train(setup, "stop", run_id)
+            assert stop.returncode == 0, stop.stderr.decode()
+            (line,) = stop.stdout.decode().splitlines()
+            assert line.startswith("train: overbrainer (pid ")
+            assert line.endswith(
+                f"is using this project: if it follows run {run_id}, it collects the snapshot; "
+                f"if not, collect it with `overbrainer train attach {run_id}`"
+            )
+    assert following.returncode == 0
+    assert record(setup.project, run_id)["state"] == "stopped"
+    remote = setup.pods_root / "workspace" / "overbrainer" / run_id
+    assert (remote / "snapshot.request").read_text() == "requested\n"
     assert setup.fake.pods == {}

@@ -9,7 +9,8 @@ import pytest
 import trio
 
 from overbrainer.config.report import target_summary
-from overbrainer.config.settings import LocalTarget, Runtime, SshTarget
+from overbrainer.config.settings import Runtime
+from overbrainer.targets import LocalTarget, SshTarget
 from overbrainer.targets.executor import Executor
 from overbrainer.targets.local_executor import LocalExecutor
 from overbrainer.training.trainer_check import CannotTrain, checks_axolotl, find_axolotl

@@ -25,7 +25,7 @@ KEPT = "2026-06-01T12:00:00.000001Z container starting the container"
 
 
 def keep_logs(run_dir: Path) -> None:
-    """The kept logs of a Runpod run: its scripts' and the pod's (as pod_follow writes them)."""
+    """The kept logs of a Runpod run: its scripts' and the pod's (as its machine keeps them)."""
     (run_dir / ".pod").mkdir()
     (run_dir / ".pod" / "bootstrap.log").write_text("bootstrap: unpacking\nbootstrap: ready\n")
     (run_dir / ".pod" / "pod.log").write_text(KEPT + "\n")

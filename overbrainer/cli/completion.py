@@ -103,6 +103,9 @@ def _run_ids(ctx: click.Context) -> list[CompletionItem]:
 
 def _settings(ctx: click.Context) -> Settings:
     from overbrainer.config import load_settings
+    from overbrainer.targets import ensure_kinds
+
+    ensure_kinds()  # completion does not run the `cli` group's callback
 
     return load_settings(_project(ctx).root, dict(os.environ))
 

@@ -18,14 +18,23 @@ from overbrainer.model.redact import redact
 log = logging.getLogger(__name__)
 
 
+def register_target_kinds() -> None:
+    """The target kinds, which register their `[targets.<n>]` settings with config."""
+    from overbrainer.targets import ensure_kinds
+
+    ensure_kinds()
+
+
 def run_flow(flow: Callable[[], Awaitable[int | None]]) -> NoReturn:
     """Run `flow` under `trio.run` and exit: its code, 130 on Ctrl-C, the error's code on error."""
     # Imported here, not at the top: command modules import this one to define their commands,
     # which `--help` and completion do without running any.
     import trio
 
+    from overbrainer.config.target_settings import load_kinds_on_use
     from overbrainer.model.error_groups import error_leaves, meaningful_error
 
+    load_kinds_on_use(register_target_kinds)
     code = EXIT_OK
     if threading.current_thread() is threading.main_thread():
         # Trio guards its own state against KeyboardInterrupt only under the default handler

@@ -62,13 +62,9 @@ def pod_summary(run_dir: Path) -> str | None:
 
     An unreadable record is named on the run's line rather than failing the whole listing.
     """
-    from overbrainer.targets import PodRecordError, load_pod_record
+    from overbrainer.targets import RUNPOD
 
-    try:
-        pod = load_pod_record(run_dir)
-    except PodRecordError as error:
-        return f"pod unknown: {error.message}"
-    return None if pod is None else pod.summary()
+    return RUNPOD.describe(run_dir)
 
 
 def pod_record_missing(run_dir: Path, record: RunRecord) -> bool:

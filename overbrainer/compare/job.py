@@ -15,7 +15,6 @@ from overbrainer.compare.plan import ComparePlan
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.config.settings import Compare
 from overbrainer.events.bus import EventBus
-from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
@@ -28,7 +27,6 @@ from overbrainer.targets import (
     Executor,
     ExecutorJob,
     LlamaCppPin,
-    remove_container,
 )
 from overbrainer.training import (
     CANCEL_BOUND,
@@ -38,16 +36,12 @@ from overbrainer.training import (
     JobPlan,
     MetricsSummary,
     MetricsTail,
-    NestedJob,
     RunRecord,
     Runs,
     RunState,
-    TrainTarget,
     fetch,
     follow,
     job_ref,
-    job_root,
-    plan_nested_job,
 )
 
 log = logging.getLogger(__name__)
@@ -108,6 +102,11 @@ def tools_cache(executor: Executor, environ: Mapping[str, str]) -> str:
     """Where the target keeps llama.cpp builds: this user's cache here, the workdir's remotely."""
     if not executor.local:
         return f"{executor.workdir.rstrip('/')}/.cache/overbrainer"
+    return local_tools_cache(environ)
+
+
+def local_tools_cache(environ: Mapping[str, str]) -> str:
+    """This user's llama.cpp cache (OVERBRAINER_CACHE, else XDG's)."""
     if environ.get("OVERBRAINER_CACHE"):
         return environ["OVERBRAINER_CACHE"]
     base = environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
@@ -141,66 +140,6 @@ def job_env(
     return env
 
 
-async def place_model(
-    executor: Executor, run_dir: Path, remote_run: str, file: str, sha256: str, folder: Path
-) -> None:
-    """Make sure the target's run directory holds the GGUF: the run's own copy when the
-    target's SHA-256 matches `export.json`'s, else uploaded there first (through a hard-linked
-    stage)."""
-    remote = f"{remote_run}/{file}"
-    if executor.local:
-        return
-    if await executor.exists(remote):
-        found = await executor.manifest(remote_run, (file,))
-        if found.get(file) == sha256.lower():
-            return
-    stage = folder / UPLOAD_DIR
-    staged = stage / file
-
-    def link() -> None:
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        if not staged.exists():
-            os.link(run_dir / file, staged)
-
-    await trio.to_thread.run_sync(link)
-    try:
-        await executor.upload(stage, remote_run)
-    finally:
-        await trio.to_thread.run_sync(lambda: _remove_tree(stage))
-
-
-def model_path(target: TrainTarget, run_dir: str, file: str) -> str:
-    """The GGUF's absolute path as the job sees it: in the run directory on the target, or at
-    `/workspace/run` where a container mounts it (§A.7)."""
-    return f"{job_root(target, run_dir).rstrip('/')}/{file}"
-
-
-def compare_job(
-    target: TrainTarget, executor: Executor, env: dict[str, str], setup: CompareSetup, run_dir: str
-) -> JobPlan:
-    """The compare job on a local or SSH target, as a nested job of the run (an export's way):
-    natively in its directory, or in the target's container (`runtime = "docker"`), which
-    mounts the run directory and the tool cache (`OVERBRAINER_CACHE`) and works in
-    `compares/<compare-id>`; llama-server and the client both run in it, so the server's port
-    stays inside."""
-    nested = NestedJob(
-        run_id=setup.run,
-        run_dir=run_dir,
-        job_id=setup.compare,
-        folder=f"{COMPARES_DIR}/{setup.compare}",
-        command=COMPARE_COMMAND,
-        env=env,
-        tools=env[CACHE_ENV],
-    )
-    return plan_nested_job(target, executor, nested)
-
-
-def _remove_tree(path: Path) -> None:
-    for child in sorted(path.rglob("*"), reverse=True):
-        child.rmdir() if child.is_dir() else child.unlink()
-    path.rmdir()
-
-
 async def failed_to_start(
     runs: Runs, setup: CompareSetup, error: OSError | OverbrainerError
 ) -> WorkFailed:
@@ -211,19 +150,6 @@ async def failed_to_start(
     failed = attrs.evolve(record, state=RunState.FAILED, message=message)
     await trio.to_thread.run_sync(compares.save, failed)
     return WorkFailed(f"compare {setup.compare} failed to start: {message}")
-
-
-async def start_compare_job(
-    runs: Runs,
-    setup: CompareSetup,
-    executor: Executor,
-    plan: JobPlan,
-) -> RunRecord:
-    """Upload (remote), spawn the job and save the `running` record; call it shielded."""
-    try:
-        return await spawn_compare_job(runs, setup, executor, plan)
-    except (OSError, OverbrainerError) as error:
-        raise await failed_to_start(runs, setup, error) from None
 
 
 NEVER_UPLOADED = ("run.json", *POD_LOCAL)
@@ -298,40 +224,6 @@ async def cancel_compare(executor: Executor, record: RunRecord) -> None:
         return
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         await executor.cancel(job_ref(record))
-
-
-async def follow_or_cancel(
-    runs: Runs,
-    setup: CompareSetup,
-    executor: Executor,
-    record: RunRecord,
-    bus: EventBus,
-    times: FollowTimes,
-    interrupt: Interrupt,
-) -> JobStatus | None:
-    """Follow the job raced against Ctrl-C (None: it was cancelled). Ctrl-C, or a failure of
-    the follow, cancels it; whatever the end, its container, if any, is removed after (named
-    after the compare, so `<engine> rm -f` finds it even when the engine's client was killed)."""
-    ref = job_ref(record)
-    try:
-        status = None
-        if not interrupt.caught:
-            status = await interrupt.race(
-                lambda: follow_compare(runs, setup, executor, record, bus, times)
-            )
-    except BaseException:
-        try:
-            await cancel_compare(executor, record)
-        except (OSError, OverbrainerError) as error:
-            log.warning("cannot cancel compare %s: %s", setup.compare, error)
-        await remove_container(executor, ref)
-        raise
-    try:
-        if status is None:
-            await cancel_compare(executor, record)
-    finally:
-        await remove_container(executor, ref)
-    return status
 
 
 def conclude(runs: Runs, setup: CompareSetup, record: RunRecord, status: JobStatus) -> None:

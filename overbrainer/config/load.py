@@ -30,6 +30,7 @@ from overbrainer.config.env import (
 )
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
+from overbrainer.config.target_settings import TargetSettings, settings_kinds
 from overbrainer.config.toml_errors import syntax_error_at
 from overbrainer.model import redact
 from overbrainer.model.text import decode_utf8
@@ -112,29 +113,10 @@ def _extra(value: object) -> object:
     return value
 
 
-_KINDS: dict[str, type[Any]] = {
-    "local": s.LocalTarget,
-    "ssh": s.SshTarget,
-    "runpod": s.RunpodTarget,
-}
-"""`[targets.<n>] kind` → its settings class; targets' registry adds the kinds it registers."""
-
-
-def add_target_kind(name: str, settings_type: type[Any]) -> None:
-    """Read `[targets.<n>] kind = "<name>"` into `settings_type` (targets' registry calls it)."""
-    known = _KINDS.get(name)
-    if known is not None and known is not settings_type:
-        raise ValueError(f"target kind `{name}` is already read into {known.__name__}")
-    _KINDS[name] = settings_type
-
-
-def remove_target_kind(name: str) -> None:
-    """Stop reading `kind = "<name>"` (a test's toy kind goes again)."""
-    _KINDS.pop(name, None)
-
-
 def _kind_names() -> str:
-    names = list(_KINDS)
+    names = list(settings_kinds())
+    if not names:  # the command did not import targets' registry: a bug, said plainly
+        return "(none is registered)"
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
@@ -179,17 +161,17 @@ def _converter() -> cattrs.Converter:
         _shaped(dict, "a table", lambda v, _: {k: _extra(x) for k, x in v.items()}),
     )
 
-    def target(value: object, _: object) -> s.Target:
+    def target(value: object, _: object) -> TargetSettings:
         if not isinstance(value, dict):
             raise _WrongType("a table")
         body = dict(value)
         kind = body.pop("kind", None)
-        if kind not in _KINDS:
+        kinds = settings_kinds()
+        if kind not in kinds:
             raise _WrongType(f"kind {_kind_names()}")
-        result: s.Target = conv.structure(body, _KINDS[str(kind)])
-        return result
+        return conv.structure(body, kinds[str(kind)].settings_type)
 
-    conv.register_structure_hook_func(lambda t: t == s.Target, target)
+    conv.register_structure_hook_func(lambda t: t == TargetSettings, target)
     return conv
 
 

@@ -13,6 +13,7 @@ import re
 import httpx2
 
 from overbrainer.config import settings as s
+from overbrainer.config.target_settings import settings_kind
 
 U64_LIMIT = 2**64
 # The shape of the Hub's license IDs (`apache-2.0`, `cc-by-nc-sa-4.0`, `other`, `llama3.1`).
@@ -104,67 +105,6 @@ def _pipeline(cfg: s.Settings) -> list[str]:
     return out
 
 
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
-
-
-def _container(name: str, target: s.LocalTarget | s.SshTarget) -> list[str]:
-    key = f"targets.{name}"
-    out: list[str] = []
-    docker = target.runtime is s.Runtime.DOCKER
-    if target.engine is not None and not docker:
-        out.append(f'{key}.engine: only valid with runtime = "docker"')
-    if target.image is not None and not docker:
-        out.append(f'{key}.image: only valid with runtime = "docker"')
-    if target.image is not None and not _IMAGE.fullmatch(target.image):
-        out.append(f"{key}.image: must be a container image reference")
-    if target.venv is not None and docker:
-        out.append(f'{key}.venv: only valid with runtime = "native"')
-    return out
-
-
-def _runpod(name: str, pod: s.RunpodTarget) -> list[str]:
-    key = f"targets.{name}"
-    out: list[str] = []
-    if not pod.gpu_types.auto and not pod.gpu_types.items:
-        out.append(f'{key}.gpu_types: must list at least one GPU type, or be "auto"')
-    if "auto" in pod.gpu_types.items or "auto" in pod.data_center_ids.items:
-        out.append(f'{key}: write "auto" as a string, not inside a list')
-    for field, value in (
-        ("min_vram_gb", pod.min_vram_gb),
-        ("max_price_per_hour", pod.max_price_per_hour),
-    ):
-        if value is not None and not pod.gpu_types.auto:
-            out.append(f'{key}.{field}: only valid with gpu_types = "auto"')
-    if pod.min_vram_gb is not None and pod.min_vram_gb < 1:
-        out.append(f"{key}.min_vram_gb: must be at least 1")
-    for field, value in (
-        ("max_price_per_hour", pod.max_price_per_hour),
-        ("max_cost_usd", pod.max_cost_usd),
-    ):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            out.append(f"{key}.{field}: must be greater than 0")
-    for field, low in (
-        ("container_disk_gb", 20),
-        ("boot_grace_minutes", 5),
-        ("retrieve_grace_minutes", 1),
-    ):
-        if getattr(pod, field) < low:
-            out.append(f"{key}.{field}: must be at least {low}")
-    if pod.venv is not None and not pod.venv.startswith("/"):
-        out.append(f"{key}.venv: must be an absolute path")
-    if pod.network_volume_id is not None:
-        if pod.data_center_ids.auto:
-            out.append(f'{key}.data_center_ids: cannot be "auto" with network_volume_id')
-        elif len(pod.data_center_ids.items) != 1:
-            out.append(f"{key}.network_volume_id: needs exactly one data_center_ids entry")
-    if pod.max_volume_gb is not None:
-        if pod.network_volume_id is None:
-            out.append(f"{key}.max_volume_gb: only valid with network_volume_id")
-        if pod.max_volume_gb < 1:
-            out.append(f"{key}.max_volume_gb: must be at least 1")
-    return out
-
-
 MAX_RECONNECT_SECS = 86400
 """The longest outage a follower may be told to ride out: a day."""
 
@@ -172,14 +112,11 @@ MAX_RECONNECT_SECS = 86400
 def _targets(cfg: s.Settings) -> list[str]:
     out: list[str] = []
     for name, target in cfg.targets.items():
-        # The built-in kinds' fields; a registered kind checks its own (TargetKind.check).
-        budget = s.reconnect_secs(target)
+        kind = settings_kind(target)
+        budget = kind.reconnect_secs(target)
         if not (math.isfinite(budget) and 0 < budget <= MAX_RECONNECT_SECS):
             out.append(f"targets.{name}.reconnect_secs: must be in (0, {MAX_RECONNECT_SECS}]")
-        if isinstance(target, s.RunpodTarget):
-            out += _runpod(name, target)
-        elif isinstance(target, s.LocalTarget | s.SshTarget):
-            out += _container(name, target)
+        out += kind.range_problems(name, target)
     return out
 
 

@@ -8,22 +8,8 @@ from overbrainer.config.dialects import DialectSource
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.secrets import Secret
-from overbrainer.config.settings import (
-    DEFAULT_IMAGE,
-    DEFAULT_RUNPOD_IMAGE,
-    DEFAULT_RUNPOD_VENV,
-    DEFAULT_WORKDIR,
-    Engine,
-    LocalTarget,
-    Pipeline,
-    Provider,
-    RunpodTarget,
-    Runtime,
-    Settings,
-    SshClient,
-    SshTarget,
-    Target,
-)
+from overbrainer.config.settings import Pipeline, Provider, Settings, SshClient
+from overbrainer.config.target_settings import NOT_CHECKED, Shown, TargetSettings, settings_kind
 
 ENV_MARK = "  (env)"
 
@@ -82,67 +68,24 @@ def _own_pipeline_lines(pipeline: Pipeline) -> list[tuple[str, str]]:
     ]
 
 
-def _number(value: float) -> str:
+def plain_number(value: float) -> str:
     """A number as the reference prints it: `6`, `0.5`, never `6.0`."""
     text = repr(float(value))
     return text.removesuffix(".0")
 
 
-NOT_CHECKED = "not checked"
-"""The `axolotl` of a target that `config check` did not look for (SSH: it does not connect)."""
-
-
-def _runtime(target: LocalTarget | SshTarget, axolotl: str | None = NOT_CHECKED) -> str:
-    if target.runtime is Runtime.DOCKER:
-        return f"{(target.engine or Engine.DOCKER).value} {target.image or DEFAULT_IMAGE}"
-    if axolotl is None:
-        where = f"in venv {target.venv}" if target.venv else "on PATH"
-        return f"native, no axolotl {where}"
-    if axolotl != NOT_CHECKED:
-        return f"native, axolotl at {axolotl}"
-    return f"native, venv {target.venv or '(axolotl on PATH)'}"
-
-
-def _runpod(target: RunpodTarget) -> str:
-    limits = []
-    if target.min_vram_gb is not None:
-        limits.append(f"at least {target.min_vram_gb} GB")
-    if target.max_price_per_hour is not None:
-        limits.append(f"at most ${_number(target.max_price_per_hour)}/h per GPU")
-    within = f" ({', '.join(limits)})" if limits else ""
-    cost = "" if target.max_cost_usd is None else f", max ${_number(target.max_cost_usd)}"
-    grows = "" if target.max_volume_gb is None else f" (grows up to {target.max_volume_gb} GB)"
-    centers = target.data_center_ids
-    return (
-        f"runpod {target.gpu_count}x [{target.gpu_types}]{within}, "
-        f"max {_number(target.max_hours)}h{cost}, "
-        f"image {target.image or DEFAULT_RUNPOD_IMAGE}, venv {target.venv or DEFAULT_RUNPOD_VENV}, "
-        f"disk {target.container_disk_gb} GB, boot grace {target.boot_grace_minutes} min, "
-        f"retrieve grace {target.retrieve_grace_minutes} min, "
-        f"data centers {centers if centers.auto or centers.items else 'any'}, "
-        f"network volume {target.network_volume_id or 'none'}{grows}"
-    )
-
-
-def target_summary(target: Target, axolotl: str | None = NOT_CHECKED) -> str:
+def target_summary(target: TargetSettings, axolotl: str | None = NOT_CHECKED) -> str:
     """A target on one line with its defaults applied, as the reference prints it; a native
     target's `axolotl` path when it was looked for (None: not found)."""
-    if isinstance(target, LocalTarget):
-        return f"local, {_runtime(target, axolotl)}"
-    if isinstance(target, SshTarget):
-        host = target.host or "(host unset)"
-        return f"ssh {host} in {target.workdir or DEFAULT_WORKDIR}, {_runtime(target, axolotl)}"
-    if isinstance(target, RunpodTarget):
-        return _runpod(target)
-    return str(target.kind)  # a kind registered by targets/registry.py
+    return dict(settings_kind(target).summary(target, Shown(axolotl)))[""]
 
 
-def ssh_client_line(target: SshTarget | RunpodTarget, ssh_client_env: str | None) -> str:
-    """The SSH client the target will use, and `(OVERBRAINER_SSH_CLIENT)` when that chose it."""
+def ssh_client_line(configured: SshClient, ssh_client_env: str | None) -> str:
+    """The SSH client a target will use, and `(OVERBRAINER_SSH_CLIENT)` when that chose it."""
     chosen = (ssh_client_env or "").strip().lower()
     if chosen and chosen not in {client.value for client in SshClient}:
         raise ConfigError(f"{SSH_CLIENT_ENV}: must be openssh or builtin")
-    return f"{chosen} ({SSH_CLIENT_ENV})" if chosen else target.ssh_client.value
+    return f"{chosen} ({SSH_CLIENT_ENV})" if chosen else configured.value
 
 
 def deprecation_warnings(settings: Settings) -> list[str]:
@@ -201,7 +144,7 @@ def report_lines(
         lines.append(mark(f"{prefix}.api_key = {_secret(provider.api_key)}", f"{prefix}.api_key"))
         if provider.batch_discount is not None:  # ours: a line only when set
             key = f"{prefix}.batch_discount"
-            lines.append(mark(f"{key} = {_number(provider.batch_discount)}", key))
+            lines.append(mark(f"{key} = {plain_number(provider.batch_discount)}", key))
         if provider.batch_api is not None:
             key = f"{prefix}.batch_api"
             lines.append(mark(f"{key} = {provider.batch_api.value}", key))
@@ -228,12 +171,10 @@ def report_lines(
             )
         )
     for name, target in settings.targets.items():
-        summary = target_summary(target, found.get(name, NOT_CHECKED))
-        lines.append(mark(f"targets.{name} = {summary}", f"targets.{name}"))
-        if isinstance(target, SshTarget | RunpodTarget):
-            client = ssh_client_line(target, ssh_client_env)
-            key = f"targets.{name}.ssh_client"
-            lines.append(mark(f"{key} = {client}", key))
+        shown = Shown(found.get(name, NOT_CHECKED), ssh_client_env)
+        for suffix, value in settings_kind(target).summary(target, shown):
+            key = f"targets.{name}{suffix}"
+            lines.append(mark(f"{key} = {value}", key))
     if settings.metrics.listen is not None:
         lines.append(mark(f"metrics.listen = {settings.metrics.listen}", "metrics.listen"))
     lines.append(mark(f"runpod.api_key = {_secret(settings.runpod.api_key)}", "runpod.api_key"))

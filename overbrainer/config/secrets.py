@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-import httpx2
 
 from overbrainer.model import redact
 from overbrainer.model.errors import EXIT_USAGE, OverbrainerError
@@ -122,6 +121,8 @@ def vault_location(ref: VaultRef, environ: Mapping[str, str], home: Path | None)
         raise SecretError(
             "VAULT_ADDR is set but no token was found in VAULT_TOKEN or ~/.vault-token"
         )
+    import httpx2  # on use: reading settings (every command that does) needs no HTTP client
+
     try:
         base = httpx2.URL(address.rstrip("/"))
         if base.scheme not in ("http", "https") or not base.host:
@@ -148,6 +149,8 @@ def unresolvable(
 
 
 async def _read_vault(ref: VaultRef, environ: Mapping[str, str], home: Path | None) -> str:
+    import httpx2
+
     url, token = vault_location(ref, environ, home)
     headers = {"X-Vault-Token": token}
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from typing import ClassVar
 
 import attrs
 
@@ -13,6 +12,9 @@ from overbrainer.config.dialects import DialectSource, DialectSpec
 from overbrainer.config.dialects import Protocol as Protocol
 from overbrainer.config.dialects import resolve as resolve_dialect
 from overbrainer.config.secrets import Secret
+from overbrainer.config.target_settings import RECONNECT_SECS as RECONNECT_SECS
+from overbrainer.config.target_settings import TargetSettings
+from overbrainer.config.target_settings import reconnect_secs as reconnect_secs
 
 
 class Effort(enum.Enum):
@@ -262,83 +264,6 @@ class ListOrAuto:
 
 
 @attrs.frozen
-class LocalTarget:
-    """`[targets.<n>] kind = "local"`: this machine, in the project's `runs/`."""
-
-    runtime: Runtime
-    engine: Engine | None = None
-    image: str | None = None
-    venv: str | None = None
-    gpus: str = "auto"
-    """The container's GPUs: `auto` (all when `nvidia-smi` lists one), `all`, `none`, `0,1`."""
-    container_user: str = "auto"
-    """Who the container's job runs as: `auto` (the target's user), `image`, or `UID:GID`."""
-
-    kind: ClassVar[str] = "local"
-
-
-RECONNECT_SECS = 300.0
-"""The default outage a follower rides out: 5 minutes."""
-
-
-@attrs.frozen
-class SshTarget:
-    """`[targets.<n>] kind = "ssh"`: a machine over SSH; `host` only from the environment."""
-
-    runtime: Runtime
-    host: str | None = None
-    workdir: str | None = None
-    engine: Engine | None = None
-    image: str | None = None
-    venv: str | None = None
-    ssh_client: SshClient = SshClient.OPENSSH
-    reconnect_secs: float = RECONNECT_SECS
-    """How long a follower keeps trying to reach a job whose connection was lost."""
-    gpus: str = "auto"
-    """As `LocalTarget.gpus`."""
-    container_user: str = "auto"
-    """As `LocalTarget.container_user`."""
-
-    kind: ClassVar[str] = "ssh"
-
-
-@attrs.frozen
-class RunpodTarget:
-    """`[targets.<n>] kind = "runpod"`: a Runpod pod made for the run (reference-training §1.2)."""
-
-    gpu_types: ListOrAuto
-    max_hours: float
-    min_vram_gb: int | None = None
-    max_price_per_hour: float | None = None
-    max_cost_usd: float | None = None
-    gpu_count: int = 1
-    image: str | None = None
-    venv: str | None = None
-    container_disk_gb: int = 50
-    boot_grace_minutes: int = 30
-    retrieve_grace_minutes: int = 60
-    data_center_ids: ListOrAuto = ListOrAuto()
-    network_volume_id: str | None = None
-    max_volume_gb: int | None = None
-    ssh_client: SshClient = SshClient.OPENSSH
-    reconnect_secs: float = RECONNECT_SECS
-    """As for `ssh` targets (a pod deleted elsewhere is noticed once it is spent)."""
-
-    kind: ClassVar[str] = "runpod"
-
-
-Target = LocalTarget | SshTarget | RunpodTarget
-
-
-def reconnect_secs(target: Target | None) -> float:
-    """How long a follower of a job on `target` keeps trying to reach it (the default for a
-    target that sets none: a local one, or one no longer configured)."""
-    if isinstance(target, SshTarget | RunpodTarget):
-        return target.reconnect_secs
-    return RECONNECT_SECS
-
-
-@attrs.frozen
 class Runpod:
     """`[runpod]`, env only: the API key (a Secret) and the REST base URL."""
 
@@ -450,7 +375,7 @@ class Settings:
     providers: dict[str, Provider] = attrs.field(factory=dict)
     pipeline: Pipeline = Pipeline()
     training: Training | None = None
-    targets: dict[str, Target] = attrs.field(factory=dict)
+    targets: dict[str, TargetSettings] = attrs.field(factory=dict)
     runpod: Runpod = Runpod()
     export: Export = Export()
     hub: Hub = Hub()

@@ -6,8 +6,8 @@ import math
 import re
 
 from overbrainer.config import settings as s
-from overbrainer.config.container import gpus_problem, user_problem
 from overbrainer.config.dialects import Dialect, fits
+from overbrainer.config.target_settings import settings_kind
 
 _NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -129,18 +129,7 @@ def check(cfg: s.Settings) -> list[str]:
             out.append(f"training.target: unknown target `{cfg.training.target}`")
         out += check_training(cfg.training)
     for name, target in cfg.targets.items():
-        if isinstance(target, s.LocalTarget | s.SshTarget):
-            if (why := gpus_problem(target.gpus)) is not None:
-                out.append(f"targets.{name}.gpus: {why}")
-            if (why := user_problem(target.container_user)) is not None:
-                out.append(f"targets.{name}.container_user: {why}")
-        if isinstance(target, s.RunpodTarget):
-            if math.isnan(target.max_hours) or target.max_hours <= 0:
-                out.append(f"targets.{name}.max_hours: must be greater than 0")
-            elif target.max_hours > 720:
-                out.append(f"targets.{name}.max_hours: must be at most 720")
-            if target.gpu_count < 1:
-                out.append(f"targets.{name}.gpu_count: must be at least 1")
+        out += settings_kind(target).problems(name, target)
     return out
 
 

@@ -15,7 +15,6 @@ import trio
 
 from overbrainer.export.deliver import remove_staged
 from overbrainer.export.plan import ExportPlan, ExportRequest, ModelChoice
-from overbrainer.export.record import EXPORTS_DIR
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage import write_atomic
@@ -28,7 +27,6 @@ from overbrainer.targets import (
     Executor,
     export_env,
     export_script,
-    kind_of,
     native_commands,
     pod_settings,
     quote,
@@ -41,13 +39,11 @@ from overbrainer.training import (
     Container,
     Job,
     JobPlan,
-    NestedJob,
     RunRecord,
     Runs,
     RunState,
     TrainTarget,
     expand_venv,
-    plan_nested_job,
 )
 
 log = logging.getLogger(__name__)
@@ -137,30 +133,14 @@ def export_job(
     target: TrainTarget,
     env: dict[str, str],
     *,
-    run: RunRecord,
-    export: RunRecord,
     executor: Executor,
     env_file: str | None = None,
 ) -> JobPlan:
-    """The export job's commands: on a pod natively; on a local or SSH target as a nested job
-    of the run (a container mounts the run directory and the tool cache and works in
-    `exports/<export-id>`, so `../../<model>` is the run's model there too)."""
-    home = None if executor.local else executor.home
+    """The export job's native commands on a pod (`ExportJob` plans it on other machines)."""
     tools = f"{executor.workdir.rstrip('/')}/{CACHE_DIR}"
-    if kind_of(target).makes_pod:
-        return JobPlan(
-            job_commands(pod_settings(target), {**env, CACHE_ENV: tools}, home, env_file)
-        )
-    nested = NestedJob(
-        run_id=run.id,
-        run_dir=run.remote_dir,
-        job_id=export.id,
-        folder=f"{EXPORTS_DIR}/{export.id}",
-        command=EXPORT_COMMAND,
-        env=env,
-        tools=tools,
+    return JobPlan(
+        job_commands(pod_settings(target), {**env, CACHE_ENV: tools}, executor.home, env_file)
     )
-    return plan_nested_job(target, executor, nested)
 
 
 NEVER_UPLOADED = POD_LOCAL
@@ -206,7 +186,7 @@ async def start_export(start: ExportStart) -> Started:
             cache=f"{executor.workdir.rstrip('/')}/{CACHE_DIR}",
         )
         env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
-        plan = export_job(target, env, run=run, export=export, executor=executor, env_file=env_file)
+        plan = export_job(target, env, executor=executor, env_file=env_file)
         if not executor.local:
             await executor.upload(job_dir, remote, NEVER_UPLOADED)
         job = await executor.spawn(remote, plan.commands, {})

@@ -4,54 +4,40 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import attrs
 import trio
 
+from overbrainer.compare.compare_job import compare_on_machine
 from overbrainer.compare.finish import judge_and_report
 from overbrainer.compare.job import (
     COMPARES_DIR,
-    START_BOUND,
     CompareInterrupted,
-    cancelled,
-    compare_job,
     compares_of,
-    conclude,
     create_compare,
-    failed_to_start,
-    follow_or_cancel,
-    job_env,
-    model_path,
-    place_model,
-    start_compare_job,
-    tools_cache,
 )
 from overbrainer.compare.judge import Judge, resume_hint
 from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
 from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
-from overbrainer.config.settings import Settings, reconnect_secs
+from overbrainer.config.settings import Settings
 from overbrainer.events.frontend import Frontend
 from overbrainer.events.types import Stage
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.llm import PriceBook, connect_roles
 from overbrainer.model.error_groups import meaningful_error
-from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError, WorkFailed
+from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError
 from overbrainer.pipeline.spend import SpendCap, SpendCapReached, UnknownPrices
 from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage import HistoryStatus
 from overbrainer.targets import NO_KEY, RunpodKeyError, kind_of, resolve_pin
 from overbrainer.training import (
-    FollowTimes,
     Runs,
     Session,
     is_valid_run_id,
-    open_executor,
     warn_missing_engine,
 )
 
@@ -98,54 +84,13 @@ async def run_job(
     settings = command.settings
     runs = Runs(command.project.runs)
     record = compares_of(runs.dir_of(setup.run)).load(setup.compare)
-    name = record.target
-    target = settings.targets.get(name)
+    target = settings.targets.get(record.target)
     assert target is not None
     if kind_of(target).makes_pod:
         session = Session(settings, command.project, command.bus, command.interrupt)
         await compare_on_pod(session, setup, context, keep=keep_pod)
         return
-    interrupt = command.interrupt
-    pin = resolve_pin()
-    not_started = CompareInterrupted(f"interrupted: compare {setup.compare} did not start")
-    async with open_executor(name, target, runs.root, interrupt, lambda: not_started) as executor:
-        folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
-        remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
-        run_dir = str(runs.dir_of(setup.run).resolve()) if executor.local else remote_run
-        started = None
-        with trio.move_on_after(START_BOUND, shield=True):
-            try:
-                await place_model(
-                    executor,
-                    runs.dir_of(setup.run),
-                    remote_run,
-                    setup.gguf,
-                    setup.gguf_sha256,
-                    folder,
-                )
-            except (OSError, OverbrainerError) as error:
-                raise await failed_to_start(runs, setup, error) from None
-            root = str(folder.resolve()) if executor.local else record.remote_dir
-            env = job_env(
-                settings.compare,
-                pin,
-                root=root,
-                model=model_path(target, run_dir, setup.gguf),
-                context=context,
-                cache=tools_cache(executor, os.environ),
-                environ=os.environ,
-            )
-            plan = compare_job(target, executor, env, setup, run_dir)
-            started = await start_compare_job(runs, setup, executor, plan)
-        if started is None:
-            raise WorkFailed(f"compare {setup.compare} failed: the job did not start in time")
-        times = attrs.evolve(FollowTimes.from_env(), reconnect=reconnect_secs(target))
-        status = await follow_or_cancel(
-            runs, setup, executor, started, command.bus, times, interrupt
-        )
-        if status is None:
-            raise await trio.to_thread.run_sync(cancelled, runs, setup, started)
-        await trio.to_thread.run_sync(conclude, runs, setup, started, status)
+    await compare_on_machine(settings, runs, setup, context, command.bus, command.interrupt)
 
 
 async def judge_draining(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from overbrainer.events.frontend import Frontend
-from overbrainer.export.job import run_export
+from overbrainer.export.job import export_on_machine
 from overbrainer.export.plan import ExportRequest, check_ollama_name, check_quantize, plan_export
 from overbrainer.export.pod import export_on_pod
 from overbrainer.flows.setup import CommandOptions, open_command
@@ -34,6 +34,6 @@ async def export_flow(
         if kind_of(plan.target).makes_pod:
             lines = await export_on_pod(session, request, plan)
         else:
-            lines = await run_export(session, request, plan)
+            lines = await export_on_machine(session, request, plan)
         for line in lines:
             front.line(line)

@@ -18,20 +18,19 @@ from overbrainer.training import (
     Session,
     attach_run,
     cancel_run,
-    check_can_train,
     check_stoppable,
     detached,
     ending,
-    follow_to_end,
+    follow_recorded,
     lock_holder,
-    not_started,
     plan_start,
+    recorded_run,
     request_on_pod_beside,
     request_snapshot,
-    request_snapshot_on,
+    request_snapshot_at,
     request_stop,
-    start_run,
     stop_on_pod,
+    train_on_machine,
     train_on_pod,
 )
 
@@ -82,10 +81,7 @@ async def train_run(
             session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
         )
     else:
-        async with session.open_target(plan.name, plan.target, not_started) as executor:
-            await check_can_train(plan.name, plan.target, plan.training, executor)
-            record = await start_run(session, plan, executor)
-            outcome = await follow_to_end(session, executor, record)
+        outcome = await train_on_machine(session, plan)
     report(sink, ending(session.runs, outcome))
     await export_after(session, sink, outcome.record)
     return outcome.record
@@ -191,12 +187,11 @@ async def stop_flow(
             outcome = await stop_on_pod(session, record, target, announce)
             report(front, ending(session.runs, outcome))
             return
-        async with session.open_target(
-            record.target, target, lambda: detached(record.id, record.target)
-        ) as executor:
-            await request_snapshot_on(executor, record)
+        reached = recorded_run(session, record, lambda: detached(record.id, record.target))
+        async with kind_of(target).reach_machine(reached) as machine:
+            await request_snapshot_at(machine, record)
             announce()
-            outcome = await follow_to_end(session, executor, record, requested=True)
+            outcome = await follow_recorded(session, machine, record, requested=True)
         report(front, ending(session.runs, outcome))
 
 
@@ -214,10 +209,9 @@ async def _request_beside(
         if kind_of(target).makes_pod:
             await request_on_pod_beside(session, record, target)
             return
-        async with session.open_target(
-            record.target, target, lambda: detached(record.id, record.target)
-        ) as executor:
-            await request_snapshot_on(executor, record)
+        reached = recorded_run(session, record, lambda: detached(record.id, record.target))
+        async with kind_of(target).reach_machine(reached) as machine:
+            await request_snapshot_at(machine, record)
 
 
 async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from overbrainer.model.face import lazy_face
 
 if TYPE_CHECKING:
+    from overbrainer.targets.builtin import Target, as_builtin
     from overbrainer.targets.claim import CLAIM_FILE, claim_dir
     from overbrainer.targets.executor import (
         READ_LIMIT,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         export_script,
         gguf_name,
     )
+    from overbrainer.targets.host_machine import HostMachine, HostRuntime, expand_venv
     from overbrainer.targets.job_names import POLL_ENV, SNAPSHOT_REQUEST
     from overbrainer.targets.job_script import (
         Command,
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from overbrainer.targets.llama_cpp import LlamaCppPin, helpers_script, resolve_pin
     from overbrainer.targets.local import LocalJob, job_status, read_from, split_lines
     from overbrainer.targets.local_executor import LocalExecutor
+    from overbrainer.targets.local_kind import LocalTarget
     from overbrainer.targets.machine import (
         Claim,
         Ended,
@@ -58,26 +61,39 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.manifest import local_manifest, verify
     from overbrainer.targets.probe_sampler import ProbeSampler
-    from overbrainer.targets.registry import kind_of
+    from overbrainer.targets.registry import ensure_kinds, kind_of
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
     from overbrainer.targets.runpod.create_body import JOB_ENV, pod_of_run, pod_path, workdir
     from overbrainer.targets.runpod.disk import DiskPolicy, follow_disk
     from overbrainer.targets.runpod.errors import NO_KEY, RunpodError, RunpodKeyError
+    from overbrainer.targets.runpod.job_sizing import (
+        disk_warning,
+        export_sizing,
+        gguf_floor,
+        gguf_vram_floor,
+        price_pod,
+        quote_pod,
+    )
     from overbrainer.targets.runpod.keys import (
         client_key_path,
         forget_client_key,
         host_alias,
         write_ssh_config,
     )
-    from overbrainer.targets.runpod.kind import pod_settings
+    from overbrainer.targets.runpod.kind import RUNPOD
     from overbrainer.targets.runpod.lease import (
         DEADLINE_MESSAGE,
         LeaseTimes,
         Pace,
         keep_lease,
         watch_pace,
+    )
+    from overbrainer.targets.runpod.machine import (
+        PodMachine,
+        open_pod_machine,
+        runpod_key,
     )
     from overbrainer.targets.runpod.model_shape import ShapeUnknown
     from overbrainer.targets.runpod.pod_delete import forget_keys, remove
@@ -111,7 +127,15 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.runpod.pod_run import PodRun, new_pod_run, open_pod_ssh, pod_poll
     from overbrainer.targets.runpod.provision import provision
+    from overbrainer.targets.runpod.reach import (
+        PodGone,
+        check_for_pod,
+        pod_beside,
+        pod_record_of,
+        reach_pod_machine,
+    )
     from overbrainer.targets.runpod.sanitize import sanitize
+    from overbrainer.targets.runpod.settings import RunpodTarget, pod_settings
     from overbrainer.targets.runpod.strays import Classified, RunView, classify_all, stray_warnings
     from overbrainer.targets.runpod.types import DataCenter, GpuType, NetworkVolume, Pod, Template
     from overbrainer.targets.runpod.vram import (
@@ -123,6 +147,7 @@ if TYPE_CHECKING:
         no_estimate_line,
     )
     from overbrainer.targets.runpod.vram_floor import hub_shape, vram_floor
+    from overbrainer.targets.ssh_kind import SshTarget
     from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
     from overbrainer.targets.ssh_session import SshExecutor
 
@@ -147,6 +172,7 @@ __all__ = [
     "POLL_ENV",
     "QUANTIZE_ENV",
     "READ_LIMIT",
+    "RUNPOD",
     "SCRIPT_FILE",
     "SNAPSHOT_REQUEST",
     "Claim",
@@ -163,6 +189,8 @@ __all__ = [
     "ExecutorJob",
     "FollowedJob",
     "GpuType",
+    "HostMachine",
+    "HostRuntime",
     "JobError",
     "JobNeeds",
     "JobOpening",
@@ -175,12 +203,15 @@ __all__ = [
     "LlamaCppPin",
     "LocalExecutor",
     "LocalJob",
+    "LocalTarget",
     "Machine",
     "MachineKind",
     "NetworkVolume",
     "Pace",
     "Pod",
+    "PodGone",
     "PodLogsGone",
+    "PodMachine",
     "PodPrice",
     "PodRecord",
     "PodRecordError",
@@ -192,14 +223,19 @@ __all__ = [
     "RunpodApi",
     "RunpodError",
     "RunpodKeyError",
+    "RunpodTarget",
     "Sampler",
     "ShapeUnknown",
     "SshExecutor",
+    "SshTarget",
+    "Target",
     "TargetUnreachable",
     "Template",
     "about",
     "arm_cost_cap",
+    "as_builtin",
     "capture_pod_log",
+    "check_for_pod",
     "claim_dir",
     "classify_all",
     "clean_up",
@@ -207,18 +243,24 @@ __all__ = [
     "container_commands",
     "container_name",
     "cost_cap",
+    "disk_warning",
     "drain_pod_log",
     "end_pod_bounded",
+    "ensure_kinds",
     "error_text",
+    "expand_venv",
     "export_disk_bytes",
     "export_env",
     "export_need_bytes",
     "export_script",
+    "export_sizing",
     "floor_gb",
     "follow_disk",
     "forget_client_key",
     "forget_keys",
+    "gguf_floor",
     "gguf_name",
+    "gguf_vram_floor",
     "guard_cost",
     "helpers_script",
     "host_alias",
@@ -232,24 +274,31 @@ __all__ = [
     "native_commands",
     "new_pod_run",
     "no_estimate_line",
+    "open_pod_machine",
     "open_pod_ssh",
     "open_runpod",
     "open_ssh",
+    "pod_beside",
     "pod_of_run",
     "pod_path",
     "pod_poll",
     "pod_price",
+    "pod_record_of",
     "pod_record_path",
     "pod_settings",
     "price_order",
+    "price_pod",
     "provision",
     "publish_spend",
     "quote",
+    "quote_pod",
+    "reach_pod_machine",
     "read_cursor",
     "read_from",
     "remove",
     "remove_container",
     "resolve_pin",
+    "runpod_key",
     "sanitize",
     "save_pod_record",
     "spend",
@@ -267,6 +316,24 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "gguf_floor": "runpod.job_sizing",
+        "gguf_vram_floor": "runpod.job_sizing",
+        "price_pod": "runpod.job_sizing",
+        "quote_pod": "runpod.job_sizing",
+        "disk_warning": "runpod.job_sizing",
+        "export_sizing": "runpod.job_sizing",
+        "pod_beside": "runpod.reach",
+        "RUNPOD": "runpod.kind",
+        "PodMachine": "runpod.machine",
+        "open_pod_machine": "runpod.machine",
+        "runpod_key": "runpod.machine",
+        "PodGone": "runpod.reach",
+        "check_for_pod": "runpod.reach",
+        "pod_record_of": "runpod.reach",
+        "reach_pod_machine": "runpod.reach",
+        "expand_venv": "host_machine",
+        "HostRuntime": "host_machine",
+        "HostMachine": "host_machine",
         "CACHE_DIR": "export_job_script",
         "CACHE_ENV": "export_job_script",
         "CLAIM_FILE": "claim",
@@ -381,7 +448,13 @@ __getattr__ = lazy_face(
         "pod_path": "runpod.create_body",
         "pod_poll": "runpod.pod_run",
         "pod_price": "runpod.auto",
-        "pod_settings": "runpod.kind",
+        "pod_settings": "runpod.settings",
+        "RunpodTarget": "runpod.settings",
+        "LocalTarget": "local_kind",
+        "SshTarget": "ssh_kind",
+        "Target": "builtin",
+        "as_builtin": "builtin",
+        "ensure_kinds": "registry",
         "price_order": "runpod.auto",
         "provision": "runpod.provision",
         "publish_spend": "runpod.cost",

@@ -12,14 +12,17 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.executor import Executor
+from overbrainer.targets.machine import MachineKind
 
 
-class TargetKind(Protocol):
-    """One kind of target: its `[targets.<n>]` settings, what flows may ask, its executor."""
+class TargetKind(MachineKind, Protocol):
+    """One kind of target: its `[targets.<n>]` settings, what flows may ask, its executor, and
+    a machine per job (`MachineKind`)."""
 
     @property
     def name(self) -> str:
@@ -27,8 +30,9 @@ class TargetKind(Protocol):
         ...
 
     @property
-    def settings_type(self) -> type[object]:
-        """The attrs class `[targets.<n>]` of this kind is read into (its `kind` ClassVar)."""
+    def settings(self) -> SettingsKind:
+        """Its `[targets.<n>]` table: read, checked and shown by config (registered with it by
+        `registry.register`)."""
         ...
 
     @property
@@ -42,22 +46,22 @@ class TargetKind(Protocol):
         `open` is not used: the pod's set-up needs the job's record)."""
         ...
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         """Where the job's runtime lives: natively (a venv) or in a container."""
         ...
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         """The container engine its container runtime uses (None: the default, docker)."""
         ...
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         """Refuse (ConfigError) settings that cannot work, before anything connects."""
         ...
 
     def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],

@@ -16,12 +16,14 @@ from typing import Protocol
 
 import attrs
 
+from overbrainer.config.settings import Settings
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
 from overbrainer.model.system_sample import SystemSample
-from overbrainer.targets.executor import JobRef
+from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.job_script import Command, Engine
 
 
@@ -70,6 +72,9 @@ class JobSpec:
     """The machine's tool cache (llama.cpp of an export), given as OVERBRAINER_CACHE."""
     workdir: str = ""
     """Where the job works, relative to R (a nested compare or export job's folder)."""
+    venv_on_path: bool = False
+    """Natively, PATH is the machine's venv `bin` (a script that runs the venv's `python3`
+    and `axolotl` by name: training's in-job export)."""
 
 
 @attrs.frozen
@@ -92,6 +97,8 @@ class JobNeeds:
     """`--keep-pod`: keep a machine made for the job after it ends."""
     snapshots: bool = False
     """The job honours a snapshot request (training)."""
+    remove_container: bool = False
+    """Force-remove the job's container whenever the job ends (a compare's server runs in it)."""
 
 
 class Ending(enum.Enum):
@@ -114,6 +121,8 @@ class Ended:
     succeeded: bool = False
     retrieved: bool = False
     """The job's files are here (a machine made for the job may go)."""
+    why: str = ""
+    """What went wrong, in words (a lost job: the error following it ended with)."""
 
 
 @attrs.frozen
@@ -133,7 +142,7 @@ class JobOpening:
     """What a kind gets to open a machine for one new job."""
 
     target_name: str
-    target: object
+    target: TargetSettings
     """The `[targets.NAME]` settings, of the kind's own class (it narrows them)."""
     needs: JobNeeds
     create: Callable[[str, Claim | None], Awaitable[str]]
@@ -146,6 +155,14 @@ class JobOpening:
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
     """The error a Ctrl-C before the job started ends the command with."""
+    settings: Settings | None = None
+    """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
+    fail: Callable[[str], Awaitable[None]] | None = None
+    """Record the job failed with this message: its machine was made after `create` but the
+    job could not start on it (a pod that never became ready, a Ctrl-C before the start)."""
+    check: Callable[[Executor], Awaitable[None]] | None = None
+    """A check of a shell machine before the record is made (train: `axolotl` and a GPU
+    there; refused with no run created); kinds without a shell leave it out."""
 
 
 @attrs.frozen
@@ -153,13 +170,15 @@ class RecordedJob:
     """What a kind gets to reach a recorded job's machine again (attach, stop, cancel)."""
 
     target_name: str
-    target: object
+    target: TargetSettings
     job: JobRef
     job_dir: Path
     """The job's local directory (`runs/<id>`, or a compare's or export's)."""
     bus: EventBus
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
+    settings: Settings | None = None
+    """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
 
 
 class Machine(Protocol):
@@ -203,6 +222,18 @@ class Machine(Protocol):
 
     async def request(self, job: JobRef, name: str, content: str) -> None:
         """Write run file `name` (a request the job polls, such as a snapshot request)."""
+        ...
+
+    async def exists(self, path: str) -> bool:
+        """Whether `path` exists on the machine (a run's model, before staging it again)."""
+        ...
+
+    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
+        """SHA-256 of the files under the existing `entries` of `root` on the machine."""
+        ...
+
+    async def remove(self, root: str, entries: Sequence[str]) -> None:
+        """Remove `entries` of `root` on the machine (what was staged); nothing when `here`."""
         ...
 
     async def fetch(

@@ -1,14 +1,18 @@
 """The one registry of target kinds: `kind = "…"` → its TargetKind.
 
-Registering a kind also tells the config reader its settings class, so
-`[targets.<n>] kind = "<name>"` reads into it (config sits below targets and has no registry
-of its own beyond that hook).
+Registering a kind also registers its settings with config (`config.target_settings`), so
+`[targets.<n>] kind = "<name>"` reads into its class, is checked and shown by it. config knows
+no kind by default: a process loads this module before config needs a kind (`run_flow` has
+config call `ensure_kinds` then, completion calls it, tests/conftest.py imports it).
 """
 
 from __future__ import annotations
 
-from overbrainer.config.load import add_target_kind, remove_target_kind
-from overbrainer.config.settings import Target
+from overbrainer.config.target_settings import (
+    TargetSettings,
+    add_settings_kind,
+    remove_settings_kind,
+)
 from overbrainer.model.errors import UsageError
 from overbrainer.targets.kind import TargetKind
 from overbrainer.targets.local_kind import LOCAL
@@ -24,13 +28,13 @@ def register(kind: TargetKind) -> None:
     if kind.name in _KINDS:
         raise ValueError(f"target kind `{kind.name}` is already registered")
     _KINDS[kind.name] = kind
-    add_target_kind(kind.name, kind.settings_type)
+    add_settings_kind(kind.settings)
 
 
 def unregister(name: str) -> None:
     """Forget the kind `name` (a test's toy kind)."""
     del _KINDS[name]
-    remove_target_kind(name)
+    remove_settings_kind(name)
 
 
 def kind_named(name: str) -> TargetKind:
@@ -41,10 +45,17 @@ def kind_named(name: str) -> TargetKind:
     return found
 
 
-def kind_of(target: Target) -> TargetKind:
+def kind_of(target: TargetSettings) -> TargetKind:
     """The kind of a target's settings (by their `kind`)."""
     return kind_named(target.kind)
 
 
-for _builtin in (LOCAL, SSH, RUNPOD, RAY):
-    register(_builtin)
+def ensure_kinds() -> None:
+    """Have the built-in kinds registered, and so their settings with config (importing this
+    module already did it: the call is what a command's entry names)."""
+    for builtin in (LOCAL, SSH, RUNPOD, RAY):
+        if builtin.name not in _KINDS:
+            register(builtin)
+
+
+ensure_kinds()

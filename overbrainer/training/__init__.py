@@ -12,10 +12,12 @@ if TYPE_CHECKING:
         template_warning,
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-    from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref
+    from overbrainer.training.follow_run import RunEnding, ending
+    from overbrainer.training.job_kind import Interruption, Started
+    from overbrainer.training.job_lifecycle import cancel_job, run_job
+    from overbrainer.training.machine_follow import failing, follow_guarded
     from overbrainer.training.outcome import local_summary
-    from overbrainer.training.pod_follow import follow_on_pod
-    from overbrainer.training.pod_train import provision_or_fail, start_on_pod, train_on_pod
+    from overbrainer.training.pod_train import train_on_pod
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
         check_can_train,
@@ -32,11 +34,11 @@ if TYPE_CHECKING:
         lock_holder,
         request_on_pod_beside,
         request_snapshot,
+        request_snapshot_at,
         request_snapshot_on,
         request_stop,
         stop_on_pod,
     )
-    from overbrainer.training.run_pod import RunPod, api_key
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
     from overbrainer.training.run_store import (
         Container,
@@ -51,14 +53,20 @@ if TYPE_CHECKING:
         JobRequest,
         NestedJob,
         expand_venv,
-        job_root,
+        nested_spec,
         plan_job,
-        plan_nested_job,
     )
     from overbrainer.training.session import Session, detached, not_started
-    from overbrainer.training.start import START_BOUND, plan_start, start_run
+    from overbrainer.training.start import START_BOUND, plan_start
     from overbrainer.training.summary import MetricsSummary
-    from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+    from overbrainer.training.target_access import TrainTarget, run_target
+    from overbrainer.training.train_job import (
+        follow_recorded,
+        job_ref,
+        pod_machine,
+        recorded_run,
+        train_on_machine,
+    )
     from overbrainer.training.trainer_check import (
         CannotTrain,
         cannot_train,
@@ -78,6 +86,7 @@ __all__ = [
     "CannotTrain",
     "Container",
     "FollowTimes",
+    "Interruption",
     "Job",
     "JobPlan",
     "JobRequest",
@@ -86,15 +95,15 @@ __all__ = [
     "NestedJob",
     "RunEnding",
     "RunNotFound",
-    "RunPod",
     "RunRecord",
     "RunState",
     "Runs",
     "RunsError",
     "Session",
+    "Started",
     "TrainTarget",
-    "api_key",
     "attach_run",
+    "cancel_job",
     "cancel_run",
     "cannot_train",
     "check_can_train",
@@ -103,34 +112,35 @@ __all__ = [
     "detached",
     "ending",
     "expand_venv",
+    "failing",
     "fetch",
     "find_axolotl",
     "follow",
-    "follow_on_pod",
-    "follow_to_end",
+    "follow_guarded",
+    "follow_recorded",
     "is_valid_run_id",
     "job_ref",
-    "job_root",
     "local_summary",
     "lock_holder",
+    "nested_spec",
     "not_started",
-    "open_executor",
     "parse_rfc3339",
     "plan_job",
-    "plan_nested_job",
     "plan_start",
-    "provision_or_fail",
+    "pod_machine",
+    "recorded_run",
     "refuse_if_training_cannot_start",
     "request_on_pod_beside",
     "request_snapshot",
+    "request_snapshot_at",
     "request_snapshot_on",
     "request_stop",
     "rfc3339",
+    "run_job",
     "run_target",
-    "start_on_pod",
-    "start_run",
     "stop_on_pod",
     "template_warning",
+    "train_on_machine",
     "train_on_pod",
     "warn_if_a_run_still_trains",
     "warn_missing_engine",
@@ -139,6 +149,17 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
+        "pod_machine": "train_job",
+        "Started": "job_kind",
+        "Interruption": "job_kind",
+        "cancel_job": "job_lifecycle",
+        "run_job": "job_lifecycle",
+        "nested_spec": "runtime",
+        "job_ref": "train_job",
+        "request_snapshot_at": "run_commands",
+        "train_on_machine": "train_job",
+        "recorded_run": "train_job",
+        "follow_recorded": "train_job",
         "CANCEL_BOUND": "follow_job",
         "CONFIG_FILE": "axolotl_config",
         "CannotTrain": "trainer_check",
@@ -155,7 +176,6 @@ __getattr__ = lazy_face(
         "OUTPUT_DIR": "axolotl_config",
         "RunEnding": "follow_run",
         "RunNotFound": "run_record",
-        "RunPod": "run_pod",
         "RunRecord": "run_record",
         "RunState": "run_record",
         "Runs": "run_store",
@@ -164,7 +184,6 @@ __getattr__ = lazy_face(
         "START_BOUND": "start",
         "Session": "session",
         "TrainTarget": "target_access",
-        "api_key": "run_pod",
         "attach_run": "run_commands",
         "cancel_run": "run_commands",
         "cannot_train": "trainer_check",
@@ -178,20 +197,15 @@ __getattr__ = lazy_face(
         "fetch": "retrieve",
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
-        "follow_on_pod": "pod_follow",
-        "follow_to_end": "follow_run",
+        "failing": "machine_follow",
+        "follow_guarded": "machine_follow",
         "is_valid_run_id": "run_store",
-        "job_ref": "follow_run",
-        "job_root": "runtime",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
         "not_started": "session",
-        "open_executor": "target_access",
         "parse_rfc3339": "run_store",
         "plan_job": "runtime",
-        "plan_nested_job": "runtime",
         "plan_start": "start",
-        "provision_or_fail": "pod_train",
         "refuse_if_training_cannot_start": "preflight",
         "request_on_pod_beside": "run_commands",
         "request_snapshot": "run_commands",
@@ -199,8 +213,6 @@ __getattr__ = lazy_face(
         "request_stop": "run_commands",
         "rfc3339": "run_store",
         "run_target": "target_access",
-        "start_on_pod": "pod_train",
-        "start_run": "start",
         "stop_on_pod": "run_commands",
         "template_warning": "axolotl_config",
         "train_on_pod": "pod_train",

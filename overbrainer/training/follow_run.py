@@ -8,25 +8,14 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.model.error_groups import unwrapped
-from overbrainer.model.errors import OverbrainerError, WorkFailed
-from overbrainer.model.job_status import JobStatus
-from overbrainer.targets import Engine, Executor, ExecutorJob, JobRef
+from overbrainer.model.errors import WorkFailed
+from overbrainer.targets import Executor
 from overbrainer.training.axolotl_config import CONFIG_FILE
-from overbrainer.training.follow_job import MetricsTail, follow, guard_stop
-from overbrainer.training.outcome import (
-    InvalidProof,
-    Outcome,
-    conclude,
-    ended_state,
-    local_summary,
-    read_proof,
-)
-from overbrainer.training.retrieve import retrieve_checkpoint, retrieve_results
+from overbrainer.training.job_lifecycle import watch_and_conclude
+from overbrainer.training.outcome import Outcome, local_summary
 from overbrainer.training.run_store import RunRecord, Runs, RunState
-from overbrainer.training.session import Session, detached
-from overbrainer.training.summary import MetricsSummary
-from overbrainer.training.target_access import sampler_for
+from overbrainer.training.session import Session
+from overbrainer.training.train_job import TrainFollow, pod_machine, started_run
 
 
 @attrs.frozen
@@ -35,14 +24,6 @@ class RunEnding:
 
     lines: tuple[str, ...]
     error: WorkFailed | None = None
-
-
-def job_ref(record: RunRecord) -> JobRef:
-    """The recorded job of a run, as its executor finds it."""
-    assert record.job is not None
-    container = record.job.container
-    box = None if container is None else (Engine(container.engine), container.name)
-    return JobRef(record.job.dir, record.job.pid, box, record.job.ref)
 
 
 async def summarize(session: Session, record: RunRecord) -> Outcome:
@@ -58,86 +39,17 @@ async def summarize(session: Session, record: RunRecord) -> Outcome:
 async def watch(
     session: Session, executor: Executor, record: RunRecord, *, requested: bool = False
 ) -> Outcome:
-    """Follow a running run to its end, bring its results here, and save how it ended."""
+    """Follow a running run on a pod to its end, bring its results here, and save how it
+    ended (the pod paths' follow, Ctrl-C theirs, until the Runpod kind runs on `run_job`)."""
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    job = ExecutorJob(executor, job_ref(record))
-    tail = MetricsTail(MetricsSummary())
-    sampler = sampler_for(executor, record.job.dir)
-    times = session.follow_times(record.target)
-    async with unwrapped(), trio.open_nursery() as nursery:
-        if record.snapshots:
-            nursery.start_soon(lambda: guard_stop(job, times=times, requested=requested))
-        status = await follow(
-            job, session.bus, tail, run_id=record.id, times=times, sampler=sampler
-        )
-        nursery.cancel_scope.cancel()
-    return await finish_followed(session, executor, record, status, tail.summary)
-
-
-async def _retrieve(executor: Executor, record: RunRecord, run_dir: Path) -> str | None:
-    """Bring a remote run's results here and check them; the problem, None when all is well."""
-    assert record.job is not None
-    remote = record.job.dir
-    try:
-        await retrieve_results(executor, remote, run_dir)
-        try:
-            proof = await trio.to_thread.run_sync(read_proof, run_dir)
-        except InvalidProof:
-            proof = None
-        if proof is not None:
-            await retrieve_checkpoint(executor, remote, run_dir, proof.checkpoint)
-    except (OSError, OverbrainerError) as error:
-        return error.message if isinstance(error, OverbrainerError) else str(error)
-    return None
-
-
-async def finish_followed(
-    session: Session,
-    executor: Executor,
-    record: RunRecord,
-    status: JobStatus,
-    summary: MetricsSummary,
-) -> Outcome:
-    """Retrieve and verify a finished job's results, then record how the run ended."""
-    runs = session.runs
-    run_dir = runs.dir_of(record.id)
-    problem = None if executor.local else await _retrieve(executor, record, run_dir)
-    if problem is None:
-        # One thread for both, as one step: nothing can cancel between concluding and saving.
-        ended = await trio.to_thread.run_sync(
-            lambda: _save(runs, conclude(record, status, summary, run_dir))
-        )
-        return Outcome(ended, summary, True)
-    state, message = ended_state(status, summary, record.id)
-    if state is RunState.SUCCEEDED:
-        raise WorkFailed(
-            f"the results of run {record.id} cannot be retrieved: {problem}; the run stays "
-            f"recorded running: retrieve them with `overbrainer train attach {record.id}`"
-        )
-    note = f"artifacts not retrieved: {problem}"
-    message = f"{message} ({note})" if message else note
-    ended = attrs.evolve(record, state=state, message=message)
-    await trio.to_thread.run_sync(lambda: _save(runs, ended))
-    return Outcome(ended, summary, False)
-
-
-def _save(runs: Runs, record: RunRecord) -> RunRecord:
-    # The follower knows most about the end (a snapshot proof, the metrics), so its record
-    # wins; `update` only orders it with a `train cancel` writing beside it.
-    return runs.update(record.id, lambda _: record)
-
-
-async def follow_to_end(
-    session: Session, executor: Executor, record: RunRecord, *, requested: bool = False
-) -> Outcome:
-    """`watch` raced against Ctrl-C: Detached when the user stops following."""
-    outcome = await session.interrupt.race(
-        lambda: watch(session, executor, record, requested=requested)
+    return await watch_and_conclude(
+        TrainFollow(session, record.target),
+        pod_machine(executor),
+        started_run(session.runs, record),
+        session.bus,
+        requested=requested,
     )
-    if outcome is None:
-        raise detached(record.id, record.target)
-    return outcome
 
 
 def _model_word(run_dir: Path) -> str:

@@ -9,7 +9,8 @@ import shutil
 import trio
 
 from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import Runtime, Settings, Target, Training
+from overbrainer.config.settings import Runtime, Settings, Training
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import WorkFailed
 from overbrainer.project.directory import Project
@@ -17,7 +18,7 @@ from overbrainer.targets import Executor, kind_of
 from overbrainer.training.live_runs import live_runs, still_training
 from overbrainer.training.run_store import Runs
 from overbrainer.training.session import Detached
-from overbrainer.training.target_access import TrainTarget, open_executor, run_target
+from overbrainer.training.target_access import TrainTarget, run_target
 from overbrainer.training.trainer_check import CannotTrain, check_trainer, checks_axolotl
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ RUN_NO_TRAIN_HINT = "; `overbrainer run --no-train` makes the dataset without tr
 """Said after `run`'s refusal to train (the TUI says its own key instead)."""
 
 
-def warn_missing_engine(name: str, target: Target) -> None:
+def warn_missing_engine(name: str, target: TargetSettings) -> None:
     """Say early when a container job here has no engine on PATH (it would fail with exit code
     127)."""
     kind = kind_of(target)
@@ -68,7 +69,7 @@ async def refuse_if_training_cannot_start(
         return Detached("interrupted before the first stage")
 
     try:
-        async with open_executor(
+        async with kind_of(checked).open(
             name, checked, Runs(project.runs).root, interrupt, interrupted
         ) as executor:
             await check_can_train(name, checked, settings.training, executor)

@@ -1,4 +1,5 @@
-"""Results of a remote run brought into `runs/<id>/` and verified against the target (§6.2)."""
+"""What a remote run brings back into `runs/<id>/` (§6.2), and the verified fetch the pod
+paths use through their executor (a machine's `fetch` does the same)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,3 @@ async def fetch(
     await executor.download(remote, local, entries, exclude)
     found = await trio.to_thread.run_sync(local_manifest, local, entries, exclude)
     verify(expected, found)
-
-
-async def retrieve_results(executor: Executor, remote: str, local: Path) -> None:
-    """Pass 1: the output (checkpoints left out), metrics, job log and snapshot proof."""
-    if not executor.local:
-        await fetch(executor, remote, local, RESULTS, CHECKPOINTS)
-
-
-async def retrieve_checkpoint(
-    executor: Executor, remote: str, local: Path, checkpoint: str
-) -> None:
-    """Pass 2 for a stopped run: its snapshot's checkpoint, whole."""
-    if not executor.local:
-        await fetch(executor, remote, local, (checkpoint, "snapshot.json"), ())

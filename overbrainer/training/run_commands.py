@@ -8,37 +8,38 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage import write_atomic
 from overbrainer.targets import SNAPSHOT_REQUEST as REQUEST_FILE
 from overbrainer.targets import (
+    Ended,
+    Ending,
     Executor,
-    ExecutorJob,
+    Machine,
+    Target,
     TargetUnreachable,
     container_name,
-    end_pod_bounded,
-    host_alias,
     kind_of,
-    load_pod_record,
-    open_ssh,
-    pod_settings,
-    ssh_client_of,
-    workdir,
+    pod_beside,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
-from overbrainer.training.follow_run import RunEnding, ending, follow_to_end, job_ref, summarize
+from overbrainer.training.follow_run import RunEnding, ending, summarize
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_attach import attach_pod, live_pod_record, reach_pod
-from overbrainer.training.pod_follow import follow_and_end
-from overbrainer.training.pod_lookup import check_for_pod
-from overbrainer.training.retrieve import retrieve_results
+from overbrainer.training.pod_attach import attach_pod, reach_run_pod, recorded_job
+from overbrainer.training.pod_train import follow_and_end
+from overbrainer.training.retrieve import CHECKPOINTS, RESULTS
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
 from overbrainer.training.session import Detached, Session, detached
 from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
+from overbrainer.training.train_job import (
+    follow_recorded,
+    job_ref,
+    recorded_run,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +103,16 @@ async def attach_run(session: Session, run_id: str) -> Outcome:
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
     any_target = _any_target(session, record)
     if kind_of(any_target).makes_pod:
-        return await attach_pod(session, record, pod_settings(any_target))
+        return await attach_pod(session, record, any_target)
     target = _check_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    async with session.open_target(
-        record.target, target, lambda: detached(record.id, record.target)
-    ) as executor:
-        return await follow_to_end(session, executor, record)
+    reached = recorded_run(session, record, lambda: detached(record.id, record.target))
+    async with kind_of(target).reach_machine(reached) as machine:
+        return await follow_recorded(session, machine, record)
 
 
 def check_stoppable(record: RunRecord) -> None:
@@ -151,6 +151,17 @@ async def request_snapshot_on(executor: Executor, record: RunRecord) -> None:
         raise RunsError(f"cannot write {path}: {error.strerror}") from None
 
 
+async def request_snapshot_at(machine: Machine, record: RunRecord) -> None:
+    """Write `snapshot.request` in the run directory of its job, on its machine."""
+    job = job_ref(record)
+    try:
+        await machine.request(job, REQUEST_FILE, "requested\n")
+    except TargetUnreachable:
+        raise
+    except OSError as error:  # a read-only or full run directory: one line, exit 2
+        raise RunsError(f"cannot write {job.path(REQUEST_FILE)}: {error.strerror}") from None
+
+
 def lock_holder(project: Project) -> str:
     """`pid N` of the process holding the project lock, as far as its lock file says."""
     try:
@@ -172,38 +183,20 @@ async def stop_on_pod(
 ) -> Outcome:
     """`train stop` of a run on a pod (§7.8): the request written on its pod, then the run
     followed to its end, its snapshot retrieved and its pod deleted (or kept)."""
-    pod = await live_pod_record(session, record, "nothing to stop")
-    async with reach_pod(session, record, pod_settings(target), pod) as reached:
+    async with reach_run_pod(
+        session, record, target, "nothing to stop", lost_is_usage=True
+    ) as reached:
         if isinstance(reached, Outcome):
             return reached
-        run, executor = reached
-        await request_snapshot_on(executor, record)
+        await request_snapshot_on(reached.executor, record)
         announce()
-        return await follow_and_end(session, run, executor, record, requested=True)
+        return await follow_and_end(session, reached, record, requested=True)
 
 
 async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
     """Write a Runpod run's snapshot request through its existing ssh config (no API call),
     while another process holds the project."""
-    run_dir = session.runs.dir_of(record.id)
-    pod = await trio.to_thread.run_sync(load_pod_record, run_dir)
-    config = run_dir / "ssh" / "config"
-    if pod is not None and pod.live_pod is None:
-        raise UsageError(f"run {record.id} has no pod left: nothing to stop")
-    if not config.is_file():
-        missing = "" if pod is not None else f" and runs/{record.id}/pod.json is missing"
-        raise UsageError(
-            f"run {record.id} has no ssh config to reach its pod{missing}: "
-            f"{check_for_pod(record.id)}"
-        )
-    async with open_ssh(
-        record.target,
-        host_alias(record.id),
-        workdir(pod_settings(target)),
-        ssh_config=str(config.absolute()),
-        client=ssh_client_of(pod_settings(target).ssh_client),
-    ) as executor:
-        await executor.connect()
+    async with pod_beside(recorded_job(session, record, target), "nothing to stop") as executor:
         await request_snapshot_on(executor, record)
 
 
@@ -236,33 +229,33 @@ async def cancel_run(session: Session, run_id: str) -> RunEnding:
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
     any_target = _any_target(session, record)
     if kind_of(any_target).makes_pod:
-        return await _cancel_on_pod(session, record, pod_settings(any_target))
+        return await _cancel_on_pod(session, record, any_target)
     target = _check_target(session, record)
-    async with session.open_target(
-        record.target, target, lambda: Detached("interrupted before the cancel started")
-    ) as executor:
-        ended, _ = await _cancel_on(session, executor, record)
+    reached = recorded_run(
+        session, record, lambda: Detached("interrupted before the cancel started")
+    )
+    async with kind_of(target).reach_machine(reached) as machine:
+        ended, _ = await _cancel_on(session, machine, record)
         return ended
 
 
-async def _cancel_on_pod(session: Session, record: RunRecord, target: RunpodTarget) -> RunEnding:
+async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) -> RunEnding:
     """`train cancel` of a Runpod run (§7.8): the job cancelled, its files retrieved
     best-effort, then its pod ended like at the end of a followed run, all shielded."""
-    pod = await live_pod_record(session, record, "nothing to cancel")
-    async with reach_pod(
+    async with reach_run_pod(
         session,
         record,
         target,
-        pod,
-        interrupted=lambda run: Detached("interrupted before the cancel started"),
+        "nothing to cancel",
+        lambda machine: Detached("interrupted before the cancel started"),
+        lost_is_usage=True,
     ) as reached:
         if isinstance(reached, Outcome):
             return ending(session.runs, reached)
-        run, executor = reached
-        ended, retrieved = await _cancel_on(session, executor, record)
+        ended, retrieved = await _cancel_on(session, reached, record)
         if retrieved is None:
             return ended  # the job had ended already, or a follower ends the pod
-        problem = await end_pod_bounded(run, executor, retrieved=retrieved)
+        problem = await reached.end(Ended(Ending.DONE, retrieved=retrieved))
         if problem is not None:
             return RunEnding(
                 ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")
@@ -271,13 +264,13 @@ async def _cancel_on_pod(session: Session, record: RunRecord, target: RunpodTarg
 
 
 async def _cancel_on(
-    session: Session, executor: Executor, record: RunRecord
+    session: Session, machine: Machine, record: RunRecord
 ) -> tuple[RunEnding, bool | None]:
     """Cancel the job and record it; the lines, and whether its files are here (None when
     this command did not record the run cancelled)."""
     runs = session.runs
     run_id = record.id
-    job = ExecutorJob(executor, job_ref(record))
+    job = machine.followed(job_ref(record))
     status = None
     with trio.move_on_after(CANCEL_BOUND, shield=True):
         await job.cancel()
@@ -293,7 +286,7 @@ async def _cancel_on(
         ), None
     saved = await trio.to_thread.run_sync(runs.update, run_id, _record_cancelled)
     if saved.state is RunState.CANCELLED:
-        problem = await _retrieve_best_effort(executor, saved, runs)
+        problem = await _retrieve_best_effort(machine, saved, runs)
         if problem is not None:
             return RunEnding((f"train: run {run_id} cancelled ({problem})",)), False
         return RunEnding((f"train: run {run_id} cancelled",)), True
@@ -305,13 +298,13 @@ async def _cancel_on(
     ), None
 
 
-async def _retrieve_best_effort(executor: Executor, record: RunRecord, runs: Runs) -> str | None:
+async def _retrieve_best_effort(machine: Machine, record: RunRecord, runs: Runs) -> str | None:
     """A cancelled remote run's files brought here; the message saved when that fails."""
-    if executor.local or record.job is None:
+    if machine.here or record.job is None:
         return None  # a local run directory is R itself
     try:
         with trio.move_on_after(CANCEL_BOUND, shield=True) as scope:
-            await retrieve_results(executor, record.job.dir, runs.dir_of(record.id))
+            await machine.fetch(job_ref(record), runs.dir_of(record.id), RESULTS, CHECKPOINTS)
         if scope.cancelled_caught:
             raise WorkFailed("the download did not finish in time")
     except (OSError, WorkFailed) as error:

@@ -3,8 +3,7 @@ of a command the user stopped while its run goes on."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import attrs
 
@@ -13,10 +12,8 @@ from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, UsageError
 from overbrainer.project.directory import Project
-from overbrainer.targets import Executor
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs
-from overbrainer.training.target_access import HostTarget, open_executor
 
 
 class Detached(OverbrainerError):
@@ -55,16 +52,6 @@ class Session:
     def runs(self) -> Runs:
         """The project's `runs/`."""
         return Runs(self.project.runs)
-
-    @contextlib.asynccontextmanager
-    async def open_target(
-        self, name: str, target: HostTarget, interrupted: Callable[[], OverbrainerError]
-    ) -> AsyncIterator[Executor]:
-        """The target's executor, connected; `interrupted()` is raised on Ctrl-C meanwhile."""
-        async with open_executor(
-            name, target, self.runs.root, self.interrupt, interrupted
-        ) as executor:
-            yield executor
 
     def follow_times(self, target: str) -> FollowTimes:
         """The follow clocks, with the reconnect budget of target `target`."""

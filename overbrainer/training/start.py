@@ -37,17 +37,14 @@ from overbrainer.training.run_store import (
     Job,
     RunRecord,
     RunState,
-    claim_dir,
-    new_owner,
 )
 from overbrainer.training.runtime import (
     SECRET_NAMES,
     JobRequest,
     expand_venv,
-    job_root,
     plan_job,
 )
-from overbrainer.training.session import Detached, Session, detached
+from overbrainer.training.session import Detached, Session
 from overbrainer.training.target_access import TrainTarget, run_target
 
 log = logging.getLogger(__name__)
@@ -133,63 +130,12 @@ async def plan_start(
     return StartPlan(name, target, training, resume, resume_from if resume else None, data, secrets)
 
 
-def _create(session: Session, plan: StartPlan, executor: Executor, owner: str) -> RunRecord:
-    """Claim the run here and on the target (blocking: run in a worker thread)."""
-    runs = session.runs
-
-    def accept(run_id: str, path: Path) -> bool:
-        if not claim_dir(path, owner):
-            return False
-        if executor.local:
-            return True
-        return trio.from_thread.run(executor.claim, f"{executor.workdir}/{run_id}", owner)
-
-    return runs.create(
-        session.settings.project.name,
-        plan.name,
-        lambda run_id: f"{executor.workdir}/{run_id}",
-        accept=accept,
-        resumed_from=plan.resume_from,
-    )
-
-
-async def start_run(session: Session, plan: StartPlan, executor: Executor) -> RunRecord:
-    """Create and start a run (§6.1 steps 4-5); Detached when Ctrl-C came meanwhile."""
-    runs = session.runs
-    owner = new_owner()
-    try:
-        record = await trio.to_thread.run_sync(_create, session, plan, executor, owner)
-    except OSError as error:
-        raise WorkFailed(f"cannot claim a run directory on target `{plan.name}`: {error}") from None
-    log.info("train: run %s on target `%s`, in %s", record.id, plan.name, record.remote_dir)
-    session.created(record.id)
-    if plan.resume is not None:
-        log.info(
-            "train: run %s resumes from the snapshot of run %s (output/%s)",
-            record.id,
-            plan.resume_from,
-            plan.resume.checkpoint,
-        )
-    started: RunRecord | None = None
-    bound = START_BOUND if executor.local else REMOTE_START_BOUND
-    with trio.move_on_after(bound, shield=True):
-        started = await start_job(session, record, plan, executor)
-    if started is None:
-        failed = attrs.evolve(
-            record, state=RunState.FAILED, message="the job did not start in time"
-        )
-        await trio.to_thread.run_sync(runs.save, failed)
-        raise WorkFailed(f"run {record.id} failed: the job did not start in time")
-    if session.interrupt.caught:
-        raise detached(record.id, plan.name)
-    return started
-
-
 async def start_job(
     session: Session, record: RunRecord, plan: StartPlan, executor: Executor
 ) -> RunRecord:
-    """Prepare the run's files, upload them and spawn its job; the `running` record (§6.1 step
-    5). Call it shielded; a failure is saved as `failed` and raised as WorkFailed."""
+    """Prepare the run's files, upload them and spawn its job on a pod; the `running` record
+    (§6.1 step 5). Call it shielded; a failure is saved as `failed` and raised as WorkFailed.
+    (`TrainJob.start` on a Machine once the Runpod kind runs on `run_job`.)"""
     runs = session.runs
     run_dir = runs.dir_of(record.id)
     remote = record.remote_dir
@@ -199,7 +145,7 @@ async def start_job(
             lambda: prepare.prepare_run(
                 run_dir,
                 training,
-                job_root(target, remote),
+                remote,  # natively on a pod: R as the job sees it
                 data / "train.jsonl",
                 data / "eval.jsonl",
                 plan.resume,

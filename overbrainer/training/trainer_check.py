@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import logging
 
-from overbrainer.config.settings import Adapter, Runtime, Target, Training
+from overbrainer.config.settings import Adapter, Runtime, Training
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.targets import Executor, kind_of, quote
+from overbrainer.targets import Executor, Target, kind_of, quote
 from overbrainer.training.runtime import expand_venv
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class CannotTrain(UsageError):
     """The target has no `axolotl` where its job would run it (exit 2, no run created)."""
 
 
-def checks_axolotl(target: Target | None) -> bool:
+def checks_axolotl(target: TargetSettings | None) -> bool:
     """Whether `target` is one whose `axolotl` is checked: a native one that makes no pod (a
     pod's image holds Axolotl)."""
     if target is None:

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 import attrs
 
 from overbrainer.config.errors import ConfigError
-from overbrainer.config.settings import Engine, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.targets.executor import Executor, JobError
-from overbrainer.targets.ray.settings import RayTarget, narrow, problems
+from overbrainer.targets.ray.settings import RAY_SETTINGS, RayTarget, narrow, problems
 
 if TYPE_CHECKING:
-    from overbrainer.targets.machine import JobOpening, RecordedJob
-    from overbrainer.targets.ray.machine import RayMachine
+    from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
 
 
 def refuse_problems(name: str, target: RayTarget) -> None:
@@ -38,26 +38,26 @@ class RayKind:
     """A Ray cluster reached through its Jobs API; each job is one submission."""
 
     name: str = RayTarget.kind
-    settings_type: type[object] = RayTarget
+    settings: SettingsKind = RAY_SETTINGS
     on_this_machine: bool = False
     makes_pod: bool = False
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         """Native: the job runs in the cluster's own environment."""
         return Runtime.NATIVE
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         """None: no container of ours."""
         return None
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         """Refuse a table that cannot work, before anything connects (exit 2)."""
         refuse_problems(name, narrow(target))
 
     def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
@@ -66,7 +66,7 @@ class RayKind:
         raise UsageError(f"target `{name}` (kind ray) runs jobs only through the job lifecycle")
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[RayMachine]:
+    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
         """The cluster, reached (its version asked: the address and token are checked before
         anything is written), then the job's record made with R on the storage."""
         # The client, its storage and fsspec load here, not with the registry: every command
@@ -86,7 +86,7 @@ class RayKind:
             yield RayMachine(target, api, storage)
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[RayMachine]:
+    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         """The cluster of a recorded job; JobError when the cluster no longer knows the job."""
         from overbrainer.targets.ray.connect import open_cluster
         from overbrainer.targets.ray.errors import RayJobMissing

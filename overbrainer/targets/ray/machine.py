@@ -156,6 +156,18 @@ class RayMachine:
         """Write run file `name` in R (the job polls it there)."""
         await self._storage.write(self._storage.path(job.path(name)), content.encode())
 
+    async def exists(self, path: str) -> bool:
+        """Whether `path` (under the storage) exists."""
+        return await self._storage.exists(self._storage.path(path))
+
+    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
+        """SHA-256 of the files under the existing `entries` of `root` on the storage."""
+        return await self._storage.digests(self._storage.path(root), entries)
+
+    async def remove(self, root: str, entries: Sequence[str]) -> None:
+        """Remove `entries` of `root` from the storage (what the job's entrypoint copied)."""
+        await self._storage.remove(self._storage.path(root), entries)
+
     async def fetch(
         self, job: JobRef, local: Path, entries: Sequence[str], exclude: Sequence[str] = ()
     ) -> None:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import attrs
 
 from overbrainer.config.errors import ConfigError
-from overbrainer.config.settings import RECONNECT_SECS
+from overbrainer.config.target_settings import RECONNECT_SECS, SettingsKind, Shown, TargetSettings
 from overbrainer.llm import valid_header_value
 
 DEFAULT_REQUEST_SECS = 30.0
@@ -108,7 +108,7 @@ def problems(name: str, target: RayTarget) -> list[str]:
 
 
 def summary(target: RayTarget) -> list[str]:
-    """`config show`'s lines for the table (never a secret: only the variables' names)."""
+    """`config show`'s words for the table (never a secret: only the variables' names)."""
     lines = [
         f"ray cluster {target.address}, storage {target.storage}",
         f"{target.num_workers} worker(s), each {target.resources_per_worker}",
@@ -118,8 +118,24 @@ def summary(target: RayTarget) -> list[str]:
     return lines
 
 
+def _shown(target: TargetSettings, shown: Shown) -> list[tuple[str, str]]:
+    first, *rest = summary(narrow(target))
+    keys = (".num_workers", ".token_env")
+    return [("", first), *zip(keys, rest, strict=False)]
+
+
 def narrow(target: object) -> RayTarget:
     """The target's settings as the Ray kind's own class."""
     if not isinstance(target, RayTarget):
         raise ConfigError(f"a {getattr(target, 'kind', '?')} target is not a ray one")
     return target
+
+
+RAY_SETTINGS = SettingsKind(
+    name=RayTarget.kind,
+    settings_type=RayTarget,
+    summary=_shown,
+    problems=lambda name, target: problems(name, narrow(target)),
+    reconnect_secs=lambda target: narrow(target).reconnect_secs,
+)
+"""How config reads, checks and shows a ray target."""

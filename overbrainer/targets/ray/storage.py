@@ -8,6 +8,7 @@ waits on the event loop.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import posixpath
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,33 +81,61 @@ class Storage:
         """Write file `path` whole (its folder made first)."""
         await trio.to_thread.run_sync(self._write, path, data)
 
-    def _fetch(
-        self, remote: str, local: Path, entries: Sequence[str], exclude: Sequence[str]
-    ) -> None:
+    def _files(self, remote: str, entries: Sequence[str]) -> list[str]:
+        found: list[str] = []
         for entry in entries:
             source = posixpath.join(remote, entry)
             if not self.fs.exists(source):
                 continue
             if self.fs.isdir(source):
-                files = [f for f in self.fs.find(source) if not self.fs.isdir(f)]
+                found.extend(f for f in self.fs.find(source) if not self.fs.isdir(f))
             else:
-                files = [source]
-            for file in files:
-                relative = posixpath.relpath(file, remote)
-                parts = relative.split("/")
-                if any(fnmatch.fnmatchcase(p, pattern) for p in parts for pattern in exclude):
-                    continue
-                target = local / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_name(target.name + ".part")
-                self.fs.get_file(file, str(partial))
-                expected = self.fs.size(file)
-                if partial.stat().st_size != expected:
-                    raise RayError(
-                        f"fetching {relative} from {self.root}: {partial.stat().st_size} bytes "
-                        f"came, {expected} expected"
-                    )
-                partial.replace(target)
+                found.append(source)
+        return found
+
+    def _digests(self, remote: str, entries: Sequence[str]) -> dict[str, str]:
+        digests = {}
+        for file in self._files(remote, entries):
+            digest = hashlib.sha256()
+            with self.fs.open(file, "rb") as handle:
+                for block in iter(lambda: handle.read(1024 * 1024), b""):
+                    digest.update(block)
+            digests[posixpath.relpath(file, remote)] = digest.hexdigest()
+        return digests
+
+    async def digests(self, remote: str, entries: Sequence[str]) -> dict[str, str]:
+        """SHA-256 of each file under the existing `entries` of `remote`, by relative path."""
+        return await trio.to_thread.run_sync(self._digests, remote, entries)
+
+    def _remove(self, remote: str, entries: Sequence[str]) -> None:
+        for entry in entries:
+            path = posixpath.join(remote, entry)
+            if self.fs.exists(path):
+                self.fs.rm(path, recursive=True)
+
+    async def remove(self, remote: str, entries: Sequence[str]) -> None:
+        """Remove `entries` (files or folders) of `remote`, those that exist."""
+        await trio.to_thread.run_sync(self._remove, remote, entries)
+
+    def _fetch(
+        self, remote: str, local: Path, entries: Sequence[str], exclude: Sequence[str]
+    ) -> None:
+        for file in self._files(remote, entries):
+            relative = posixpath.relpath(file, remote)
+            parts = relative.split("/")
+            if any(fnmatch.fnmatchcase(p, pattern) for p in parts for pattern in exclude):
+                continue
+            target = local / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".part")
+            self.fs.get_file(file, str(partial))
+            expected = self.fs.size(file)
+            if partial.stat().st_size != expected:
+                raise RayError(
+                    f"fetching {relative} from {self.root}: {partial.stat().st_size} bytes "
+                    f"came, {expected} expected"
+                )
+            partial.replace(target)
 
     async def fetch(
         self, remote: str, local: Path, entries: Sequence[str], exclude: Sequence[str] = ()

@@ -9,8 +9,9 @@ import shlex
 import attrs
 
 from overbrainer import __version__
-from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE, RunpodTarget
+from overbrainer.config.settings import DEFAULT_RUNPOD_IMAGE
 from overbrainer.targets.runpod.api import MIN_CUDA
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.types import RUN_MARKER, Pod
 
 POD_ROOT_ENV = "OVERBRAINER_TEST_POD_ROOT"

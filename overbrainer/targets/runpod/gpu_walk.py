@@ -8,7 +8,6 @@ import logging
 
 import attrs
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.targets.runpod.auto import (
     MAX_OUT_OF_STOCK,
     AutoError,
@@ -20,6 +19,7 @@ from overbrainer.targets.runpod.auto import (
 )
 from overbrainer.targets.runpod.errors import RunpodError
 from overbrainer.targets.runpod.pod_run import D, PodRun, R
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.types import GpuType
 
 log = logging.getLogger(__name__)

@@ -1,47 +1,47 @@
-"""`kind = "runpod"`: a Runpod pod made for each job, deleted after it (provision.py)."""
+"""`kind = "runpod"`: a Runpod pod made for each job, deleted after it (machine.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
 
 from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.settings import Engine, RunpodTarget, Runtime, Target
+from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.executor import Executor
+from overbrainer.targets.executor import Executor, JobError
+from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.runpod.machine import open_pod_machine
+from overbrainer.targets.runpod.pod_record import PodRecordError, load_pod_record
+from overbrainer.targets.runpod.reach import PodGone, pod_record_of, reach_pod_machine
+from overbrainer.targets.runpod.settings import RUNPOD_SETTINGS, RunpodTarget, pod_settings
 from overbrainer.targets.ssh_open import chosen_client
-
-
-def pod_settings(target: Target) -> RunpodTarget:
-    """A target the registry said makes pods, as its Runpod settings."""
-    assert isinstance(target, RunpodTarget), f"a {target.kind} target makes no pod"
-    return target
 
 
 @attrs.frozen
 class RunpodKind:
-    """A pod per job: the job's code provisions it (its record is the pod's), so `open` is not
-    how a Runpod job reaches its machine."""
+    """A pod per job, made when the job's machine is opened (its record names the pod)."""
 
     name: str = RunpodTarget.kind
-    settings_type: type[object] = RunpodTarget
+    settings: SettingsKind = RUNPOD_SETTINGS
     on_this_machine: bool = False
     makes_pod: bool = True
 
-    def runtime(self, target: Target) -> Runtime:
+    def runtime(self, target: TargetSettings) -> Runtime:
         """Native: the image's venv on the pod."""
         return Runtime.NATIVE
 
-    def engine(self, target: Target) -> Engine | None:
+    def engine(self, target: TargetSettings) -> Engine | None:
         """None: a pod runs no container of its own."""
         return None
 
-    def check(self, name: str, target: Target) -> None:
+    def check(self, name: str, target: TargetSettings) -> None:
         """Refuse a wrong OVERBRAINER_SSH_CLIENT before any pod exists (exit 2); the API key
         is the pod code's to check."""
         chosen_client(pod_settings(target).ssh_client, os.environ.get(SSH_CLIENT_ENV))
@@ -49,13 +49,55 @@ class RunpodKind:
     def open(
         self,
         name: str,
-        target: Target,
+        target: TargetSettings,
         runs_root: Path,
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
     ) -> AbstractAsyncContextManager[Executor]:
-        """Not used: a pod is opened with its job's record (`pod_run.new_pod_run`)."""
-        raise AssertionError("a runpod target is opened per job by its pod code")
+        """Not used: a pod is made per job, with its record (`open_machine`)."""
+        raise AssertionError("a runpod target is opened per job: open_machine")
+
+    def open_machine(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
+        """A new pod for the job: its record created, provisioned raced against Ctrl-C, then
+        connected, its cost cap armed and R claimed, in one shield (machine.py)."""
+        return _opened(opening)
+
+    def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
+        """The recorded job's pod again (`pod.json`, rebuilt from Runpod when missing);
+        JobError when Runpod has no pod of it any more."""
+        return _reached(recorded)
+
+    def describe(self, job_dir: Path) -> str | None:
+        """What the job's `pod.json` says of its pod (no API call); None with no pod record.
+        An unreadable record is named rather than failing the listing."""
+        try:
+            pod = load_pod_record(job_dir)
+        except PodRecordError as error:
+            return f"pod unknown: {error.message}"
+        return None if pod is None else pod.summary()
+
+
+async def _no_job() -> None:
+    """The job's start is the lifecycle's, after the machine's shielded set-up."""
+
+
+@contextlib.asynccontextmanager
+async def _opened(opening: JobOpening) -> AsyncIterator[Machine]:
+    async with open_pod_machine(opening) as machine:
+        assert opening.fail is not None
+        await machine.start_job(_no_job, opening.fail)
+        yield machine
+
+
+@contextlib.asynccontextmanager
+async def _reached(recorded: RecordedJob) -> AsyncIterator[Machine]:
+    pod = await pod_record_of(recorded, "nothing to reach")
+    if pod is None:
+        raise JobError(f"run {recorded.job_dir.name} has no pod left")
+    async with reach_pod_machine(recorded, pod) as reached:
+        if isinstance(reached, PodGone):
+            raise JobError(f"pod {reached.pod_id} no longer exists")
+        yield reached
 
 
 RUNPOD = RunpodKind()

@@ -12,7 +12,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import trio
 
-from overbrainer.config.settings import RunpodTarget
 from overbrainer.events.bus import EventBus
 from overbrainer.events.types import PodStatusChanged
 from overbrainer.model.errors import WorkFailed
@@ -27,6 +26,7 @@ from overbrainer.targets.runpod.pod_record import (
     PodState,
     save_pod_record,
 )
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.ssh_open import open_ssh, ssh_client_of
 from overbrainer.targets.ssh_session import SshExecutor
 
@@ -176,3 +176,25 @@ def open_pod_ssh(run: PodRun[D, R], target_name: str) -> AbstractAsyncContextMan
         ssh_config=pod_ssh_config(run),
         client=ssh_client_of(run.target.ssh_client),
     )
+
+
+@attrs.frozen
+class JobDirs:
+    """The folder of a pod's job records: `runs/`, or a run's `compares/` or `exports/`."""
+
+    root: Path
+
+    def dir_of(self, run_id: str) -> Path:
+        """The directory of record `run_id`."""
+        return self.root / run_id
+
+
+@attrs.frozen
+class JobId:
+    """The record a pod is made for, by its ID."""
+
+    id: str
+
+
+JobPod = PodRun[JobDirs, JobId]
+"""The pod of a job (a run's, or a run's compare or export)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.config.settings import RunpodTarget, Settings
+from overbrainer.config.settings import Settings
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets.runpod.model_shape import ShapeUnknown, fetch_shape
+from overbrainer.targets.runpod.settings import RunpodTarget
 from overbrainer.targets.runpod.vram import (
     ModelShape,
     estimate_line,
@@ -32,9 +34,10 @@ async def hub_shape(settings: Settings, base_model: str) -> ModelShape:
     return await fetch_shape(base_model, settings.hub.url, token)
 
 
-async def vram_floor(settings: Settings, target: RunpodTarget) -> int | None:
+async def vram_floor(settings: Settings, target: TargetSettings) -> int | None:
     """The estimate's floor in GB for an `auto` target without `min_vram_gb` (logged); None,
     warned, when there is no estimate, and None for any other target."""
+    assert isinstance(target, RunpodTarget), "a pod is sized for a runpod target"
     training = settings.training
     if training is None or not target.gpu_types.auto or target.min_vram_gb is not None:
         return None

@@ -9,13 +9,12 @@ import attrs
 import trio
 
 from overbrainer.compare.plan import ComparePlan, plan_compare
-from overbrainer.compare.pod import quote_pod
 from overbrainer.config import load_settings
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.flows.compare import check_target
 from overbrainer.project.directory import Project
-from overbrainer.targets import PodPrice, kind_of, pod_settings
+from overbrainer.targets import PodPrice, kind_of, quote_pod
 from overbrainer.training import Runs
 
 JUDGE_ONCE = "the judge is called once per question"
@@ -71,5 +70,5 @@ async def prepare_compare(project: Project, run_id: str | None) -> PreparedCompa
     if target is not None and kind_of(target).makes_pod and secret is not None:
         key = await resolve_secret(secret, "runpod.api_key")
         gguf = runs.dir_of(run.id) / plan.export.file
-        price = await quote_pod(settings, pod_settings(target), key, gguf)
+        price = await quote_pod(settings, target, key, gguf)
     return PreparedCompare(run.id, confirm_lines(plan, settings, price))

@@ -1,0 +1,247 @@
+"""The compare as a job kind (§A.5-§A.7): its record made before (with its setup), the GGUF
+placed in the run's directory on the machine, the job nested there; Ctrl-C cancels it and
+removes its container; its answers and logs fetched, how it ended recorded."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import trio
+
+from overbrainer.compare.job import (
+    ARTIFACTS,
+    COMPARE_COMMAND,
+    COMPARES_DIR,
+    NEVER_UPLOADED,
+    START_BOUND,
+    UPLOAD_DIR,
+    CompareInterrupted,
+    cancelled,
+    compares_of,
+    conclude,
+    failed_to_start,
+    job_env,
+    local_tools_cache,
+)
+from overbrainer.compare.setup import CompareSetup
+from overbrainer.config.settings import Settings, reconnect_secs
+from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.job_kind import JobKind as JobType
+from overbrainer.model.job_status import JobStatus
+from overbrainer.targets import Claim, JobNeeds, JobOpening, JobPlan, Machine, kind_of, resolve_pin
+from overbrainer.training import (
+    Container,
+    FollowTimes,
+    Interruption,
+    Job,
+    MetricsSummary,
+    NestedJob,
+    Runs,
+    RunState,
+    Started,
+    nested_spec,
+    run_job,
+)
+
+
+def tools_cache(machine: Machine, environ: Mapping[str, str]) -> str:
+    """Where the machine keeps llama.cpp builds: this user's cache here, the workdir's else."""
+    if not machine.here:
+        return f"{machine.workdir.rstrip('/')}/.cache/overbrainer"
+    return local_tools_cache(environ)
+
+
+def model_path(machine: Machine, run_dir: str, file: str) -> str:
+    """The GGUF's absolute path as the job sees it: in the run directory on the machine, or at
+    `/workspace/run` where a container mounts it (§A.7)."""
+    return f"{machine.job_root(run_dir).rstrip('/')}/{file}"
+
+
+def compare_job(
+    machine: Machine, env: dict[str, str], setup: CompareSetup, run_dir: str
+) -> JobPlan:
+    """The compare job as a nested job of the run (an export's way): natively in its
+    directory, or in the target's container, which mounts the run directory and the tool
+    cache (`OVERBRAINER_CACHE`) and works in `compares/<compare-id>`; llama-server and the
+    client both run in it, so the server's port stays inside."""
+    nested = NestedJob(
+        run_id=setup.run,
+        run_dir=run_dir,
+        job_id=setup.compare,
+        folder=f"{COMPARES_DIR}/{setup.compare}",
+        command=COMPARE_COMMAND,
+        env=env,
+        tools=env["OVERBRAINER_CACHE"],
+    )
+    return machine.plan(nested_spec(machine, nested))
+
+
+def _remove_tree(path: Path) -> None:
+    for child in sorted(path.rglob("*"), reverse=True):
+        child.rmdir() if child.is_dir() else child.unlink()
+    path.rmdir()
+
+
+async def place_model(
+    machine: Machine, run_dir: Path, remote_run: str, setup: CompareSetup, folder: Path
+) -> None:
+    """Make sure the machine's run directory holds the GGUF: the run's own copy when its
+    SHA-256 matches `export.json`'s, else staged there first (through a hard-linked stage)."""
+    file = setup.gguf
+    if machine.here:
+        return
+    if await machine.exists(f"{remote_run}/{file}"):
+        found = await machine.digests(remote_run, (file,))
+        if found.get(file) == setup.gguf_sha256.lower():
+            return
+    stage = folder / UPLOAD_DIR
+    staged = stage / file
+
+    def link() -> None:
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        if not staged.exists():
+            os.link(run_dir / file, staged)
+
+    await trio.to_thread.run_sync(link)
+    try:
+        await machine.stage(stage, remote_run)
+    finally:
+        await trio.to_thread.run_sync(lambda: _remove_tree(stage))
+
+
+@attrs.frozen
+class CompareJob:
+    """A compare of a run's GGUF on the run's target: what the lifecycle asks of it."""
+
+    settings: Settings
+    runs: Runs
+    setup: CompareSetup
+    context: int
+    target_name: str
+    type: JobType | None = JobType.COMPARE
+    on_interrupt: Interruption = Interruption.CANCEL
+    sampled: bool = False
+
+    @property
+    def compares(self) -> Runs:
+        """The run's compares."""
+        return compares_of(self.runs.dir_of(self.setup.run))
+
+    @property
+    def needs(self) -> JobNeeds:
+        """Its container goes whatever the end: llama-server runs in it."""
+        return JobNeeds(remove_container=True)
+
+    @property
+    def times(self) -> FollowTimes:
+        """The follow clocks with the target's reconnect budget."""
+        target = self.settings.targets.get(self.target_name)
+        return attrs.evolve(FollowTimes.from_env(), reconnect=reconnect_secs(target))
+
+    def interrupted_before(self) -> OverbrainerError:
+        """Ctrl-C before the compare's job started."""
+        return CompareInterrupted(f"interrupted: compare {self.setup.compare} did not start")
+
+    async def create(self, workdir: str, claim: Claim | None) -> str:
+        """The record exists already (made with the compare's setup): its ID."""
+        return self.setup.compare
+
+    def start_bound(self, machine: Machine) -> float:
+        """An upload of the GGUF over SSH included."""
+        return START_BOUND
+
+    async def start(self, machine: Machine, job_id: str) -> Started:
+        """Place the GGUF, stage the compare's directory and start its job; the `running`
+        record. A failure is recorded and raised."""
+        setup, runs = self.setup, self.runs
+        compares = self.compares
+        record = await trio.to_thread.run_sync(compares.load, setup.compare)
+        folder = compares.dir_of(setup.compare)
+        remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
+        run_dir = str(runs.dir_of(setup.run).resolve()) if machine.here else remote_run
+        try:
+            await place_model(machine, runs.dir_of(setup.run), remote_run, setup, folder)
+        except (OSError, OverbrainerError) as error:
+            raise await failed_to_start(runs, setup, error) from None
+        root = str(folder.resolve()) if machine.here else record.remote_dir
+        env = job_env(
+            self.settings.compare,
+            resolve_pin(),
+            root=root,
+            model=model_path(machine, run_dir, setup.gguf),
+            context=self.context,
+            cache=tools_cache(machine, os.environ),
+            environ=os.environ,
+        )
+        plan = compare_job(machine, env, setup, run_dir)
+        try:
+            await machine.stage(folder, root, NEVER_UPLOADED)
+            job = await machine.start(root, plan, {})
+        except (OSError, OverbrainerError) as error:
+            raise await failed_to_start(runs, setup, error) from None
+        box = None if job.container is None else Container(job.container[0].value, job.container[1])
+        running = attrs.evolve(
+            record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, box)
+        )
+        await trio.to_thread.run_sync(compares.save, running)
+        return Started(running, folder, job, f"compare {setup.compare}")
+
+    async def not_started(self, job_id: str) -> OverbrainerError:
+        """The start ran past its bound (the record stays as it was)."""
+        return WorkFailed(f"compare {job_id} failed: the job did not start in time")
+
+    async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:
+        """Record the compare cancelled; the error Ctrl-C ends the command with."""
+        return await trio.to_thread.run_sync(cancelled, self.runs, self.setup, started.record)
+
+    async def fetch(self, machine: Machine, started: Started, status: JobStatus) -> str | None:
+        """Bring the artifacts the job wrote here (nothing here); a failure raises."""
+        if machine.here:
+            return None
+        followed = machine.followed(started.job)
+        present = tuple([name for name in ARTIFACTS if await followed.exists(name)])
+        if present:
+            await machine.fetch(started.job, started.job_dir, present)
+        return None
+
+    async def conclude(
+        self,
+        machine: Machine,
+        started: Started,
+        status: JobStatus,
+        summary: MetricsSummary,
+        problem: str | None,
+    ) -> None:
+        """Record how the job ended; WorkFailed with the spec's message when it failed."""
+        await trio.to_thread.run_sync(conclude, self.runs, self.setup, started.record, status)
+
+
+async def compare_on_machine(
+    settings: Settings,
+    runs: Runs,
+    setup: CompareSetup,
+    context: int,
+    bus: EventBus,
+    interrupt: Interrupt,
+) -> None:
+    """Start the compare job on the run's target's machine, follow it, record how it ended."""
+    record = await trio.to_thread.run_sync(compares_of(runs.dir_of(setup.run)).load, setup.compare)
+    target = settings.targets.get(record.target)
+    assert target is not None
+    job = CompareJob(settings, runs, setup, context, record.target)
+    opening = JobOpening(
+        target_name=record.target,
+        target=target,
+        needs=job.needs,
+        create=job.create,
+        local_root=runs.root,
+        bus=bus,
+        interrupt=interrupt,
+        interrupted=job.interrupted_before,
+    )
+    await run_job(job, kind_of(target), opening)

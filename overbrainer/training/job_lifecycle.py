@@ -1,0 +1,194 @@
+"""The one job lifecycle (issue 42): open a machine, start the job shielded and bounded,
+follow it beside the machine's guards raced against Ctrl-C, fetch, conclude, end the machine.
+
+Every job kind (train, compare, export) on every machine (local, ssh, a pod, a cluster) runs
+through `run_job`; `train attach|stop` reach a recorded job's machine and run `follow_to_end`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+import attrs
+import trio
+
+from overbrainer.events.bus import EventBus
+from overbrainer.events.interrupt import Interrupt
+from overbrainer.model.error_groups import unwrapped
+from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.job_status import Exited, JobStatus
+from overbrainer.targets import Claim, Ended, Ending, JobOpening, Limit, Machine, MachineKind
+from overbrainer.training.follow_job import (
+    CANCEL_BOUND,
+    FollowError,
+    MetricsTail,
+    follow,
+    guard_stop,
+)
+from overbrainer.training.job_kind import FollowedKind, Interruption, JobKind, Started
+from overbrainer.training.summary import MetricsSummary
+
+log = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
+
+
+async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) -> Result:
+    """Run one job on a machine of `kind`, from its record to how it ended.
+
+    `opening` names the target and carries the bus and interrupt; its `create`, `needs` and
+    `interrupted` are the job kind's. Ctrl-C before the job started ends the machine and
+    raises `job.interrupted_before()`; while following, `job.on_interrupt` decides.
+    """
+    created: list[str] = []
+
+    async def create(workdir: str, claim: Claim | None) -> str:
+        job_id = await job.create(workdir, claim)
+        created.append(job_id)
+        return job_id
+
+    opening = attrs.evolve(
+        opening, create=create, needs=job.needs, interrupted=job.interrupted_before
+    )
+    async with kind.open_machine(opening) as machine:
+        assert len(created) == 1, "a kind makes the job's record exactly once"
+        started: Started | None = None
+        try:
+            with trio.move_on_after(job.start_bound(machine), shield=True):
+                started = await job.start(machine, created[0])
+        except BaseException:
+            await machine.end(Ended(Ending.NOT_STARTED))
+            raise
+        if started is None:
+            error = await job.not_started(created[0])
+            await machine.end(Ended(Ending.NOT_STARTED))
+            raise error
+        return await follow_to_end(job, machine, started, opening.bus, opening.interrupt)
+
+
+async def follow_to_end(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    bus: EventBus,
+    interrupt: Interrupt,
+    *,
+    requested: bool = False,
+) -> Result:
+    """Follow a started job beside the machine's guards, raced against Ctrl-C; then fetch its
+    artifacts, conclude it and end the machine. `requested`: a snapshot request was just
+    written (the stop's limits run from now)."""
+    tail = MetricsTail(MetricsSummary())
+    limits: list[Limit] = []
+    try:
+        status = await interrupt.race(
+            lambda: _watch(job, machine, started, bus, tail, limits, requested=requested)
+        )
+    except FollowError:
+        # The job could not be reached for the whole budget: the machine decides what a lost
+        # job means (a pod: is it gone, did a limit delete it?).
+        if job.on_interrupt is Interruption.CANCEL:
+            await cancel_job(machine, started)
+        await machine.end(Ended(Ending.LOST))
+        raise
+    except BaseException:
+        # Cancelled from outside: a job that must not outlive its command is cancelled.
+        if job.on_interrupt is Interruption.CANCEL:
+            await cancel_job(machine, started)
+            await machine.end(Ended(Ending.INTERRUPTED))
+        raise
+    if status is None and not limits:
+        if job.on_interrupt is Interruption.DETACH:
+            await machine.detach()
+            raise await job.interrupted(machine, started)
+        await cancel_job(machine, started)
+        await machine.end(Ended(Ending.INTERRUPTED))
+        raise await job.interrupted(machine, started)
+    if status is None:
+        limit = limits[0]
+        await machine.end(Ended(limit.ending))
+        raise WorkFailed(limit.message)
+    return await _finish(job, machine, started, status, tail.summary)
+
+
+async def _finish(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    status: JobStatus,
+    summary: MetricsSummary,
+) -> Result:
+    """Fetch, conclude, then end the machine (whatever the conclusion raised)."""
+    ended = Ended(Ending.DONE, succeeded=status == Exited(0))
+    try:
+        problem = await job.fetch(machine, started, status)
+        ended = attrs.evolve(ended, retrieved=problem is None)
+        return await job.conclude(machine, started, status, summary, problem)
+    finally:
+        left = await machine.end(ended)
+        if left is not None:
+            log.warning("%s ended, but not its machine: %s", started.subject, left)
+
+
+async def watch_and_conclude(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    bus: EventBus,
+    *,
+    requested: bool = False,
+) -> Result:
+    """Follow a job to its end, fetch and conclude it, leaving Ctrl-C and the machine's end to
+    the caller: the pod paths' follow until they run on `run_job`."""
+    tail = MetricsTail(MetricsSummary())
+    status = await _watch(job, machine, started, bus, tail, [], requested=requested)
+    assert status is not None, "a machine without guards trips none"
+    problem = await job.fetch(machine, started, status)
+    return await job.conclude(machine, started, status, tail.summary, problem)
+
+
+async def _watch(
+    job: FollowedKind[Result],
+    machine: Machine,
+    started: Started,
+    bus: EventBus,
+    tail: MetricsTail,
+    limits: list[Limit],
+    *,
+    requested: bool,
+) -> JobStatus | None:
+    """The follow beside the machine's guards (and a training job's stop guard); None when a
+    guard tripped."""
+    followed = machine.followed(started.job)
+    sampler = machine.sampler(started.job) if job.sampled else None
+    status: JobStatus | None = None
+    async with unwrapped(), trio.open_nursery() as nursery:
+
+        def tripped(limit: Limit) -> None:
+            limits.append(limit)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(machine.guard, tripped)
+        if started.record.snapshots:
+            nursery.start_soon(lambda: guard_stop(followed, times=job.times, requested=requested))
+        status = await follow(
+            followed,
+            bus,
+            tail,
+            run_id=started.record.id,
+            times=job.times,
+            sampler=sampler,
+            kind=job.type,
+        )
+        nursery.cancel_scope.cancel()
+    return status
+
+
+async def cancel_job(machine: Machine, started: Started) -> None:
+    """Cancel the job (bounded, shielded); a failure is a warning."""
+    with trio.move_on_after(CANCEL_BOUND, shield=True):
+        try:
+            await machine.followed(started.job).cancel()
+        except (OSError, OverbrainerError) as error:
+            log.warning("cannot cancel %s: %s", started.subject, error)

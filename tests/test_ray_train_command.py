@@ -1,0 +1,63 @@
+"""`overbrainer train` on a `kind = "ray"` target, for real: the command's one lifecycle opens the
+Ray machine, the stand-in trainer runs as the job's Axolotl on a real two-node cluster, the run
+succeeds with its results fetched from the storage, and `runs ls` lists it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.ray_support import TOKEN_ENV, RayCluster, shared_cluster
+from tests.train_helpers import make_project, only_run, overbrainer, standin_env
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
+
+
+def ray_table(cluster: RayCluster, storage: Path, bin_dir: Path) -> str:
+    """The project's `[targets.cluster]`: the stand-in first on the job's PATH on the nodes."""
+    return f"""
+[targets.cluster]
+kind = "ray"
+address = "{cluster.dashboard_url}"
+storage = "{storage}"
+token_env = "{TOKEN_ENV}"
+num_workers = 2
+resources_per_worker = {{ CPU = 1 }}
+request_secs = 10
+[targets.cluster.runtime_env]
+env_vars = {{ PATH = "{bin_dir}:${{PATH}}", STANDIN_STEPS = "8", STANDIN_PACE = "0.05" }}
+"""
+
+
+def test_train_on_a_ray_target_runs_the_job_on_the_cluster(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    cluster = shared_cluster(pytestconfig)
+    assert cluster.token is not None
+    project = make_project(tmp_path / "p")
+    bin_dir = tmp_path / "bin"
+    env = standin_env(bin_dir)
+    env[TOKEN_ENV] = cluster.token
+    config = project / "overbrainer.toml"
+    text = config.read_text(encoding="utf-8").replace('target = "local"', 'target = "cluster"')
+    config.write_text(text + ray_table(cluster, tmp_path / "storage", bin_dir), encoding="utf-8")
+
+    done = overbrainer(project, env, "train", timeout=300)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    run_id = only_run(project)
+    assert done.stdout.startswith(f"train: run {run_id} succeeded"), done.stdout
+    run = json.loads((project / "runs" / run_id / "run.json").read_text())
+    assert run["job"]["dir"] == f"{tmp_path / 'storage'}/{run_id}"
+    assert run["job"]["ref"].startswith(f"overbrainer-{run_id}-")
+    assert run["job"].get("pid") is None  # the job is the cluster's, not a process of ours
+    fetched = project / "runs" / run_id
+    assert (fetched / "output" / "adapter_model.safetensors").read_bytes() == b"adapter at step 8"
+    assert "standin: training 8 steps" in (fetched / "job.log").read_text()
+    listed = overbrainer(project, env, "runs", "ls")
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [line for line in listed.stdout.splitlines() if line.startswith(run_id)]
+    assert line.split()[1:3] == ["succeeded", "cluster"], line
