@@ -1,17 +1,28 @@
 """`overbrainer train` on a `kind = "ray"` target, for real: the command's one lifecycle opens the
 Ray machine, the stand-in trainer runs as the job's Axolotl on a real two-node cluster, the run
-succeeds with its results fetched from the storage, and `runs ls` lists it.
+succeeds with its results fetched from the storage, and `runs ls` lists it; Ctrl-C detaches
+and `train attach` follows the cluster's job again.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from tests.ray_support import TOKEN_ENV, RayCluster, shared_cluster
-from tests.train_helpers import make_project, only_run, overbrainer, standin_env
+from tests.train_helpers import (
+    hold_at,
+    make_project,
+    only_run,
+    overbrainer,
+    release,
+    standin_env,
+    start,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
 
@@ -61,3 +72,44 @@ def test_train_on_a_ray_target_runs_the_job_on_the_cluster(
     assert listed.returncode == 0, listed.stderr
     (line,) = [line for line in listed.stdout.splitlines() if line.startswith(run_id)]
     assert line.split()[1:3] == ["succeeded", "cluster"], line
+
+
+def test_ctrl_c_detaches_and_attach_follows_the_cluster_job_to_its_end(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    cluster = shared_cluster(pytestconfig)
+    assert cluster.token is not None
+    project = make_project(tmp_path / "p")
+    bin_dir = tmp_path / "bin"
+    storage = tmp_path / "storage"
+    env = standin_env(bin_dir)
+    env[TOKEN_ENV] = cluster.token
+    held = hold_at(tmp_path, 2)["STANDIN_HOLD"]
+    table = ray_table(cluster, storage, bin_dir).replace(
+        'STANDIN_PACE = "0.05"', f'STANDIN_PACE = "0.05", STANDIN_HOLD = "{held}"'
+    )
+    config = project / "overbrainer.toml"
+    text = config.read_text(encoding="utf-8").replace('target = "local"', 'target = "cluster"')
+    config.write_text(text + table, encoding="utf-8")
+
+    err = tmp_path / "train.err"
+    train = start(project, env, err, "train")
+    try:
+        # The job holds at step 2 once it logged a step: its metrics are on the storage.
+        wait_for(lambda: any(p.stat().st_size for p in storage.glob("*/metrics.jsonl")), 180)
+        train.send_signal(signal.SIGINT)
+        train.communicate(timeout=60)
+    finally:
+        train.kill()
+    run_id = only_run(project)
+    assert train.returncode == 130, err.read_text()[-3000:]
+    assert err.read_text().splitlines()[-1] == (
+        f"interrupted: run {run_id} keeps running on target `cluster`; "
+        f"follow it again with `overbrainer train attach {run_id}`"
+    )
+
+    release(tmp_path)
+    attached = overbrainer(project, env, "train", "attach", run_id, timeout=300)
+    assert attached.returncode == 0, attached.stderr[-3000:]
+    assert attached.stdout.startswith(f"train: run {run_id} succeeded"), attached.stdout
+    assert (project / "runs" / run_id / "output" / "adapter_model.safetensors").exists()
