@@ -74,9 +74,9 @@ def test_train_on_a_ray_target_runs_the_job_on_the_cluster(
     assert line.split()[1:3] == ["succeeded", "cluster"], line
 
 
-def test_ctrl_c_detaches_and_attach_follows_the_cluster_job_to_its_end(
-    tmp_path: Path, pytestconfig: pytest.Config
-) -> None:
+def detached(tmp_path: Path, pytestconfig: pytest.Config) -> tuple[Path, dict[str, str], str]:
+    """A project whose `train` on the cluster was Ctrl-C'd while its job holds at step 2: the
+    project, its environment, the run's ID."""
     cluster = shared_cluster(pytestconfig)
     assert cluster.token is not None
     project = make_project(tmp_path / "p")
@@ -107,9 +107,39 @@ def test_ctrl_c_detaches_and_attach_follows_the_cluster_job_to_its_end(
         f"interrupted: run {run_id} keeps running on target `cluster`; "
         f"follow it again with `overbrainer train attach {run_id}`"
     )
+    return project, env, run_id
 
+
+def test_ctrl_c_detaches_and_attach_follows_the_cluster_job_to_its_end(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    project, env, run_id = detached(tmp_path, pytestconfig)
     release(tmp_path)
     attached = overbrainer(project, env, "train", "attach", run_id, timeout=300)
     assert attached.returncode == 0, attached.stderr[-3000:]
     assert attached.stdout.startswith(f"train: run {run_id} succeeded"), attached.stdout
     assert (project / "runs" / run_id / "output" / "adapter_model.safetensors").exists()
+
+
+def test_stop_resume_and_cancel_of_a_detached_run_reach_the_cluster_job(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    project, env, run_id = detached(tmp_path / "stop", pytestconfig)
+    # `train stop`: the request is written in R on the storage; the held plugin saves a snapshot.
+    stopped = overbrainer(project, env, "train", "stop", run_id, timeout=300)
+    assert stopped.returncode == 0, stopped.stderr[-3000:]
+    assert f"train: run {run_id} stopped at step 2 (requested)" in stopped.stdout, stopped.stdout
+    assert (project / "runs" / run_id / "output" / "checkpoint-2").is_dir()
+    # `train --resume-from`: a new run on the cluster, the checkpoint staged with its inputs.
+    resumed = overbrainer(project, env, "train", "--resume-from", run_id, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (new_id,) = [line.split()[2] for line in resumed.stdout.splitlines() if " succeeded" in line]
+    assert new_id != run_id
+    assert (project / "runs" / new_id / "output" / "resumed_from.txt").exists()
+
+    project, env, run_id = detached(tmp_path / "cancel", pytestconfig)
+    # `train cancel`: the job is stopped through the Jobs API.
+    cancelled = overbrainer(project, env, "train", "cancel", run_id, timeout=300)
+    assert cancelled.returncode == 0, cancelled.stderr[-3000:]
+    record = json.loads((project / "runs" / run_id / "run.json").read_text())
+    assert record["state"] == "cancelled", record
