@@ -19,7 +19,7 @@ import trio
 from overbrainer.config import load_settings
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.report import report_lines
-from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
@@ -29,8 +29,9 @@ from overbrainer.project.directory import Project
 from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.host_machine import HostMachine, HostRuntime
+from overbrainer.targets.kind import JobChecks, refuse_keep
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 from overbrainer.training.follow_job import FollowTimes
 from overbrainer.training.run_store import Runs, RunState
 from overbrainer.training.session import Session
@@ -89,18 +90,29 @@ class ExampleKind:
     executors: list[ExampleExecutor] = attrs.field(factory=list)
     name: str = ExampleTarget.kind
     settings: SettingsKind = EXAMPLE_SETTINGS
-    on_this_machine: bool = True
     makes_pod: bool = False
 
     def runtime(self, target: TargetSettings) -> Runtime:
         return Runtime.NATIVE
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        return None
-
-    def check(self, name: str, target: TargetSettings) -> None:
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        refuse_keep(needs)
         if not isinstance(target, ExampleTarget):
             raise ConfigError(f"targets.{name} is not an example target")
+
+    def checks(self, target: TargetSettings) -> JobChecks:
+        return JobChecks(axolotl=True, here=True)
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        return None
+
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        return None
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        return None
 
     @contextlib.asynccontextmanager
     async def open(

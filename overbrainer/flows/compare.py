@@ -33,7 +33,7 @@ from overbrainer.pipeline.spend import SpendCap, SpendCapReached, UnknownPrices
 from overbrainer.pipeline.stage_run import summary_line
 from overbrainer.project.templates import parse_template, template_source
 from overbrainer.storage import HistoryStatus
-from overbrainer.targets import NO_KEY, RunpodKeyError, kind_of, resolve_pin
+from overbrainer.targets import JobNeeds, kind_of, resolve_pin
 from overbrainer.training import (
     Runs,
     Session,
@@ -164,13 +164,7 @@ def check_target(settings: Settings, run_id: str, target_name: str, keep_pod: bo
     target = settings.targets.get(target_name)
     if target is None:
         raise UsageError(f"target `{target_name}` of run {run_id} is no longer in overbrainer.toml")
-    kind = kind_of(target)
-    if keep_pod and not kind.makes_pod:
-        raise UsageError("--keep-pod only applies to a runpod target")
-    key = settings.runpod.api_key
-    if kind.makes_pod and (key is None or not key.text.strip()):
-        raise RunpodKeyError(NO_KEY)
-    kind.check(target_name, target)
+    kind_of(target).check(target_name, target, JobNeeds(keep=keep_pod), settings)
 
 
 async def compare_flow(

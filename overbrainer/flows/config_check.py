@@ -22,7 +22,6 @@ from overbrainer.targets import LocalExecutor, as_builtin, kind_of
 from overbrainer.training import (
     CannotTrain,
     cannot_train,
-    checks_axolotl,
     expand_venv,
     find_axolotl,
 )
@@ -37,7 +36,8 @@ async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None
     found: dict[str, str | None] = {}
     executor = LocalExecutor(runs)
     for name, target in settings.targets.items():
-        if kind_of(target).on_this_machine and checks_axolotl(target):
+        checks = kind_of(target).checks(target)
+        if checks.axolotl and checks.here:
             try:
                 found[name] = await find_axolotl(name, as_builtin(target), executor)
             except CannotTrain:

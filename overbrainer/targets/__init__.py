@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         export_sizing,
         gguf_floor,
         gguf_vram_floor,
+        pod_words,
         price_pod,
         quote_pod,
     )
@@ -286,6 +287,7 @@ __all__ = [
     "pod_record_of",
     "pod_record_path",
     "pod_settings",
+    "pod_words",
     "price_order",
     "price_pod",
     "provision",
@@ -319,6 +321,7 @@ __getattr__ = lazy_face(
         "gguf_floor": "runpod.job_sizing",
         "gguf_vram_floor": "runpod.job_sizing",
         "price_pod": "runpod.job_sizing",
+        "pod_words": "runpod.job_sizing",
         "quote_pod": "runpod.job_sizing",
         "disk_warning": "runpod.job_sizing",
         "export_sizing": "runpod.job_sizing",

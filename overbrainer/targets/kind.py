@@ -12,12 +12,34 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
-from overbrainer.config.settings import Engine, Runtime
+import attrs
+
+from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.executor import Executor
-from overbrainer.targets.machine import MachineKind
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.machine import JobNeeds, MachineKind
+
+KEEP_REFUSED = "--keep-pod only applies to a runpod target"
+
+
+def refuse_keep(needs: JobNeeds) -> None:
+    """Refuse `--keep-pod` (UsageError, exit 2) on a kind that makes no machine to keep."""
+    if needs.keep:
+        raise UsageError(KEEP_REFUSED)
+
+
+@attrs.frozen
+class JobChecks:
+    """What to check of a target before a job starts on it, and where."""
+
+    axolotl: bool = False
+    """The job runs the machine's own `axolotl` (natively): look for it, and a GPU, first."""
+    here: bool = False
+    """The machine is this one: its `axolotl` can be looked for without connecting."""
+    engine: str | None = None
+    """The container engine the job needs on this machine's PATH (a container run here)."""
 
 
 class TargetKind(MachineKind, Protocol):
@@ -36,11 +58,6 @@ class TargetKind(MachineKind, Protocol):
         ...
 
     @property
-    def on_this_machine(self) -> bool:
-        """Whether its jobs run here, in the project's own run directory."""
-        ...
-
-    @property
     def makes_pod(self) -> bool:
         """Whether a machine is made for each job (then the job's own code provisions it and
         `open` is not used: the pod's set-up needs the job's record)."""
@@ -50,12 +67,31 @@ class TargetKind(MachineKind, Protocol):
         """Where the job's runtime lives: natively (a venv) or in a container."""
         ...
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        """The container engine its container runtime uses (None: the default, docker)."""
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        """Refuse (exit 2) settings that cannot work, before anything connects: what `needs`
+        asks that the kind cannot give (`--keep-pod` of a machine it does not make), and with
+        `settings`, a missing account (the Runpod key; None: checked when the machine opens)."""
         ...
 
-    def check(self, name: str, target: TargetSettings) -> None:
-        """Refuse (ConfigError) settings that cannot work, before anything connects."""
+    def checks(self, target: TargetSettings) -> JobChecks:
+        """What to check before a job on `target`: its `axolotl`, this machine's engine."""
+        ...
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        """The job a record left `preparing` did start, as found from here (its `job.pid` in
+        `job_dir`); None: it did not, or only its machine could say."""
+        ...
+
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        """Whether a recorded job is running now, found from here without connecting; None:
+        only its record can say."""
+        ...
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        """The confirmation's line on what a job serving `model` costs to start (a new pod's
+        price), before anything paid starts; None: nothing to say."""
         ...
 
     def open(

@@ -9,15 +9,17 @@ from typing import ClassVar
 
 import attrs
 
-from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.settings import Engine, Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.executor import Executor
+from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.host_jobs import host_checks, left_local_job, local_alive
 from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.host_settings import host_problems, runtime_problems, runtime_summary
+from overbrainer.targets.kind import JobChecks, refuse_keep
 from overbrainer.targets.local_executor import LocalExecutor
-from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 
 
 @attrs.frozen
@@ -61,19 +63,33 @@ class LocalKind:
 
     name: str = LocalTarget.kind
     settings: SettingsKind = LOCAL_SETTINGS
-    on_this_machine: bool = True
     makes_pod: bool = False
 
     def runtime(self, target: TargetSettings) -> Runtime:
         """The configured runtime (native or a container)."""
         return _local(target).runtime
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        """The configured engine (None: docker)."""
-        return _local(target).engine
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        """Refuse `--keep-pod`; nothing else: the settings reader checked the fields."""
+        refuse_keep(needs)
 
-    def check(self, name: str, target: TargetSettings) -> None:
-        """Nothing to refuse: the settings reader checked the fields."""
+    def checks(self, target: TargetSettings) -> JobChecks:
+        """A native job's `axolotl` here; a container job's engine on this PATH."""
+        return host_checks(_local(target), here=True)
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        """The job its `job.pid` names, when it started."""
+        return left_local_job(_local(target), job_dir, run_id)
+
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        """Whether its process group still runs here."""
+        return local_alive(job_dir, job)
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        """Nothing to pay for."""
+        return None
 
     @contextlib.asynccontextmanager
     async def open(

@@ -19,15 +19,18 @@ from overbrainer.config.settings import (
     RECONNECT_SECS,
     Engine,
     Runtime,
+    Settings,
     SshClient,
 )
 from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
-from overbrainer.targets.executor import Executor
+from overbrainer.targets.executor import Executor, JobRef
+from overbrainer.targets.host_jobs import host_checks
 from overbrainer.targets.host_machine import HostMachine, host_runtime
 from overbrainer.targets.host_settings import host_problems, runtime_problems, runtime_summary
-from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.kind import JobChecks, refuse_keep
+from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 from overbrainer.targets.ssh_open import chosen_client, open_ssh
 from overbrainer.targets.ssh_session import SshExecutor
 
@@ -91,25 +94,39 @@ class SshKind:
 
     name: str = SshTarget.kind
     settings: SettingsKind = SSH_SETTINGS
-    on_this_machine: bool = False
     makes_pod: bool = False
 
     def runtime(self, target: TargetSettings) -> Runtime:
         """The configured runtime (native or a container)."""
         return _ssh(target).runtime
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        """The configured engine (None: docker)."""
-        return _ssh(target).engine
-
-    def check(self, name: str, target: TargetSettings) -> None:
-        """Refuse a wrong OVERBRAINER_SSH_CLIENT and a missing `host` (exit 2)."""
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        """Refuse `--keep-pod`, a wrong OVERBRAINER_SSH_CLIENT and a missing `host` (exit 2)."""
+        refuse_keep(needs)
         ssh = _ssh(target)
         chosen_client(ssh.ssh_client, os.environ.get(SSH_CLIENT_ENV))
         if not ssh.host:
             raise ConfigError(
                 f"targets.{name}.host is not set: set OVERBRAINER_TARGETS__{name.upper()}__HOST"
             )
+
+    def checks(self, target: TargetSettings) -> JobChecks:
+        """A native job's `axolotl` there, once connected; nothing here."""
+        return host_checks(_ssh(target), here=False)
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        """None: its `job.pid` is on the other machine."""
+        return None
+
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        """None: no connection is made for the check, its record says."""
+        return None
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        """Nothing to pay for."""
+        return None
 
     @contextlib.asynccontextmanager
     async def open(

@@ -2,54 +2,40 @@
 
 from __future__ import annotations
 
-import logging
-
+from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.model.job_status import Running
-from overbrainer.targets import JobError, LocalJob, job_status
-from overbrainer.training.run_store import RunRecord, Runs, RunState
-
-log = logging.getLogger(__name__)
+from overbrainer.targets import JobRef, kind_of
+from overbrainer.training.run_store import RunRecord, Runs, RunState, job_ref
 
 
 class RunStillTraining(UsageError):
     """A new run would share its target with a run whose job still trains (exit 2)."""
 
 
-def _job_pid(runs: Runs, record: RunRecord) -> int | None:
-    """The recorded job's process group, or the `job.pid` of a run left `preparing`."""
-    if record.job is not None:
-        return record.job.pid
-    if record.state is not RunState.PREPARING:
-        return None
-    try:
-        return int((runs.dir_of(record.id) / "job.pid").read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(runs: Runs, record: RunRecord, local: bool) -> bool:
-    """Whether the run's job is running now: on this machine as its status check says; on a
-    remote target as its record says (no connection is made for the check)."""
+def _alive(runs: Runs, record: RunRecord, target: TargetSettings | None) -> bool:
+    """Whether the run's job is running now: as its kind finds it from here (a process group
+    here), else as its record says (no connection is made for the check)."""
     if record.state.ended:
         return False
-    if not local:
+    job_dir = runs.dir_of(record.id)
+    if record.job is not None:
+        job: JobRef | None = job_ref(record)
+    elif record.state is RunState.PREPARING and target is not None:
+        job = kind_of(target).left_job(target, job_dir, record.id)
+    else:
+        job = None
+    if job is None:
+        return False
+    alive = None if target is None else kind_of(target).alive(job_dir, job)
+    if alive is None:
         return record.state is RunState.RUNNING and record.job is not None
-    pid = _job_pid(runs, record)
-    if pid is None:
-        return False
-    try:
-        return isinstance(job_status(LocalJob(runs.dir_of(record.id), pid)), Running)
-    except (OSError, JobError) as error:
-        log.debug("cannot check the job of run %s: %s", record.id, error)
-        return False
+    return alive
 
 
-def live_runs(runs: Runs, target: str, local: bool = True) -> list[RunRecord]:
-    """The runs on target `target` whose job is still running, newest first (blocking).
-
-    `local`: whether the target is this machine."""
-    records = [r for r in runs.list() if r.target == target and _alive(runs, r, local)]
+def live_runs(runs: Runs, name: str, target: TargetSettings | None) -> list[RunRecord]:
+    """The runs on target `name` (`target`: its settings, None when gone) whose job is still
+    running, newest first (blocking)."""
+    records = [r for r in runs.list() if r.target == name and _alive(runs, r, target)]
     return records[::-1]
 
 
@@ -65,8 +51,9 @@ def still_training(live: list[RunRecord], target: str) -> RunStillTraining:
     )
 
 
-def refuse_if_training(runs: Runs, target: str, local: bool = True) -> None:
-    """Raise RunStillTraining when a run of this project still trains on `target` (blocking)."""
-    live = live_runs(runs, target, local)
+def refuse_if_training(runs: Runs, name: str, target: TargetSettings) -> None:
+    """Raise RunStillTraining when a run of this project still trains on target `name`
+    (blocking)."""
+    live = live_runs(runs, name, target)
     if live:
-        raise still_training(live, target)
+        raise still_training(live, name)

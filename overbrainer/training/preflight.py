@@ -8,8 +8,7 @@ import shutil
 
 import trio
 
-from overbrainer.config.settings import Engine as ConfigEngine
-from overbrainer.config.settings import Runtime, Settings, Training
+from overbrainer.config.settings import Settings, Training
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import WorkFailed
@@ -30,11 +29,8 @@ RUN_NO_TRAIN_HINT = "; `overbrainer run --no-train` makes the dataset without tr
 def warn_missing_engine(name: str, target: TargetSettings) -> None:
     """Say early when a container job here has no engine on PATH (it would fail with exit code
     127)."""
-    kind = kind_of(target)
-    if not kind.on_this_machine or kind.runtime(target) is not Runtime.DOCKER:
-        return
-    engine = (kind.engine(target) or ConfigEngine.DOCKER).value
-    if shutil.which(engine) is None:
+    engine = kind_of(target).checks(target).engine
+    if engine is not None and shutil.which(engine) is None:
         log.warning("%s is not on PATH: the job of target `%s` will fail", engine, name)
 
 
@@ -87,8 +83,7 @@ async def warn_if_a_run_still_trains(settings: Settings, project: Project) -> No
         return
     name = settings.training.target
     target = settings.targets.get(name)
-    local = target is not None and kind_of(target).on_this_machine
-    live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name, local)
+    live = await trio.to_thread.run_sync(live_runs, Runs(project.runs), name, target)
     if live:
         log.warning(
             "%s; `run` trains after split only if it has ended by then",

@@ -8,7 +8,6 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from overbrainer.config.settings import Engine, Runtime
 from overbrainer.model.errors import UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
@@ -21,7 +20,6 @@ from overbrainer.targets import (
     Machine,
     Target,
     TargetUnreachable,
-    container_name,
     kind_of,
     pod_beside,
 )
@@ -67,20 +65,12 @@ def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
     if record.job is not None or record.state is not RunState.PREPARING:
         return record
     target = run_target(session.settings, record.target)
-    kind = kind_of(target)
-    if not kind.on_this_machine:
-        return record  # its job.pid is on the other machine; the record stays as it is
     run_dir = session.runs.dir_of(record.id)
-    try:
-        pid = int((run_dir / "job.pid").read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return record
-    if pid <= 1:
-        return record
-    container = None
-    if kind.runtime(target) is Runtime.DOCKER:
-        engine = kind.engine(target) or Engine.DOCKER
-        container = Container(engine.value, container_name(record.id))
+    job = kind_of(target).left_job(target, run_dir, record.id)
+    if job is None or job.pid is None:
+        return record  # no job started, or its job.pid is on the other machine
+    pid, box = job.pid, job.container
+    container = None if box is None else Container(box[0].value, box[1])
     log.warning(
         "train: run %s was left preparing, but its job had started (process group %d): "
         "recording it as running",

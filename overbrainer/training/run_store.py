@@ -49,7 +49,7 @@ import attrs
 
 from overbrainer.model.utc import parse_rfc3339, rfc3339, utc
 from overbrainer.storage import write_atomic
-from overbrainer.targets import CLAIM_FILE, claim_dir
+from overbrainer.targets import CLAIM_FILE, Engine, JobRef, claim_dir
 from overbrainer.training.run_record import (
     ENDED,
     RECORD_FILE,
@@ -296,3 +296,11 @@ def _release(path: Path) -> None:
         path.rmdir()
     except OSError as error:
         log.debug("keeping %s: %s", path, error.strerror)
+
+
+def job_ref(record: RunRecord) -> JobRef:
+    """The recorded job of a run, as its machine finds it."""
+    assert record.job is not None
+    container = record.job.container
+    box = None if container is None else (Engine(container.engine), container.name)
+    return JobRef(record.job.dir, record.job.pid, box, record.job.ref)

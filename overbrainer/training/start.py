@@ -101,8 +101,7 @@ async def plan_start(
     target = run_target(session.settings, name, keep_pod=keep_pod)
     runs = session.runs
     if not force:
-        local = kind_of(target).on_this_machine
-        await trio.to_thread.run_sync(refuse_if_training, runs, name, local)
+        await trio.to_thread.run_sync(refuse_if_training, runs, name, target)
     resume = (
         await trio.to_thread.run_sync(prepare.resume_source, runs, resume_from, training)
         if resume_from

@@ -5,7 +5,7 @@ from __future__ import annotations
 from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.targets import Target, as_builtin, kind_of
+from overbrainer.targets import JobNeeds, Target, as_builtin, kind_of
 
 HostTarget = TargetSettings
 """A target overbrainer reaches as it is (its kind makes no pod)."""
@@ -17,8 +17,5 @@ def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> Trai
     target = settings.targets.get(name)
     if target is None:
         raise UsageError(f"unknown target `{name}`")
-    kind = kind_of(target)
-    if keep_pod and not kind.makes_pod:
-        raise UsageError("--keep-pod only applies to a runpod target")
-    kind.check(name, target)
+    kind_of(target).check(name, target, JobNeeds(keep=keep_pod))
     return as_builtin(target)

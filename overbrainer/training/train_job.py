@@ -23,13 +23,11 @@ from overbrainer.targets import (
     QUANTIZE_ENV,
     SCRIPT_FILE,
     Claim,
-    Engine,
     Executor,
     HostMachine,
     HostRuntime,
     JobNeeds,
     JobOpening,
-    JobRef,
     JobSpec,
     Machine,
     RecordedJob,
@@ -54,6 +52,7 @@ from overbrainer.training.run_store import (
     claim_dir,
     new_owner,
 )
+from overbrainer.training.run_store import job_ref as job_ref
 from overbrainer.training.runtime import SECRET_NAMES
 from overbrainer.training.session import Session, detached, not_started
 from overbrainer.training.start import (
@@ -65,14 +64,6 @@ from overbrainer.training.start import (
 from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
-
-
-def job_ref(record: RunRecord) -> JobRef:
-    """The recorded job of a run, as its machine finds it."""
-    assert record.job is not None
-    container = record.job.container
-    box = None if container is None else (Engine(container.engine), container.name)
-    return JobRef(record.job.dir, record.job.pid, box, record.job.ref)
 
 
 def started_run(runs: Runs, record: RunRecord) -> Started:

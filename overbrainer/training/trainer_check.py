@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from overbrainer.config.settings import Adapter, Runtime, Training
+from overbrainer.config.settings import Adapter, Training
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
 from overbrainer.targets import Executor, Target, kind_of, quote
@@ -36,12 +36,9 @@ class CannotTrain(UsageError):
 
 
 def checks_axolotl(target: TargetSettings | None) -> bool:
-    """Whether `target` is one whose `axolotl` is checked: a native one that makes no pod (a
-    pod's image holds Axolotl)."""
-    if target is None:
-        return False
-    kind = kind_of(target)
-    return not kind.makes_pod and kind.runtime(target) is Runtime.NATIVE
+    """Whether `target` is one whose `axolotl` is checked, as its kind says: a native host's
+    (a container's or a pod's image holds Axolotl)."""
+    return target is not None and kind_of(target).checks(target).axolotl
 
 
 def axolotl_script(venv: str | None) -> str:

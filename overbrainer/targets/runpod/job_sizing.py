@@ -9,6 +9,7 @@ from pathlib import Path
 
 import trio
 
+from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
@@ -74,6 +75,28 @@ async def price_pod(api: RunpodApi, target: TargetSettings, floor: int | None) -
         catalog = None
     listed = None if pod.gpu_types.auto else pod.gpu_types.items
     return pod_price(catalog, _limits(pod, floor), listed)
+
+
+def pod_words(price: PodPrice) -> str:
+    """The confirmation's pod line (§D): the cheapest type's price, the cap, or neither."""
+    if price.per_hour is not None and price.gpu is not None:
+        return (
+            f"a new Runpod pod, at about ${price.per_hour:.2f}/h "
+            f"({price.gpu}, the cheapest GPU type in stock)"
+        )
+    if price.per_hour is not None:
+        return f"a new Runpod pod, at most ${price.per_hour:.2f}/h"
+    return "a new Runpod pod, at the price picked when it starts"
+
+
+async def quote_line(settings: Settings, target: TargetSettings, gguf: Path) -> str | None:
+    """The confirmation's line on the new pod a compare of `gguf` makes; None without a key
+    (the compare's own check refuses it)."""
+    secret = settings.runpod.api_key
+    if secret is None:
+        return None
+    key = await resolve_secret(secret, "runpod.api_key")
+    return pod_words(await quote_pod(settings, target, key, gguf))
 
 
 async def quote_pod(settings: Settings, target: TargetSettings, key: str, gguf: Path) -> PodPrice:

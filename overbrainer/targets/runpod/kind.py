@@ -11,12 +11,15 @@ from pathlib import Path
 import attrs
 
 from overbrainer.config.env import SSH_CLIENT_ENV
-from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.executor import Executor, JobError
-from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+from overbrainer.targets.executor import Executor, JobError, JobRef
+from overbrainer.targets.kind import JobChecks
+from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
+from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.job_sizing import quote_line
 from overbrainer.targets.runpod.machine import open_pod_machine
 from overbrainer.targets.runpod.pod_record import PodRecordError, load_pod_record
 from overbrainer.targets.runpod.reach import PodGone, pod_record_of, reach_pod_machine
@@ -30,21 +33,39 @@ class RunpodKind:
 
     name: str = RunpodTarget.kind
     settings: SettingsKind = RUNPOD_SETTINGS
-    on_this_machine: bool = False
     makes_pod: bool = True
 
     def runtime(self, target: TargetSettings) -> Runtime:
         """Native: the image's venv on the pod."""
         return Runtime.NATIVE
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        """None: a pod runs no container of its own."""
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        """Refuse, before any pod exists (exit 2): with `settings`, a missing API key; a wrong
+        OVERBRAINER_SSH_CLIENT. A kept pod is its to keep."""
+        if settings is not None:
+            key = settings.runpod.api_key
+            if key is None or not key.text.strip():
+                raise RunpodKeyError(NO_KEY)
+        chosen_client(pod_settings(target).ssh_client, os.environ.get(SSH_CLIENT_ENV))
+
+    def checks(self, target: TargetSettings) -> JobChecks:
+        """Nothing: the pod's image holds Axolotl, and it runs no container here."""
+        return JobChecks()
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        """None: its `job.pid` is on the pod."""
         return None
 
-    def check(self, name: str, target: TargetSettings) -> None:
-        """Refuse a wrong OVERBRAINER_SSH_CLIENT before any pod exists (exit 2); the API key
-        is the pod code's to check."""
-        chosen_client(pod_settings(target).ssh_client, os.environ.get(SSH_CLIENT_ENV))
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        """None: no pod is reached for the check, its record says."""
+        return None
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        """The new pod's price for a job serving `model` (the catalog's cheapest fitting
+        type, the cap, or neither); None without an API key."""
+        return await quote_line(settings, target, model)
 
     def open(
         self,

@@ -10,11 +10,11 @@ import trio
 
 from overbrainer.compare.plan import ComparePlan, plan_compare
 from overbrainer.config import load_settings
-from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.flows.compare import check_target
 from overbrainer.project.directory import Project
-from overbrainer.targets import PodPrice, kind_of, quote_pod
+from overbrainer.targets import kind_of
+from overbrainer.targets import pod_words as pod_words
 from overbrainer.training import Runs
 
 JUDGE_ONCE = "the judge is called once per question"
@@ -29,27 +29,16 @@ class PreparedCompare:
     lines: tuple[str, ...]
 
 
-def pod_words(price: PodPrice) -> str:
-    """The confirmation's pod line (§D): the cheapest type's price, the cap, or neither."""
-    if price.per_hour is not None and price.gpu is not None:
-        return (
-            f"a new Runpod pod, at about ${price.per_hour:.2f}/h "
-            f"({price.gpu}, the cheapest GPU type in stock)"
-        )
-    if price.per_hour is not None:
-        return f"a new Runpod pod, at most ${price.per_hour:.2f}/h"
-    return "a new Runpod pod, at the price picked when it starts"
-
-
-def confirm_lines(plan: ComparePlan, settings: Settings, price: PodPrice | None) -> tuple[str, ...]:
-    """The confirmation's lines: run and GGUF, questions and target, the pod, the judge."""
+def confirm_lines(plan: ComparePlan, settings: Settings, quote: str | None) -> tuple[str, ...]:
+    """The confirmation's lines: run and GGUF, questions and target, the machine's price (a
+    new pod's), the judge."""
     run = plan.record
     lines = [
         f"run {run.id}, {plan.export.file}",
         f"{len(plan.questions)} questions of data/eval.jsonl, on target `{run.target}`",
     ]
-    if price is not None:
-        lines.append(pod_words(price))
+    if quote is not None:
+        lines.append(quote)
     lines.append(JUDGE_TWICE if settings.compare.judge_both_orders else JUDGE_ONCE)
     lines.append("y compares, n or Esc does not")
     return tuple(lines)
@@ -65,10 +54,9 @@ async def prepare_compare(project: Project, run_id: str | None) -> PreparedCompa
     run = plan.record
     check_target(settings, run.id, run.target, keep_pod=False)
     target = settings.targets.get(run.target)
-    price = None
-    secret = settings.runpod.api_key
-    if target is not None and kind_of(target).makes_pod and secret is not None:
-        key = await resolve_secret(secret, "runpod.api_key")
-        gguf = runs.dir_of(run.id) / plan.export.file
-        price = await quote_pod(settings, target, key, gguf)
-    return PreparedCompare(run.id, confirm_lines(plan, settings, price))
+    quote = None
+    if target is not None:
+        quote = await kind_of(target).quote(
+            settings, target, runs.dir_of(run.id) / plan.export.file
+        )
+    return PreparedCompare(run.id, confirm_lines(plan, settings, quote))

@@ -59,7 +59,7 @@ async def check_local(root: Path, answers: Answers) -> LocalCheck:
     except OverbrainerError as error:
         return LocalCheck(problem=error.message)
     if not checks_axolotl(target):  # a container: its image holds Axolotl
-        engine = (kind_of(target).engine(target) or Engine.DOCKER).value
+        engine = kind_of(target).checks(target).engine or Engine.DOCKER.value
         if shutil.which(engine) is None:
             return LocalCheck(problem=f"{engine} is not on PATH: the local container cannot run")
         return LocalCheck(found=f"{engine} found: the image holds Axolotl")
