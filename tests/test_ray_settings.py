@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from overbrainer.config.errors import ConfigError
 from overbrainer.config.load import load_settings
 from overbrainer.model import redact
+from overbrainer.model.errors import UsageError
 from overbrainer.targets import registry
+from overbrainer.targets.kind import JobChecks
+from overbrainer.targets.machine import JobNeeds
 from overbrainer.targets.ray.connect import request_headers
+from overbrainer.targets.ray.kind import RAY
 from overbrainer.targets.ray.settings import RayTarget, RuntimeEnvExtras, problems, summary
 from tests.config_support import BASE, write
 
@@ -110,3 +115,13 @@ def test_the_token_comes_from_the_environment_and_is_never_shown(
     said = redact.redact("sent tok-0123456789abcdef and proxy-secret-0123456789")
     assert "tok-0123456789abcdef" not in said
     assert "proxy-secret-0123456789" not in said
+
+
+def test_the_kind_refuses_keep_pod_and_a_bad_table_before_connecting() -> None:
+    good = RayTarget(address="http://h:8265", storage="/s")
+    with pytest.raises(UsageError, match="--keep-pod only applies to a runpod target"):
+        RAY.check("c", good, JobNeeds(keep=True))
+    with pytest.raises(ConfigError, match=r"^targets\.c\.address must be an http\(s\):// URL"):
+        RAY.check("c", attrs.evolve(good, address="h:8265"), JobNeeds())
+    RAY.check("c", good, JobNeeds())
+    assert RAY.checks(good) == JobChecks()

@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING
 import attrs
 
 from overbrainer.config.errors import ConfigError
-from overbrainer.config.settings import Engine, Runtime
+from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
-from overbrainer.targets.executor import Executor, JobError
+from overbrainer.targets.executor import Executor, JobError, JobRef
+from overbrainer.targets.kind import JobChecks, refuse_keep
 from overbrainer.targets.ray.settings import RAY_SETTINGS, RayTarget, narrow, problems
 
 if TYPE_CHECKING:
-    from overbrainer.targets.machine import JobOpening, Machine, RecordedJob
+    from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 
 
 def refuse_problems(name: str, target: RayTarget) -> None:
@@ -39,20 +40,35 @@ class RayKind:
 
     name: str = RayTarget.kind
     settings: SettingsKind = RAY_SETTINGS
-    on_this_machine: bool = False
     makes_pod: bool = False
 
     def runtime(self, target: TargetSettings) -> Runtime:
         """Native: the job runs in the cluster's own environment."""
         return Runtime.NATIVE
 
-    def engine(self, target: TargetSettings) -> Engine | None:
-        """None: no container of ours."""
+    def check(
+        self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
+    ) -> None:
+        """Refuse a table that cannot work and `--keep-pod`, before anything connects (exit 2)."""
+        refuse_keep(needs)
+        refuse_problems(name, narrow(target))
+
+    def checks(self, target: TargetSettings) -> JobChecks:
+        """Nothing to look for first: the cluster's environment is the cluster's (a job that
+        finds no `axolotl` there fails with Ray's words in its log)."""
+        return JobChecks()
+
+    def left_job(self, target: TargetSettings, job_dir: Path, run_id: str) -> JobRef | None:
+        """None: only the cluster knows whether a submission went through."""
         return None
 
-    def check(self, name: str, target: TargetSettings) -> None:
-        """Refuse a table that cannot work, before anything connects (exit 2)."""
-        refuse_problems(name, narrow(target))
+    def alive(self, job_dir: Path, job: JobRef) -> bool | None:
+        """None: only the cluster can say (its record says what was last seen)."""
+        return None
+
+    async def quote(self, settings: Settings, target: TargetSettings, model: Path) -> str | None:
+        """None: a cluster's price is not ours to know."""
+        return None
 
     def open(
         self,
