@@ -143,6 +143,19 @@ def test_write_failures_never_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert list((tmp_path / "dir").iterdir()) == []
 
 
+@pytest.mark.parametrize(("rank", "written"), [("1", False), ("0", True), ("", True)])
+def test_only_the_launchers_rank_0_writes_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rank: str, written: bool
+) -> None:
+    # Ray Train's CPU workers each say they are process zero; RANK tells them apart.
+    plugin = load_plugin(tmp_path, monkeypatch)
+    monkeypatch.setenv("RANK", rank)
+    path = tmp_path / "metrics.jsonl"
+    metrics = plugin.MetricsCallback(str(path))
+    metrics.on_log(None, state(1), control(), logs={"loss": 1.0})
+    assert path.exists() is written
+
+
 @pytest.mark.parametrize(("content", "reason"), [("disk\n", "disk"), ("bogus", "requested")])
 def test_snapshot_callback_stops_saves_and_proves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, reason: str

@@ -53,6 +53,13 @@ def _is_zero(state: Any) -> bool:
     return bool(getattr(state, "is_world_process_zero", True))
 
 
+def _writes_metrics(state: Any) -> bool:
+    """Whether this process writes the metrics: the world's rank 0 by its trainer's state and by
+    its launcher's `RANK` (each Ray Train worker on the CPU calls itself process zero, and
+    every step would be written once per worker)."""
+    return os.environ.get("RANK", "0").strip() in ("", "0") and _is_zero(state)
+
+
 def _int_or_none(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
@@ -70,7 +77,7 @@ class MetricsCallback(_CallbackBase):  # type: ignore[misc,unused-ignore]
         self._last_eval = 0.0
 
     def _write(self, state: Any, record: dict[str, Any]) -> None:
-        if not _is_zero(state):
+        if not _writes_metrics(state):
             return
         try:
             folder = os.path.dirname(self.path)
