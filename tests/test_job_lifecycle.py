@@ -134,8 +134,9 @@ class FakeMachine:
         self.ended.append(ended)
         return None
 
-    async def detach(self) -> None:
+    async def detach(self) -> OverbrainerError | None:
         self.calls.append("detach")
+        return None
 
 
 @attrs.define
@@ -168,6 +169,7 @@ class FakeJob:
     conclude_fails: bool = False
     type: JobType | None = None
     sampled: bool = False
+    end_fails: bool = False
     needs: JobNeeds = attrs.field(factory=JobNeeds)
     times: FollowTimes = attrs.field(factory=lambda: FollowTimes(poll=1.0, reconnect=30.0))
 
@@ -196,6 +198,9 @@ class FakeJob:
             state=RunState.RUNNING,
         )
         return Started(record, Path("/here"), job, f"job {job_id}")
+
+    async def fail(self, job_id: str, message: str) -> None:
+        self.calls.append(f"fail {message}")
 
     async def not_started(self, job_id: str) -> OverbrainerError:
         self.calls.append("not started")

@@ -6,7 +6,7 @@ import logging
 
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.export.after_training import after_training
-from overbrainer.flows.pods import stray_pod_warnings
+from overbrainer.flows.pod_needs import train_needs
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
@@ -31,7 +31,6 @@ from overbrainer.training import (
     request_stop,
     stop_on_pod,
     train_on_machine,
-    train_on_pod,
 )
 
 log = logging.getLogger(__name__)
@@ -75,13 +74,7 @@ async def train_run(
     plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    if kind_of(plan.target).makes_pod:
-        root = session.runs.root
-        outcome = await train_on_pod(
-            session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
-        )
-    else:
-        outcome = await train_on_machine(session, plan)
+    outcome = await train_on_machine(session, plan, await train_needs(session, plan, keep_pod))
     report(sink, ending(session.runs, outcome))
     await export_after(session, sink, outcome.record)
     return outcome.record

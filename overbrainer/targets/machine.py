@@ -257,9 +257,11 @@ class Machine(Protocol):
         None when all is well."""
         ...
 
-    async def detach(self) -> None:
+    async def detach(self) -> OverbrainerError | None:
         """The user stops following: leave the job and its machine running, close only the
-        connection (a pod's watchdog stays armed)."""
+        connection (a pod's watchdog stays armed). The error the command ends with when the
+        machine has its own words (a pod: its price, how its watchdog ends it); None: the
+        job kind's."""
         ...
 
 

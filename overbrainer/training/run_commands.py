@@ -257,9 +257,7 @@ async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) ->
             return ended  # the job had ended already, or a follower ends the pod
         problem = await reached.end(Ended(Ending.DONE, retrieved=retrieved))
         if problem is not None:
-            return RunEnding(
-                ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")
-            )
+            return RunEnding(ended.lines, WorkFailed(f"run {record.id} ended, but {problem}"))
         return ended
 
 
