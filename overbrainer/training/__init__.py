@@ -49,11 +49,9 @@ if TYPE_CHECKING:
     )
     from overbrainer.training.runtime import (
         JobPlan,
-        JobRequest,
         NestedJob,
         expand_venv,
         nested_spec,
-        plan_job,
     )
     from overbrainer.training.session import Session, detached, not_started
     from overbrainer.training.start import START_BOUND, StartPlan, plan_start
@@ -88,7 +86,6 @@ __all__ = [
     "Interruption",
     "Job",
     "JobPlan",
-    "JobRequest",
     "MetricsSummary",
     "MetricsTail",
     "NestedJob",
@@ -125,7 +122,6 @@ __all__ = [
     "nested_spec",
     "not_started",
     "parse_rfc3339",
-    "plan_job",
     "plan_start",
     "pod_machine",
     "record_failed",
@@ -168,7 +164,6 @@ __getattr__ = lazy_face(
         "FollowTimes": "follow_job",
         "Job": "run_store",
         "JobPlan": "runtime",
-        "JobRequest": "runtime",
         "METRICS_ENV": "prepare",
         "METRICS_FILE": "axolotl_config",
         "MetricsSummary": "summary",
@@ -205,7 +200,6 @@ __getattr__ = lazy_face(
         "lock_holder": "run_commands",
         "not_started": "session",
         "parse_rfc3339": "run_store",
-        "plan_job": "runtime",
         "plan_start": "start",
         "StartPlan": "start",
         "refuse_if_training_cannot_start": "preflight",
