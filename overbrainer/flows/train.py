@@ -21,7 +21,6 @@ from overbrainer.training import (
     check_stoppable,
     detached,
     ending,
-    follow_recorded,
     lock_holder,
     plan_start,
     recorded_run,
@@ -29,7 +28,7 @@ from overbrainer.training import (
     request_snapshot,
     request_snapshot_at,
     request_stop,
-    stop_on_pod,
+    stop_run,
     train_on_machine,
 )
 
@@ -168,7 +167,7 @@ async def stop_flow(
         return
     async with open_command(options, front) as command:
         session = training_session(command)
-        record, target = await request_stop(session, run_id)
+        record, _ = await request_stop(session, run_id)
 
         def announce() -> None:
             front.line(
@@ -176,15 +175,7 @@ async def stop_flow(
                 "end of its current step, then stops"
             )
 
-        if kind_of(target).makes_pod:
-            outcome = await stop_on_pod(session, record, target, announce)
-            report(front, ending(session.runs, outcome))
-            return
-        reached = recorded_run(session, record, lambda: detached(record.id, record.target))
-        async with kind_of(target).reach_machine(reached) as machine:
-            await request_snapshot_at(machine, record)
-            announce()
-            outcome = await follow_recorded(session, machine, record, requested=True)
+        outcome = await stop_run(session, record, announce)
         report(front, ending(session.runs, outcome))
 
 

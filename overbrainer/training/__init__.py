@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         request_snapshot_at,
         request_snapshot_on,
         request_stop,
-        stop_on_pod,
+        stop_run,
     )
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
     from overbrainer.training.run_store import (
@@ -135,7 +135,7 @@ __all__ = [
     "rfc3339",
     "run_job",
     "run_target",
-    "stop_on_pod",
+    "stop_run",
     "template_warning",
     "train_on_machine",
     "warn_if_a_run_still_trains",
@@ -209,7 +209,7 @@ __getattr__ = lazy_face(
         "request_stop": "run_commands",
         "rfc3339": "run_store",
         "run_target": "target_access",
-        "stop_on_pod": "run_commands",
+        "stop_run": "run_commands",
         "template_warning": "axolotl_config",
         "warn_if_a_run_still_trains": "preflight",
         "warn_missing_engine": "preflight",

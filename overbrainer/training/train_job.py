@@ -333,9 +333,12 @@ async def train_on_machine(
 
 
 def recorded_run(
-    session: Session, record: RunRecord, interrupted: Callable[[], OverbrainerError]
+    session: Session,
+    record: RunRecord,
+    interrupted: Callable[[], OverbrainerError],
+    action: str = "attach",
 ) -> RecordedJob:
-    """A recorded running run, for its kind to reach its machine again."""
+    """A recorded running run, for its kind to reach its machine again to `action` it."""
     target = session.settings.targets[record.target]
     return RecordedJob(
         record.target,
@@ -345,6 +348,8 @@ def recorded_run(
         session.bus,
         session.interrupt,
         interrupted,
+        settings=session.settings,
+        action=action,
     )
 
 
