@@ -151,23 +151,6 @@ def _left(started: Started, left: str | None) -> None:
         log.warning("%s ended, but %s", started.subject, left)
 
 
-async def watch_and_conclude(
-    job: FollowedKind[Result],
-    machine: Machine,
-    started: Started,
-    bus: EventBus,
-    *,
-    requested: bool = False,
-) -> Result:
-    """Follow a job to its end, fetch and conclude it, leaving Ctrl-C and the machine's end to
-    the caller: the pod paths' follow until they run on `run_job`."""
-    tail = MetricsTail(MetricsSummary())
-    status = await _watch(job, machine, started, bus, tail, [], requested=requested)
-    assert status is not None, "a machine without guards trips none"
-    problem = await job.fetch(machine, started, status)
-    return await job.conclude(machine, started, status, tail.summary, problem)
-
-
 async def _watch(
     job: FollowedKind[Result],
     machine: Machine,
