@@ -80,6 +80,10 @@ class FakeMachine:
     lost: trio.Event = attrs.field(factory=trio.Event)
     limit: Limit | None = None
     ended: list[Ended] = attrs.field(factory=list)
+    answer: str | None = None
+    """What `end` answers (a pod: gone, or not ended)."""
+    words: OverbrainerError | None = None
+    """What `detach` answers (a pod: its own interrupted words)."""
 
     workdir: str = "/m"
     here: bool = False
@@ -132,10 +136,11 @@ class FakeMachine:
     async def end(self, ended: Ended) -> str | None:
         self.calls.append(f"end {ended.ending.value}")
         self.ended.append(ended)
-        return None
+        return self.answer
 
-    async def detach(self) -> None:
+    async def detach(self) -> OverbrainerError | None:
         self.calls.append("detach")
+        return self.words
 
 
 @attrs.define
@@ -168,6 +173,7 @@ class FakeJob:
     conclude_fails: bool = False
     type: JobType | None = None
     sampled: bool = False
+    end_fails: bool = False
     needs: JobNeeds = attrs.field(factory=JobNeeds)
     times: FollowTimes = attrs.field(factory=lambda: FollowTimes(poll=1.0, reconnect=30.0))
 
@@ -196,6 +202,9 @@ class FakeJob:
             state=RunState.RUNNING,
         )
         return Started(record, Path("/here"), job, f"job {job_id}")
+
+    async def fail(self, job_id: str, message: str) -> None:
+        self.calls.append(f"fail {message}")
 
     async def not_started(self, job_id: str) -> OverbrainerError:
         self.calls.append("not started")
@@ -309,6 +318,41 @@ async def test_a_tripped_guard_ends_the_machine_with_its_limit(autojump_clock: o
         await _run(job, machine, Interrupt(), machine.trip.set)
     assert machine.ended == [Ended(Ending.COST_CAP)]
     assert "fetch" not in machine.calls
+    assert machine.calls[-1] == "fail the cost cap was reached"
+
+
+async def test_a_detaching_machine_with_its_own_words_ends_the_command_with_them(
+    autojump_clock: object,
+) -> None:
+    machine = FakeMachine(words=Stopped("interrupted: the machine's words"))
+    interrupt = Interrupt()
+    job = FakeJob(machine.calls, on_interrupt=Interruption.DETACH)
+    with pytest.raises(Stopped, match="the machine's words"):
+        await _run(job, machine, interrupt, interrupt.fire)
+    assert machine.calls[-1] == "detach" and machine.ended == []
+
+
+async def test_a_lost_job_whose_machine_is_gone_fails_its_record(autojump_clock: object) -> None:
+    machine = FakeMachine(answer="pod p1 no longer exists")
+    job = FakeJob(machine.calls)
+    with pytest.raises(WorkFailed, match="^job job1 failed: pod p1 no longer exists$"):
+        await _run(job, machine, Interrupt(), machine.lost.set)
+    assert machine.calls[-2:] == ["end lost", "fail pod p1 no longer exists"]
+    assert machine.ended[0].why != ""
+
+
+@pytest.mark.parametrize("end_fails", [True, False])
+async def test_a_done_job_whose_machine_did_not_end(
+    autojump_clock: object, end_fails: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    machine = FakeMachine(answer="not its pod: the delete was refused")
+    job = FakeJob(machine.calls, end_fails=end_fails)
+    if end_fails:
+        with pytest.raises(WorkFailed, match="^job job1 ended, but not its pod: the delete"):
+            await _run(job, machine, Interrupt(), machine.done.set)
+    else:
+        assert await _run(job, machine, Interrupt(), machine.done.set) == "done"
+        assert "job job1 ended, but not its pod: the delete was refused" in caplog.text
 
 
 async def test_the_machine_ends_even_when_the_conclusion_fails(autojump_clock: object) -> None:

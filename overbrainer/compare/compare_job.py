@@ -45,6 +45,7 @@ from overbrainer.training import (
     RunState,
     Started,
     nested_spec,
+    record_failed,
     run_job,
 )
 
@@ -126,6 +127,11 @@ class CompareJob:
     type: JobType | None = JobType.COMPARE
     on_interrupt: Interruption = Interruption.CANCEL
     sampled: bool = False
+    end_fails: bool = False
+
+    async def fail(self, job_id: str, message: str) -> None:
+        """Record the compare failed."""
+        await record_failed(self.compares, job_id, message)
 
     @property
     def compares(self) -> Runs:

@@ -178,7 +178,7 @@ async def _follow_and_end(
     # The job's files are here already (or it has none): nothing on the pod to wait for.
     problem = await machine.end(Ended(Ending.DONE, retrieved=True))
     if problem is not None:
-        log.warning("compare %s ended, but not its pod: %s", setup.compare, problem)
+        log.warning("compare %s ended, but %s", setup.compare, problem)
     await trio.to_thread.run_sync(conclude, runs, setup, started, status)
     if problem is not None and not machine.keep:
-        raise WorkFailed(f"compare {setup.compare} ended, but not its pod: {problem}")
+        raise WorkFailed(f"compare {setup.compare} ended, but {problem}")

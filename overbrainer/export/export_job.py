@@ -38,6 +38,7 @@ from overbrainer.training import (
     RunState,
     Session,
     Started,
+    record_failed,
 )
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,11 @@ class ExportFollow:
     type: JobType | None = JobType.EXPORT
     on_interrupt: Interruption = Interruption.CANCEL
     sampled: bool = False
+    end_fails: bool = False
+
+    async def fail(self, job_id: str, message: str) -> None:
+        """Record the export failed."""
+        await record_failed(self.exports, job_id, message)
 
     @property
     def times(self) -> FollowTimes:

@@ -119,9 +119,13 @@ async def export_on_pod(session: Session, request: ExportRequest, plan: ExportPl
         except (OverbrainerError, OSError):
             problem = await machine.end(Ended(Ending.DONE, retrieved=True))
             if problem is not None:
-                log.warning("export %s failed, and its pod did not end: %s", export.id, problem)
+                log.warning(
+                    "export %s failed, and its pod did not end: %s",
+                    export.id,
+                    problem.removeprefix("not its pod: "),
+                )
             raise
         problem = await machine.end(Ended(Ending.DONE, retrieved=True))
         if problem is not None:
-            log.warning("export %s ended, but not its pod: %s", export.id, problem)
+            log.warning("export %s ended, but %s", export.id, problem)
     return lines

@@ -6,7 +6,7 @@ import logging
 
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.export.after_training import after_training
-from overbrainer.flows.pods import stray_pod_warnings
+from overbrainer.flows.pod_needs import train_needs
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
@@ -21,7 +21,6 @@ from overbrainer.training import (
     check_stoppable,
     detached,
     ending,
-    follow_recorded,
     lock_holder,
     plan_start,
     recorded_run,
@@ -29,9 +28,8 @@ from overbrainer.training import (
     request_snapshot,
     request_snapshot_at,
     request_stop,
-    stop_on_pod,
+    stop_run,
     train_on_machine,
-    train_on_pod,
 )
 
 log = logging.getLogger(__name__)
@@ -75,13 +73,7 @@ async def train_run(
     plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    if kind_of(plan.target).makes_pod:
-        root = session.runs.root
-        outcome = await train_on_pod(
-            session, plan, keep=keep_pod, strays=lambda api: stray_pod_warnings(api, root)
-        )
-    else:
-        outcome = await train_on_machine(session, plan)
+    outcome = await train_on_machine(session, plan, await train_needs(session, plan, keep_pod))
     report(sink, ending(session.runs, outcome))
     await export_after(session, sink, outcome.record)
     return outcome.record
@@ -175,7 +167,7 @@ async def stop_flow(
         return
     async with open_command(options, front) as command:
         session = training_session(command)
-        record, target = await request_stop(session, run_id)
+        record, _ = await request_stop(session, run_id)
 
         def announce() -> None:
             front.line(
@@ -183,15 +175,7 @@ async def stop_flow(
                 "end of its current step, then stops"
             )
 
-        if kind_of(target).makes_pod:
-            outcome = await stop_on_pod(session, record, target, announce)
-            report(front, ending(session.runs, outcome))
-            return
-        reached = recorded_run(session, record, lambda: detached(record.id, record.target))
-        async with kind_of(target).reach_machine(reached) as machine:
-            await request_snapshot_at(machine, record)
-            announce()
-            outcome = await follow_recorded(session, machine, record, requested=True)
+        outcome = await stop_run(session, record, announce)
         report(front, ending(session.runs, outcome))
 
 

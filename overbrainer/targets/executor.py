@@ -30,6 +30,10 @@ class JobError(WorkFailed):
     """A job could not be started, read or cancelled; the message says why."""
 
 
+class JobGone(JobError):
+    """A recorded job's machine no longer exists (a deleted pod): the job failed."""
+
+
 class TransferError(WorkFailed):
     """An upload, download or manifest failed, or the files do not match the target's."""
 

@@ -15,6 +15,7 @@ import trio
 
 from overbrainer.config.settings import DEFAULT_IMAGE, Runtime
 from overbrainer.config.settings import Engine as ConfigEngine
+from overbrainer.model.errors import OverbrainerError
 from overbrainer.system.sampler import LocalSampler
 from overbrainer.targets.executor import Executor, ExecutorJob, JobRef, remove_container
 from overbrainer.targets.export_job_script import CACHE_ENV
@@ -189,5 +190,7 @@ class HostMachine:
             await remove_container(self.executor, self.job)
         return None
 
-    async def detach(self) -> None:
-        """Nothing to keep armed: leaving the machine closes the connection."""
+    async def detach(self) -> OverbrainerError | None:
+        """Nothing to keep armed: leaving the machine closes the connection; the job kind's
+        words."""
+        return None

@@ -179,6 +179,9 @@ class RecordedJob:
     interrupted: Callable[[], OverbrainerError]
     settings: Settings | None = None
     """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
+    action: str = "attach"
+    """What the command does to the job (`attach`, `stop`, `cancel`): a kind's words for it,
+    and whether a job whose machine is gone is failed (attach) or refused (exit 2)."""
 
 
 class Machine(Protocol):
@@ -257,9 +260,11 @@ class Machine(Protocol):
         None when all is well."""
         ...
 
-    async def detach(self) -> None:
+    async def detach(self) -> OverbrainerError | None:
         """The user stops following: leave the job and its machine running, close only the
-        connection (a pod's watchdog stays armed)."""
+        connection (a pod's watchdog stays armed). The error the command ends with when the
+        machine has its own words (a pod: its price, how its watchdog ends it); None: the
+        job kind's."""
         ...
 
 
@@ -272,7 +277,8 @@ class MachineKind(Protocol):
         ...
 
     def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
-        """The machine of a recorded job again; JobError when it no longer exists."""
+        """The machine of a recorded job again; JobGone when it no longer exists (the job
+        failed), UsageError when the command has nothing to act on."""
         ...
 
     def describe(self, job_dir: Path) -> str | None:

@@ -13,11 +13,10 @@ if TYPE_CHECKING:
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
     from overbrainer.training.follow_run import RunEnding, ending
-    from overbrainer.training.job_kind import Interruption, Started
+    from overbrainer.training.job_kind import Interruption, Started, record_failed
     from overbrainer.training.job_lifecycle import cancel_job, run_job
     from overbrainer.training.machine_follow import failing, follow_guarded
     from overbrainer.training.outcome import local_summary
-    from overbrainer.training.pod_train import train_on_pod
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
         check_can_train,
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
         request_snapshot_at,
         request_snapshot_on,
         request_stop,
-        stop_on_pod,
+        stop_run,
     )
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
     from overbrainer.training.run_store import (
@@ -50,14 +49,12 @@ if TYPE_CHECKING:
     )
     from overbrainer.training.runtime import (
         JobPlan,
-        JobRequest,
         NestedJob,
         expand_venv,
         nested_spec,
-        plan_job,
     )
     from overbrainer.training.session import Session, detached, not_started
-    from overbrainer.training.start import START_BOUND, plan_start
+    from overbrainer.training.start import START_BOUND, StartPlan, plan_start
     from overbrainer.training.summary import MetricsSummary
     from overbrainer.training.target_access import TrainTarget, run_target
     from overbrainer.training.train_job import (
@@ -89,7 +86,6 @@ __all__ = [
     "Interruption",
     "Job",
     "JobPlan",
-    "JobRequest",
     "MetricsSummary",
     "MetricsTail",
     "NestedJob",
@@ -100,6 +96,7 @@ __all__ = [
     "Runs",
     "RunsError",
     "Session",
+    "StartPlan",
     "Started",
     "TrainTarget",
     "attach_run",
@@ -125,9 +122,9 @@ __all__ = [
     "nested_spec",
     "not_started",
     "parse_rfc3339",
-    "plan_job",
     "plan_start",
     "pod_machine",
+    "record_failed",
     "recorded_run",
     "refuse_if_training_cannot_start",
     "request_on_pod_beside",
@@ -138,10 +135,9 @@ __all__ = [
     "rfc3339",
     "run_job",
     "run_target",
-    "stop_on_pod",
+    "stop_run",
     "template_warning",
     "train_on_machine",
-    "train_on_pod",
     "warn_if_a_run_still_trains",
     "warn_missing_engine",
 ]
@@ -152,6 +148,7 @@ __getattr__ = lazy_face(
         "pod_machine": "train_job",
         "Started": "job_kind",
         "Interruption": "job_kind",
+        "record_failed": "job_kind",
         "cancel_job": "job_lifecycle",
         "run_job": "job_lifecycle",
         "nested_spec": "runtime",
@@ -167,7 +164,6 @@ __getattr__ = lazy_face(
         "FollowTimes": "follow_job",
         "Job": "run_store",
         "JobPlan": "runtime",
-        "JobRequest": "runtime",
         "METRICS_ENV": "prepare",
         "METRICS_FILE": "axolotl_config",
         "MetricsSummary": "summary",
@@ -204,8 +200,8 @@ __getattr__ = lazy_face(
         "lock_holder": "run_commands",
         "not_started": "session",
         "parse_rfc3339": "run_store",
-        "plan_job": "runtime",
         "plan_start": "start",
+        "StartPlan": "start",
         "refuse_if_training_cannot_start": "preflight",
         "request_on_pod_beside": "run_commands",
         "request_snapshot": "run_commands",
@@ -213,9 +209,8 @@ __getattr__ = lazy_face(
         "request_stop": "run_commands",
         "rfc3339": "run_store",
         "run_target": "target_access",
-        "stop_on_pod": "run_commands",
+        "stop_run": "run_commands",
         "template_warning": "axolotl_config",
-        "train_on_pod": "pod_train",
         "warn_if_a_run_still_trains": "preflight",
         "warn_missing_engine": "preflight",
     },

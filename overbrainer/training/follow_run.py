@@ -1,5 +1,5 @@
-"""A started run followed to its end (§6.2, §6.6): watched, its results brought here and checked,
-how it ended recorded, and the lines that tell the user."""
+"""How a run ended, for the user (§6.6): an ended run summarized from its files, and the lines
+that tell its end."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import attrs
 import trio
 
 from overbrainer.model.errors import WorkFailed
-from overbrainer.targets import Executor
 from overbrainer.training.axolotl_config import CONFIG_FILE
-from overbrainer.training.job_lifecycle import watch_and_conclude
 from overbrainer.training.outcome import Outcome, local_summary
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 from overbrainer.training.session import Session
-from overbrainer.training.train_job import TrainFollow, pod_machine, started_run
 
 
 @attrs.frozen
@@ -34,22 +31,6 @@ async def summarize(session: Session, record: RunRecord) -> Outcome:
         record.snapshot is None or (run_dir / record.snapshot.checkpoint).is_dir()
     )
     return Outcome(record, summary, retrieved)
-
-
-async def watch(
-    session: Session, executor: Executor, record: RunRecord, *, requested: bool = False
-) -> Outcome:
-    """Follow a running run on a pod to its end, bring its results here, and save how it
-    ended (the pod paths' follow, Ctrl-C theirs, until the Runpod kind runs on `run_job`)."""
-    if record.state is not RunState.RUNNING or record.job is None:
-        return await summarize(session, record)
-    return await watch_and_conclude(
-        TrainFollow(session, record.target),
-        pod_machine(executor),
-        started_run(session.runs, record),
-        session.bus,
-        requested=requested,
-    )
 
 
 def _model_word(run_dir: Path) -> str:

@@ -11,16 +11,30 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 import attrs
+import trio
 
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_kind import JobKind as JobType
 from overbrainer.model.job_status import JobStatus
 from overbrainer.targets import Claim, JobNeeds, JobRef, Machine
 from overbrainer.training.follow_job import FollowTimes
-from overbrainer.training.run_store import RunRecord
+from overbrainer.training.run_store import RunRecord, Runs, RunState
 from overbrainer.training.summary import MetricsSummary
 
 Result_co = TypeVar("Result_co", covariant=True)
+
+RECORD_BOUND = 30.0
+"""Seconds a shielded write of a failed record may take."""
+
+
+async def record_failed(store: Runs, job_id: str, message: str) -> None:
+    """Save the job's record failed with `message` (shielded, under the record's lock)."""
+
+    def failed(record: RunRecord) -> RunRecord:
+        return attrs.evolve(record, state=RunState.FAILED, message=message)
+
+    with trio.move_on_after(RECORD_BOUND, shield=True):
+        await trio.to_thread.run_sync(lambda: store.update(job_id, failed))
 
 
 class Interruption(enum.Enum):
@@ -64,6 +78,17 @@ class FollowedKind(Protocol[Result_co]):
     @property
     def sampled(self) -> bool:
         """Whether the follow takes system samples of the machine (training)."""
+        ...
+
+    @property
+    def end_fails(self) -> bool:
+        """Whether a machine that did not end after a done job fails the command (else a
+        warning)."""
+        ...
+
+    async def fail(self, job_id: str, message: str) -> None:
+        """Record the job failed with `message`: its machine's guard tripped, its machine is
+        gone, or the machine made for it could not start it."""
         ...
 
     async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:

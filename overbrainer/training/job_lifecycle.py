@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 Result = TypeVar("Result")
 
+FIRST = (Ending.COST_CAP, Ending.DEADLINE)
+"""Which tripped guard a record names when several trip at once."""
+
 
 async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) -> Result:
     """Run one job on a machine of `kind`, from its record to how it ended.
@@ -48,8 +51,11 @@ async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) 
         created.append(job_id)
         return job_id
 
+    async def fail(message: str) -> None:
+        await job.fail(created[0], message)
+
     opening = attrs.evolve(
-        opening, create=create, needs=job.needs, interrupted=job.interrupted_before
+        opening, create=create, needs=job.needs, interrupted=job.interrupted_before, fail=fail
     )
     async with kind.open_machine(opening) as machine:
         assert len(created) == 1, "a kind makes the job's record exactly once"
@@ -85,13 +91,16 @@ async def follow_to_end(
         status = await interrupt.race(
             lambda: _watch(job, machine, started, bus, tail, limits, requested=requested)
         )
-    except FollowError:
+    except FollowError as lost:
         # The job could not be reached for the whole budget: the machine decides what a lost
-        # job means (a pod: is it gone, did a limit delete it?).
+        # job means (a pod: is it gone, did a limit delete it?). A message: it is gone.
         if job.on_interrupt is Interruption.CANCEL:
             await cancel_job(machine, started)
-        await machine.end(Ended(Ending.LOST))
-        raise
+        gone = await machine.end(Ended(Ending.LOST, why=lost.message))
+        if gone is None:
+            raise
+        await job.fail(started.record.id, gone)
+        raise WorkFailed(f"{started.subject} failed: {gone}") from None
     except BaseException:
         # Cancelled from outside: a job that must not outlive its command is cancelled.
         if job.on_interrupt is Interruption.CANCEL:
@@ -100,15 +109,16 @@ async def follow_to_end(
         raise
     if status is None and not limits:
         if job.on_interrupt is Interruption.DETACH:
-            await machine.detach()
-            raise await job.interrupted(machine, started)
+            # The machine's words when it has its own (a pod: its price, its watchdog).
+            raise await machine.detach() or await job.interrupted(machine, started)
         await cancel_job(machine, started)
         await machine.end(Ended(Ending.INTERRUPTED))
         raise await job.interrupted(machine, started)
     if status is None:
-        limit = limits[0]
+        limit = min(limits, key=lambda t: FIRST.index(t.ending) if t.ending in FIRST else 9)
         await machine.end(Ended(limit.ending))
-        raise WorkFailed(limit.message)
+        await job.fail(started.record.id, limit.message)
+        raise WorkFailed(f"{started.subject} failed: {limit.message}")
     return await _finish(job, machine, started, status, tail.summary)
 
 
@@ -124,28 +134,21 @@ async def _finish(
     try:
         problem = await job.fetch(machine, started, status)
         ended = attrs.evolve(ended, retrieved=problem is None)
-        return await job.conclude(machine, started, status, summary, problem)
-    finally:
-        left = await machine.end(ended)
-        if left is not None:
-            log.warning("%s ended, but not its machine: %s", started.subject, left)
+        result = await job.conclude(machine, started, status, summary, problem)
+    except BaseException:
+        _left(started, await machine.end(ended))
+        raise
+    left = await machine.end(ended)
+    if left is not None and job.end_fails:
+        raise WorkFailed(f"{started.subject} ended, but {left}")
+    _left(started, left)
+    return result
 
 
-async def watch_and_conclude(
-    job: FollowedKind[Result],
-    machine: Machine,
-    started: Started,
-    bus: EventBus,
-    *,
-    requested: bool = False,
-) -> Result:
-    """Follow a job to its end, fetch and conclude it, leaving Ctrl-C and the machine's end to
-    the caller: the pod paths' follow until they run on `run_job`."""
-    tail = MetricsTail(MetricsSummary())
-    status = await _watch(job, machine, started, bus, tail, [], requested=requested)
-    assert status is not None, "a machine without guards trips none"
-    problem = await job.fetch(machine, started, status)
-    return await job.conclude(machine, started, status, tail.summary, problem)
+def _left(started: Started, left: str | None) -> None:
+    """Warn of a machine its job's end did not end (`left`: the machine's words)."""
+    if left is not None:
+        log.warning("%s ended, but %s", started.subject, left)
 
 
 async def _watch(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import attrs
 import trio
 
-from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
 from overbrainer.model.job_status import Cancelled, status_name
 from overbrainer.project.directory import Project
 from overbrainer.storage import write_atomic
@@ -17,6 +18,7 @@ from overbrainer.targets import (
     Ended,
     Ending,
     Executor,
+    JobGone,
     Machine,
     Target,
     TargetUnreachable,
@@ -26,13 +28,11 @@ from overbrainer.targets import (
 from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.follow_run import RunEnding, ending, summarize
 from overbrainer.training.outcome import Outcome
-from overbrainer.training.pod_attach import attach_pod, reach_run_pod, recorded_job
-from overbrainer.training.pod_train import follow_and_end
 from overbrainer.training.retrieve import CHECKPOINTS, RESULTS
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.session import Detached, Session, detached
-from overbrainer.training.target_access import HostTarget, TrainTarget, run_target
+from overbrainer.training.session import Detached, Session, detached, not_started
+from overbrainer.training.target_access import TrainTarget, run_target
 from overbrainer.training.train_job import (
     follow_recorded,
     job_ref,
@@ -48,12 +48,6 @@ def _any_target(session: Session, record: RunRecord) -> TrainTarget:
             f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml"
         )
     return run_target(session.settings, record.target)
-
-
-def _check_target(session: Session, record: RunRecord) -> HostTarget:
-    target = _any_target(session, record)
-    assert not kind_of(target).makes_pod, "pod runs go through the pod commands"
-    return target
 
 
 def adopt_unrecorded_job(session: Session, record: RunRecord) -> RunRecord:
@@ -91,18 +85,46 @@ async def attach_run(session: Session, run_id: str) -> Outcome:
     """Follow a run again (or summarize an ended one) to how it ended."""
     session.training()
     record = await trio.to_thread.run_sync(session.runs.load, run_id)
-    any_target = _any_target(session, record)
-    if kind_of(any_target).makes_pod:
-        return await attach_pod(session, record, any_target)
-    target = _check_target(session, record)
+    _any_target(session, record)
     record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     if record.job is None and record.state is RunState.PREPARING:
         raise WorkFailed(f"run {run_id} has not started: there is no job to follow")
     if record.state is not RunState.RUNNING or record.job is None:
         return await summarize(session, record)
-    reached = recorded_run(session, record, lambda: detached(record.id, record.target))
-    async with kind_of(target).reach_machine(reached) as machine:
-        return await follow_recorded(session, machine, record)
+    interrupted = lambda: detached(record.id, record.target)  # noqa: E731
+    async with _reached(session, record, interrupted, "attach") as reached:
+        if isinstance(reached, Outcome):
+            return reached
+        return await follow_recorded(session, reached, record)
+
+
+@contextlib.asynccontextmanager
+async def _reached(
+    session: Session,
+    record: RunRecord,
+    interrupted: Callable[[], OverbrainerError],
+    action: str,
+) -> AsyncIterator[Machine | Outcome]:
+    """The run's machine again, or the run's outcome when its machine is gone (JobGone: the
+    run failed)."""
+    target = _any_target(session, record)
+    recorded = recorded_run(session, record, interrupted, action)
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            machine = await stack.enter_async_context(kind_of(target).reach_machine(recorded))
+        except JobGone as gone:
+            lost = gone.message
+        else:
+            yield machine
+            return
+    yield await _job_lost(session, record, lost)
+
+
+async def _job_lost(session: Session, record: RunRecord, message: str) -> Outcome:
+    """A running run whose machine is gone: it failed."""
+    failed = attrs.evolve(record, state=RunState.FAILED, message=message)
+    await trio.to_thread.run_sync(session.runs.save, failed)
+    return await summarize(session, failed)
 
 
 def check_stoppable(record: RunRecord) -> None:
@@ -168,25 +190,23 @@ async def request_stop(session: Session, run_id: str) -> tuple[RunRecord, TrainT
     return record, _any_target(session, record)
 
 
-async def stop_on_pod(
-    session: Session, record: RunRecord, target: Target, announce: Callable[[], None]
-) -> Outcome:
-    """`train stop` of a run on a pod (§7.8): the request written on its pod, then the run
-    followed to its end, its snapshot retrieved and its pod deleted (or kept)."""
-    async with reach_run_pod(
-        session, record, target, "nothing to stop", lost_is_usage=True
-    ) as reached:
+async def stop_run(session: Session, record: RunRecord, announce: Callable[[], None]) -> Outcome:
+    """`train stop` (§6.4, §7.8): the request written on the run's machine, then the run
+    followed to its end (its snapshot retrieved, a pod made for it ended)."""
+    interrupted = lambda: detached(record.id, record.target)  # noqa: E731
+    async with _reached(session, record, interrupted, "stop") as reached:
         if isinstance(reached, Outcome):
             return reached
-        await request_snapshot_on(reached.executor, record)
+        await request_snapshot_at(reached, record)
         announce()
-        return await follow_and_end(session, reached, record, requested=True)
+        return await follow_recorded(session, reached, record, requested=True)
 
 
 async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
     """Write a Runpod run's snapshot request through its existing ssh config (no API call),
     while another process holds the project."""
-    async with pod_beside(recorded_job(session, record, target), "nothing to stop") as executor:
+    recorded = recorded_run(session, record, not_started, "stop")
+    async with pod_beside(recorded, "nothing to stop") as executor:
         await request_snapshot_on(executor, record)
 
 
@@ -217,39 +237,16 @@ async def cancel_run(session: Session, run_id: str) -> RunEnding:
         record = await trio.to_thread.run_sync(adopt_unrecorded_job, session, record)
     check_cancellable(record)
     session.training("cancel needs [training] to retrieve the run's artifacts: ")
-    any_target = _any_target(session, record)
-    if kind_of(any_target).makes_pod:
-        return await _cancel_on_pod(session, record, any_target)
-    target = _check_target(session, record)
-    reached = recorded_run(
-        session, record, lambda: Detached("interrupted before the cancel started")
-    )
-    async with kind_of(target).reach_machine(reached) as machine:
-        ended, _ = await _cancel_on(session, machine, record)
-        return ended
-
-
-async def _cancel_on_pod(session: Session, record: RunRecord, target: Target) -> RunEnding:
-    """`train cancel` of a Runpod run (§7.8): the job cancelled, its files retrieved
-    best-effort, then its pod ended like at the end of a followed run, all shielded."""
-    async with reach_run_pod(
-        session,
-        record,
-        target,
-        "nothing to cancel",
-        lambda machine: Detached("interrupted before the cancel started"),
-        lost_is_usage=True,
-    ) as reached:
+    interrupted = lambda: Detached("interrupted before the cancel started")  # noqa: E731
+    async with _reached(session, record, interrupted, "cancel") as reached:
         if isinstance(reached, Outcome):
             return ending(session.runs, reached)
         ended, retrieved = await _cancel_on(session, reached, record)
         if retrieved is None:
-            return ended  # the job had ended already, or a follower ends the pod
+            return ended  # the job had ended already, or a follower ends the machine
         problem = await reached.end(Ended(Ending.DONE, retrieved=retrieved))
         if problem is not None:
-            return RunEnding(
-                ended.lines, WorkFailed(f"run {record.id} ended, but not its pod: {problem}")
-            )
+            return RunEnding(ended.lines, WorkFailed(f"run {record.id} ended, but {problem}"))
         return ended
 
 

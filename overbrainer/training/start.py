@@ -11,39 +11,10 @@ import attrs
 import trio
 
 from overbrainer.config.secrets import resolve_secret
-from overbrainer.config.settings import Runtime, Settings, Training
-from overbrainer.model.errors import OverbrainerError, WorkFailed
-from overbrainer.storage import write_atomic
-from overbrainer.targets import (
-    CACHE_DIR,
-    CONFIG_ENV,
-    MODEL_ENV,
-    NAME_ENV,
-    QUANTIZE_ENV,
-    SCRIPT_FILE,
-    Engine,
-    Executor,
-    export_script,
-    kind_of,
-    resolve_pin,
-)
+from overbrainer.config.settings import Settings, Training
 from overbrainer.training import prepare
-from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
-from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.live_runs import refuse_if_training
 from overbrainer.training.preflight import warn_missing_engine
-from overbrainer.training.run_store import (
-    Container,
-    Job,
-    RunRecord,
-    RunState,
-)
-from overbrainer.training.runtime import (
-    SECRET_NAMES,
-    JobRequest,
-    expand_venv,
-    plan_job,
-)
 from overbrainer.training.session import Detached, Session
 from overbrainer.training.target_access import TrainTarget, run_target
 
@@ -127,90 +98,3 @@ async def plan_start(
     if secrets is None:
         raise Detached("interrupted before the run started")
     return StartPlan(name, target, training, resume, resume_from if resume else None, data, secrets)
-
-
-async def start_job(
-    session: Session, record: RunRecord, plan: StartPlan, executor: Executor
-) -> RunRecord:
-    """Prepare the run's files, upload them and spawn its job on a pod; the `running` record
-    (§6.1 step 5). Call it shielded; a failure is saved as `failed` and raised as WorkFailed.
-    (`TrainJob.start` on a Machine once the Runpod kind runs on `run_job`.)"""
-    runs = session.runs
-    run_dir = runs.dir_of(record.id)
-    remote = record.remote_dir
-    target, training, data = plan.target, plan.training, plan.data
-    try:
-        await trio.to_thread.run_sync(
-            lambda: prepare.prepare_run(
-                run_dir,
-                training,
-                remote,  # natively on a pod: R as the job sees it
-                data / "train.jsonl",
-                data / "eval.jsonl",
-                plan.resume,
-            )
-        )
-        cache = f"{executor.workdir}/.hf-cache"
-        export = session.settings.export
-        extra_env: dict[str, str] = {}
-        if export.after_training:
-            await trio.to_thread.run_sync(write_atomic, run_dir / SCRIPT_FILE, export_script())
-            extra_env = in_job_export_env(record.id, export.quantize, target, executor.home)
-        job_plan = plan_job(
-            target,
-            JobRequest(
-                run_id=record.id,
-                run_dir=remote,
-                cache=cache,
-                commands=prepare.job_commands(training, export=export.after_training),
-                secrets=[name for name in SECRET_NAMES if name in plan.secrets],
-                home=None if executor.local else executor.home,
-                extra_env=extra_env,
-                tools=f"{executor.workdir}/{CACHE_DIR}" if export.after_training else None,
-            ),
-        )
-        if not executor.local:
-            await executor.upload(run_dir, remote, UPLOAD_SKIP)
-        job = attrs.evolve(
-            await executor.spawn(remote, job_plan.commands, plan.secrets),
-            container=job_plan.container,
-        )
-    except (OSError, OverbrainerError) as error:
-        message = error.message if isinstance(error, OverbrainerError) else str(error)
-        failed = attrs.evolve(record, state=RunState.FAILED, message=message)
-        await trio.to_thread.run_sync(runs.save, failed)
-        raise WorkFailed(f"run {record.id} failed to start: {message}") from None
-    container = None if job.container is None else Container(*_container(job.container))
-    running = attrs.evolve(
-        record,
-        state=RunState.RUNNING,
-        job=Job(remote, job.pid, container, job.ref),
-        snapshots=True,
-    )
-    try:
-        await trio.to_thread.run_sync(runs.save, running)
-    except OverbrainerError:
-        with trio.move_on_after(CANCEL_BOUND):  # inside the start's shield
-            await executor.cancel(job)
-        raise
-    return running
-
-
-def in_job_export_env(run_id: str, quantize: str, target: TrainTarget, home: str) -> dict[str, str]:
-    """The export variables of a training job that exports after the merge (§B.1)."""
-    env = {
-        NAME_ENV: run_id,
-        QUANTIZE_ENV: quantize,
-        MODEL_ENV: OUTPUT_DIR,
-        CONFIG_ENV: CONFIG_FILE,
-        **resolve_pin().job_env(),
-    }
-    native = kind_of(target).runtime(target) is Runtime.NATIVE
-    venv = expand_venv(target.venv, home) if native else None
-    if venv is not None:  # export.sh runs `python3` and `axolotl` from the target's venv
-        env["PATH"] = f"{venv.rstrip('/')}/bin"
-    return env
-
-
-def _container(box: tuple[Engine, str]) -> tuple[str, str]:
-    return box[0].value, box[1]

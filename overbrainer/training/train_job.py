@@ -38,7 +38,7 @@ from overbrainer.targets import (
 from overbrainer.training import prepare
 from overbrainer.training.axolotl_config import CONFIG_FILE, OUTPUT_DIR
 from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes
-from overbrainer.training.job_kind import Interruption, Started
+from overbrainer.training.job_kind import Interruption, Started, record_failed
 from overbrainer.training.job_lifecycle import follow_to_end, run_job
 from overbrainer.training.outcome import InvalidProof, Outcome, conclude, ended_state, read_proof
 from overbrainer.training.preflight import check_can_train
@@ -65,6 +65,9 @@ from overbrainer.training.summary import MetricsSummary
 
 log = logging.getLogger(__name__)
 
+SNAPSHOTS = JobNeeds(snapshots=True)
+"""What a run asks of a machine that exists already: honour snapshot requests."""
+
 
 def started_run(runs: Runs, record: RunRecord) -> Started:
     """A recorded running run as the lifecycle follows it."""
@@ -80,11 +83,17 @@ class TrainFollow:
     type: JobType | None = None
     on_interrupt: Interruption = Interruption.DETACH
     sampled: bool = True
+    end_fails: bool = True
+    """A run's machine left after its end fails the command (a pod that costs on)."""
 
     @property
     def times(self) -> FollowTimes:
         """The follow clocks with the target's reconnect budget."""
         return self.session.follow_times(self.target)
+
+    async def fail(self, job_id: str, message: str) -> None:
+        """Record the run failed."""
+        await record_failed(self.session.runs, job_id, message)
 
     async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:
         """The run goes on: the hint to follow it again."""
@@ -151,11 +160,8 @@ class TrainJob(TrainFollow):
 
     plan: StartPlan | None = None
     owner: str = ""
-
-    @property
-    def needs(self) -> JobNeeds:
-        """A job that honours snapshot requests."""
-        return JobNeeds(snapshots=True)
+    needs: JobNeeds = SNAPSHOTS
+    """A job that honours snapshot requests (and what a machine made for it must have)."""
 
     def interrupted_before(self) -> OverbrainerError:
         """Ctrl-C before the run exists."""
@@ -292,10 +298,12 @@ def pod_machine(executor: Executor) -> Machine:
     return HostMachine(executor, HostRuntime(Runtime.NATIVE))
 
 
-async def train_on_machine(session: Session, plan: StartPlan) -> Outcome:
+async def train_on_machine(
+    session: Session, plan: StartPlan, needs: JobNeeds = SNAPSHOTS
+) -> Outcome:
     """Create and start a run on its target's machine and follow it to its end (§6.1-§6.2);
     Detached when the user stops following."""
-    job = TrainJob(session, plan.name, plan=plan, owner=new_owner())
+    job = TrainJob(session, plan.name, plan=plan, owner=new_owner(), needs=needs)
 
     async def check(executor: Executor) -> None:
         await check_can_train(plan.name, plan.target, plan.training, executor)
@@ -309,15 +317,19 @@ async def train_on_machine(session: Session, plan: StartPlan) -> Outcome:
         bus=session.bus,
         interrupt=session.interrupt,
         interrupted=job.interrupted_before,
+        settings=session.settings,
         check=check,
     )
     return await run_job(job, kind_of(plan.target), opening)
 
 
 def recorded_run(
-    session: Session, record: RunRecord, interrupted: Callable[[], OverbrainerError]
+    session: Session,
+    record: RunRecord,
+    interrupted: Callable[[], OverbrainerError],
+    action: str = "attach",
 ) -> RecordedJob:
-    """A recorded running run, for its kind to reach its machine again."""
+    """A recorded running run, for its kind to reach its machine again to `action` it."""
     target = session.settings.targets[record.target]
     return RecordedJob(
         record.target,
@@ -327,6 +339,8 @@ def recorded_run(
         session.bus,
         session.interrupt,
         interrupted,
+        settings=session.settings,
+        action=action,
     )
 
 

@@ -9,13 +9,14 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import attrs
+import trio
 
 from overbrainer.config.env import SSH_CLIENT_ENV
 from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets.executor import Executor, JobError, JobRef
+from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.targets.executor import Executor, JobGone, JobRef
 from overbrainer.targets.kind import JobChecks
 from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
@@ -85,7 +86,8 @@ class RunpodKind:
 
     def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
         """The recorded job's pod again (`pod.json`, rebuilt from Runpod when missing);
-        JobError when Runpod has no pod of it any more."""
+        JobGone when Runpod has no pod of it any more (stop, cancel: UsageError when there is
+        nothing to act on)."""
         return _reached(recorded)
 
     def describe(self, job_dir: Path) -> str | None:
@@ -112,12 +114,27 @@ async def _opened(opening: JobOpening) -> AsyncIterator[Machine]:
 
 @contextlib.asynccontextmanager
 async def _reached(recorded: RecordedJob) -> AsyncIterator[Machine]:
-    pod = await pod_record_of(recorded, "nothing to reach")
+    """The pod again. A pod that is gone fails the run (JobGone), but `stop` and `cancel` are
+    refused (exit 2) when its record already says so or Runpod has no pod of it at all."""
+    run_id, action = recorded.job_dir.name, recorded.action
+    refused = action != "attach"
+    if not refused:
+        saved = await trio.to_thread.run_sync(load_pod_record, recorded.job_dir)
+        if saved is not None and saved.live_pod is None:
+            raise JobGone(f"pod {saved.pod_id} no longer exists")
+    pod = await pod_record_of(recorded, f"nothing to {action}")
     if pod is None:
-        raise JobError(f"run {recorded.job_dir.name} has no pod left")
-    async with reach_pod_machine(recorded, pod) as reached:
+        if refused:
+            raise UsageError(
+                f"run {run_id} has no pod left (Runpod has no pod of it): nothing to {action}"
+            )
+        raise JobGone(f"run {run_id} has no pod left")
+    # A cancel's Ctrl-C while connecting says the cancel did not start; otherwise the pod's
+    # own words (its job goes on).
+    interrupted = (lambda _: recorded.interrupted()) if action == "cancel" else None
+    async with reach_pod_machine(recorded, pod, interrupted) as reached:
         if isinstance(reached, PodGone):
-            raise JobError(f"pod {reached.pod_id} no longer exists")
+            raise JobGone(f"pod {reached.pod_id} no longer exists")
         yield reached
 
 

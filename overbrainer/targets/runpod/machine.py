@@ -22,6 +22,7 @@ from overbrainer.targets.export_job_script import CACHE_ENV
 from overbrainer.targets.job_script import native_commands, quote
 from overbrainer.targets.machine import (
     Ended,
+    Ending,
     FollowedJob,
     JobOpening,
     JobPlan,
@@ -169,15 +170,21 @@ class PodMachine:
         await guard_pod(self.run, self.executor, tripped)
 
     async def end(self, ended: Ended) -> str | None:
-        """Delete, keep or leave the pod as `ended` says (machine_end.py)."""
-        return await end_machine(self.run, self.executor, ended)
+        """Delete, keep or leave the pod as `ended` says (machine_end.py); a done job's pod
+        that did not end is named as such (`not its pod: …`)."""
+        left = await end_machine(self.run, self.executor, ended)
+        if left is not None and ended.ending is Ending.DONE:
+            return f"not its pod: {left}"
+        return left
 
     async def abandon(self) -> None:
         """The job could not be followed to its end: delete the pod (unless kept)."""
         await abandon_pod(self.run)
 
-    async def detach(self) -> None:
-        """Nothing to do: the pod's watchdog and its deadline stay armed on the pod."""
+    async def detach(self) -> PodInterrupted:
+        """Nothing to do: the pod's watchdog and its deadline stay armed on the pod; what the
+        command ends with says so (`detached`)."""
+        return self.detached()
 
     def detached(self) -> PodInterrupted:
         """The error of a command stopped while its job goes on on the pod: how to follow it
