@@ -115,7 +115,7 @@ def test_an_unregistered_kind_is_refused_and_names_the_registered_ones(
 ) -> None:
     remove_settings_kind(BENCH.name)
     message = failure(write(tmp_path, BASE + '[targets.b]\nkind = "bench"\n'), {})
-    assert "`targets.b` has the wrong type, expected kind local, ssh or runpod" in message
+    assert "`targets.b` has the wrong type, expected kind local, ssh, runpod or ray" in message
     assert list(settings_kinds())[:3] == ["local", "ssh", "runpod"]
 
 
