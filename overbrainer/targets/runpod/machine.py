@@ -188,10 +188,6 @@ class PodMachine:
             await abandon_pod(self.run)
         return left
 
-    async def abandon(self) -> None:
-        """The job could not be followed to its end: delete the pod (unless kept)."""
-        await abandon_pod(self.run)
-
     async def detach(self) -> PodInterrupted:
         """Nothing to do: the pod's watchdog and its deadline stay armed on the pod; what the
         command ends with says so (`detached`)."""
