@@ -72,6 +72,8 @@ def test_train_on_a_ray_target_runs_the_job_on_the_cluster(
     assert listed.returncode == 0, listed.stderr
     (line,) = [line for line in listed.stdout.splitlines() if line.startswith(run_id)]
     assert line.split()[1:3] == ["succeeded", "cluster"], line
+    # The cluster's own state of the job, as the follower last saw it (no API call).
+    assert line.split()[4:7] == ["ray", "SUCCEEDED", run["job"]["ref"]], line
 
 
 def detached(tmp_path: Path, pytestconfig: pytest.Config) -> tuple[Path, dict[str, str], str]:
@@ -114,6 +116,11 @@ def test_ctrl_c_detaches_and_attach_follows_the_cluster_job_to_its_end(
     tmp_path: Path, pytestconfig: pytest.Config
 ) -> None:
     project, env, run_id = detached(tmp_path, pytestconfig)
+    listed = overbrainer(project, env, "runs", "ls")
+    (line,) = [line for line in listed.stdout.splitlines() if line.startswith(run_id)]
+    # As the follower last saw it before the Ctrl-C: Ray may not have said RUNNING to it yet.
+    assert line.split()[1] == "running", line
+    assert line.split()[4] == "ray" and line.split()[5] in ("PENDING", "RUNNING"), line
     release(tmp_path)
     attached = overbrainer(project, env, "train", "attach", run_id, timeout=300)
     assert attached.returncode == 0, attached.stderr[-3000:]

@@ -57,14 +57,13 @@ def ls_line(record: RunRecord, width: int, pod: str | None = None, state: str | 
     return line
 
 
-def pod_summary(run_dir: Path) -> str | None:
-    """What the run's `pod.json` says of its pod (no API call); None for a run with no pod record.
+def machine_words(run_dir: Path) -> str | None:
+    """What the run's kind says of its machine from local files (a pod's `pod.json`, a Ray
+    job's last seen state; no API call); None when it has nothing to add. An unreadable pod
+    record is named on the run's line rather than failing the whole listing."""
+    from overbrainer.targets import describe_job
 
-    An unreadable record is named on the run's line rather than failing the whole listing.
-    """
-    from overbrainer.targets import RUNPOD
-
-    return RUNPOD.describe(run_dir)
+    return describe_job(run_dir)
 
 
 def pod_record_missing(run_dir: Path, record: RunRecord) -> bool:
@@ -134,7 +133,7 @@ def runs_ls() -> None:
             pod = f"check its pod with `overbrainer pod ls` (`overbrainer pod rm {record.id}`)"
             click.echo(ls_line(record, width, pod, POD_RECORD_MISSING))
             continue
-        click.echo(ls_line(record, width, pod_summary(run_dir)))
+        click.echo(ls_line(record, width, machine_words(run_dir)))
 
 
 @runs.command("logs")

@@ -24,7 +24,6 @@ from overbrainer.training import (
     lock_holder,
     plan_start,
     recorded_run,
-    request_on_pod_beside,
     request_snapshot,
     request_snapshot_at,
     request_stop,
@@ -190,10 +189,9 @@ async def _request_beside(
     async with open_command(options, front, shared=True) as command:
         session = training_session(command)
         record, target = await request_stop(session, record.id)
-        if kind_of(target).makes_pod:
-            await request_on_pod_beside(session, record, target)
-            return
-        reached = recorded_run(session, record, lambda: detached(record.id, record.target))
+        reached = recorded_run(
+            session, record, lambda: detached(record.id, record.target), "stop_beside"
+        )
         async with kind_of(target).reach_machine(reached) as machine:
             await request_snapshot_at(machine, record)
 

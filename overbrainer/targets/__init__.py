@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.manifest import local_manifest, verify
     from overbrainer.targets.probe_sampler import ProbeSampler
-    from overbrainer.targets.registry import ensure_kinds, kind_of
+    from overbrainer.targets.registry import describe_job, ensure_kinds, kind_of
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
@@ -246,6 +246,7 @@ __all__ = [
     "container_commands",
     "container_name",
     "cost_cap",
+    "describe_job",
     "disk_warning",
     "drain_pod_log",
     "end_pod_bounded",
@@ -426,6 +427,7 @@ __getattr__ = lazy_face(
         "in_stock": "runpod.auto",
         "job_status": "local",
         "keep_lease": "runpod.lease",
+        "describe_job": "registry",
         "kind_of": "registry",
         "load_pod_record": "runpod.pod_record",
         "local_manifest": "manifest",

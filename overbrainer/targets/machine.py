@@ -192,8 +192,10 @@ class RecordedJob:
     settings: Settings | None = None
     """The project's settings, for a kind that uses an account of them (Runpod's key, URL)."""
     action: str = "attach"
-    """What the command does to the job (`attach`, `stop`, `cancel`): a kind's words for it,
-    and whether a job whose machine is gone is failed (attach) or refused (exit 2)."""
+    """What the command does to the job (`attach`, `stop`, `cancel`, or `stop_beside`: a stop
+    while another process holds the project and follows the job, which only writes the
+    request, asking no account): a kind's words for it, and whether a job whose machine is gone
+    is failed (attach) or refused (exit 2)."""
 
 
 class Machine(Protocol):

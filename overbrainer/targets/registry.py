@@ -8,6 +8,8 @@ config call `ensure_kinds` then, completion calls it, tests/conftest.py imports 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from overbrainer.config.target_settings import (
     TargetSettings,
     add_settings_kind,
@@ -48,6 +50,17 @@ def kind_named(name: str) -> TargetKind:
 def kind_of(target: TargetSettings) -> TargetKind:
     """The kind of a target's settings (by their `kind`)."""
     return kind_named(target.kind)
+
+
+def describe_job(job_dir: Path) -> str | None:
+    """What the kinds say of a recorded job's machine from its local files (`runs ls`: a pod's
+    state, a cluster job's); None when none has words for it. Each kind reads only its own
+    files, so a job's target may be gone from the settings."""
+    for kind in _KINDS.values():
+        words = kind.describe(job_dir)
+        if words is not None:
+            return words
+    return None
 
 
 def ensure_kinds() -> None:

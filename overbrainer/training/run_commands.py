@@ -20,10 +20,8 @@ from overbrainer.targets import (
     Executor,
     JobGone,
     Machine,
-    Target,
     TargetUnreachable,
     kind_of,
-    pod_beside,
 )
 from overbrainer.training.follow_job import CANCEL_BOUND
 from overbrainer.training.follow_run import RunEnding, ending, summarize
@@ -31,7 +29,7 @@ from overbrainer.training.outcome import Outcome
 from overbrainer.training.retrieve import CHECKPOINTS, RESULTS
 from overbrainer.training.run_record import RunsError
 from overbrainer.training.run_store import Container, Job, RunRecord, Runs, RunState
-from overbrainer.training.session import Detached, Session, detached, not_started
+from overbrainer.training.session import Detached, Session, detached
 from overbrainer.training.target_access import TrainTarget, run_target
 from overbrainer.training.train_job import (
     follow_recorded,
@@ -200,14 +198,6 @@ async def stop_run(session: Session, record: RunRecord, announce: Callable[[], N
         await request_snapshot_at(reached, record)
         announce()
         return await follow_recorded(session, reached, record, requested=True)
-
-
-async def request_on_pod_beside(session: Session, record: RunRecord, target: Target) -> None:
-    """Write a Runpod run's snapshot request through its existing ssh config (no API call),
-    while another process holds the project."""
-    recorded = recorded_run(session, record, not_started, "stop")
-    async with pod_beside(recorded, "nothing to stop") as executor:
-        await request_snapshot_on(executor, record)
 
 
 def check_cancellable(record: RunRecord) -> None:

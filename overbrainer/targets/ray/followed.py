@@ -4,14 +4,19 @@ for `reconnect_secs`), never a failed job."""
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import trio
 
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus, Lost, Running
+from overbrainer.model.utc import rfc3339
+from overbrainer.storage import write_atomic
 from overbrainer.targets.executor import JobRef
 from overbrainer.targets.ray.errors import RayError, RayJobMissing, RayUnanswered
 from overbrainer.targets.ray.jobs_api import JobInfo, JobsApi, JobState
+from overbrainer.targets.ray.settings import SEEN_FILE
 from overbrainer.targets.ray.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -31,11 +36,15 @@ def submission_of(job: JobRef) -> str:
 class RayFollowedJob:
     """One submitted job: `job.dir` is R on the storage, `job.ref` its submission ID."""
 
-    def __init__(self, api: JobsApi, storage: Storage, job: JobRef) -> None:
+    def __init__(
+        self, api: JobsApi, storage: Storage, job: JobRef, local: Path | None = None
+    ) -> None:
         self._api = api
         self._storage = storage
         self._job = job
         self._sid = submission_of(job)
+        self._local = local
+        self._seen: JobState | None = None
 
     def _path(self, name: str) -> str:
         return self._storage.path(self._job.path(name))
@@ -50,9 +59,24 @@ class RayFollowedJob:
 
     async def _info(self) -> JobInfo:
         try:
-            return await self._api.status(self._sid)
+            info = await self._api.status(self._sid)
         except RayUnanswered as error:
             raise OSError(error.message) from None
+        if info.state is not self._seen:
+            await self._remember(info.state)
+        return info
+
+    async def _remember(self, state: JobState) -> None:
+        """Keep the cluster's state of the job beside its local record (for `runs ls`)."""
+        self._seen = state
+        if self._local is None:
+            return
+        seen = rfc3339()
+        text = json.dumps({"submission_id": self._sid, "state": state.value, "seen": seen})
+        try:
+            await trio.to_thread.run_sync(write_atomic, self._local / SEEN_FILE, text + "\n")
+        except OSError as error:
+            log.debug("cannot keep the Ray job's state in %s: %s", self._local, error)
 
     async def status(self) -> JobStatus:
         """Running while Ray runs it; then the job script's exit code from R, `Cancelled` when

@@ -21,7 +21,13 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.targets.executor import Executor, JobError, JobRef
 from overbrainer.targets.kind import JobChecks, refuse_keep
-from overbrainer.targets.ray.settings import RAY_SETTINGS, RayTarget, narrow, problems
+from overbrainer.targets.ray.settings import (
+    RAY_SETTINGS,
+    SEEN_FILE,
+    RayTarget,
+    narrow,
+    problems,
+)
 
 if TYPE_CHECKING:
     from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
@@ -98,8 +104,8 @@ class RayKind:
             reached = await opening.interrupt.race(api.version)
             if reached is None:
                 raise opening.interrupted()
-            await opening.create(storage.root, storage_claim(storage))
-            yield RayMachine(target, api, storage)
+            job_id = await opening.create(storage.root, storage_claim(storage))
+            yield RayMachine(target, api, storage, local=opening.local_root / job_id)
 
     @contextlib.asynccontextmanager
     async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
@@ -112,7 +118,7 @@ class RayKind:
         target = narrow(recorded.target)
         storage = Storage(target.storage)
         async with open_cluster(recorded.target_name, target) as api:
-            machine = RayMachine(target, api, storage, recorded.job)
+            machine = RayMachine(target, api, storage, recorded.job, recorded.job_dir)
             try:
                 await api.status(recorded.job.ref or "")
             except RayJobMissing as error:
@@ -122,7 +128,13 @@ class RayKind:
             yield machine
 
     def describe(self, job_dir: Path) -> str | None:
-        """`ray <submission id>`, from the run's record."""
+        """`ray RUNNING <submission id> (seen <time>)`: the cluster's state of the job as its
+        follower last saw it; `ray <submission id>` from the record before any was seen."""
+        try:
+            seen = json.loads((job_dir / SEEN_FILE).read_text(encoding="utf-8"))
+            return f"ray {seen['state']} {seen['submission_id']} (seen {seen['seen']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
         try:
             record = json.loads((job_dir / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

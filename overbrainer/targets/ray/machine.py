@@ -74,12 +74,19 @@ class RayMachine:
     """A Ray cluster, for one job: its Jobs API client and the storage its jobs write to."""
 
     def __init__(
-        self, target: RayTarget, api: JobsApi, storage: Storage, job: JobRef | None = None
+        self,
+        target: RayTarget,
+        api: JobsApi,
+        storage: Storage,
+        job: JobRef | None = None,
+        local: Path | None = None,
     ) -> None:
         self._target = target
         self._api = api
         self._storage = storage
         self._job = job
+        self.local = local
+        """The job's local directory (`runs/<id>`), where the cluster's state of it is kept."""
         self._run_id: str | None = None
         self._config: str | None = None
         self._env: dict[str, str] = {}
@@ -155,7 +162,7 @@ class RayMachine:
 
     def followed(self, job: JobRef) -> RayFollowedJob:
         """The job as the follow loop reads it."""
-        return RayFollowedJob(self._api, self._storage, job)
+        return RayFollowedJob(self._api, self._storage, job, self.local)
 
     async def request(self, job: JobRef, name: str, content: str) -> None:
         """Write run file `name` in R (the job polls it there)."""

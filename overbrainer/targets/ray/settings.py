@@ -14,6 +14,9 @@ from overbrainer.config.target_settings import RECONNECT_SECS, SettingsKind, Sho
 from overbrainer.llm import valid_header_value
 
 DEFAULT_REQUEST_SECS = 30.0
+SEEN_FILE = "ray.json"
+"""Beside a job's local record: the cluster's last state of the job as a follower saw it
+(`runs ls` reads it without asking the cluster)."""
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")

@@ -17,13 +17,19 @@ from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.targets.executor import Executor, JobGone, JobRef
+from overbrainer.targets.host_machine import HostMachine, HostRuntime
 from overbrainer.targets.kind import JobChecks
 from overbrainer.targets.machine import JobNeeds, JobOpening, Machine, RecordedJob
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
 from overbrainer.targets.runpod.job_sizing import quote_line
 from overbrainer.targets.runpod.machine import open_pod_machine
 from overbrainer.targets.runpod.pod_record import PodRecordError, load_pod_record
-from overbrainer.targets.runpod.reach import PodGone, pod_record_of, reach_pod_machine
+from overbrainer.targets.runpod.reach import (
+    PodGone,
+    pod_beside,
+    pod_record_of,
+    reach_pod_machine,
+)
 from overbrainer.targets.runpod.settings import RUNPOD_SETTINGS, RunpodTarget, pod_settings
 from overbrainer.targets.ssh_open import chosen_client
 
@@ -117,6 +123,12 @@ async def _reached(recorded: RecordedJob) -> AsyncIterator[Machine]:
     """The pod again. A pod that is gone fails the run (JobGone), but `stop` and `cancel` are
     refused (exit 2) when its record already says so or Runpod has no pod of it at all."""
     run_id, action = recorded.job_dir.name, recorded.action
+    if action == "stop_beside":
+        # The follower holds the project and its pod's lease: reach the pod through the run's
+        # ssh config alone, with no API call.
+        async with pod_beside(recorded, "nothing to stop") as executor:
+            yield HostMachine(executor, HostRuntime(Runtime.NATIVE))
+        return
     refused = action != "attach"
     if not refused:
         saved = await trio.to_thread.run_sync(load_pod_record, recorded.job_dir)
