@@ -88,6 +88,7 @@ class FakeMachine:
     workdir: str = "/m"
     here: bool = False
     home: str | None = "/home/u"
+    holds_runs: bool = True
 
     def job_root(self, root: str) -> str:
         return root

@@ -166,3 +166,49 @@ async def interrupt_once_a_pod_exists(setup: Setup, interrupt: Interrupt) -> Non
     while not setup.fake.pods:  # noqa: ASYNC110 - the fake's state
         await trio.sleep(0.02)
     interrupt.fire()
+
+
+async def test_a_job_serving_a_model_prices_its_pod_first_and_a_lost_job_deletes_it(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in setup.env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(setup.project)
+    target = settings.targets["gpu_cloud"]
+    runs = setup.project / "runs"
+    priced: list[str] = []
+
+    async def create(workdir: str, claim: Claim | None) -> str:
+        (runs / JOB_ID).mkdir(parents=True)
+        # The price is told before the pod is made: nothing was created yet.
+        assert priced == [] and setup.fake.pods == {}
+        return JOB_ID
+
+    async def fail(message: str) -> None:
+        raise AssertionError(message)
+
+    needs = JobNeeds(model_bytes=10**9, end_if_lost=True)
+    with trio.fail_after(60):
+        async with open_event_bus() as bus:
+            opening = JobOpening(
+                "gpu_cloud",
+                target,
+                needs,
+                create,
+                runs,
+                bus,
+                Interrupt(),
+                _refused,
+                settings=settings,
+                fail=fail,
+                priced=priced.append,
+            )
+            async with RUNPOD.open_machine(opening) as machine:
+                assert not machine.holds_runs
+                assert setup.fake.pods != {}
+                # The job cannot be followed and its pod is still there: it goes.
+                assert await machine.end(Ended(Ending.LOST, why="unreachable")) is None
+    (words,) = priced
+    assert words.startswith("a new Runpod pod ")
+    assert setup.fake.pods == {}
+    assert pod_record(setup.project, JOB_ID)["state"] == "deleted"

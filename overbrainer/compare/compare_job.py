@@ -4,6 +4,8 @@ removes its container; its answers and logs fetched, how it ended recorded."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +35,16 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind as JobType
 from overbrainer.model.job_status import JobStatus
-from overbrainer.targets import Claim, JobNeeds, JobOpening, JobPlan, Machine, kind_of, resolve_pin
+from overbrainer.targets import (
+    Claim,
+    JobNeeds,
+    JobOpening,
+    JobPlan,
+    JobSpec,
+    Machine,
+    kind_of,
+    resolve_pin,
+)
 from overbrainer.training import (
     Container,
     FollowTimes,
@@ -48,6 +59,13 @@ from overbrainer.training import (
     record_failed,
     run_job,
 )
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "model.gguf"
+"""The GGUF's name in a compare directory sent to a machine without the run (a pod)."""
+DISCARD_ENV = "OVERBRAINER_COMPARE_DISCARD_MODEL"
+"""Set: the job deletes its copy of the model at its end."""
 
 
 def tools_cache(machine: Machine, environ: Mapping[str, str]) -> str:
@@ -80,6 +98,16 @@ def compare_job(
         tools=env["OVERBRAINER_CACHE"],
     )
     return machine.plan(nested_spec(machine, nested))
+
+
+def _link_model(run_dir_file: str, staged: str) -> None:
+    if not os.path.exists(staged):
+        os.link(run_dir_file, staged)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _remove_tree(path: Path) -> None:
@@ -124,10 +152,18 @@ class CompareJob:
     setup: CompareSetup
     context: int
     target_name: str
+    keep: bool = False
+    """`--keep-pod`: a machine made for the compare outlives it."""
+    model_bytes: int | None = None
+    """The GGUF's size, which a machine made for the compare is sized by."""
     type: JobType | None = JobType.COMPARE
     on_interrupt: Interruption = Interruption.CANCEL
     sampled: bool = False
-    end_fails: bool = False
+
+    @property
+    def end_fails(self) -> bool:
+        """A machine made for the compare that did not end fails it, unless it is kept."""
+        return not self.keep
 
     async def fail(self, job_id: str, message: str) -> None:
         """Record the compare failed."""
@@ -140,8 +176,15 @@ class CompareJob:
 
     @property
     def needs(self) -> JobNeeds:
-        """Its container goes whatever the end: llama-server runs in it."""
-        return JobNeeds(remove_container=True)
+        """Its container goes whatever the end (llama-server runs in it); a machine made for
+        it runs `[compare] image`, is sized by the GGUF and goes if the job is lost."""
+        return JobNeeds(
+            image=self.settings.compare.image,
+            keep=self.keep,
+            remove_container=True,
+            model_bytes=self.model_bytes,
+            end_if_lost=True,
+        )
 
     @property
     def times(self) -> FollowTimes:
@@ -164,6 +207,8 @@ class CompareJob:
     async def start(self, machine: Machine, job_id: str) -> Started:
         """Place the GGUF, stage the compare's directory and start its job; the `running`
         record. A failure is recorded and raised."""
+        if not machine.holds_runs:
+            return await self._start_with_model(machine)
         setup, runs = self.setup, self.runs
         compares = self.compares
         record = await trio.to_thread.run_sync(compares.load, setup.compare)
@@ -193,6 +238,41 @@ class CompareJob:
         box = None if job.container is None else Container(job.container[0].value, job.container[1])
         running = attrs.evolve(
             record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, box)
+        )
+        await trio.to_thread.run_sync(compares.save, running)
+        return Started(running, folder, job, f"compare {setup.compare}")
+
+    async def _start_with_model(self, machine: Machine) -> Started:
+        """On a machine without the run (a pod): upload the compare directory with the GGUF
+        hard-linked in as `model.gguf` (removed here once sent; the job deletes its copy at
+        its end) and start the job there."""
+        setup, compares = self.setup, self.compares
+        record = await trio.to_thread.run_sync(compares.load, setup.compare)
+        folder = compares.dir_of(setup.compare)
+        root = f"{machine.workdir}/{setup.compare}"
+        staged = str(folder / MODEL_FILE)
+        source = str(self.runs.dir_of(setup.run) / setup.gguf)
+        await trio.to_thread.run_sync(_link_model, source, staged)
+        env = job_env(
+            self.settings.compare,
+            resolve_pin(),
+            root=root,
+            model=MODEL_FILE,
+            context=self.context,
+            cache=tools_cache(machine, os.environ),
+            environ=os.environ,
+        )
+        env[DISCARD_ENV] = "1"
+        spec = JobSpec(setup.compare, root, "", [COMPARE_COMMAND], env)
+        try:
+            await machine.stage(folder, root, NEVER_UPLOADED)
+            job = await machine.start(root, machine.plan(spec), {})
+        except (OSError, OverbrainerError) as error:
+            raise await failed_to_start(self.runs, setup, error) from None
+        finally:
+            await trio.to_thread.run_sync(_unlink, staged)
+        running = attrs.evolve(
+            record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, None)
         )
         await trio.to_thread.run_sync(compares.save, running)
         return Started(running, folder, job, f"compare {setup.compare}")
@@ -234,20 +314,31 @@ async def compare_on_machine(
     context: int,
     bus: EventBus,
     interrupt: Interrupt,
+    *,
+    keep: bool = False,
 ) -> None:
     """Start the compare job on the run's target's machine, follow it, record how it ended."""
-    record = await trio.to_thread.run_sync(compares_of(runs.dir_of(setup.run)).load, setup.compare)
+    compares = compares_of(runs.dir_of(setup.run))
+    record = await trio.to_thread.run_sync(compares.load, setup.compare)
     target = settings.targets.get(record.target)
     assert target is not None
-    job = CompareJob(settings, runs, setup, context, record.target)
+    size = (await trio.Path(runs.dir_of(setup.run) / setup.gguf).stat()).st_size
+    job = CompareJob(settings, runs, setup, context, record.target, keep=keep, model_bytes=size)
+
+    def priced(words: str) -> None:
+        log.info("compare: %d questions on %s", len(setup.questions), words)
+
     opening = JobOpening(
         target_name=record.target,
         target=target,
         needs=job.needs,
         create=job.create,
         local_root=runs.root,
+        job_dirs=compares.root,
         bus=bus,
         interrupt=interrupt,
         interrupted=job.interrupted_before,
+        settings=settings,
+        priced=priced,
     )
     await run_job(job, kind_of(target), opening)

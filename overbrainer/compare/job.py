@@ -1,4 +1,4 @@
-"""The compare job on the run's target: its directory, files, start, follow, results (§A.5-7)."""
+"""The compare job on the run's target: its directory, files, environment and results (§A.5-7)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from overbrainer.compare.job_script import CLIENT, SCRIPT, client_script, compar
 from overbrainer.compare.plan import ComparePlan
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.config.settings import Compare
-from overbrainer.events.bus import EventBus
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
-from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage import write_atomic
@@ -24,24 +22,12 @@ from overbrainer.targets import (
     CACHE_ENV,
     POD_LOCAL,
     Command,
-    Executor,
-    ExecutorJob,
     LlamaCppPin,
 )
 from overbrainer.training import (
-    CANCEL_BOUND,
-    Container,
-    FollowTimes,
-    Job,
-    JobPlan,
-    MetricsSummary,
-    MetricsTail,
     RunRecord,
     Runs,
     RunState,
-    fetch,
-    follow,
-    job_ref,
 )
 
 log = logging.getLogger(__name__)
@@ -98,13 +84,6 @@ def create_compare(runs: Runs, plan: ComparePlan, pin: LlamaCppPin, seed: int) -
     return setup
 
 
-def tools_cache(executor: Executor, environ: Mapping[str, str]) -> str:
-    """Where the target keeps llama.cpp builds: this user's cache here, the workdir's remotely."""
-    if not executor.local:
-        return f"{executor.workdir.rstrip('/')}/.cache/overbrainer"
-    return local_tools_cache(environ)
-
-
 def local_tools_cache(environ: Mapping[str, str]) -> str:
     """This user's llama.cpp cache (OVERBRAINER_CACHE, else XDG's)."""
     if environ.get("OVERBRAINER_CACHE"):
@@ -156,26 +135,6 @@ NEVER_UPLOADED = ("run.json", *POD_LOCAL)
 """What the upload of a compare directory leaves out (keys and the pod record stay here)."""
 
 
-async def spawn_compare_job(
-    runs: Runs, setup: CompareSetup, executor: Executor, plan: JobPlan
-) -> RunRecord:
-    """Upload the compare directory (remote), spawn the planned job, save the `running`
-    record (with the job's container, if it has one)."""
-    compares = compares_of(runs.dir_of(setup.run))
-    record = compares.load(setup.compare)
-    folder = compares.dir_of(setup.compare)
-    remote = record.remote_dir if not executor.local else str(folder.resolve())
-    if not executor.local:
-        await executor.upload(folder, remote, NEVER_UPLOADED)
-    job = await executor.spawn(remote, plan.commands, {})
-    box = None if plan.container is None else Container(plan.container[0].value, plan.container[1])
-    running = attrs.evolve(
-        record, state=RunState.RUNNING, remote_dir=remote, job=Job(remote, job.pid, box)
-    )
-    await trio.to_thread.run_sync(compares.save, running)
-    return running
-
-
 def job_message(folder: Path) -> str | None:
     """The job's own failure line from `job.log` (the last `compare: ` line and what follows)."""
     try:
@@ -189,41 +148,6 @@ def job_message(folder: Path) -> str | None:
             text = "\n".join(lines[index:]).removeprefix("compare: ")
             return text.rstrip()
     return None
-
-
-async def follow_compare(
-    runs: Runs,
-    setup: CompareSetup,
-    executor: Executor,
-    record: RunRecord,
-    bus: EventBus,
-    times: FollowTimes,
-) -> JobStatus:
-    """Follow the job to its end and bring its artifacts here."""
-    assert record.job is not None
-    job = ExecutorJob(executor, job_ref(record))
-    status = await follow(
-        job,
-        bus,
-        MetricsTail(MetricsSummary()),
-        run_id=setup.compare,
-        times=times,
-        kind=JobKind.COMPARE,
-    )
-    if not executor.local:
-        folder = compares_of(runs.dir_of(setup.run)).dir_of(setup.compare)
-        present = tuple([name for name in ARTIFACTS if await job.exists(name)])
-        if present:
-            await fetch(executor, record.job.dir, folder, present, ())
-    return status
-
-
-async def cancel_compare(executor: Executor, record: RunRecord) -> None:
-    """Cancel the job (bounded, shielded)."""
-    if record.job is None:
-        return
-    with trio.move_on_after(CANCEL_BOUND, shield=True):
-        await executor.cancel(job_ref(record))
 
 
 def conclude(runs: Runs, setup: CompareSetup, record: RunRecord, status: JobStatus) -> None:

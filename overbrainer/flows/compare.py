@@ -20,7 +20,6 @@ from overbrainer.compare.job import (
 from overbrainer.compare.judge import Judge, resume_hint
 from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
-from overbrainer.compare.pod import compare_on_pod
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.settings import Settings
 from overbrainer.events.frontend import Frontend
@@ -36,7 +35,6 @@ from overbrainer.storage import HistoryStatus
 from overbrainer.targets import JobNeeds, kind_of, resolve_pin
 from overbrainer.training import (
     Runs,
-    Session,
     is_valid_run_id,
     warn_missing_engine,
 )
@@ -81,16 +79,10 @@ async def run_job(
     command: Command, setup: CompareSetup, context: int, *, keep_pod: bool = False
 ) -> None:
     """Start the compare job on the run's target, follow it, and record how it ended."""
-    settings = command.settings
     runs = Runs(command.project.runs)
-    record = compares_of(runs.dir_of(setup.run)).load(setup.compare)
-    target = settings.targets.get(record.target)
-    assert target is not None
-    if kind_of(target).makes_pod:
-        session = Session(settings, command.project, command.bus, command.interrupt)
-        await compare_on_pod(session, setup, context, keep=keep_pod)
-        return
-    await compare_on_machine(settings, runs, setup, context, command.bus, command.interrupt)
+    await compare_on_machine(
+        command.settings, runs, setup, context, command.bus, command.interrupt, keep=keep_pod
+    )
 
 
 async def judge_draining(

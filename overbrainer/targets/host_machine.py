@@ -96,6 +96,11 @@ class HostMachine:
         """The SSH user's home; None here (this user's)."""
         return None if self.executor.local else self.executor.home
 
+    @property
+    def holds_runs(self) -> bool:
+        """The host keeps the runs trained on it."""
+        return True
+
     def job_root(self, root: str) -> str:
         """R itself natively, `/workspace/run` in a container."""
         return CONTAINER_ROOT if self.setup.runtime is Runtime.DOCKER else root

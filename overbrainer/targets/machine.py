@@ -99,6 +99,12 @@ class JobNeeds:
     """The job honours a snapshot request (training)."""
     remove_container: bool = False
     """Force-remove the job's container whenever the job ends (a compare's server runs in it)."""
+    model_bytes: int | None = None
+    """The size of the model file the job serves (a compare's GGUF): a kind that makes a
+    machine for the job sizes it by it, and prices it first (`JobOpening.priced`)."""
+    end_if_lost: bool = False
+    """A machine made for the job goes (unless kept) when the job can no longer be followed
+    and the machine is still there (a compare's pod: deleted as unfollowed)."""
 
 
 class Ending(enum.Enum):
@@ -163,6 +169,12 @@ class JobOpening:
     check: Callable[[Executor], Awaitable[None]] | None = None
     """A check of a shell machine before the record is made (train: `axolotl` and a GPU
     there; refused with no run created); kinds without a shell leave it out."""
+    job_dirs: Path | None = None
+    """Where the job's own directory is (`<job_dirs>/<id>`) when not under `local_root`: a
+    run's compares/ (a host machine works in `runs/`, a pod keeps its record there)."""
+    priced: Callable[[str], None] | None = None
+    """Told the price of a machine made for the job, in words, before it is made (a kind
+    that prices one: with `needs.model_bytes`)."""
 
 
 @attrs.frozen
@@ -202,6 +214,12 @@ class Machine(Protocol):
     @property
     def home(self) -> str | None:
         """The machine user's home (a venv's `~/`); None: this user's, the job runs here."""
+        ...
+
+    @property
+    def holds_runs(self) -> bool:
+        """Whether the runs' directories (R) are on it; False for a machine made for one job
+        (a pod): a job brings along what it needs of its run."""
         ...
 
     def job_root(self, root: str) -> str:

@@ -103,6 +103,11 @@ class RayMachine:
         return False
 
     @property
+    def holds_runs(self) -> bool:
+        """The storage keeps the runs."""
+        return True
+
+    @property
     def home(self) -> str | None:
         """None: the job runs in the cluster's own environment, with no venv of ours."""
         return None

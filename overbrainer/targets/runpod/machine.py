@@ -24,6 +24,7 @@ from overbrainer.targets.machine import (
     Ended,
     Ending,
     FollowedJob,
+    JobNeeds,
     JobOpening,
     JobPlan,
     JobSpec,
@@ -36,6 +37,7 @@ from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.cost import arm_cost_cap
 from overbrainer.targets.runpod.create_body import JOB_ENV, pod_path, workdir
 from overbrainer.targets.runpod.errors import NO_KEY, RunpodKeyError
+from overbrainer.targets.runpod.job_sizing import gguf_floor, price_pod
 from overbrainer.targets.runpod.machine_end import abandon_pod, end_machine, guard_pod
 from overbrainer.targets.runpod.pod_end import clean_up, error_text
 from overbrainer.targets.runpod.pod_record import PodState
@@ -85,6 +87,7 @@ class PodMachine:
 
     run: JobPod
     executor: SshExecutor
+    needs: JobNeeds = attrs.field(factory=JobNeeds)
 
     @property
     def workdir(self) -> str:
@@ -100,6 +103,11 @@ class PodMachine:
     def home(self) -> str | None:
         """The pod user's home."""
         return self.executor.home
+
+    @property
+    def holds_runs(self) -> bool:
+        """A pod is made for its one job."""
+        return False
 
     @property
     def keep(self) -> bool:
@@ -120,7 +128,8 @@ class PodMachine:
         env = dict(spec.env)
         if spec.tools is not None:
             env[CACHE_ENV] = spec.tools
-        venv = self.run.target.venv or DEFAULT_RUNPOD_VENV
+        # A job in its own image (a compare's) has none of the target's venv.
+        venv = None if self.needs.image else self.run.target.venv or DEFAULT_RUNPOD_VENV
         return JobPlan(native_commands(spec.commands, env, venv=venv, env_file=pod_path(JOB_ENV)))
 
     async def stage(self, local: Path, root: str, skip: Sequence[str] = ()) -> None:
@@ -175,11 +184,9 @@ class PodMachine:
         left = await end_machine(self.run, self.executor, ended)
         if left is not None and ended.ending is Ending.DONE:
             return f"not its pod: {left}"
+        if left is None and ended.ending is Ending.LOST and self.needs.end_if_lost:
+            await abandon_pod(self.run)
         return left
-
-    async def abandon(self) -> None:
-        """The job could not be followed to its end: delete the pod (unless kept)."""
-        await abandon_pod(self.run)
 
     async def detach(self) -> PodInterrupted:
         """Nothing to do: the pod's watchdog and its deadline stay armed on the pod; what the
@@ -267,26 +274,42 @@ async def open_pod_machine(opening: JobOpening) -> AsyncIterator[PodMachine]:
     if key is None:
         raise opening.interrupted()
     async with open_runpod(opening.settings.runpod.url, key) as api:
-        run = await _new_pod(api, opening, target)
+        # The job's record first (no claim here: R is claimed on the pod once it is up).
+        run_id = await opening.create(workdir(target), None)
+        floor = await _sized(api, opening, target, fail)
+        dirs = opening.job_dirs or opening.local_root
+        run = new_pod_run(
+            api,
+            opening.bus,
+            JobDirs(dirs),
+            JobId(run_id),
+            target,
+            keep=opening.needs.keep,
+            stopped=lambda: opening.interrupt.caught,
+            vram_floor_gb=floor,
+            noun=noun_of(dirs),
+        )
         await provision_or_fail(run, opening, fail)
         async with open_pod_ssh(run, opening.target_name) as executor:
-            yield PodMachine(run, executor)
+            yield PodMachine(run, executor, opening.needs)
 
 
-async def _new_pod(api: RunpodApi, opening: JobOpening, target: RunpodTarget) -> JobPod:
-    """The job's record created (no claim here: R is claimed on the pod once it is up)."""
-    run_id = await opening.create(workdir(target), None)
-    return new_pod_run(
-        api,
-        opening.bus,
-        JobDirs(opening.local_root),
-        JobId(run_id),
-        target,
-        keep=opening.needs.keep,
-        stopped=lambda: opening.interrupt.caught,
-        vram_floor_gb=opening.needs.vram_floor_gb,
-        noun=noun_of(opening.local_root),
-    )
+async def _sized(
+    api: RunpodApi, opening: JobOpening, target: RunpodTarget, fail: RecordFail
+) -> int | None:
+    """The pod's VRAM floor: a job serving a model file gets the file's, and is told the
+    pod's price first (raced: Ctrl-C fails the record, no pod made)."""
+    needs = opening.needs
+    if needs.model_bytes is None:
+        return needs.vram_floor_gb
+    floor = gguf_floor(target, needs.model_bytes)
+    price = await opening.interrupt.race(lambda: price_pod(api, target, floor))
+    if price is None:
+        await fail("interrupted before its job started")
+        raise opening.interrupted()
+    if opening.priced is not None:
+        opening.priced(f"a new Runpod pod {price.words()}")
+    return floor
 
 
 async def provision_or_fail(run: JobPod, opening: JobOpening, fail: RecordFail) -> None:
