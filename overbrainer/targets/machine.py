@@ -99,6 +99,10 @@ class JobNeeds:
     """The job honours a snapshot request (training)."""
     remove_container: bool = False
     """Force-remove the job's container whenever the job ends (a compare's server runs in it)."""
+    nested_in: str | None = None
+    """Where the job's directory goes on a machine that holds an earlier job's files it nests
+    in (an export's `<run R>/exports`); a machine made for the job holds none, so the job's
+    directory goes under the machine's workdir."""
 
 
 class Ending(enum.Enum):
@@ -150,7 +154,7 @@ class JobOpening:
     chooses the job's ID (R = `<workdir>/<id>`; with `claim`, an ID whose R is taken is passed
     over) and returns it. A kind calls it exactly once."""
     local_root: Path
-    """Where the job's local directories are (`runs/`, or a run's compares/ or exports/)."""
+    """The project's `runs/` (a machine here works over it)."""
     bus: EventBus
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
@@ -160,6 +164,9 @@ class JobOpening:
     fail: Callable[[str], Awaitable[None]] | None = None
     """Record the job failed with this message: its machine was made after `create` but the
     job could not start on it (a pod that never became ready, a Ctrl-C before the start)."""
+    job_dirs: Path | None = None
+    """Where the job's local directory goes when not in `local_root` (a run's compares/ or
+    exports/): a machine's own files (a pod's record) go there."""
     check: Callable[[Executor], Awaitable[None]] | None = None
     """A check of a shell machine before the record is made (train: `axolotl` and a GPU
     there; refused with no run created); kinds without a shell leave it out."""

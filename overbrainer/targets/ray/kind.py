@@ -98,7 +98,7 @@ class RayKind:
             reached = await opening.interrupt.race(api.version)
             if reached is None:
                 raise opening.interrupted()
-            await opening.create(storage.root, storage_claim(storage))
+            await opening.create(opening.needs.nested_in or storage.root, storage_claim(storage))
             yield RayMachine(target, api, storage)
 
     @contextlib.asynccontextmanager

@@ -276,16 +276,17 @@ async def open_pod_machine(opening: JobOpening) -> AsyncIterator[PodMachine]:
 async def _new_pod(api: RunpodApi, opening: JobOpening, target: RunpodTarget) -> JobPod:
     """The job's record created (no claim here: R is claimed on the pod once it is up)."""
     run_id = await opening.create(workdir(target), None)
+    job_dirs = opening.job_dirs or opening.local_root
     return new_pod_run(
         api,
         opening.bus,
-        JobDirs(opening.local_root),
+        JobDirs(job_dirs),
         JobId(run_id),
         target,
         keep=opening.needs.keep,
         stopped=lambda: opening.interrupt.caught,
         vram_floor_gb=opening.needs.vram_floor_gb,
-        noun=noun_of(opening.local_root),
+        noun=noun_of(job_dirs),
     )
 
 
