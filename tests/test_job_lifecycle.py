@@ -172,6 +172,8 @@ class FakeJob:
     on_interrupt: Interruption = Interruption.DETACH
     hang_start: bool = False
     conclude_fails: bool = False
+    disposable: bool = False
+    fetch_fails: bool = False
     type: JobType | None = None
     sampled: bool = False
     end_fails: bool = False
@@ -202,7 +204,7 @@ class FakeJob:
             job=None,
             state=RunState.RUNNING,
         )
-        return Started(record, Path("/here"), job, f"job {job_id}")
+        return Started(record, Path("/here"), job, f"job {job_id}", disposable=self.disposable)
 
     async def fail(self, job_id: str, message: str) -> None:
         self.calls.append(f"fail {message}")
@@ -217,6 +219,8 @@ class FakeJob:
 
     async def fetch(self, machine: Machine, started: Started, status: JobStatus) -> str | None:
         await machine.fetch(started.job, started.job_dir, ("out",))
+        if self.fetch_fails:
+            raise WorkFailed("its results cannot be retrieved")
         return None
 
     async def conclude(
@@ -387,3 +391,23 @@ async def test_a_lost_job_ends_its_machine_as_lost(
     with pytest.raises(FollowError):
         await _run(job, machine, Interrupt(), machine.lost.set)
     assert machine.calls[-len(last) :] == last
+
+
+@pytest.mark.parametrize("disposable", [True, False])
+async def test_a_disposable_job_s_machine_goes_however_the_job_ended(
+    autojump_clock: object, disposable: bool
+) -> None:
+    # Lost while its machine is still there: a disposable job's machine is ended as done and
+    # retrieved (an export is run again); another's is left for `train attach`.
+    machine = FakeMachine()
+    job = FakeJob(machine.calls, on_interrupt=Interruption.CANCEL, disposable=disposable)
+    with pytest.raises(FollowError):
+        await _run(job, machine, Interrupt(), machine.lost.set)
+    lost = [Ended(Ending.LOST, why=machine.ended[0].why)]
+    assert machine.ended == lost + [Ended(Ending.DONE, retrieved=True)] * disposable
+    # Its files could not be fetched: the same.
+    machine = FakeMachine()
+    job = FakeJob(machine.calls, fetch_fails=True, disposable=disposable)
+    with pytest.raises(WorkFailed, match="cannot be retrieved"):
+        await _run(job, machine, Interrupt(), machine.done.set)
+    assert machine.ended == [Ended(Ending.DONE, succeeded=True, retrieved=disposable)]

@@ -8,7 +8,7 @@ the one job lifecycle (`run_job`) like a training job; Ctrl-C cancels it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import posixpath
 
 import attrs
 import trio
@@ -29,16 +29,12 @@ from overbrainer.export.start import (
     end_export,
     stage_model,
 )
-from overbrainer.export.start import Started as PodStarted
 from overbrainer.model.errors import OverbrainerError, WorkFailed
-from overbrainer.model.job_kind import JobKind
-from overbrainer.model.job_status import JobStatus
 from overbrainer.storage import write_atomic
 from overbrainer.targets import (
     CACHE_DIR,
     SCRIPT_FILE,
     Claim,
-    Executor,
     JobNeeds,
     JobOpening,
     JobSpec,
@@ -55,18 +51,12 @@ from overbrainer.training import (
     START_BOUND,
     Container,
     Job,
-    MetricsSummary,
-    MetricsTail,
     NestedJob,
     RunRecord,
     RunState,
     Session,
     Started,
-    cancel_job,
-    follow,
-    job_ref,
     nested_spec,
-    pod_machine,
     run_job,
 )
 
@@ -81,11 +71,21 @@ class ExportJob(ExportFollow):
     the script written, its job started nested in the run's directory."""
 
     plan: ExportPlan | None = None
+    vram_floor_gb: int | None = None
+    """The VRAM a machine made for the export needs (its base model's shape says)."""
 
     @property
     def needs(self) -> JobNeeds:
-        """Nothing beyond the run's target."""
-        return JobNeeds()
+        """Its directory beside the run's on a machine that holds the run, the VRAM floor and
+        `--keep-pod` for one made for it."""
+        return JobNeeds(
+            vram_floor_gb=self.vram_floor_gb,
+            keep=self.request.keep_pod,
+            nested_in=self._exports_root(),
+        )
+
+    def _exports_root(self) -> str:
+        return f"{self.run.remote_dir.rstrip('/')}/{EXPORTS_DIR}"
 
     def interrupted_before(self) -> OverbrainerError:
         """Ctrl-C before the export's job started."""
@@ -96,10 +96,9 @@ class ExportJob(ExportFollow):
         return self.plan
 
     async def create(self, workdir: str, claim: Claim | None) -> str:
-        """Claim `exports/export_<time>` beside the run's directory on its machine."""
-        record = await create_export(
-            self._plan(), self.request, f"{self.run.remote_dir.rstrip('/')}/{EXPORTS_DIR}"
-        )
+        """Claim `export_<time>` under `workdir` (the run's `exports/` on a machine that holds
+        the run)."""
+        record = await create_export(self._plan(), self.request, workdir)
         return record.id
 
     def start_bound(self, machine: Machine) -> float:
@@ -127,7 +126,15 @@ class ExportJob(ExportFollow):
                 name=run.id, quantize=request.quantize, model=model, config=config, cache=tools
             )
             env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
-            plan = machine.plan(export_spec(machine, env, run=run, export=export))
+            # Beside the run's directory, a job nested in it; in its own directory on a
+            # machine made for it (the model staged there), a job of its own.
+            nested = posixpath.dirname(remote.rstrip("/")) == self._exports_root()
+            spec = (
+                export_spec(machine, env, run=run, export=export)
+                if nested
+                else own_spec(machine, env, export=export, tools=tools)
+            )
+            plan = machine.plan(spec)
             await machine.stage(job_dir, remote, NEVER_UPLOADED)
             job = await machine.start(remote, plan, {})
         except (OSError, OverbrainerError) as error:
@@ -139,7 +146,8 @@ class ExportJob(ExportFollow):
             export, state=RunState.RUNNING, job=Job(remote, job.pid, box, job.ref)
         )
         await trio.to_thread.run_sync(exports.save, running)
-        return Started(running, job_dir, job, "the export job")
+        subject = "the export job" if nested else f"export {export.id}"
+        return Started(running, job_dir, job, subject, disposable=True)
 
     async def not_started(self, job_id: str) -> OverbrainerError:
         """Record the export failed: its start ran past its bound."""
@@ -169,56 +177,36 @@ def export_spec(
     return nested_spec(machine, nested)
 
 
+def own_spec(machine: Machine, env: dict[str, str], *, export: RunRecord, tools: str) -> JobSpec:
+    """The export job in its own directory R (a machine made for it): `sh export.sh` there."""
+    return JobSpec(
+        run_id=export.id,
+        root=export.remote_dir,
+        cache=f"{machine.workdir.rstrip('/')}/.hf-cache",
+        commands=[EXPORT_COMMAND],
+        env=env,
+        tools=tools,
+    )
+
+
 async def export_on_machine(
-    session: Session, request: ExportRequest, plan: ExportPlan
+    session: Session, request: ExportRequest, plan: ExportPlan, vram_floor_gb: int | None = None
 ) -> list[str]:
     """Export a run's model to GGUF on its target's machine and deliver it; the result lines
     (§B.5)."""
-    job = ExportJob(session, plan.exports, plan.run, request, plan=plan)
+    job = ExportJob(
+        session, plan.exports, plan.run, request, plan=plan, vram_floor_gb=vram_floor_gb
+    )
     opening = JobOpening(
         target_name=plan.run.target,
         target=plan.target,
         needs=job.needs,
         create=job.create,
         local_root=session.runs.root,
+        job_dirs=plan.exports.root,
         bus=session.bus,
         interrupt=session.interrupt,
         interrupted=job.interrupted_before,
+        settings=session.settings,
     )
     return await run_job(job, kind_of(plan.target), opening)
-
-
-Watch = Callable[[Callable[[], Awaitable[JobStatus]]], Awaitable[JobStatus | None]]
-"""How the pod path runs the job's follow: raced against Ctrl-C beside its pod's guards."""
-
-
-async def follow_and_deliver(
-    session: Session,
-    executor: Executor,
-    started: PodStarted,
-    request: ExportRequest,
-    plan: ExportPlan,
-    watch: Watch,
-) -> list[str]:
-    """Follow an export on a pod (Ctrl-C cancels it), bring its GGUF here and deliver it; the
-    lines (the pod path's, until the Runpod kind runs on `run_job`)."""
-    job = ExportFollow(session, plan.exports, plan.run, request, staged=started.staged)
-    machine = pod_machine(executor)
-    begun = Started(started.record, started.job_dir, job_ref(started.record), "the export job")
-    tail = MetricsTail(MetricsSummary())
-    followed = machine.followed(begun.job)
-    status = await watch(
-        lambda: follow(
-            followed,
-            session.bus,
-            tail,
-            run_id=begun.record.id,
-            times=job.times,
-            kind=JobKind.EXPORT,
-        )
-    )
-    if status is None:
-        await cancel_job(machine, begun)
-        raise await job.interrupted(machine, begun)
-    problem = await job.fetch(machine, begun, status)
-    return await job.conclude(machine, begun, status, tail.summary, problem)

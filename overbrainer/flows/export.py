@@ -5,10 +5,9 @@ from __future__ import annotations
 from overbrainer.events.frontend import Frontend
 from overbrainer.export.job import export_on_machine
 from overbrainer.export.plan import ExportRequest, check_ollama_name, check_quantize, plan_export
-from overbrainer.export.pod import export_on_pod
+from overbrainer.flows.pod_needs import export_floor
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.flows.train import training_session
-from overbrainer.targets import kind_of
 
 
 async def export_flow(
@@ -31,9 +30,7 @@ async def export_flow(
         )
         session = training_session(command)
         plan = await plan_export(session, request)
-        if kind_of(plan.target).makes_pod:
-            lines = await export_on_pod(session, request, plan)
-        else:
-            lines = await export_on_machine(session, request, plan)
+        floor = await export_floor(session, request, plan)
+        lines = await export_on_machine(session, request, plan, floor)
         for line in lines:
             front.line(line)

@@ -1,23 +1,44 @@
-"""What a training run asks of a machine made for it (a pod): its VRAM floor, and the
-account's stray pods warned about first (§7.5 steps 1-2)."""
+"""What a training run or an export asks of a machine made for it (a pod): its VRAM floor
+(and, for a run, the account's stray pods warned about first: §7.5 steps 1-2)."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
+import trio
+import yaml
+
+from overbrainer.export.job import ExportCancelled
+from overbrainer.export.plan import ExportPlan, ExportRequest
 from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.model.errors import OverbrainerError
-from overbrainer.targets import JobNeeds, kind_of, open_runpod, runpod_key, vram_floor
-from overbrainer.training import Session, StartPlan, not_started
+from overbrainer.targets import (
+    JobNeeds,
+    export_sizing,
+    kind_of,
+    open_runpod,
+    runpod_key,
+    vram_floor,
+)
+from overbrainer.training import CONFIG_FILE, Session, StartPlan, TrainTarget, not_started
 
 log = logging.getLogger(__name__)
+
+NO_BASE = f"the run's {CONFIG_FILE} names no base_model"
+
+
+def _made_for_the_job(target: TrainTarget) -> bool:
+    """Whether the target's kind makes a machine for each job (sized before it is made)."""
+    return kind_of(target).makes_pod
 
 
 async def train_needs(session: Session, plan: StartPlan, keep: bool) -> JobNeeds:
     """A run's needs; on a kind that makes its machine, after the strays are warned about and
     with the floor its model needs (Ctrl-C: no run)."""
     needs = JobNeeds(snapshots=True, keep=keep)
-    if not kind_of(plan.target).makes_pod:
+    if not _made_for_the_job(plan.target):
         return needs
     await _warn_strays(session)
     floor = await session.interrupt.race(lambda: vram_floor(session.settings, plan.target))
@@ -42,3 +63,30 @@ async def _warn_strays(session: Session) -> None:
         raise not_started()
     for warning in warnings:
         log.warning("%s", warning)
+
+
+def base_model_of(run_dir: Path) -> str | None:
+    """`base_model` of the run's axolotl.yaml, if it names one (blocking)."""
+    try:
+        raw: Any = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    base = raw.get("base_model") if isinstance(raw, dict) else None
+    return base if isinstance(base, str) else None
+
+
+async def export_floor(session: Session, request: ExportRequest, plan: ExportPlan) -> int | None:
+    """The VRAM floor of a machine made for the export, from the run's base model (its disk
+    warned about); None elsewhere or without an estimate (Ctrl-C: no export)."""
+    target, run, interrupt = plan.target, plan.run, session.interrupt
+    if not _made_for_the_job(target):
+        return None
+    run_dir = session.runs.dir_of(run.id)
+    base = await trio.to_thread.run_sync(base_model_of, run_dir)
+    merge = await trio.Path(run_dir / plan.choice.model / "adapter_config.json").is_file()
+    sizing = await interrupt.race(
+        lambda: export_sizing(session.settings, target, base, merge, request.quantize, NO_BASE)
+    )
+    if interrupt.caught:
+        raise ExportCancelled(f"interrupted before the export of run {run.id} started")
+    return sizing

@@ -109,7 +109,7 @@ class LocalKind:
         executor = LocalExecutor(opening.local_root)
         if opening.check is not None:
             await opening.check(executor)
-        await opening.create(executor.workdir, None)
+        await opening.create(opening.needs.nested_in or executor.workdir, None)
         yield HostMachine(
             executor,
             host_runtime(_local(opening.target)),

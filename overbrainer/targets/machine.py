@@ -105,6 +105,10 @@ class JobNeeds:
     end_if_lost: bool = False
     """A machine made for the job goes (unless kept) when the job can no longer be followed
     and the machine is still there (a compare's pod: deleted as unfollowed)."""
+    nested_in: str | None = None
+    """Where the job's directory goes on a machine that holds an earlier job's files it nests
+    in (an export's `<run R>/exports`); a machine made for the job holds none, so the job's
+    directory goes under the machine's workdir."""
 
 
 class Ending(enum.Enum):
@@ -156,7 +160,7 @@ class JobOpening:
     chooses the job's ID (R = `<workdir>/<id>`; with `claim`, an ID whose R is taken is passed
     over) and returns it. A kind calls it exactly once."""
     local_root: Path
-    """Where the job's local directories are (`runs/`, or a run's compares/ or exports/)."""
+    """The project's `runs/` (a machine here works over it)."""
     bus: EventBus
     interrupt: Interrupt
     interrupted: Callable[[], OverbrainerError]
@@ -166,12 +170,13 @@ class JobOpening:
     fail: Callable[[str], Awaitable[None]] | None = None
     """Record the job failed with this message: its machine was made after `create` but the
     job could not start on it (a pod that never became ready, a Ctrl-C before the start)."""
+    job_dirs: Path | None = None
+    """Where the job's own local directory is (`<job_dirs>/<id>`) when not under `local_root`:
+    a run's compares/ or exports/ (a host machine works in `runs/`; a machine's own files, a
+    pod's record, go there)."""
     check: Callable[[Executor], Awaitable[None]] | None = None
     """A check of a shell machine before the record is made (train: `axolotl` and a GPU
     there; refused with no run created); kinds without a shell leave it out."""
-    job_dirs: Path | None = None
-    """Where the job's own directory is (`<job_dirs>/<id>`) when not under `local_root`: a
-    run's compares/ (a host machine works in `runs/`, a pod keeps its record there)."""
     priced: Callable[[str], None] | None = None
     """Told the price of a machine made for the job, in words, before it is made (a kind
     that prices one: with `needs.model_bytes`)."""

@@ -150,7 +150,7 @@ class SshKind:
         async with _connected(name, ssh, opening.interrupt, opening.interrupted) as executor:
             if opening.check is not None:
                 await opening.check(executor)
-            await opening.create(executor.workdir, executor.claim)
+            await opening.create(opening.needs.nested_in or executor.workdir, executor.claim)
             yield HostMachine(
                 executor, host_runtime(ssh), removes_container=opening.needs.remove_container
             )

@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from overbrainer.training.train_job import (
         follow_recorded,
         job_ref,
-        pod_machine,
         recorded_run,
         train_on_machine,
     )
@@ -122,7 +121,6 @@ __all__ = [
     "not_started",
     "parse_rfc3339",
     "plan_start",
-    "pod_machine",
     "record_failed",
     "recorded_run",
     "refuse_if_training_cannot_start",
@@ -143,7 +141,6 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
-        "pod_machine": "train_job",
         "Started": "job_kind",
         "Interruption": "job_kind",
         "record_failed": "job_kind",

@@ -55,6 +55,10 @@ class Started:
     job: JobRef
     subject: str
     """The job in a warning's words (`run X`, `compare X`, `the export job`)."""
+    disposable: bool = False
+    """Nothing of the job on its machine is worth keeping once it is over (an export is run
+    again): the machine is ended as done and retrieved even when its job was lost or its
+    files could not be fetched."""
 
 
 class FollowedKind(Protocol[Result_co]):

@@ -98,6 +98,8 @@ async def follow_to_end(
             await cancel_job(machine, started)
         gone = await machine.end(Ended(Ending.LOST, why=lost.message))
         if gone is None:
+            if started.disposable:
+                _left(started, await machine.end(Ended(Ending.DONE, retrieved=True)))
             raise
         await job.fail(started.record.id, gone)
         raise WorkFailed(f"{started.subject} failed: {gone}") from None
@@ -130,10 +132,10 @@ async def _finish(
     summary: MetricsSummary,
 ) -> Result:
     """Fetch, conclude, then end the machine (whatever the conclusion raised)."""
-    ended = Ended(Ending.DONE, succeeded=status == Exited(0))
+    ended = Ended(Ending.DONE, succeeded=status == Exited(0), retrieved=started.disposable)
     try:
         problem = await job.fetch(machine, started, status)
-        ended = attrs.evolve(ended, retrieved=problem is None)
+        ended = attrs.evolve(ended, retrieved=started.disposable or problem is None)
         result = await job.conclude(machine, started, status, summary, problem)
     except BaseException:
         _left(started, await machine.end(ended))

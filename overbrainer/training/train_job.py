@@ -10,7 +10,6 @@ from pathlib import Path
 import attrs
 import trio
 
-from overbrainer.config.settings import Runtime
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind as JobType
 from overbrainer.model.job_status import JobStatus
@@ -24,8 +23,6 @@ from overbrainer.targets import (
     SCRIPT_FILE,
     Claim,
     Executor,
-    HostMachine,
-    HostRuntime,
     JobNeeds,
     JobOpening,
     JobSpec,
@@ -290,12 +287,6 @@ class TrainJob(TrainFollow):
         )
         await trio.to_thread.run_sync(runs.save, failed)
         return WorkFailed(f"run {job_id} failed: the job did not start in time")
-
-
-def pod_machine(executor: Executor) -> Machine:
-    """A pod's executor seen as a machine (native jobs), for the pod paths that reach their pod
-    themselves until the Runpod kind opens and reaches it (issue 42 step 5)."""
-    return HostMachine(executor, HostRuntime(Runtime.NATIVE))
 
 
 async def train_on_machine(

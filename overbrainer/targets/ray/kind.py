@@ -104,8 +104,11 @@ class RayKind:
             reached = await opening.interrupt.race(api.version)
             if reached is None:
                 raise opening.interrupted()
-            job_id = await opening.create(storage.root, storage_claim(storage))
-            yield RayMachine(target, api, storage, local=opening.local_root / job_id)
+            job_id = await opening.create(
+                opening.needs.nested_in or storage.root, storage_claim(storage)
+            )
+            local = (opening.job_dirs or opening.local_root) / job_id
+            yield RayMachine(target, api, storage, local=local)
 
     @contextlib.asynccontextmanager
     async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
