@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from overbrainer.training.follow_run import RunEnding, ending
     from overbrainer.training.job_kind import Interruption, Started, record_failed
     from overbrainer.training.job_lifecycle import cancel_job, run_job
-    from overbrainer.training.machine_follow import failing, follow_guarded
     from overbrainer.training.outcome import local_summary
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
@@ -107,11 +106,9 @@ __all__ = [
     "detached",
     "ending",
     "expand_venv",
-    "failing",
     "fetch",
     "find_axolotl",
     "follow",
-    "follow_guarded",
     "follow_recorded",
     "is_valid_run_id",
     "job_ref",
@@ -188,8 +185,6 @@ __getattr__ = lazy_face(
         "fetch": "retrieve",
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
-        "failing": "machine_follow",
-        "follow_guarded": "machine_follow",
         "is_valid_run_id": "run_store",
         "local_summary": "outcome",
         "lock_holder": "run_commands",
