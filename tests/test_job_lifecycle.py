@@ -151,13 +151,13 @@ class FakeKind:
     machine: FakeMachine
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+    async def open(self, opening: JobOpening) -> AsyncIterator[Machine]:
         self.machine.calls.append("open")
         await opening.create(self.machine.workdir, None)
         yield self.machine
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+    async def reach(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         yield self.machine
 
     def describe(self, job_dir: Path) -> str | None:

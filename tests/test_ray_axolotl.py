@@ -163,7 +163,7 @@ worker_process_setup_hook = "ob_cpu_hook.patch"
                 Interrupt(),
                 interrupted,
             )
-            async with RAY.open_machine(opening) as machine:
+            async with RAY.open(opening) as machine:
                 root = f"{machine.workdir}/axo-1"
                 seen_at = machine.job_root(root)
                 local = tmp_path / "runs" / "axo-1"

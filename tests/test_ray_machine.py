@@ -169,7 +169,7 @@ async def test_the_standin_trains_through_the_cluster_and_its_results_come_back(
     seen = Collected()
     async with (
         open_event_bus(observer=seen) as bus,
-        RAY.open_machine(opening_of(target, bus, tmp_path, "run-1")) as machine,
+        RAY.open(opening_of(target, bus, tmp_path, "run-1")) as machine,
     ):
         run = prepared(machine, tmp_path, "run-1")
         plan = machine.plan(run.spec)
@@ -203,7 +203,7 @@ async def test_the_standin_trains_through_the_cluster_and_its_results_come_back(
 
 async def stop_by_request(recorded: RecordedJob, job: JobRef, bus: EventBus) -> None:
     """`train attach` then `train stop`: the held plugin sees the request, saves a snapshot."""
-    async with RAY.reach_machine(recorded) as again:
+    async with RAY.reach(recorded) as again:
         assert await again.followed(job).status() == Running()
         await wait_for_file(again, job, "metrics.jsonl")
         await again.request(job, SNAPSHOT_REQUEST, "requested\n")
@@ -219,7 +219,7 @@ async def test_a_recorded_job_is_reached_again_stopped_by_request_then_another_c
     release = tmp_path / "release"
     async with (
         open_event_bus(observer=Collected()) as bus,
-        RAY.open_machine(opening_of(target, bus, tmp_path, "run-2")) as machine,
+        RAY.open(opening_of(target, bus, tmp_path, "run-2")) as machine,
     ):
         run = prepared(machine, tmp_path, "run-2", STANDIN_HOLD=f"3:{release}")
         plan = machine.plan(run.spec)
@@ -234,7 +234,7 @@ async def test_a_recorded_job_is_reached_again_stopped_by_request_then_another_c
     # `train cancel` of another held job: stopped through the Jobs API.
     async with (
         open_event_bus(observer=Collected()) as bus,
-        RAY.open_machine(opening_of(target, bus, tmp_path, "run-3")) as machine,
+        RAY.open(opening_of(target, bus, tmp_path, "run-3")) as machine,
     ):
         cancelled = prepared(machine, tmp_path / "3", "run-3", STANDIN_HOLD=f"3:{release}")
         plan = machine.plan(cancelled.spec)
@@ -248,7 +248,7 @@ async def test_a_recorded_job_is_reached_again_stopped_by_request_then_another_c
     gone = attrs.evolve(job3, ref="overbrainer-never-submitted")
     lost = RecordedJob("cluster", target, gone, run.local, bus, Interrupt(), interrupted)
     with pytest.raises(JobError, match="no job `overbrainer-never-submitted`"):
-        async with RAY.reach_machine(lost):
+        async with RAY.reach(lost):
             pass
 
 
@@ -283,7 +283,7 @@ async def test_a_head_frozen_while_following_is_ridden_out(
     release = tmp_path / "release"
     async with (
         open_event_bus(observer=Collected()) as bus,
-        RAY.open_machine(opening_of(target, bus, tmp_path, "run-4")) as machine,
+        RAY.open(opening_of(target, bus, tmp_path, "run-4")) as machine,
     ):
         run = prepared(machine, tmp_path, "run-4", STANDIN_HOLD=f"3:{release}")
         await machine.stage(run.local, run.root)

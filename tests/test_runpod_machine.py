@@ -1,6 +1,6 @@
-"""The runpod kind on the job seam (issue 42): `RunpodKind.open_machine` makes a pod for a job
+"""The runpod kind on the job seam (issue 42): `RunpodKind.open` makes a pod for a job
 (its record created first, the pod named after it), the machine stages, starts, follows and
-fetches a job, `reach_machine` finds the pod again, `describe` says what `pod.json` says, and
+fetches a job, `reach` finds the pod again, `describe` says what `pod.json` says, and
 `end` deletes the pod; all against the Runpod fake whose pods boot for real here."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ async def test_a_pod_is_made_for_a_job_reached_again_and_deleted_at_its_end(
                 settings=settings,
                 fail=fail,
             )
-            async with RUNPOD.open_machine(opening) as machine:
+            async with RUNPOD.open(opening) as machine:
                 (root,) = created
                 assert not machine.here
                 await machine.stage(local, root)
@@ -91,7 +91,7 @@ async def test_a_pod_is_made_for_a_job_reached_again_and_deleted_at_its_end(
             recorded = RecordedJob(
                 "gpu_cloud", target, job, runs / JOB_ID, bus, interrupt, _refused, settings=settings
             )
-            async with RUNPOD.reach_machine(recorded) as again:
+            async with RUNPOD.reach(recorded) as again:
                 await again.fetch(job, runs / JOB_ID, ["output.txt"])
                 assert await again.end(Ended(Ending.DONE, retrieved=True)) is None
     assert (runs / JOB_ID / "output.txt").read_text() == "hello\n"
@@ -147,7 +147,7 @@ async def test_ctrl_c_while_the_pod_starts_deletes_it_and_fails_the_record(
             )
 
             async def open_it() -> None:
-                async with RUNPOD.open_machine(opening):
+                async with RUNPOD.open(opening):
                     raise AssertionError("a pod interrupted while it starts is no machine")
 
             async with trio.open_nursery() as nursery:
@@ -203,7 +203,7 @@ async def test_a_job_serving_a_model_prices_its_pod_first_and_a_lost_job_deletes
                 fail=fail,
                 priced=priced.append,
             )
-            async with RUNPOD.open_machine(opening) as machine:
+            async with RUNPOD.open(opening) as machine:
                 assert not machine.holds_runs
                 assert setup.fake.pods != {}
                 # The job cannot be followed and its pod is still there: it goes.

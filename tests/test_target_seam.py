@@ -92,9 +92,6 @@ class ExampleKind:
     settings: SettingsKind = EXAMPLE_SETTINGS
     makes_pod: bool = False
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        return Runtime.NATIVE
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -115,7 +112,7 @@ class ExampleKind:
         return None
 
     @contextlib.asynccontextmanager
-    async def open(
+    async def connect(
         self,
         name: str,
         target: TargetSettings,
@@ -128,14 +125,14 @@ class ExampleKind:
         yield executor
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+    async def open(self, opening: JobOpening) -> AsyncIterator[Machine]:
         executor = ExampleExecutor(opening.local_root)
         self.executors.append(executor)
         await opening.create(executor.workdir, None)
         yield HostMachine(executor, HostRuntime(Runtime.NATIVE))
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+    async def reach(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         machine = HostMachine(ExampleExecutor(recorded.job_dir.parent), HostRuntime(Runtime.NATIVE))
         machine.job = recorded.job
         yield machine

@@ -192,7 +192,7 @@ async def _request_beside(
         reached = recorded_run(
             session, record, lambda: detached(record.id, record.target), "stop_beside"
         )
-        async with kind_of(target).reach_machine(reached) as machine:
+        async with kind_of(target).reach(reached) as machine:
             await request_snapshot_at(machine, record)
 
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import attrs
 
-from overbrainer.config.settings import Runtime, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -63,10 +63,6 @@ class TargetKind(MachineKind, Protocol):
         `open` is not used: the pod's set-up needs the job's record)."""
         ...
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        """Where the job's runtime lives: natively (a venv) or in a container."""
-        ...
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -94,7 +90,7 @@ class TargetKind(MachineKind, Protocol):
         price), before anything paid starts; None: nothing to say."""
         ...
 
-    def open(
+    def connect(
         self,
         name: str,
         target: TargetSettings,

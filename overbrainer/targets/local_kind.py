@@ -65,10 +65,6 @@ class LocalKind:
     settings: SettingsKind = LOCAL_SETTINGS
     makes_pod: bool = False
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        """The configured runtime (native or a container)."""
-        return _local(target).runtime
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -92,7 +88,7 @@ class LocalKind:
         return None
 
     @contextlib.asynccontextmanager
-    async def open(
+    async def connect(
         self,
         name: str,
         target: TargetSettings,
@@ -104,7 +100,7 @@ class LocalKind:
         yield LocalExecutor(runs_root)
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+    async def open(self, opening: JobOpening) -> AsyncIterator[Machine]:
         """This machine for a new job: checked, then its record made (nothing to claim)."""
         executor = LocalExecutor(opening.local_root)
         if opening.check is not None:
@@ -117,7 +113,7 @@ class LocalKind:
         )
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+    async def reach(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         """This machine again, for a recorded job."""
         machine = HostMachine(
             LocalExecutor(recorded.job_dir.parent), host_runtime(_local(recorded.target))

@@ -296,12 +296,12 @@ class Machine(Protocol):
 class MachineKind(Protocol):
     """What the lifecycle asks of a kind of target (the part of `TargetKind` issue 42 adds)."""
 
-    def open_machine(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
+    def open(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
         """A machine for a new job: made, reached, the job's record created through
         `opening.create`. Leaving it without `end` or `detach` ends it as not started."""
         ...
 
-    def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
+    def reach(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
         """The machine of a recorded job again; JobGone when it no longer exists (the job
         failed), UsageError when the command has nothing to act on."""
         ...

@@ -96,10 +96,6 @@ class SshKind:
     settings: SettingsKind = SSH_SETTINGS
     makes_pod: bool = False
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        """The configured runtime (native or a container)."""
-        return _ssh(target).runtime
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -129,7 +125,7 @@ class SshKind:
         return None
 
     @contextlib.asynccontextmanager
-    async def open(
+    async def connect(
         self,
         name: str,
         target: TargetSettings,
@@ -142,7 +138,7 @@ class SshKind:
             yield executor
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+    async def open(self, opening: JobOpening) -> AsyncIterator[Machine]:
         """The machine over SSH, connected (raced against Ctrl-C), checked, then the job's
         record made with R claimed there (a taken R moves the job to the next ID)."""
         ssh = _ssh(opening.target)
@@ -156,7 +152,7 @@ class SshKind:
             )
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+    async def reach(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         """The machine of a recorded job over SSH, connected (raced against Ctrl-C)."""
         ssh = _ssh(recorded.target)
         name = recorded.target_name

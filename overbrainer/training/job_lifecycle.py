@@ -57,7 +57,7 @@ async def run_job(job: JobKind[Result], kind: MachineKind, opening: JobOpening) 
     opening = attrs.evolve(
         opening, create=create, needs=job.needs, interrupted=job.interrupted_before, fail=fail
     )
-    async with kind.open_machine(opening) as machine:
+    async with kind.open(opening) as machine:
         assert len(created) == 1, "a kind makes the job's record exactly once"
         started: Started | None = None
         try:

@@ -65,7 +65,7 @@ async def refuse_if_training_cannot_start(
         return Detached("interrupted before the first stage")
 
     try:
-        async with kind_of(checked).open(
+        async with kind_of(checked).connect(
             name, checked, Runs(project.runs).root, interrupt, interrupted
         ) as executor:
             await check_can_train(name, checked, settings.training, executor)

@@ -109,7 +109,7 @@ async def _reached(
     recorded = recorded_run(session, record, interrupted, action)
     async with contextlib.AsyncExitStack() as stack:
         try:
-            machine = await stack.enter_async_context(kind_of(target).reach_machine(recorded))
+            machine = await stack.enter_async_context(kind_of(target).reach(recorded))
         except JobGone as gone:
             lost = gone.message
         else:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from overbrainer.config.errors import ConfigError
-from overbrainer.config.settings import Runtime, Settings
+from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -48,10 +48,6 @@ class RayKind:
     settings: SettingsKind = RAY_SETTINGS
     makes_pod: bool = False
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        """Native: the job runs in the cluster's own environment."""
-        return Runtime.NATIVE
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -76,7 +72,7 @@ class RayKind:
         """None: a cluster's price is not ours to know."""
         return None
 
-    def open(
+    def connect(
         self,
         name: str,
         target: TargetSettings,
@@ -84,11 +80,11 @@ class RayKind:
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
     ) -> contextlib.AbstractAsyncContextManager[Executor]:
-        """None: a Ray target runs jobs through its machine (`open_machine`)."""
+        """None: a Ray target runs jobs through its machine (`open`)."""
         raise UsageError(f"target `{name}` (kind ray) runs jobs only through the job lifecycle")
 
     @contextlib.asynccontextmanager
-    async def open_machine(self, opening: JobOpening) -> AsyncIterator[Machine]:
+    async def open(self, opening: JobOpening) -> AsyncIterator[Machine]:
         """The cluster, reached (its version asked: the address and token are checked before
         anything is written), then the job's record made with R on the storage."""
         # The client, its storage and fsspec load here, not with the registry: every command
@@ -111,7 +107,7 @@ class RayKind:
             yield RayMachine(target, api, storage, local=local)
 
     @contextlib.asynccontextmanager
-    async def reach_machine(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
+    async def reach(self, recorded: RecordedJob) -> AsyncIterator[Machine]:
         """The cluster of a recorded job; JobError when the cluster no longer knows the job."""
         from overbrainer.targets.ray.connect import open_cluster
         from overbrainer.targets.ray.errors import RayJobMissing

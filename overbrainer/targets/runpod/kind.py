@@ -42,10 +42,6 @@ class RunpodKind:
     settings: SettingsKind = RUNPOD_SETTINGS
     makes_pod: bool = True
 
-    def runtime(self, target: TargetSettings) -> Runtime:
-        """Native: the image's venv on the pod."""
-        return Runtime.NATIVE
-
     def check(
         self, name: str, target: TargetSettings, needs: JobNeeds, settings: Settings | None = None
     ) -> None:
@@ -74,7 +70,7 @@ class RunpodKind:
         type, the cap, or neither); None without an API key."""
         return await quote_line(settings, target, model)
 
-    def open(
+    def connect(
         self,
         name: str,
         target: TargetSettings,
@@ -82,15 +78,15 @@ class RunpodKind:
         interrupt: Interrupt,
         interrupted: Callable[[], OverbrainerError],
     ) -> AbstractAsyncContextManager[Executor]:
-        """Not used: a pod is made per job, with its record (`open_machine`)."""
-        raise AssertionError("a runpod target is opened per job: open_machine")
+        """Not used: a pod is made per job, with its record (`open`)."""
+        raise AssertionError("a runpod target is opened per job: open")
 
-    def open_machine(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
+    def open(self, opening: JobOpening) -> AbstractAsyncContextManager[Machine]:
         """A new pod for the job: its record created, provisioned raced against Ctrl-C, then
         connected, its cost cap armed and R claimed, in one shield (machine.py)."""
         return _opened(opening)
 
-    def reach_machine(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
+    def reach(self, recorded: RecordedJob) -> AbstractAsyncContextManager[Machine]:
         """The recorded job's pod again (`pod.json`, rebuilt from Runpod when missing);
         JobGone when Runpod has no pod of it any more (stop, cancel: UsageError when there is
         nothing to act on)."""

@@ -261,7 +261,7 @@ def _failer(opening: JobOpening) -> RecordFail:
 
 @contextlib.asynccontextmanager
 async def open_pod_machine(opening: JobOpening) -> AsyncIterator[PodMachine]:
-    """`RunpodKind.open_machine`: the key resolved, the job's record created (the pod is named
+    """`RunpodKind.open`: the key resolved, the job's record created (the pod is named
     after it), the pod provisioned raced against Ctrl-C and its SSH opened (not connected:
     `start_job` connects inside its shield)."""
     target = opening.target
