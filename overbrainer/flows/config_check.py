@@ -18,7 +18,7 @@ from overbrainer.config.secrets import SecretError, resolve_secret
 from overbrainer.config.settings import Settings
 from overbrainer.llm import RoleCheck, check_online, role_key
 from overbrainer.pipeline.benchmark_files import benchmark_problems
-from overbrainer.targets import LocalExecutor, as_builtin, kind_of
+from overbrainer.targets import LocalExecutor, kind_of
 from overbrainer.training import (
     CannotTrain,
     cannot_train,
@@ -39,7 +39,7 @@ async def local_trainers(settings: Settings, runs: Path) -> dict[str, str | None
         checks = kind_of(target).checks(target)
         if checks.axolotl and checks.here:
             try:
-                found[name] = await find_axolotl(name, as_builtin(target), executor)
+                found[name] = await find_axolotl(name, target, executor)
             except CannotTrain:
                 found[name] = None
     return found
@@ -58,7 +58,8 @@ def trainer_problems(settings: Settings, found: Mapping[str, str | None]) -> lis
     target = settings.targets.get(name)
     if name not in found or found[name] is not None or target is None:
         return []
-    return [cannot_train(name, expand_venv(as_builtin(target).venv)) + NO_TRAIN_HINT]
+    venv = kind_of(target).checks(target).venv
+    return [cannot_train(name, expand_venv(venv)) + NO_TRAIN_HINT]
 
 
 async def preflight_problems(

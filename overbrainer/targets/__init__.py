@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING
 from overbrainer.model.face import lazy_face
 
 if TYPE_CHECKING:
-    from overbrainer.targets.builtin import Target, as_builtin
     from overbrainer.targets.claim import CLAIM_FILE, claim_dir
     from overbrainer.targets.executor import (
         READ_LIMIT,
@@ -231,12 +230,10 @@ __all__ = [
     "ShapeUnknown",
     "SshExecutor",
     "SshTarget",
-    "Target",
     "TargetUnreachable",
     "Template",
     "about",
     "arm_cost_cap",
-    "as_builtin",
     "capture_pod_log",
     "check_for_pod",
     "claim_dir",
@@ -460,8 +457,6 @@ __getattr__ = lazy_face(
         "RunpodTarget": "runpod.settings",
         "LocalTarget": "local_kind",
         "SshTarget": "ssh_kind",
-        "Target": "builtin",
-        "as_builtin": "builtin",
         "ensure_kinds": "registry",
         "price_order": "runpod.auto",
         "provision": "runpod.provision",

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def host_checks(target: HostSettings, here: bool) -> JobChecks:
     """A native job runs the machine's `axolotl`; a container job here needs its engine."""
     if target.runtime is Runtime.NATIVE:
-        return JobChecks(axolotl=True, here=here)
+        return JobChecks(axolotl=True, here=here, venv=target.venv)
     engine = (target.engine or ConfigEngine.DOCKER).value
     return JobChecks(here=here, engine=engine if here else None)
 

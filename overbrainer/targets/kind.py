@@ -40,6 +40,9 @@ class JobChecks:
     """The machine is this one: its `axolotl` can be looked for without connecting."""
     engine: str | None = None
     """The container engine the job needs on this machine's PATH (a container run here)."""
+    venv: str | None = None
+    """Where that `axolotl` is: the target's `venv` (`~/` is the machine user's home); None:
+    on the machine's PATH."""
 
 
 class TargetKind(MachineKind, Protocol):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.targets import JobNeeds, Target, as_builtin, kind_of
+from overbrainer.targets import JobNeeds, kind_of
 
 HostTarget = TargetSettings
 """A target overbrainer reaches as it is (its kind makes no pod)."""
-TrainTarget = Target
+TrainTarget = TargetSettings
 
 
 def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> TrainTarget:
@@ -18,4 +18,4 @@ def run_target(settings: Settings, name: str, *, keep_pod: bool = False) -> Trai
     if target is None:
         raise UsageError(f"unknown target `{name}`")
     kind_of(target).check(name, target, JobNeeds(keep=keep_pod))
-    return as_builtin(target)
+    return target

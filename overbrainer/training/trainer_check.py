@@ -19,7 +19,7 @@ import logging
 from overbrainer.config.settings import Adapter, Training
 from overbrainer.config.target_settings import TargetSettings
 from overbrainer.model.errors import UsageError
-from overbrainer.targets import Executor, Target, kind_of, quote
+from overbrainer.targets import Executor, kind_of, quote
 from overbrainer.training.runtime import expand_venv
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,13 @@ GPU_MARK = "gpu"
 """The line `gpu_script` prints when the target has a GPU (an `axolotl` path never is it)."""
 
 
-async def _look(name: str, target: Target, executor: Executor, gpu: bool) -> tuple[str, bool]:
+async def _look(
+    name: str, target: TargetSettings, executor: Executor, gpu: bool
+) -> tuple[str, bool]:
     """One probe of the target: its job's `axolotl` (CannotTrain without one) and, when
     `gpu`, whether it has a GPU."""
-    venv = expand_venv(target.venv, None if executor.local else executor.home)
+    configured = kind_of(target).checks(target).venv
+    venv = expand_venv(configured, None if executor.local else executor.home)
     script = axolotl_script(venv)
     if gpu:
         script = f"{script}; {gpu_script(venv)}"
@@ -76,7 +79,7 @@ async def _look(name: str, target: Target, executor: Executor, gpu: bool) -> tup
     return paths[-1], GPU_MARK in (line.strip() for line in lines)
 
 
-async def find_axolotl(name: str, target: Target, executor: Executor) -> str:
+async def find_axolotl(name: str, target: TargetSettings, executor: Executor) -> str:
     """The path of the `axolotl` the target's job would run; CannotTrain when there is none."""
     path, _ = await _look(name, target, executor, gpu=False)
     return path
@@ -99,7 +102,9 @@ def gpu_script(venv: str | None) -> str:
     )
 
 
-async def check_trainer(name: str, target: Target, training: Training, executor: Executor) -> str:
+async def check_trainer(
+    name: str, target: TargetSettings, training: Training, executor: Executor
+) -> str:
     """The target's `axolotl`, looked up with its GPU in one probe; CannotTrain without
     `axolotl`, or without a GPU unless `training` turns off what needs CUDA."""
     path, gpu = await _look(name, target, executor, gpu=True)
