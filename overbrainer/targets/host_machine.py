@@ -11,13 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
-import trio
 
 from overbrainer.config.settings import DEFAULT_IMAGE, Runtime
 from overbrainer.config.settings import Engine as ConfigEngine
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.system.sampler import LocalSampler
-from overbrainer.targets.executor import Executor, ExecutorJob, JobRef, remove_container
+from overbrainer.targets.executor import Executor, JobRef, remove_container
 from overbrainer.targets.export_job_script import CACHE_ENV
 from overbrainer.targets.host_settings import HostSettings
 from overbrainer.targets.job_script import (
@@ -26,11 +25,10 @@ from overbrainer.targets.job_script import (
     container_commands,
     container_name,
     native_commands,
-    quote,
 )
-from overbrainer.targets.machine import Ended, JobPlan, JobSpec, Limit, Sampler
-from overbrainer.targets.manifest import local_manifest, verify
+from overbrainer.targets.machine import Ended, FollowedJob, JobPlan, JobSpec, Limit, Sampler
 from overbrainer.targets.probe_sampler import ProbeSampler
+from overbrainer.targets.shell_machine import ShellMachine
 
 CONTAINER_ROOT = "/workspace/run"
 """The job's directory as a container job sees it."""
@@ -66,7 +64,7 @@ def host_runtime(target: HostSettings) -> HostRuntime:
     )
 
 
-class HostMachine:
+class HostMachine(ShellMachine):
     """A local or SSH target opened for one job: its executor, and how its jobs are wrapped.
 
     `removes_container`: the job's container is force-removed whenever the job ends (a
@@ -137,7 +135,7 @@ class HostMachine:
     async def stage(self, local: Path, root: str, skip: Sequence[str] = ()) -> None:
         """Upload `local` to `root` over SSH; nothing here."""
         if not self.here:
-            await self.executor.upload(local, root, skip)
+            await super().stage(local, root, skip)
 
     async def start(self, root: str, plan: JobPlan, secrets: Mapping[str, str]) -> JobRef:
         """Spawn the job detached in `root`; its process group (and container)."""
@@ -145,40 +143,22 @@ class HostMachine:
         self.job = attrs.evolve(spawned, container=plan.container)
         return self.job
 
-    def followed(self, job: JobRef) -> ExecutorJob:
-        """The job through the executor."""
+    def followed(self, job: JobRef) -> FollowedJob:
+        """The job through the executor (kept: a compare's container is removed at the end)."""
         self.job = job
-        return ExecutorJob(self.executor, job)
-
-    async def request(self, job: JobRef, name: str, content: str) -> None:
-        """Write run file `name` of the job, atomically."""
-        await self.executor.put_file(job.path(name), content)
-
-    async def exists(self, path: str) -> bool:
-        """Whether `path` exists on the machine."""
-        return await self.executor.exists(path)
-
-    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
-        """SHA-256 of the files under the existing `entries` of `root`."""
-        return await self.executor.manifest(root, entries)
+        return super().followed(job)
 
     async def remove(self, root: str, entries: Sequence[str]) -> None:
         """Remove `entries` of `root` over SSH (best effort); nothing here."""
-        if self.here or not entries:
-            return
-        names = " ".join(entries)
-        await self.executor.probe(f"cd -- {quote(root)} && rm -rf -- {names}")
+        if not self.here:
+            await super().remove(root, entries)
 
     async def fetch(
         self, job: JobRef, local: Path, entries: Sequence[str], exclude: Sequence[str] = ()
     ) -> None:
-        """Manifest, download, then check every file against the machine's SHA-256."""
-        if self.here:
-            return
-        expected = await self.executor.manifest(job.dir, entries, exclude)
-        await self.executor.download(job.dir, local, entries, exclude)
-        found = await trio.to_thread.run_sync(local_manifest, local, entries, exclude)
-        verify(expected, found)
+        """Manifest, download, then check every file over SSH; nothing here."""
+        if not self.here:
+            await super().fetch(job, local, entries, exclude)
 
     def sampler(self, job: JobRef) -> Sampler | None:
         """psutil/NVML here, the probe script over SSH."""

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         warn_missing_engine,
     )
     from overbrainer.training.prepare import METRICS_ENV, SNAPSHOT_ENV
-    from overbrainer.training.retrieve import fetch
     from overbrainer.training.run_commands import (
         attach_run,
         cancel_run,
@@ -106,7 +105,6 @@ __all__ = [
     "detached",
     "ending",
     "expand_venv",
-    "fetch",
     "find_axolotl",
     "follow",
     "follow_recorded",
@@ -182,7 +180,6 @@ __getattr__ = lazy_face(
         "detached": "session",
         "ending": "follow_run",
         "expand_venv": "runtime",
-        "fetch": "retrieve",
         "find_axolotl": "trainer_check",
         "follow": "follow_job",
         "is_valid_run_id": "run_store",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -17,13 +17,12 @@ from overbrainer.config.secrets import resolve_secret
 from overbrainer.config.settings import DEFAULT_RUNPOD_VENV, Settings
 from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
 from overbrainer.model.pod_status import DeleteReason
-from overbrainer.targets.executor import ExecutorJob, JobRef
+from overbrainer.targets.executor import JobRef
 from overbrainer.targets.export_job_script import CACHE_ENV
-from overbrainer.targets.job_script import native_commands, quote
+from overbrainer.targets.job_script import native_commands
 from overbrainer.targets.machine import (
     Ended,
     Ending,
-    FollowedJob,
     JobNeeds,
     JobOpening,
     JobPlan,
@@ -31,7 +30,6 @@ from overbrainer.targets.machine import (
     Limit,
     Sampler,
 )
-from overbrainer.targets.manifest import local_manifest, verify
 from overbrainer.targets.probe_sampler import ProbeSampler
 from overbrainer.targets.runpod.api import RunpodApi, open_runpod
 from overbrainer.targets.runpod.cost import arm_cost_cap
@@ -44,6 +42,7 @@ from overbrainer.targets.runpod.pod_record import PodState
 from overbrainer.targets.runpod.pod_run import JobDirs, JobId, JobPod, new_pod_run, open_pod_ssh
 from overbrainer.targets.runpod.provision import provision
 from overbrainer.targets.runpod.settings import RunpodTarget
+from overbrainer.targets.shell_machine import ShellMachine
 from overbrainer.targets.ssh_session import SshExecutor
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ async def runpod_key(
 
 
 @attrs.define
-class PodMachine:
+class PodMachine(ShellMachine):
     """The pod of one job as the lifecycle drives it (targets/machine.py's `Machine`)."""
 
     run: JobPod
@@ -132,43 +131,9 @@ class PodMachine:
         venv = None if self.needs.image else self.run.target.venv or DEFAULT_RUNPOD_VENV
         return JobPlan(native_commands(spec.commands, env, venv=venv, env_file=pod_path(JOB_ENV)))
 
-    async def stage(self, local: Path, root: str, skip: Sequence[str] = ()) -> None:
-        """Upload the job's directory."""
-        await self.executor.upload(local, root, skip)
-
     async def start(self, root: str, plan: JobPlan, secrets: Mapping[str, str]) -> JobRef:
         """Spawn the job on the pod."""
         return await self.executor.spawn(root, plan.commands, secrets)
-
-    def followed(self, job: JobRef) -> FollowedJob:
-        """The job over the pod's SSH."""
-        return ExecutorJob(self.executor, job)
-
-    async def request(self, job: JobRef, name: str, content: str) -> None:
-        """Write a request file into the job's directory."""
-        await self.executor.put_file(job.path(name), content)
-
-    async def exists(self, path: str) -> bool:
-        """Whether `path` exists on the pod."""
-        return await self.executor.exists(path)
-
-    async def digests(self, root: str, entries: Sequence[str]) -> dict[str, str]:
-        """SHA-256 of the files under the existing `entries` of `root` on the pod."""
-        return await self.executor.manifest(root, entries)
-
-    async def remove(self, root: str, entries: Sequence[str]) -> None:
-        """Remove `entries` of `root` on the pod (what was staged)."""
-        if entries:
-            await self.executor.probe(f"cd -- {quote(root)} && rm -rf -- {' '.join(entries)}")
-
-    async def fetch(
-        self, job: JobRef, local: Path, entries: Sequence[str], exclude: Sequence[str] = ()
-    ) -> None:
-        """Manifest, download, then check every file against the pod's SHA-256."""
-        expected = await self.executor.manifest(job.dir, entries, exclude)
-        await self.executor.download(job.dir, local, entries, exclude)
-        found = await trio.to_thread.run_sync(local_manifest, local, entries, exclude)
-        verify(expected, found)
 
     def sampler(self, job: JobRef) -> Sampler | None:
         """The probe over SSH."""
