@@ -76,6 +76,19 @@ def test_train_on_a_ray_target_runs_the_job_on_the_cluster(
     assert line.split()[4:7] == ["ray", "SUCCEEDED", run["job"]["ref"]], line
 
 
+def logged_step(storage: Path, step: int) -> bool:
+    """Whether a run's metrics on the storage have a log line of `step`."""
+    for metrics in storage.glob("*/metrics.jsonl"):
+        for line in metrics.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            if record.get("event") == "log" and record.get("step") == step:
+                return True
+    return False
+
+
 def detached(tmp_path: Path, pytestconfig: pytest.Config) -> tuple[Path, dict[str, str], str]:
     """A project whose `train` on the cluster was Ctrl-C'd while its job holds at step 2: the
     project, its environment, the run's ID."""
@@ -97,8 +110,9 @@ def detached(tmp_path: Path, pytestconfig: pytest.Config) -> tuple[Path, dict[st
     err = tmp_path / "train.err"
     train = start(project, env, err, "train")
     try:
-        # The job holds at step 2 once it logged a step: its metrics are on the storage.
-        wait_for(lambda: any(p.stat().st_size for p in storage.glob("*/metrics.jsonl")), 180)
+        # The job holds after step 2 (still honouring a stop request): wait for that step's
+        # metrics line on the storage, not the first line, so a stop lands at step 2.
+        wait_for(lambda: logged_step(storage, 2), 180)
         train.send_signal(signal.SIGINT)
         train.communicate(timeout=60)
     finally:
