@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +39,9 @@ def refuse_problems(name: str, target: RayTarget) -> None:
     found = problems(name, target)
     if found:
         raise ConfigError(found[0])
+
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -97,6 +101,8 @@ class RayKind:
         refuse_problems(opening.target_name, target)
         storage = Storage(target.storage)
         async with open_cluster(opening.target_name, target) as api:
+            # Bounded by request_secs; said first, so a slow head is never a silent wait.
+            log.info("ray: reaching the cluster of target `%s`", opening.target_name)
             reached = await opening.interrupt.race(api.version)
             if reached is None:
                 raise opening.interrupted()

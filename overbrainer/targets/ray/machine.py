@@ -144,7 +144,12 @@ class RayMachine:
         run_id = self._run_id or root.rstrip("/").rsplit("/", 1)[-1]
         sid = submission_id(run_id)
         files = package_files(self._inputs, plan.commands, self.job_root(root), secrets)
-        uri = await self._api.upload(package(files, salt=sid))
+        archive = package(files, salt=sid)
+        # A big dataset takes a while to reach the head: say so before the upload, not after.
+        size = len(archive.data)
+        shown = f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.0f} kB"
+        log.info("ray: uploading the job's files to the cluster (%s), then submitting it", shown)
+        uri = await self._api.upload(archive)
         extras = self._target.runtime_env
         runtime_env: dict[str, object] = {
             "working_dir": uri,
