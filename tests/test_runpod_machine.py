@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from overbrainer.config.load import load_settings
+from overbrainer.config.settings import Settings
 from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
@@ -34,6 +35,13 @@ setup = pods.setup  # the fixture: a project on a Runpod target, the fake, its p
 JOB_ID = "job1"
 
 
+def project_settings(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The fake-Runpod project's settings, read with its environment set."""
+    for name, value in setup.env.items():
+        monkeypatch.setenv(name, value)
+    return load_settings(setup.project)
+
+
 def _refused() -> OverbrainerError:
     return UsageError("interrupted before the job started")
 
@@ -41,9 +49,7 @@ def _refused() -> OverbrainerError:
 async def test_a_pod_is_made_for_a_job_reached_again_and_deleted_at_its_end(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in setup.env.items():
-        monkeypatch.setenv(name, value)
-    settings = load_settings(setup.project)
+    settings = project_settings(setup, monkeypatch)
     target = settings.targets["gpu_cloud"]
     runs = setup.project / "runs"
     created: list[str] = []
@@ -117,9 +123,7 @@ def pod_summary(setup: Setup, job_id: str) -> str:
 async def test_ctrl_c_while_the_pod_starts_deletes_it_and_fails_the_record(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in setup.env.items():
-        monkeypatch.setenv(name, value)
-    settings = load_settings(setup.project)
+    settings = project_settings(setup, monkeypatch)
     runs = setup.project / "runs"
     failed: list[str] = []
 
@@ -171,9 +175,7 @@ async def interrupt_once_a_pod_exists(setup: Setup, interrupt: Interrupt) -> Non
 async def test_a_job_serving_a_model_prices_its_pod_first_and_a_lost_job_deletes_it(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in setup.env.items():
-        monkeypatch.setenv(name, value)
-    settings = load_settings(setup.project)
+    settings = project_settings(setup, monkeypatch)
     target = settings.targets["gpu_cloud"]
     runs = setup.project / "runs"
     priced: list[str] = []
