@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,39 @@ def test_an_unreadable_history(tmp_path: Path) -> None:
     done = history(root)
     assert done.returncode == 1
     assert done.stderr.strip() == "error: cannot read .overbrainer/history.jsonl: Is a directory"
+
+
+def test_json_gives_totals_and_entries_as_one_document(tmp_path: Path) -> None:
+    done = history(project(tmp_path, LINES), "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)  # stdout holds the document and nothing else
+    assert (document["command"], document["exit_code"], document["error"]) == ("history", 0, None)
+    assert list(document["stages"]) == ["subtopics", "answers", "split"]
+    assert document["stages"]["subtopics"] == {
+        "runs": 1,
+        "done": 10,
+        "failed": 0,
+        "input_tokens": 1200,
+        "output_tokens": 300,
+        "cost": "0.0015",
+        "cost_partial": False,
+    }
+    answers = document["stages"]["answers"]
+    assert (answers["runs"], answers["cost"], answers["cost_partial"]) == (3, "0.52", True)
+    assert document["total"]["cost"] == "0.5215"
+    assert document["total"]["runs"] == 5
+    entries = document["entries"]
+    assert entries[0]["started_at"] == "2026-09-27T10:00:00Z"  # as the file holds them
+    assert entries[3]["split"] == {"train": 80, "eval": 8, "orphaned": 1, "moved": 0}
+    assert len(document["entries"]) == 5  # the broken line is skipped, with its warning
+    assert "skipping line 3" in done.stderr
+
+
+def test_json_without_a_project_is_a_document_with_the_error_and_exit_2(tmp_path: Path) -> None:
+    done = history(tmp_path, "--json")
+    assert done.returncode == 2
+    document = json.loads(done.stdout)
+    assert document["exit_code"] == 2
+    assert "overbrainer.toml" in document["error"]
+    assert "entries" not in document
+    assert done.stderr.startswith("error: ")

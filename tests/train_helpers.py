@@ -24,13 +24,17 @@ EXAMPLE = '{"id":"q1","topic":"t","subtopic":"s","messages":[],"meta":{}}\n'
 
 
 class Lines:
-    """A result sink that keeps the lines a flow hands it (and ignores the run IDs)."""
+    """A result sink that keeps the lines and results a flow hands it (and ignores run IDs)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.results: dict[str, object] = {}
 
     def line(self, text: str) -> None:
         self.lines.append(text)
+
+    def result(self, key: str, value: object) -> None:
+        self.results[key] = value
 
     def run_created(self, run_id: str) -> None:
         pass

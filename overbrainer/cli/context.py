@@ -11,9 +11,11 @@ from overbrainer.ui.display import Display
 
 if TYPE_CHECKING:
     from overbrainer.ui.front import CliFrontend
+    from overbrainer.ui.json_report import JsonReport
 
 PROJECT_DIR_KEY = "overbrainer.project_dir"
 DISPLAY_KEY = "overbrainer.display"
+JSON_REPORT_KEY = "overbrainer.json_report"
 PROJECT_DIR_PARAM = "project_dir"
 """The name of the group's `-C/--project-dir` parameter."""
 
@@ -36,4 +38,14 @@ def cli_frontend() -> CliFrontend:
 
     display = click.get_current_context().meta.get(DISPLAY_KEY, Display.LINES)
     assert isinstance(display, Display)
-    return CliFrontend(display)
+    return CliFrontend(display, report=json_report())
+
+
+def json_report() -> JsonReport | None:
+    """The `--json` document of the running command; None without `--json` (or no command)."""
+    from overbrainer.ui.json_report import JsonReport
+
+    ctx = click.get_current_context(silent=True)
+    report = None if ctx is None else ctx.meta.get(JSON_REPORT_KEY)
+    assert report is None or isinstance(report, JsonReport)
+    return report

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from overbrainer.cli.context import project_dir
+from overbrainer.cli.context import JSON_REPORT_KEY, project_dir
 
 if TYPE_CHECKING:
     from overbrainer.flows.setup import CommandOptions
@@ -44,4 +44,27 @@ def max_cost_option(command: F) -> F:
         metavar="USD",
         help="Spend at most USD in this command: a request starts only if its worst-case "
         "cost fits under it (default: [pipeline] max_cost_usd).",
+    )(command)
+
+
+def _start_report(ctx: click.Context, param: click.Parameter, wanted: bool) -> None:
+    if not wanted:
+        return
+    # Imported on use: `--help` and completion never need it.
+    from overbrainer.ui.json_report import JsonReport
+
+    name = ctx.command_path.partition(" ")[2] or ctx.command_path
+    ctx.meta[JSON_REPORT_KEY] = JsonReport(name)
+
+
+def json_option(command: F) -> F:
+    """`--json`: one JSON document on stdout when the command ends (docs/json.md)."""
+    return click.option(
+        "--json",
+        "json_output",
+        is_flag=True,
+        expose_value=False,
+        callback=_start_report,
+        help="Print one JSON document on stdout when done (nothing else there; progress and "
+        "logs stay on stderr); see docs/json.md.",
     )(command)

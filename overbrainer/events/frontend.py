@@ -48,6 +48,15 @@ class ResultSink(Protocol):
         """A result line (the CLI prints it on stdout)."""
         ...
 
+    def result(self, key: str, value: object) -> None:
+        """A result of the command under `key` of its `--json` document (the API keeps it too).
+
+        `value` is a typed value (an attrs record, a list of them, plain data); the CLI writes
+        it with `ui.json_report.json_value` when run with `--json` and drops it otherwise. A
+        key given twice keeps its last value.
+        """
+        ...
+
     def run_created(self, run_id: str) -> None:
         """A training run was created; called while the work goes on, before it is followed."""
         ...

@@ -228,7 +228,9 @@ class HistoryTotal:
         )
 
 
-def totals(records: Iterable[HistoryRecord]) -> tuple[dict[Stage, HistoryTotal], HistoryTotal]:
+def history_totals(
+    records: Iterable[HistoryRecord],
+) -> tuple[dict[Stage, HistoryTotal], HistoryTotal]:
     """Totals per stage present (in stage order) and over everything."""
     per_stage: dict[Stage, HistoryTotal] = {}
     for record in records:
@@ -275,7 +277,7 @@ def format_history(records: Sequence[HistoryRecord], all_entries: bool = False) 
         return [EMPTY_HISTORY]
     if all_entries:
         return [record_line(record) for record in records]
-    per_stage, overall = totals(records)
+    per_stage, overall = history_totals(records)
     lines = [total_line(stage.value, total) for stage, total in per_stage.items()]
     lines.append(total_line("total", overall))
     return lines

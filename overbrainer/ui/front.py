@@ -20,6 +20,7 @@ from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
 from overbrainer.ui.display import Display
+from overbrainer.ui.json_report import JsonReport
 from overbrainer.ui.progress import ProgressLines, render_until
 from overbrainer.ui.stdout import silence_stdout
 
@@ -114,11 +115,21 @@ async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]
 
 
 class CliFrontend:
-    """The terminal: its own bus rendered to stderr, Ctrl-C as the interrupt, lines on stdout."""
+    """The terminal: its own bus rendered to stderr, Ctrl-C as the interrupt, lines on stdout.
 
-    def __init__(self, display: Display = Display.LINES, console: Console | None = None) -> None:
+    With a `report` (`--json`), results go into it and the result lines go to stderr: stdout
+    holds the report's document alone.
+    """
+
+    def __init__(
+        self,
+        display: Display = Display.LINES,
+        console: Console | None = None,
+        report: JsonReport | None = None,
+    ) -> None:
         self.display = display
         self.console = console
+        self.report = report
         self._screen: BarScreen | None = None
 
     @contextlib.asynccontextmanager
@@ -166,10 +177,15 @@ class CliFrontend:
         if self._screen is not None:
             self._screen.freeze()
         try:
-            click.echo(redact(text))
+            click.echo(redact(text), err=self.report is not None)
         except BrokenPipeError:
             # `overbrainer run | head -1`: the work and its history go on without stdout.
             silence_stdout()
+
+    def result(self, key: str, value: object) -> None:
+        """Keep `value` under `key` of the `--json` document; without `--json`, nothing."""
+        if self.report is not None:
+            self.report.put(key, value)
 
     def run_created(self, run_id: str) -> None:
         """The CLI shows nothing more when a run is created."""
@@ -227,6 +243,9 @@ class TuiFrontend:
     def line(self, text: str) -> None:
         """Hand a result line to the app."""
         self.report(Line(text))
+
+    def result(self, key: str, value: object) -> None:
+        """The TUI shows results through its views: a `--json` result is dropped."""
 
     def run_created(self, run_id: str) -> None:
         """Tell the app a run was created."""
