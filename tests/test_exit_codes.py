@@ -13,7 +13,8 @@ import click
 import pytest
 import trio
 
-from overbrainer.cli.main import cli
+import overbrainer.cli.commands_registry
+from overbrainer.cli.group import cli
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from overbrainer.model import errors
