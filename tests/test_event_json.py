@@ -89,49 +89,56 @@ def test_round_trip(event: ev.Event) -> None:
     [
         (
             ev.ItemDone(ev.Stage.ANSWERS, "q1", Usage(3, 4)),
-            '{"event":"item_done","stage":"answers","id":"q1",'
+            '{"event":"item_done","schema":1,"stage":"answers","id":"q1",'
             '"usage":{"input_tokens":3,"output_tokens":4},"cost":null,"excluded":false}',
         ),
         (
             ev.ItemDone(ev.Stage.QUESTIONS, "s1", Usage(3, 4), 0.5, written=30),
-            '{"event":"item_done","stage":"questions","id":"s1",'
+            '{"event":"item_done","schema":1,"stage":"questions","id":"s1",'
             '"usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"excluded":false,'
             '"written":30}',
         ),
         (
             ev.ConcurrencyChanged("openrouter/m", 8, 6, "rate limited"),
-            '{"event":"concurrency","model":"openrouter/m","old":8,"new":6,'
+            '{"event":"concurrency","schema":1,"model":"openrouter/m","old":8,"new":6,'
             '"reason":"rate limited"}',
         ),
         (
             ev.RateLimitWait("litellm/m", 41.0, "window", "requests", 0, 30),
-            '{"event":"rate_limit_wait","model":"litellm/m","seconds":41.0,"reason":"window",'
-            '"budget":"requests","remaining":0,"limit":30}',
+            '{"event":"rate_limit_wait","schema":1,"model":"litellm/m","seconds":41.0,'
+            '"reason":"window","budget":"requests","remaining":0,"limit":30}',
         ),
-        (ev.JobStatusChanged(js.Exited(3)), '{"event":"job_status","status":{"exited":3}}'),
-        (ev.JobStatusChanged(js.Running()), '{"event":"job_status","status":"running"}'),
-        (ev.MarkEvent(mt.EvalMark(2, 5)), '{"event":"mark","mark":{"eval":{"step":2,"total":5}}}'),
+        (
+            ev.JobStatusChanged(js.Exited(3)),
+            '{"event":"job_status","schema":1,"status":{"exited":3}}',
+        ),
+        (ev.JobStatusChanged(js.Running()), '{"event":"job_status","schema":1,"status":"running"}'),
+        (
+            ev.MarkEvent(mt.EvalMark(2, 5)),
+            '{"event":"mark","schema":1,"mark":{"eval":{"step":2,"total":5}}}',
+        ),
         (
             ev.MarkEvent(mt.StageMark(mt.JobStage.TRAIN)),
-            '{"event":"mark","mark":{"stage":"train"}}',
+            '{"event":"mark","schema":1,"mark":{"stage":"train"}}',
         ),
-        (ev.MarkEvent(mt.EndMark(9)), '{"event":"mark","mark":{"end":{"step":9}}}'),
+        (ev.MarkEvent(mt.EndMark(9)), '{"event":"mark","schema":1,"mark":{"end":{"step":9}}}'),
         (
             ev.PodStatusChanged(pod.PodCreated("p1", "H100", "EU-1", 2.5)),
-            '{"event":"pod_status","status":{"created":{"pod_id":"p1","gpu_type":"H100",'
-            '"data_center":"EU-1","cost_per_hour":2.5}}}',
+            '{"event":"pod_status","schema":1,"status":{"created":{"pod_id":"p1",'
+            '"gpu_type":"H100","data_center":"EU-1","cost_per_hour":2.5}}}',
         ),
         (
             ev.PodStatusChanged(pod.PodDeleting("p1", pod.DeleteReason.NOT_READY)),
-            '{"event":"pod_status","status":{"deleting":{"pod_id":"p1","reason":"not_ready"}}}',
+            '{"event":"pod_status","schema":1,'
+            '"status":{"deleting":{"pod_id":"p1","reason":"not_ready"}}}',
         ),
         (
             ev.PodSpend("p1", 2.99, 0.4186),
-            '{"event":"pod_spend","pod_id":"p1","cost_per_hour":2.99,"spent":0.4186}',
+            '{"event":"pod_spend","schema":1,"pod_id":"p1","cost_per_hour":2.99,"spent":0.4186}',
         ),
         (
             ev.RunWatched("r1", JobKind.EXPORT),
-            '{"event":"run_watched","run_id":"r1","job":"export"}',
+            '{"event":"run_watched","schema":1,"run_id":"r1","job":"export"}',
         ),
     ],
 )

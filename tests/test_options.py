@@ -25,6 +25,7 @@ async def test_events_file_gets_every_event_while_the_bus_is_open(tmp_path: Path
             assert [json.loads(line)["event"] for line in lines] == ["stage_started", "item_done"]
     assert json.loads(lines[1]) == {
         "event": "item_done",
+        "schema": 1,
         "stage": "answers",
         "id": "q1",
         "usage": {"input_tokens": 3, "output_tokens": 4},

@@ -26,6 +26,12 @@ from overbrainer.model.system_sample import Cpu
 
 log = logging.getLogger(__name__)
 
+EVENTS_SCHEMA_VERSION = 1
+"""The `"schema"` key of every event line (events.schema.json beside this module describes it).
+
+Raised when a key is removed or its type changes; a new event type or optional key keeps it.
+"""
+
 FINAL_WRITE_BOUND = 10.0
 """Seconds the last queued lines get to reach the events file when its writer stops."""
 
@@ -50,6 +56,32 @@ EVENT_TAGS: dict[type[Any], str] = {
 """The `"event"` tag of each event class."""
 
 _EVENT_BY_TAG = {tag: cls for cls, tag in EVENT_TAGS.items()}
+
+JOB_STATUS_TAGS: dict[str, type[js.JobStatus]] = {
+    "running": js.Running,
+    "exited": js.Exited,
+    "cancelled": js.Cancelled,
+    "lost": js.Lost,
+}
+"""The tag of each job status variant (`"running"`, `{"exited": 3}`)."""
+
+MARK_TAGS: dict[str, type[mt.Mark]] = {
+    "stage": mt.StageMark,
+    "eval": mt.EvalMark,
+    "end": mt.EndMark,
+}
+"""The tag of each mark variant (`{"stage": "train"}`, `{"eval": {...}}`)."""
+
+POD_STATUS_TAGS: dict[str, type[pod.PodStatus]] = {
+    "creating": pod.PodCreating,
+    "unavailable": pod.PodUnavailable,
+    "created": pod.PodCreated,
+    "ready": pod.PodReady,
+    "deleting": pod.PodDeleting,
+    "deleted": pod.PodDeleted,
+    "kept": pod.PodKept,
+}
+"""The tag of each pod status variant (`{"created": {...}}`)."""
 
 
 def _strict(kind: type[Any], name: str) -> Any:
@@ -146,46 +178,32 @@ def _make_converter() -> cattrs.Converter:
         ev.Judged,
         make_dict_unstructure_fn(ev.Judged, converter, cost=override(omit_if_default=True)),
     )
-    _register_tagged(
-        converter,
-        js.JobStatus,
-        {"running": js.Running, "exited": js.Exited, "cancelled": js.Cancelled, "lost": js.Lost},
-        inline=frozenset({js.Exited}),
-    )
-    _register_tagged(
-        converter,
-        mt.Mark,
-        {"stage": mt.StageMark, "eval": mt.EvalMark, "end": mt.EndMark},
-        inline=frozenset({mt.StageMark}),
-    )
-    _register_tagged(
-        converter,
-        pod.PodStatus,
-        {
-            "creating": pod.PodCreating,
-            "unavailable": pod.PodUnavailable,
-            "created": pod.PodCreated,
-            "ready": pod.PodReady,
-            "deleting": pod.PodDeleting,
-            "deleted": pod.PodDeleted,
-            "kept": pod.PodKept,
-        },
-    )
+    _register_tagged(converter, js.JobStatus, JOB_STATUS_TAGS, inline=frozenset({js.Exited}))
+    _register_tagged(converter, mt.Mark, MARK_TAGS, inline=frozenset({mt.StageMark}))
+    _register_tagged(converter, pod.PodStatus, POD_STATUS_TAGS)
     for cls in EVENT_TAGS:
         attrs.resolve_types(cls)
 
     def unstructure_event(event: Any) -> dict[str, Any]:
         body = converter.unstructure(event, type(event))
-        return {"event": EVENT_TAGS[type(event)], **body}
+        return {"event": EVENT_TAGS[type(event)], "schema": EVENTS_SCHEMA_VERSION, **body}
 
     def structure_event(data: Any, _: type[Any]) -> Any:
         if not isinstance(data, Mapping):
             raise ValueError(f"an event must be a JSON object, got {type(data).__name__}")
+        # Lines written before the version existed have no `schema` key: they are version 1.
+        schema = data.get("schema", EVENTS_SCHEMA_VERSION)
+        if type(schema) is not int or schema != EVENTS_SCHEMA_VERSION:
+            raise ValueError(
+                f"unknown events schema {schema!r}: this overbrainer reads schema "
+                f"{EVENTS_SCHEMA_VERSION}"
+            )
         tag = data.get("event")
         cls = _EVENT_BY_TAG.get(tag) if isinstance(tag, str) else None
         if cls is None:
             raise ValueError(f"unknown event tag {tag!r}, expected one of {sorted(_EVENT_BY_TAG)}")
-        return converter.structure({k: v for k, v in data.items() if k != "event"}, cls)
+        body = {k: v for k, v in data.items() if k not in ("event", "schema")}
+        return converter.structure(body, cls)
 
     converter.register_unstructure_hook(Event, unstructure_event)
     converter.register_structure_hook(Event, structure_event)
@@ -197,7 +215,7 @@ converter = _make_converter()
 
 
 def event_to_dict(event: Event) -> dict[str, object]:
-    """The event as a JSON-able dict, its `"event"` tag first."""
+    """The event as a JSON-able dict: its `"event"` tag first, then its `"schema"` version."""
     data: dict[str, object] = converter.unstructure(event, Event)
     return data
 
