@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import signal
@@ -13,7 +14,6 @@ import click
 import pytest
 import trio
 
-import overbrainer.cli.commands_registry
 from overbrainer.cli.group import cli
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
@@ -35,6 +35,7 @@ DOC = Path(__file__).parent.parent / "docs" / "exit-codes.md"
 
 def leaf_commands() -> list[tuple[str, ...]]:
     """Every command the group has, as the words that name it (`("runs", "ls")`)."""
+    importlib.import_module("overbrainer.cli.commands_registry")  # the group's lazy commands
     ctx = click.Context(cli)
     found: list[tuple[str, ...]] = [("train",)]  # a group that is also a command
 
