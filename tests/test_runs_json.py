@@ -25,7 +25,7 @@ def document(project: Path, *args: str, code: int = 0) -> dict[str, Any]:
     """The `--json` document of `overbrainer ARGS --json`: stdout holds it alone."""
     done = overbrainer(project, env(), *args, "--json")
     assert done.returncode == code, done.stderr
-    found = json.loads(done.stdout)
+    found: dict[str, Any] = json.loads(done.stdout)
     assert found["exit_code"] == code
     return found
 

@@ -109,34 +109,24 @@ def run_files(run_dir: Path) -> list[tuple[str, int]]:
     return sorted(found)
 
 
-def last_metrics(run_dir: Path) -> dict[str, JsonValue] | None:
+def metrics_json(run_dir: Path) -> dict[str, JsonValue] | None:
     """The last training log of `metrics.jsonl`: its step and time, the last loss and eval
     loss logged; None when the run has no metrics line."""
-    from overbrainer.training import METRICS_FILE
-    from overbrainer.training.metric_lines import Log, MetricLineError, parse_line
+    from overbrainer.training import METRICS_FILE, last_metrics
 
     try:
         raw = (run_dir / METRICS_FILE).read_bytes()
     except OSError:
         return None
-    last: dict[str, JsonValue] | None = None
-    for text in raw.splitlines():
-        try:
-            line = parse_line(text)
-        except MetricLineError:
-            continue
-        if not isinstance(line, Log):
-            continue
-        metric = line.metric
-        last = {
-            "step": metric.step,
-            "time": utc_time(metric.time),
-            "loss": metric.loss if metric.loss is not None else (last or {}).get("loss"),
-            "eval_loss": (
-                metric.eval_loss if metric.eval_loss is not None else (last or {}).get("eval_loss")
-            ),
-        }
-    return last
+    last = last_metrics(raw)
+    if last is None:
+        return None
+    return {
+        "step": last.step,
+        "time": utc_time(last.time),
+        "loss": last.loss,
+        "eval_loss": last.eval_loss,
+    }
 
 
 def show_json(record: RunRecord, run_dir: Path, kinds: Mapping[str, str]) -> dict[str, JsonValue]:
@@ -160,7 +150,7 @@ def show_json(record: RunRecord, run_dir: Path, kinds: Mapping[str, str]) -> dic
         "snapshots": record.snapshots,
         "job": job,
         "files": [{"path": path, "size_bytes": size} for path, size in run_files(run_dir)],
-        "metrics": last_metrics(run_dir),
+        "metrics": metrics_json(run_dir),
     }
 
 

@@ -26,7 +26,7 @@ def setting_json(line: str) -> dict[str, JsonValue]:
     return {"key": key, "value": value, "env": env}
 
 
-def naming(problems: Sequence[str], key: str) -> list[str]:
+def naming(problems: Sequence[str], key: str) -> list[JsonValue]:
     """The problem lines that name `key` as a whole word (`roles.parent`, not `roles.parentx`)."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(key)}(?![\w])")
     return [problem for problem in problems if pattern.search(problem)]
