@@ -179,3 +179,18 @@ def test_logs_json_honours_tail(tmp_path: Path) -> None:
     found = document(project, "runs", "logs", empty.id)
     assert (found["exists"], found["lines"]) == (False, [])
     assert document(project, "runs", "logs", "nope_1", code=2)["error"] == "no run nope_1 in runs/"
+
+
+def test_ls_json_of_a_ray_run_gives_the_job_as_last_seen(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    runs = Runs(project / "runs")
+    run = new_run(runs, 31, "cluster", RunState.RUNNING)
+    seen = {"submission_id": "raysubmit_7", "state": "RUNNING", "seen": "2026-09-22T14:35:00Z"}
+    (runs.dir_of(run.id) / "ray.json").write_text(json.dumps(seen) + "\n")
+    (listed,) = document(project, "runs", "ls")["runs"]
+    assert listed["target_kind"] == "ray"
+    assert listed["machine"] == {
+        "kind": "ray",
+        "words": "ray RUNNING raysubmit_7 (seen 2026-09-22T14:35:00Z)",
+        "details": seen,
+    }

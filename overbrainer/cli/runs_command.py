@@ -113,7 +113,7 @@ def _json(fill: Callable[[JsonReport], None]) -> None:
 
 @cli.group()
 def runs() -> None:
-    """List training runs and print their job logs."""
+    """List training runs, show one in full, and print their job logs."""
 
 
 @runs.command("ls")
