@@ -19,6 +19,7 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind as JobType
 from overbrainer.model.job_status import Exited, JobStatus, Running
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.executor import JobRef
 from overbrainer.targets.machine import (
     Claim,
@@ -161,6 +162,9 @@ class FakeKind:
         yield self.machine
 
     def describe(self, job_dir: Path) -> str | None:
+        return None
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
         return None
 
 

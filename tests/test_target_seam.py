@@ -25,6 +25,7 @@ from overbrainer.events.bus import open_event_bus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.train import train_run
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.json_values import JsonValue
 from overbrainer.project.directory import Project
 from overbrainer.targets import registry
 from overbrainer.targets.executor import Executor, JobRef
@@ -138,6 +139,9 @@ class ExampleKind:
         yield machine
 
     def describe(self, job_dir: Path) -> str | None:
+        return None
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
         return None
 
 

@@ -6,8 +6,9 @@ import os
 
 import click
 
-from overbrainer.cli.context import project_dir
+from overbrainer.cli.context import json_report, project_dir
 from overbrainer.cli.group import cli
+from overbrainer.cli.options import json_option
 from overbrainer.cli.running import run_flow
 
 
@@ -30,6 +31,7 @@ def config() -> None:
     is_flag=True,
     help="Check what `run --no-train` needs: a training target without Axolotl is no error.",
 )
+@json_option
 def check(resolve: bool, online: bool, no_train: bool) -> None:
     """Load and validate the configuration; print one fact per line (no lock is taken).
 
@@ -42,6 +44,7 @@ def check(resolve: bool, online: bool, no_train: bool) -> None:
     from overbrainer.config import load_settings
     from overbrainer.config.env import SSH_CLIENT_ENV
     from overbrainer.config.errors import ConfigError
+    from overbrainer.config.preflight import config_warnings
     from overbrainer.config.report import deprecation_warnings, report_lines
     from overbrainer.flows.config_check import (
         decontaminate_problems,
@@ -53,7 +56,11 @@ def check(resolve: bool, online: bool, no_train: bool) -> None:
         trainer_problems,
     )
     from overbrainer.flows.config_check import online as online_roles
+    from overbrainer.flows.config_json import roles_json, secrets_json, setting_json, targets_json
+    from overbrainer.llm import RoleCheck
     from overbrainer.project.directory import open_project
+
+    report = json_report()
 
     async def flow() -> None:
         project = open_project(project_dir())
@@ -71,17 +78,28 @@ def check(resolve: bool, online: bool, no_train: bool) -> None:
         training = [] if no_train else trainer_problems(settings, trainers)
         problems += await preflight_problems(settings, os.environ, training)
         problems += await decontaminate_problems(settings, project.root)
+        secrets: list[tuple[str, str | None]] | None = None
         if resolve:
-            for key, unresolved in await resolve_secrets(settings, os.environ):
+            secrets = await resolve_secrets(settings, os.environ)
+            for key, unresolved in secrets:
                 if unresolved is None:
                     click.echo(f"{key}: resolved")
                 else:
                     problems.append(unresolved)
+        checks: list[RoleCheck] | None = None
         if online:
             checks = await online_roles(settings, os.environ)
             for verdict in checks:
                 click.echo(verdict.line)
             problems += failed_roles(checks)
+        if report is not None:
+            warnings = deprecation_warnings(settings) + config_warnings(settings)
+            report.put("settings", [setting_json(line) for line in lines])
+            report.put("roles", roles_json(settings, problems, checks))
+            report.put("targets", targets_json(settings, problems, trainers))
+            report.put("secrets", None if secrets is None else secrets_json(secrets))
+            report.put("warnings", warnings)
+            report.put("problems", list(dict.fromkeys(problems)))
         raise_problems(problems)
 
     run_flow(flow)

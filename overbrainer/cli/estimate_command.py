@@ -6,7 +6,7 @@ import click
 
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, json_option
 from overbrainer.cli.running import run_flow
 
 PAID_STAGE_NAMES = ("subtopics", "questions", "answers", "quality")
@@ -20,6 +20,7 @@ no pipeline (`tests/test_lazy_commands.py` keeps the two equal)."""
     nargs=-1,
     type=click.Choice(PAID_STAGE_NAMES),
 )
+@json_option
 def estimate(stages: tuple[str, ...]) -> None:
     """Estimate what the paid stages (default: all) still have to do and may cost.
 

@@ -8,10 +8,12 @@ import click
 
 from overbrainer.cli.context import cli_frontend, project_dir
 from overbrainer.cli.group import cli
+from overbrainer.cli.options import json_option
 from overbrainer.cli.running import run_flow
 
 if TYPE_CHECKING:
     from overbrainer.flows.pod_catalog import Listing
+    from overbrainer.flows.pod_tables import Catalog
 
 
 @cli.group()
@@ -42,16 +44,17 @@ def _run(listing: Listing) -> None:
     help="Show the stock in data center ID (with --in-stock: only types in stock there).",
 )
 @click.option("--in-stock", is_flag=True, help="Only GPU types in stock.")
+@json_option
 def pod_gpus(
     min_vram: int | None, max_price: float | None, data_center: str | None, in_stock: bool
 ) -> None:
     """List Secure Cloud GPU types, one GPU per pod, cheapest first."""
-    from overbrainer.flows.pod_tables import gpu_lines
+    from overbrainer.flows.pod_tables import gpu_catalog
     from overbrainer.targets import RunpodApi
 
-    async def listing(api: RunpodApi) -> list[str]:
+    async def listing(api: RunpodApi) -> Catalog:
         catalog = await api.gpu_types(1)
-        return gpu_lines(
+        return gpu_catalog(
             catalog,
             min_vram=min_vram,
             max_price=max_price,
@@ -63,42 +66,46 @@ def pod_gpus(
 
 
 @pod.command("datacenters")
+@json_option
 def pod_datacenters() -> None:
     """List the data centers and the GPU types in stock in each."""
-    from overbrainer.flows.pod_tables import data_center_lines
+    from overbrainer.flows.pod_tables import data_center_catalog
     from overbrainer.targets import RunpodApi
 
-    async def listing(api: RunpodApi) -> list[str]:
-        return data_center_lines(await api.data_centers())
+    async def listing(api: RunpodApi) -> Catalog:
+        return data_center_catalog(await api.data_centers())
 
     _run(listing)
 
 
 @pod.command("volumes")
+@json_option
 def pod_volumes() -> None:
     """List the account's network volumes."""
-    from overbrainer.flows.pod_tables import volume_lines
+    from overbrainer.flows.pod_tables import volume_catalog
     from overbrainer.targets import RunpodApi
 
-    async def listing(api: RunpodApi) -> list[str]:
-        return volume_lines(await api.network_volumes())
+    async def listing(api: RunpodApi) -> Catalog:
+        return volume_catalog(await api.network_volumes())
 
     _run(listing)
 
 
 @pod.command("templates")
+@json_option
 def pod_templates() -> None:
     """List the account's pod templates (serverless ones left out)."""
-    from overbrainer.flows.pod_tables import template_lines
+    from overbrainer.flows.pod_tables import template_catalog
     from overbrainer.targets import RunpodApi
 
-    async def listing(api: RunpodApi) -> list[str]:
-        return template_lines(await api.templates())
+    async def listing(api: RunpodApi) -> Catalog:
+        return template_catalog(await api.templates())
 
     _run(listing)
 
 
 @pod.command("ls")
+@json_option
 def pod_ls() -> None:
     """List the account's overbrainer pods: this project's, its strays, and others'."""
     from overbrainer.flows.pods import pod_ls as flow

@@ -14,9 +14,18 @@ from overbrainer.events.types import Stage
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.llm import PriceBook, connect_roles, role_price
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.json_values import JsonValue
+from overbrainer.model.json_values import money as money_text
 from overbrainer.model.usage import Price
 from overbrainer.pipeline.engine import load_templates, stage_role_name
-from overbrainer.pipeline.estimate import PAID_STAGES, estimate_line, estimate_stages, money
+from overbrainer.pipeline.estimate import (
+    BATCH_STAGES,
+    PAID_STAGES,
+    StageEstimate,
+    estimate_line,
+    estimate_stages,
+    money,
+)
 from overbrainer.pipeline.forces import unfinished_forces
 
 log = logging.getLogger(__name__)
@@ -68,9 +77,10 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
         prices = await _prices(settings, command.config.env, chosen)
         low = high = 0.0
         unpriced: list[str] = []
+        discount = batch_discount(settings)
         for estimate in estimates:
             price = prices.get(estimate.stage)
-            front.line(estimate_line(estimate, price, batch_discount(settings)))
+            front.line(estimate_line(estimate, price, discount))
             cost = estimate.cost(price)
             if cost is None:
                 unpriced.append(estimate.model)
@@ -79,6 +89,53 @@ async def estimate_flow(options: CommandOptions, front: Frontend, stages: Sequen
         for force in forces:
             front.line(f"estimate: {force}")
         front.line(total_line(low, high, len(estimates), unpriced))
+        front.result("stages", [stage_json(e, prices.get(e.stage), discount) for e in estimates])
+        front.result("notes", list(forces))
+        front.result("total", total_json(low, high, len(estimates), unpriced))
+
+
+def stage_json(
+    estimate: StageEstimate, price: Price | None, discount: float | None
+) -> dict[str, JsonValue]:
+    """A stage of `estimate --json`: the facts of its line, costs null when unpriced and the
+    batch ones null where no batch API runs the stage."""
+    cost = estimate.cost(price)
+    batch = estimate.cost(price, discount) if discount is not None else None
+    if estimate.stage not in BATCH_STAGES:
+        batch = None
+    return {
+        "stage": estimate.stage.value,
+        "model": estimate.model,
+        "items": estimate.items,
+        "present": estimate.items - estimate.planned,
+        "planned": estimate.planned,
+        "requests": estimate.requests,
+        "measured": estimate.measured,
+        "low": {
+            "input_tokens": estimate.expected.input_tokens,
+            "output_tokens": estimate.expected.output_tokens,
+            "cost": None if cost is None else money_text(cost[0]),
+            "batch_cost": None if batch is None else money_text(batch[0]),
+        },
+        "high": {
+            "input_tokens": estimate.worst.input_tokens,
+            "output_tokens": estimate.worst.output_tokens,
+            "cost": None if cost is None else money_text(cost[1]),
+            "batch_cost": None if batch is None else money_text(batch[1]),
+        },
+    }
+
+
+def total_json(
+    low: float, high: float, stages: int, unpriced: Sequence[str]
+) -> dict[str, JsonValue]:
+    """The total of `estimate --json`: over the priced stages; null when none is priced."""
+    known = not unpriced or len(unpriced) < stages
+    return {
+        "cost_low": money_text(low) if known else None,
+        "cost_high": money_text(high) if known else None,
+        "unpriced_models": list(dict.fromkeys(unpriced)),
+    }
 
 
 def total_line(low: float, high: float, stages: int, unpriced: Sequence[str]) -> str:

@@ -7,17 +7,19 @@ from collections.abc import Awaitable, Callable
 from overbrainer.config.load import load_settings
 from overbrainer.config.secrets import resolve_secret
 from overbrainer.events.frontend import Frontend
+from overbrainer.flows.pod_tables import Catalog
 from overbrainer.flows.setup import CommandOptions
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK
 from overbrainer.project.directory import open_project
 from overbrainer.targets import NO_KEY, RunpodApi, RunpodKeyError, open_runpod
 
-Listing = Callable[[RunpodApi], Awaitable[list[str]]]
-"""What a catalog command asks the API, as the lines it prints."""
+Listing = Callable[[RunpodApi], Awaitable[Catalog]]
+"""What a catalog command asks the API, as the lines it prints and its `--json` rows."""
 
 
 async def pod_catalog(options: CommandOptions, front: Frontend, listing: Listing) -> int:
-    """Load `[runpod]` from the project, ask Runpod, print the lines; Ctrl-C ends it (130).
+    """Load `[runpod]` from the project, ask Runpod, print the lines (and hand the rows to
+    `--json`); Ctrl-C ends it (130).
 
     No lock is taken (nothing is written) and nothing but `[runpod]` is needed.
     """
@@ -31,13 +33,14 @@ async def pod_catalog(options: CommandOptions, front: Frontend, listing: Listing
         if key is None:
             return EXIT_INTERRUPTED
 
-        async def ask() -> list[str]:
+        async def ask() -> Catalog:
             async with open_runpod(settings.runpod.url, key) as api:
                 return await listing(api)
 
-        lines = await interrupt.race(ask)
-    if lines is None:
+        catalog = await interrupt.race(ask)
+    if catalog is None:
         return EXIT_INTERRUPTED
-    for line in lines:
+    for line in catalog.lines:
         front.line(line)
+    front.result(catalog.key, catalog.rows)
     return EXIT_OK

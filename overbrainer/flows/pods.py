@@ -20,6 +20,7 @@ from overbrainer.events.interrupt import Interrupt
 from overbrainer.flows.setup import CommandOptions, open_command
 from overbrainer.model.errors import EXIT_INTERRUPTED, EXIT_OK, OverbrainerError, UsageError
 from overbrainer.model.job_kind import JobKind
+from overbrainer.model.json_values import JsonValue, money, utc_time
 from overbrainer.model.pod_status import PodDeleted, pod_line
 from overbrainer.project.directory import open_project
 from overbrainer.targets import (
@@ -153,6 +154,24 @@ def row_line(row: Row) -> str:
     return line.rstrip()
 
 
+def row_json(row: Row) -> dict[str, JsonValue]:
+    """A row of `pod ls --json`: the table's `-` as null, `created` as RFC 3339 UTC."""
+
+    def known(text: str) -> str | None:
+        return None if text == "-" else text
+
+    created = parse_rfc3339(row.created)
+    return {
+        "run_id": known(row.run),
+        "pod_id": known(row.pod),
+        "status": row.status.lower(),
+        "gpu": known(row.gpu),
+        "cost_per_hour": money(row.rate),
+        "created": None if created is None else utc_time(created),
+        "note": row.note,
+    }
+
+
 HEADER = row_line(Row("RUN", "POD", "STATUS", "GPU", None, "CREATED", "NOTE")).replace(
     "    -", "  $/H", 1
 )
@@ -237,6 +256,7 @@ async def pod_ls(options: CommandOptions, front: Frontend, *, gone_interval: flo
         rows = await interrupt.race(ask)
     if rows is None:
         return EXIT_INTERRUPTED
+    front.result("pods", [row_json(row) for row in rows])
     if not rows:
         front.line("pod: no overbrainer pod on this Runpod account")
         return EXIT_OK

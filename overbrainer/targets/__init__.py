@@ -61,7 +61,13 @@ if TYPE_CHECKING:
     )
     from overbrainer.targets.manifest import local_manifest, verify
     from overbrainer.targets.probe_sampler import ProbeSampler
-    from overbrainer.targets.registry import describe_job, ensure_kinds, kind_of
+    from overbrainer.targets.registry import (
+        JobMachine,
+        describe_job,
+        ensure_kinds,
+        job_machine,
+        kind_of,
+    )
     from overbrainer.targets.runpod.api import RunpodApi, open_runpod
     from overbrainer.targets.runpod.auto import Limits, PodPrice, in_stock, pod_price, price_order
     from overbrainer.targets.runpod.cost import arm_cost_cap, cost_cap, guard_cost, publish_spend
@@ -194,6 +200,7 @@ __all__ = [
     "HostRuntime",
     "JobError",
     "JobGone",
+    "JobMachine",
     "JobNeeds",
     "JobOpening",
     "JobPlan",
@@ -267,6 +274,7 @@ __all__ = [
     "host_alias",
     "hub_shape",
     "in_stock",
+    "job_machine",
     "job_status",
     "keep_lease",
     "kind_of",
@@ -425,6 +433,8 @@ __getattr__ = lazy_face(
         "job_status": "local",
         "keep_lease": "runpod.lease",
         "describe_job": "registry",
+        "job_machine": "registry",
+        "JobMachine": "registry",
         "kind_of": "registry",
         "load_pod_record": "runpod.pod_record",
         "local_manifest": "manifest",

@@ -13,6 +13,7 @@ from overbrainer.config.settings import Engine, Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.host_jobs import host_checks, left_local_job, local_alive
 from overbrainer.targets.host_machine import HostMachine, host_runtime
@@ -122,6 +123,10 @@ class LocalKind:
         yield machine
 
     def describe(self, job_dir: Path) -> str | None:
+        """Nothing to add: the job is a process here."""
+        return None
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
         """Nothing to add: the job is a process here."""
         return None
 

@@ -22,6 +22,7 @@ from overbrainer.events.bus import EventBus
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.model.job_status import JobStatus
+from overbrainer.model.json_values import JsonValue
 from overbrainer.model.system_sample import SystemSample
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.job_script import Command, Engine
@@ -308,4 +309,9 @@ class MachineKind(Protocol):
 
     def describe(self, job_dir: Path) -> str | None:
         """`runs ls`'s words for the job's machine, from local files only; None: nothing."""
+        ...
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
+        """The facts behind `describe`'s words as JSON data (`runs ls --json`), from local
+        files only; None: nothing to add."""
         ...

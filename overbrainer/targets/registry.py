@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from overbrainer.config.target_settings import (
     TargetSettings,
     add_settings_kind,
     remove_settings_kind,
 )
 from overbrainer.model.errors import UsageError
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.kind import TargetKind
 from overbrainer.targets.local_kind import LOCAL
 from overbrainer.targets.ray.kind import RAY
@@ -60,6 +63,25 @@ def describe_job(job_dir: Path) -> str | None:
         words = kind.describe(job_dir)
         if words is not None:
             return words
+    return None
+
+
+@attrs.frozen
+class JobMachine:
+    """What the kind `kind` says of a recorded job's machine: its `runs ls` words and, where
+    it has them, the facts behind them as JSON data."""
+
+    kind: str
+    words: str
+    details: dict[str, JsonValue] | None
+
+
+def job_machine(job_dir: Path) -> JobMachine | None:
+    """`describe_job` with the kind that spoke and its details (`runs ls --json`)."""
+    for kind in _KINDS.values():
+        words = kind.describe(job_dir)
+        if words is not None:
+            return JobMachine(kind.name, words, kind.details(job_dir))
     return None
 
 

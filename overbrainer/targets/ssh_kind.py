@@ -25,6 +25,7 @@ from overbrainer.config.settings import (
 from overbrainer.config.target_settings import SettingsKind, Shown, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, WorkFailed
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.executor import Executor, JobRef
 from overbrainer.targets.host_jobs import host_checks
 from overbrainer.targets.host_machine import HostMachine, host_runtime
@@ -162,6 +163,10 @@ class SshKind:
             yield machine
 
     def describe(self, job_dir: Path) -> str | None:
+        """Nothing to add: the job is a process over SSH."""
+        return None
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
         """Nothing to add: the job is a process over SSH."""
         return None
 

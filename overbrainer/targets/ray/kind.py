@@ -20,6 +20,7 @@ from overbrainer.config.settings import Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.executor import Executor, JobError, JobRef
 from overbrainer.targets.kind import JobChecks, refuse_keep
 from overbrainer.targets.ray.settings import (
@@ -147,6 +148,15 @@ class RayKind:
         job = record.get("job") if isinstance(record, dict) else None
         ref = job.get("ref") if isinstance(job, dict) else None
         return f"ray {ref}" if isinstance(ref, str) else None
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
+        """`{"state", "submission_id", "seen"}` as the follower last saw the job (`seen` is
+        RFC 3339 UTC); None before any was seen."""
+        try:
+            seen = json.loads((job_dir / SEEN_FILE).read_text(encoding="utf-8"))
+            return {key: str(seen[key]) for key in ("state", "submission_id", "seen")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
 
 RAY = RayKind()

@@ -16,6 +16,7 @@ from overbrainer.config.settings import Runtime, Settings
 from overbrainer.config.target_settings import SettingsKind, TargetSettings
 from overbrainer.events.interrupt import Interrupt
 from overbrainer.model.errors import OverbrainerError, UsageError
+from overbrainer.model.json_values import JsonValue
 from overbrainer.targets.executor import Executor, JobGone, JobRef
 from overbrainer.targets.host_machine import HostMachine, HostRuntime
 from overbrainer.targets.kind import JobChecks
@@ -100,6 +101,15 @@ class RunpodKind:
         except PodRecordError as error:
             return f"pod unknown: {error.message}"
         return None if pod is None else pod.summary()
+
+    def details(self, job_dir: Path) -> dict[str, JsonValue] | None:
+        """What `pod.json` says of the pod (money as decimal strings); None with no readable
+        pod record (`describe` names an unreadable one)."""
+        try:
+            pod = load_pod_record(job_dir)
+        except PodRecordError:
+            return None
+        return None if pod is None else pod.details()
 
 
 async def _no_job() -> None:

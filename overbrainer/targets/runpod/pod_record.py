@@ -14,6 +14,7 @@ import attrs
 
 from overbrainer.model import codec
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.json_values import JsonValue, money
 from overbrainer.storage import NotJson, load_document, write_atomic
 
 POD_FILE = "pod.json"
@@ -143,6 +144,22 @@ class PodRecord(codec.JsonRecord):
         if self.state in (PodState.KEPT, PodState.AWAITING_RETRIEVAL) or not self.cost_per_hour:
             return line
         return f"{line} ${self.cost_per_hour:.2f}/h"
+
+    def details(self) -> dict[str, JsonValue]:
+        """The pod's facts for `runs ls --json`: what `summary` words, and its deadline."""
+        return {
+            "state": self.state.value,
+            "pod_id": self.pod_id,
+            "gpu_type": self.gpu_type,
+            "gpu_count": self.gpu_count,
+            "data_center_id": self.data_center_id,
+            "cost_per_hour": money(self.cost_per_hour),
+            "keep": self.keep,
+            "created_at": self.created_at,
+            "deadline": self.deadline,
+            "deleted_at": self.deleted_at,
+            "estimated_spend_usd": money(self.estimated_spend),
+        }
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = POD_FILE) -> Self:
