@@ -35,7 +35,8 @@ if TYPE_CHECKING:
         System,
     )
     from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
-    from overbrainer.storage import HistoryRecord
+    from overbrainer.model.usage import Usage
+    from overbrainer.storage import HistoryRecord, HistoryStatus, SplitCounts
     from overbrainer.training import RunRecord, RunState
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Event",
     "EventCallback",
     "HistoryRecord",
+    "HistoryStatus",
     "InsideTrio",
     "ItemDone",
     "ItemFailed",
@@ -61,6 +63,7 @@ __all__ = [
     "RunResult",
     "RunState",
     "RunWatched",
+    "SplitCounts",
     "Stage",
     "StageFinished",
     "StageModel",
@@ -68,6 +71,7 @@ __all__ = [
     "StageStats",
     "StagesResult",
     "System",
+    "Usage",
     "UsageError",
     "WorkFailed",
     "open_project",
@@ -86,6 +90,9 @@ _HOMES = {
     "UsageError": "model.errors",
     "WorkFailed": "model.errors",
     "HistoryRecord": "storage",
+    "HistoryStatus": "storage",
+    "SplitCounts": "storage",
+    "Usage": "model.usage",
     "RunRecord": "training",
     "RunState": "training",
 }
