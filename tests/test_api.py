@@ -3,6 +3,7 @@ cancellation, Ctrl-C, errors, and `__all__` against docs/api.md."""
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import subprocess
@@ -235,13 +236,13 @@ async def test_sigint_drains_the_requests_in_flight_and_ends_interrupted(tmp_pat
     async with open_stub(held) as stub, trio.open_nursery() as nursery:
         with (tmp_path / "stdout.txt").open("wb") as out, stderr.open("wb") as err:
             process: trio.Process = await nursery.start(
-                lambda task_status: trio.run_process(
+                functools.partial(
+                    trio.run_process,
                     [sys.executable, str(script), str(root)],
                     env=command_env(stub.url),
                     stdout=out,
                     stderr=err,
                     check=False,
-                    task_status=task_status,
                 )
             )
         await wait_until(lambda: len(stub.completions) == 3)
