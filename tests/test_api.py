@@ -282,10 +282,15 @@ async def test_bad_input_is_a_refused_result_with_exit_code_2(tmp_path: Path) ->
         "not a pipeline stage: 'judge' (run_stages runs subtopics, questions, answers, quality, "
         "split)"
     )
-    unknown = await project.run_stages(["subtopics"], topics=["nope"])
+    unknown = await project.run_stages(["subtopics"], topics="nope")  # one name, not letters
     assert unknown.exit_code == 2
+    assert unknown.error is not None and "nope" in unknown.error.message
     with pytest.raises(ob.UsageError):
         unknown.check()
+    negative = await project.run(max_cost=-1.0)
+    assert (negative.outcome, negative.train, negative.push) == (ob.Outcome.REFUSED, None, None)
+    assert negative.error is not None
+    assert negative.error.message == "max_cost must be at least 0, not -1.0"
     assert project.history() == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -17,8 +18,10 @@ from overbrainer.events.types import PIPELINE_STAGES, Stage
 from overbrainer.flows.pipeline import PipelineRequest
 from overbrainer.model.errors import OverbrainerError, UsageError
 from overbrainer.project import directory
-from overbrainer.storage import HistoryRecord, read_history
-from overbrainer.training import RunRecord, Runs
+
+if TYPE_CHECKING:
+    from overbrainer.storage import HistoryRecord
+    from overbrainer.training import RunRecord
 
 RUNNABLE = (Stage.SUBTOPICS, Stage.QUESTIONS, Stage.ANSWERS, Stage.QUALITY, Stage.SPLIT)
 """The stages `run_stages` runs (`judge` is `compare`'s)."""
@@ -46,6 +49,16 @@ def _stages(stages: Iterable[Stage | str]) -> tuple[Stage, ...]:
     if not chosen:
         raise UsageError("no stage to run: name at least one")
     return tuple(sorted(chosen))
+
+
+def _topics(topics: Iterable[str]) -> tuple[str, ...]:
+    """The topic names asked for (one name given as a plain string is one topic)."""
+    return (topics,) if isinstance(topics, str) else tuple(topics)
+
+
+def _check_max_cost(max_cost: float | None) -> None:
+    if max_cost is not None and not max_cost >= 0:
+        raise UsageError(f"max_cost must be at least 0, not {max_cost}")
 
 
 def _refused(error: OverbrainerError) -> StagesResult:
@@ -86,6 +99,7 @@ class Project:
         """
         try:
             chosen = _stages(stages)
+            _check_max_cost(max_cost)
             if cancel_batches and not batch:
                 raise UsageError("cancel_batches needs batch")
             if batch and force:
@@ -93,11 +107,14 @@ class Project:
         except UsageError as error:
             return _refused(error)
         request = PipelineRequest(
-            chosen, tuple(topics), force, max_cost, batch=batch, cancel=cancel_batches
+            chosen, _topics(topics), force, max_cost, batch=batch, cancel=cancel_batches
         )
         ended = await self._run(request, on_event, events_file, front)
         return StagesResult(
-            ended.exit_code, ended.error, ended.collected.results, tuple(ended.collected.lines)
+            ended.exit_code,
+            ended.error,
+            dict(ended.collected.results),
+            tuple(ended.collected.lines),
         )
 
     async def run(
@@ -111,10 +128,17 @@ class Project:
     ) -> RunResult:
         """Every stage, then the training and push `overbrainer.toml` asks for, as
         `overbrainer run` does (`train=False`: `run --no-train`)."""
+        try:
+            _check_max_cost(max_cost)
+        except UsageError as error:
+            return RunResult(error.exit_code, error)
         request = PipelineRequest(PIPELINE_STAGES, max_cost=max_cost, whole_run=True, train=train)
         ended = await self._run(request, on_event, events_file, front)
         return RunResult(
-            ended.exit_code, ended.error, ended.collected.results, tuple(ended.collected.lines)
+            ended.exit_code,
+            ended.error,
+            dict(ended.collected.results),
+            tuple(ended.collected.lines),
         )
 
     async def _run(
@@ -136,12 +160,14 @@ class Project:
         topics: Iterable[str] = (),
         force: bool = False,
         max_cost: float | None = None,
+        batch: bool = False,
+        cancel_batches: bool = False,
         on_event: EventCallback | None = None,
         events_file: str | os.PathLike[str] | None = None,
     ) -> StagesResult:
         """`run_stages` from plain (non-async) code; refused inside a running Trio loop."""
         stage_list = list(stages)
-        topic_list = list(topics)
+        topic_list = _topics(topics)
 
         async def call() -> StagesResult:
             return await self.run_stages(
@@ -149,6 +175,8 @@ class Project:
                 topics=topic_list,
                 force=force,
                 max_cost=max_cost,
+                batch=batch,
+                cancel_batches=cancel_batches,
                 on_event=on_event,
                 events_file=events_file,
             )
@@ -174,6 +202,9 @@ class Project:
 
     def history(self) -> list[HistoryRecord]:
         """Every stage run of the project's history, oldest first (`overbrainer history --all`)."""
+        # Imported on use, as `runs`: a stage command never reads the whole history.
+        from overbrainer.storage import read_history
+
         path = directory.Project(self.root).history
         try:
             return read_history(path)
@@ -183,5 +214,8 @@ class Project:
     def runs(self) -> list[RunRecord]:
         """Every readable training run, oldest first (`overbrainer runs ls`; an unreadable
         record is skipped with a logged warning)."""
+        # Imported on use: the training layer is a third of a stage command's start-up.
+        from overbrainer.training import Runs
+
         records, _skipped = Runs(directory.Project(self.root).runs).scan()
         return records

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -13,7 +14,9 @@ from overbrainer.model.errors import (
     EXIT_USAGE,
     OverbrainerError,
 )
-from overbrainer.storage import HistoryRecord
+
+if TYPE_CHECKING:
+    from overbrainer.storage import HistoryRecord
 
 
 class Outcome(enum.Enum):
@@ -41,6 +44,9 @@ def outcome_of(exit_code: int) -> Outcome:
 
 
 def _stage_records(results: Mapping[str, object]) -> tuple[HistoryRecord, ...]:
+    # Imported on use: a stage command that never asks pays nothing for the history's reader.
+    from overbrainer.storage import HistoryRecord
+
     value = results.get("stages", ())
     if not isinstance(value, tuple | list):
         return ()
