@@ -27,6 +27,7 @@ from tests.pipeline_support import (
     wait_until,
     write_questions,
 )
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "docs" / "examples" / "api_example.py"
@@ -260,6 +261,47 @@ async def test_sigint_drains_the_requests_in_flight_and_ends_interrupted(tmp_pat
     )
     [line] = history(root)
     assert (line.status, line.done) == (ob.HistoryStatus.INTERRUPTED, 3)
+
+
+async def test_failed_items_are_a_failed_result_not_an_exception(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_project(tmp_path / "p")
+    monkeypatch.setenv(
+        "OVERBRAINER_PROVIDERS__STUB__BASE_URL", f"http://127.0.0.1:{free_port()}/v1"
+    )
+    monkeypatch.setenv("OVERBRAINER_PIPELINE__MAX_RETRIES", "0")
+    project = ob.open_project(root)
+    with trio.fail_after(60):
+        result = await project.run_stages(["subtopics"], topics=["ownership"])
+    assert (result.outcome, result.exit_code, result.ok) == (ob.Outcome.FAILED, 1, False)
+    assert isinstance(result.error, ob.WorkFailed)
+    assert result.error.message == "1 subtopics item(s) failed; run the command again to retry them"
+    assert result.lines == (
+        "subtopics: 0 done, 0 skipped, 1 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+    )
+    [record] = project.history()
+    assert (record.status, record.failed) == (ob.HistoryStatus.FAILED, 1)
+
+
+async def test_run_without_training_runs_every_stage(tmp_path: Path) -> None:
+    project = ob.open_project(await init_demo_async(tmp_path / "demo"))
+    with trio.fail_after(60):
+        result = await project.run(train=False)
+    assert isinstance(result, ob.RunResult)
+    assert (result.outcome, result.train, result.push) == (ob.Outcome.DONE, None, None)
+    assert [line.split(":")[0] for line in result.lines] == [
+        "subtopics",
+        "questions",
+        "answers",
+        "split",
+    ]
+    assert [r.stage.value for r in project.history()] == [
+        "subtopics",
+        "questions",
+        "answers",
+        "split",
+    ]
 
 
 def test_a_missing_project_raises_the_usage_error(tmp_path: Path) -> None:
