@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
@@ -14,9 +15,10 @@ from overbrainer.cli.options import command_options, max_cost_option
 from overbrainer.cli.running import run_flow
 
 if TYPE_CHECKING:
-    from overbrainer.flows.pipeline import PipelineRequest
+    from overbrainer.api import Project, Stage, StagesResult
+    from overbrainer.events.frontend import Frontend
 
-# The stages and the flow are imported on use: defining the commands (for `--help` and
+# The stages and the API are imported on use: defining the commands (for `--help` and
 # completion) needs only click.
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -41,11 +43,45 @@ def _force_option(command: F) -> F:
     )(command)
 
 
-def _pipeline_command(request: PipelineRequest) -> None:
-    from overbrainer.flows.pipeline import pipeline_flow
+def _pipeline_command(
+    work: Callable[[Project, Frontend, Path | None], Awaitable[StagesResult]],
+) -> None:
+    """Run `work` through the public API (`overbrainer.api`) with the terminal's front end,
+    and exit as its result says (its error's line and exit code)."""
+    from overbrainer.api import open_project
 
     options = command_options()
-    run_flow(lambda: pipeline_flow(options, cli_frontend(), request))
+
+    async def flow() -> None:
+        project = open_project(options.project_dir)
+        result = await work(project, cli_frontend(), options.events)
+        result.check()
+
+    run_flow(flow)
+
+
+def _stages_command(
+    stage: Stage,
+    topics: tuple[str, ...] = (),
+    force: bool = False,
+    max_cost: float | None = None,
+    *,
+    batch: bool = False,
+    cancel: bool = False,
+) -> None:
+    """One stage command: `Project.run_stages` with the command line's flags."""
+    _pipeline_command(
+        lambda project, front, events: project.run_stages(
+            (stage,),
+            topics=topics,
+            force=force,
+            max_cost=max_cost,
+            batch=batch,
+            cancel_batches=cancel,
+            events_file=events,
+            front=front,
+        )
+    )
 
 
 @cli.command()
@@ -55,9 +91,8 @@ def _pipeline_command(request: PipelineRequest) -> None:
 def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each topic's missing subtopics."""
     from overbrainer.events.types import Stage
-    from overbrainer.flows.pipeline import PipelineRequest
 
-    _pipeline_command(PipelineRequest((Stage.SUBTOPICS,), topics, force, max_cost))
+    _stages_command(Stage.SUBTOPICS, topics, force, max_cost)
 
 
 @cli.command()
@@ -67,9 +102,8 @@ def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
     from overbrainer.events.types import Stage
-    from overbrainer.flows.pipeline import PipelineRequest
 
-    _pipeline_command(PipelineRequest((Stage.QUESTIONS,), topics, force, max_cost))
+    _stages_command(Stage.QUESTIONS, topics, force, max_cost)
 
 
 @cli.command()
@@ -92,14 +126,12 @@ def answers(
 ) -> None:
     """Ask the parent to answer every question not answered yet."""
     from overbrainer.events.types import Stage
-    from overbrainer.flows.pipeline import PipelineRequest
 
     if cancel and not batch:
         raise click.UsageError("--cancel needs --batch")
     if batch and force:
         raise click.UsageError("--force cannot be combined with --batch")
-    request = PipelineRequest((Stage.ANSWERS,), topics, force, max_cost, batch=batch, cancel=cancel)
-    _pipeline_command(request)
+    _stages_command(Stage.ANSWERS, topics, force, max_cost, batch=batch, cancel=cancel)
 
 
 @cli.command()
@@ -113,9 +145,8 @@ def answers(
 def quality(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the [quality] judge to score every answer not scored yet (split drops low ones)."""
     from overbrainer.events.types import Stage
-    from overbrainer.flows.pipeline import PipelineRequest
 
-    _pipeline_command(PipelineRequest((Stage.QUALITY,), topics, force, max_cost))
+    _stages_command(Stage.QUALITY, topics, force, max_cost)
 
 
 SPLIT_HELP = """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers.
@@ -136,10 +167,8 @@ data/answers.jsonl, are left out of train and eval, and are counted as orphaned.
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
     from overbrainer.events.types import Stage
-    from overbrainer.flows.pipeline import PipelineRequest
 
-    only = () if topic is None else (topic,)
-    _pipeline_command(PipelineRequest((Stage.SPLIT,), only))
+    _stages_command(Stage.SPLIT, () if topic is None else (topic,))
 
 
 @cli.command(name="run")
@@ -154,8 +183,8 @@ def run_command(max_cost: float | None, no_train: bool) -> None:
 
     quality runs only when overbrainer.toml has a [quality] judge.
     """
-    from overbrainer.events.types import PIPELINE_STAGES
-    from overbrainer.flows.pipeline import PipelineRequest
-
-    run = PipelineRequest(PIPELINE_STAGES, max_cost=max_cost, whole_run=True, train=not no_train)
-    _pipeline_command(run)
+    _pipeline_command(
+        lambda project, front, events: project.run(
+            train=not no_train, max_cost=max_cost, events_file=events, front=front
+        )
+    )

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
-from collections.abc import AsyncIterator, Callable, Iterator
-from types import FrameType
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -15,7 +13,7 @@ import trio
 from overbrainer.events.bus import CAPACITY, EventBus, Observer, Observers, open_event_bus
 from overbrainer.events.frontend import Line, Report, RunCreated, RunStopped
 from overbrainer.events.interrupt import Interrupt
-from overbrainer.events.stop_signals import STOP_SIGNALS, note_stop, noting_handler
+from overbrainer.events.signal_interrupt import signal_interrupt
 from overbrainer.model.error_groups import unwrapped
 from overbrainer.model.redact import redact
 from overbrainer.ui.bar import BarScreen, stderr_console
@@ -31,87 +29,6 @@ log = logging.getLogger(__name__)
 
 DRAIN_GRACE = 2.0
 """Seconds the TUI's renderer may take to log what is queued when its flow ends."""
-
-
-async def _watch_signals(receiver: AsyncIterator[int], on_signal: Callable[[], None]) -> None:
-    async for _ in receiver:
-        on_signal()
-
-
-# SIGTERM (`kill`, a container or service stop) is a Ctrl-C too (STOP_SIGNALS): the stage drains
-# what is in flight, prints its summary and records its history line instead of dying mid-write.
-
-
-@contextlib.contextmanager
-def _absorbed_once(came: Callable[[], bool]) -> Iterator[None]:
-    """Inside, a stop signal that reaches Python's handler goes to the one it replaced, unless
-    `came()`: then it is absorbed. Leaving after one came, the signals stay ignored.
-
-    Trio's receiver, on leaving, gives back the handler it found and raises the signals still
-    queued in it; this handler is the one it finds, so a Ctrl-C pressed during the orderly exit
-    cannot turn into a KeyboardInterrupt that hides the exit's own error line. Where the one
-    replaced was the default action (SIGTERM's), the signal is a Ctrl-C instead: the default
-    would kill the process mid-write, and leaving, it is only noted (the exit code says 130).
-    """
-    # None: a handler not set from Python, which cannot be set back; the default stands in.
-    previous: dict[int, Callable[[int, FrameType | None], object] | int] = {
-        signum: signal.getsignal(signum) or signal.SIG_DFL for signum in STOP_SIGNALS
-    }
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if came():
-            return
-        prior = previous[signum]
-        if callable(prior):
-            prior(signum, frame)
-        elif prior != signal.SIG_IGN:
-            note_stop()
-            raise KeyboardInterrupt
-
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        # `SIG_IGN`, not a Python handler, once the exit began: Python resets its own handlers
-        # to the default one while it finalizes, but leaves an ignored signal ignored.
-        for number, prior in previous.items():
-            if came():
-                signal.signal(number, signal.SIG_IGN)
-            else:
-                signal.signal(number, noting_handler if prior == signal.SIG_DFL else prior)
-
-
-@contextlib.asynccontextmanager
-async def _on_stop_signals(on_signal: Callable[[], None]) -> AsyncIterator[bool]:
-    """Call `on_signal` for each SIGINT or SIGTERM inside; yields False when not catchable.
-
-    Once one came, the orderly exit it began is never cut short: later signals, the ones still
-    queued when leaving included, are absorbed for the rest of the process (the exit code
-    already says 130), instead of going to the handler that would kill it mid-exit.
-    """
-    came = False
-
-    def noted() -> None:
-        nonlocal came
-        came = True
-        note_stop()  # the process exits 130, whatever the flow makes of it
-        on_signal()
-
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(_absorbed_once(lambda: came))
-            receiver = stack.enter_context(trio.open_signal_receiver(*STOP_SIGNALS))
-        except (RuntimeError, ValueError) as error:
-            log.warning("cannot catch Ctrl-C: %s", error)
-            yield False
-            return
-        async with unwrapped(), trio.open_nursery() as nursery:
-            nursery.start_soon(_watch_signals, receiver, noted)
-            try:
-                yield True
-            finally:
-                nursery.cancel_scope.cancel()
 
 
 class CliFrontend:
@@ -163,10 +80,7 @@ class CliFrontend:
     @contextlib.asynccontextmanager
     async def interrupt(self) -> AsyncIterator[Interrupt]:
         """Catch Ctrl-C from now on: it no longer kills the process while inside."""
-        interrupt = Interrupt()
-        async with _on_stop_signals(interrupt.fire) as caught:
-            if not caught:
-                interrupt = Interrupt(off=True)
+        async with signal_interrupt() as interrupt:
             yield interrupt
 
     def line(self, text: str) -> None:
