@@ -61,8 +61,8 @@ def under_load(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff, with the ASYNC rules, and the layer contract (import-linter)."""
     session.install("-e", ".", "ruff", "import-linter")
-    session.run("ruff", "check", "overbrainer", "tests", "bench", "noxfile.py")
-    session.run("ruff", "format", "--check", "overbrainer", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", "overbrainer", "tests", "bench", "docs/examples", "noxfile.py")
+    session.run("ruff", "format", "--check", "overbrainer", "tests", "bench", "docs/examples", "noxfile.py")
     session.run("lint-imports")
 
 
