@@ -62,7 +62,9 @@ def lint(session: nox.Session) -> None:
     """Ruff, with the ASYNC rules, and the layer contract (import-linter)."""
     session.install("-e", ".", "ruff", "import-linter")
     session.run("ruff", "check", "overbrainer", "tests", "bench", "docs/examples", "noxfile.py")
-    session.run("ruff", "format", "--check", "overbrainer", "tests", "bench", "docs/examples", "noxfile.py")
+    session.run(
+        "ruff", "format", "--check", "overbrainer", "tests", "bench", "docs/examples", "noxfile.py"
+    )
     session.run("lint-imports")
 
 
