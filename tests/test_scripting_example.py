@@ -10,6 +10,8 @@ real compare, and the loopback fake Hub behind the real huggingface_hub.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -19,14 +21,15 @@ from pathlib import Path
 import pytest
 import trio
 
-from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_model import default_reply
+from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.gguf_support import write_tiny_llama
 from tests.hub_support import FakeHub, fake_hub, hub_env
 from tests.llama_support import LlamaRelease, sha256_of
+from tests.pipeline_support import wait_until
 from tests.ports import free_port
-from tests.train_helpers import kill_jobs, standin_env
+from tests.train_helpers import hold_at, kill_jobs, run_ids, standin_env, steps_logged
 
 pytestmark = pytest.mark.hub
 
@@ -148,8 +151,8 @@ def release_env(directory: Path, real: LlamaRelease) -> Iterator[dict[str, str]]
 
 
 def fake_modules(folder: Path) -> Path:
-    """Empty `torch`, `numpy` and `transformers` packages: the export job checks they import before it
-    runs the converter, which here needs neither."""
+    """Empty `torch`, `numpy` and `transformers` packages: the export job checks that they
+    import before it runs the converter, which here needs none of them."""
     for name in ("torch", "numpy", "transformers"):
         (folder / name).mkdir(parents=True)
         (folder / name / "__init__.py").write_text("")
@@ -182,26 +185,39 @@ def write_config(root: Path, base: Path, subtopics: int) -> None:
 
 
 def night_env(
-    tmp_path: Path, stub_url: str, release: dict[str, str], hub: FakeHub
+    tmp_path: Path,
+    stub_url: str,
+    release: dict[str, str] | None = None,
+    hub: FakeHub | None = None,
+    **knobs: str,
 ) -> dict[str, str]:
-    """The stand-in trainer first on PATH (then this venv's `overbrainer`), the stub, the
-    release, the fake Hub, and a `python3` that finds the fake torch."""
-    env = standin_env(tmp_path / "bin")
-    env.update(hub_env(tmp_path, hub.url))
-    env["PATH"] = standin_env(tmp_path / "bin")["PATH"]
-    venv_bin = Path(sys.executable).parent
-    env["PATH"] = f"{tmp_path / 'bin'}:{venv_bin}:{env['PATH']}"
-    python3 = tmp_path / "bin" / "python3"
+    """The stand-in trainer first on PATH (then this venv's `overbrainer`, as cron would find
+    it), a `python3` that finds the fake torch, the stub, the release and the fake Hub."""
+    bin_dir = tmp_path / "bin"
+    env = standin_env(bin_dir, **knobs)
+    if hub is not None:
+        env.update({k: v for k, v in hub_env(tmp_path, hub.url).items() if k != "PATH"})
+    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     modules = fake_modules(tmp_path / "fake-modules")
+    python3 = bin_dir / "python3"
     python3.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{modules}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n'
+        f'#!/bin/sh\nPYTHONPATH="{modules}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec {sys.executable} "$@"\n'
     )
     python3.chmod(0o755)
-    env.update(release)
+    env.update(release or {})
     env["OVERBRAINER_CACHE"] = str(tmp_path / "cache")
     env["OVERBRAINER_PROVIDERS__STUB__BASE_URL"] = stub_url
     env["NO_COLOR"] = "1"
     return env
+
+
+def base_model(tmp_path: Path) -> Path:
+    """The base model the stand-in trainer "trains" (its merge copies it)."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    return base
 
 
 async def nightly(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
@@ -216,21 +232,123 @@ async def nightly(project: Path, env: dict[str, str]) -> subprocess.CompletedPro
         )
 
 
+def lines(done: subprocess.CompletedProcess[bytes]) -> list[str]:
+    """The script's summary lines (stdout)."""
+    return done.stdout.decode().splitlines()
+
+
+def commits(hub: FakeHub) -> int:
+    """How many commits the fake Hub received."""
+    return len(hub.calls("commit"))
+
+
+def runs(project: Path) -> list[str]:
+    """The project's training runs."""
+    return sorted(p.name for p in (project / "runs").glob("*") if (p / "run.json").is_file())
+
+
 async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
     tmp_path: Path, release: dict[str, str], hub: FakeHub
 ) -> None:
-    base = tmp_path / "base"
-    base.mkdir()
-    (base / "config.json").write_text("{}")
+    base = base_model(tmp_path)
     project = make_project(tmp_path / "project", base)
+    state = project / ".nightly.json"
     judge = Judge()
     try:
         async with open_stub(judge) as stub:
             env = night_env(tmp_path, stub.url, release, hub)
+
+            # Night 1: no best yet, so the child is pushed and becomes the best.
             first = await nightly(project, env)
-            out = first.stdout.decode()
-            print(out)
-            print(first.stderr.decode()[-6000:])
-            assert first.returncode == 0
+            assert first.returncode == 0, first.stderr.decode()
+            (run_1,) = runs(project)
+            steps = [line.split(":")[0] for line in lines(first)]
+            assert steps == ["grow", "train", "export", "compare", "push"]
+            assert lines(first)[0].startswith("grow: 7 new (subtopics 1, questions 2, answers 4)")
+            assert lines(first)[1] == f"train: run {run_1} succeeded"
+            assert (
+                "win-or-tie 1.000 (2 wins, 0 ties, 0 losses); best so far none" in (lines(first)[3])
+            )
+            assert commits(hub) == 1
+            best = json.loads(state.read_text())
+            assert (best["run_id"], best["win_or_tie"]) == (run_1, 1.0)
+            assert lines(first)[4] == f"push: {best['url']}"
+
+            # Night 2: the dataset grew, the new child loses to the parent: no push.
+            write_config(project, base, subtopics=3)
+            judge.prefers_child = False
+            second = await nightly(project, env)
+            assert second.returncode == 0, second.stderr.decode()
+            run_2 = runs(project)[-1]
+            assert run_2 != run_1
+            assert lines(second)[0].startswith("grow: ")
+            assert "win-or-tie 0.000" in lines(second)[3]
+            assert f"best so far 1.000 (run {run_1})" in lines(second)[3]
+            assert lines(second)[4] == f"push: skipped: run {run_2} does not beat the best"
+            assert commits(hub) == 1
+            assert json.loads(state.read_text()) == best
+
+            # Night 3: nothing new to learn from: no training.
+            third = await nightly(project, env)
+            assert third.returncode == 0, third.stderr.decode()
+            assert lines(third)[1:] == [
+                "train: skipped: the dataset did not grow since the last night"
+            ]
+            assert runs(project) == [run_1, run_2]
+
+            # Night 4: a broken overbrainer.toml stops the night at its first step, exit 2.
+            (project / "overbrainer.toml").write_text("[project\n")
+            fourth = await nightly(project, env)
+            assert fourth.returncode == 2
+            assert lines(fourth) == []
+            last = fourth.stderr.decode().splitlines()[-1]
+            assert last.startswith("nightly: grow: configuration problem: ")
+            assert "overbrainer.toml" in last
+            assert runs(project) == [run_1, run_2]
+            assert commits(hub) == 1
+    finally:
+        kill_jobs(project)
+
+
+def held(project: Path) -> bool:
+    """Whether the project's only run has logged step 3 (where `hold_at` holds it)."""
+    ids = run_ids(project)
+    return len(ids) == 1 and steps_logged(project, ids[0]) >= 3
+
+
+async def test_ctrl_c_during_training_stops_the_night_quietly_with_130(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project", base_model(tmp_path))
+    out, err = tmp_path / "night.out", tmp_path / "night.err"
+    try:
+        async with open_stub(Judge()) as stub:
+            env = night_env(tmp_path, stub.url, **hold_at(tmp_path, 3))
+            with out.open("wb") as stdout, err.open("wb") as stderr:
+                night = await trio.lowlevel.open_process(
+                    [sys.executable, str(SCRIPT), str(project)],
+                    env=env,
+                    stdout=stdout,
+                    stderr=stderr,
+                )
+            try:
+                # The job holds at step 3 until released: it is training when Ctrl-C comes.
+                await wait_until(lambda: night.poll() is not None or held(project))
+                assert night.poll() is None, err.read_text()
+                night.send_signal(signal.SIGINT)
+                with trio.fail_after(60):
+                    code = await night.wait()
+            finally:
+                night.kill()
+                await night.wait()
+        assert code == 130
+        assert out.read_text().splitlines()[0].startswith("grow: ")
+        assert len(out.read_text().splitlines()) == 1
+        (run_id,) = run_ids(project)
+        errors = err.read_text().splitlines()
+        # overbrainer's own line is the last: the night adds none of its own.
+        assert errors[-1] == (
+            f"interrupted: run {run_id} keeps running on target `local`; "
+            f"follow it again with `overbrainer train attach {run_id}`"
+        )
+        assert not (project / ".nightly.json").exists()
     finally:
         kill_jobs(project)

@@ -64,7 +64,9 @@ class Overbrainer:
         argv = [*self.command, "-C", str(self.project), *args, "--json"]
         # A session of its own: a Ctrl-C on the terminal reaches this script only, and
         # `forward` passes exactly one on, so overbrainer drains instead of stopping at once.
-        self.child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self.child = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             out, _ = self.child.communicate()
         finally:
@@ -139,7 +141,7 @@ def night(ob: Overbrainer, state_path: Path) -> None:
 
     exported = ob.run("export", "export", run_id)["export"]
     print(
-        f"export: {exported['file']} ({exported['quantize']}, {exported['size_bytes']} bytes)",
+        f"export: {exported['gguf']} ({exported['quantize']}, {exported['size_bytes']} bytes)",
         flush=True,
     )
 
