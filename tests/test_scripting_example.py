@@ -27,7 +27,7 @@ from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.gguf_support import write_tiny_llama
 from tests.hub_support import FakeHub, fake_hub, hub_env
 from tests.llama_support import LlamaRelease, sha256_of
-from tests.pipeline_support import wait_until
+from tests.pipeline_support import PRICES, wait_until
 from tests.ports import free_port
 from tests.train_helpers import hold_at, kill_jobs, run_ids, standin_env, steps_logged
 
@@ -256,45 +256,64 @@ async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
     judge = Judge()
     try:
         async with open_stub(judge) as stub:
+            stub.models = PRICES
             env = night_env(tmp_path, stub.url, release, hub)
 
-            # Night 1: no best yet, so the child is pushed and becomes the best.
+            # Night 1: no best yet, the child is better than nothing, but the Hub refuses the
+            # token: the night fails at its push step, and the child waits as `pending`.
+            hub.control(status={"create": 403})
             first = await nightly(project, env)
-            assert first.returncode == 0, first.stderr.decode()
+            assert first.returncode == 1, first.stderr.decode()
             (run_1,) = runs(project)
-            steps = [line.split(":")[0] for line in lines(first)]
-            assert steps == ["grow", "train", "export", "compare", "push"]
-            assert lines(first)[0].startswith("grow: 7 new (subtopics 1, questions 2, answers 4)")
+            assert [line.split(":")[0] for line in lines(first)] == [
+                "grow",
+                "train",
+                "export",
+                "compare",
+            ]
+            assert lines(first)[0].startswith("grow: 7 new (subtopics 1, questions 2, answers 4); ")
             assert lines(first)[1] == f"train: run {run_1} succeeded"
+            assert lines(first)[2].startswith(f"export: runs/{run_1}/output/gguf/{run_1}-Q8_0.gguf")
             assert (
                 "win-or-tie 1.000 (2 wins, 0 ties, 0 losses); best so far none" in (lines(first)[3])
             )
-            assert commits(hub) == 1
-            best = json.loads(state.read_text())
-            assert (best["run_id"], best["win_or_tie"]) == (run_1, 1.0)
-            assert lines(first)[4] == f"push: {best['url']}"
+            assert first.stderr.decode().splitlines()[-1] == (
+                "nightly: push failed: the Hugging Face token needs write access to alice: "
+                "set OVERBRAINER_HF_TOKEN to a token that has it"
+            )
+            assert json.loads(state.read_text())["pending"]["run_id"] == run_1
+            assert commits(hub) == 0
 
-            # Night 2: the dataset grew, the new child loses to the parent: no push.
-            write_config(project, base, subtopics=3)
-            judge.prefers_child = False
+            # Night 2: the Hub takes it; the pending child is pushed first, and since the
+            # dataset did not change, nothing is trained.
+            hub.control(status={})
             second = await nightly(project, env)
             assert second.returncode == 0, second.stderr.decode()
-            run_2 = runs(project)[-1]
-            assert run_2 != run_1
-            assert lines(second)[0].startswith("grow: ")
-            assert "win-or-tie 0.000" in lines(second)[3]
-            assert f"best so far 1.000 (run {run_1})" in lines(second)[3]
-            assert lines(second)[4] == f"push: skipped: run {run_2} does not beat the best"
+            best = json.loads(state.read_text())["best"]
+            assert (best["run_id"], best["win_or_tie"]) == (run_1, 1.0)
+            assert lines(second)[0] == f"push: run {run_1} beat the best: pushing it again"
+            assert lines(second)[1] == f"push: {best['url']}"
+            assert lines(second)[2].startswith("grow: 0 new (subtopics 0, questions 0, answers 0)")
+            assert lines(second)[3] == (
+                "train: skipped: the dataset did not change since the last compare"
+            )
+            assert "pending" not in json.loads(state.read_text())
+            assert runs(project) == [run_1]
             assert commits(hub) == 1
-            assert json.loads(state.read_text()) == best
 
-            # Night 3: nothing new to learn from: no training.
+            # Night 3: the dataset grew, but the new child loses to the parent: no push.
+            write_config(project, base, subtopics=3)
+            judge.prefers_child = False
             third = await nightly(project, env)
             assert third.returncode == 0, third.stderr.decode()
-            assert lines(third)[1:] == [
-                "train: skipped: the dataset did not grow since the last night"
-            ]
+            run_2 = runs(project)[-1]
             assert runs(project) == [run_1, run_2]
+            assert lines(third)[0].startswith("grow: 4 new (subtopics 1, questions 1, answers 2)")
+            assert "win-or-tie 0.000 (0 wins, 0 ties, 3 losses); " in lines(third)[3]
+            assert f"best so far 1.000 (run {run_1})" in lines(third)[3]
+            assert lines(third)[4] == f"push: skipped: run {run_2} does not beat the best"
+            assert commits(hub) == 1
+            assert json.loads(state.read_text())["best"] == best
 
             # Night 4: a broken overbrainer.toml stops the night at its first step, exit 2.
             (project / "overbrainer.toml").write_text("[project\n")

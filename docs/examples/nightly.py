@@ -31,6 +31,7 @@ from types import FrameType
 from typing import Any
 
 STATE_FILE = ".nightly.json"
+TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class Stop(Exception):
@@ -116,23 +117,46 @@ def money(value: str | None) -> str:
     return "$?" if value is None else f"${Decimal(value):.4f}"
 
 
-def grow(ob: Overbrainer) -> int:
-    """Run the dataset stages (they resume: only what is missing is made); new items made."""
+def grow(ob: Overbrainer) -> dict[str, int]:
+    """Run the dataset stages (they resume: only what is missing is made); the split's sizes."""
     stages = ob.run("grow", "run", "--no-train")["stages"]
     made = sum(s["done"] for s in stages if s["stage"] != "split")
     cost = sum((Decimal(s["cost"]) for s in stages if s["cost"] is not None), Decimal(0))
-    split = next((s["split"] for s in reversed(stages) if s["split"] is not None), None)
-    parts = [f"{s['stage']} {s['done']}" for s in stages if s["stage"] != "split"]
-    sizes = f"; split {split['train']} train, {split['eval']} eval" if split else ""
-    print(f"grow: {made} new ({', '.join(parts)}){sizes}; cost {money(str(cost))}", flush=True)
-    return made
+    known = all(s["cost"] is not None for s in stages if s["done"])
+    split: dict[str, int] = next(s["split"] for s in reversed(stages) if s["stage"] == "split")
+    parts = ", ".join(f"{s['stage']} {s['done']}" for s in stages if s["stage"] != "split")
+    print(
+        f"grow: {made} new ({parts}); split {split['train']} train, {split['eval']} eval; "
+        f"cost {money(str(cost)) if known else money(None)}",
+        flush=True,
+    )
+    return {"train": split["train"], "eval": split["eval"]}
+
+
+def push(ob: Overbrainer, state_path: Path, state: dict[str, Any], child: dict[str, Any]) -> None:
+    """Push `child` (a run that beat the best), then make it the best.
+
+    It is written down as `pending` first: a push that fails or is interrupted is tried again
+    at the start of the next night, even when the dataset does not grow in between.
+    """
+    save_state(state_path, {**state, "pending": child})
+    pushed = ob.run("push", "push", child["run_id"])["push"]
+    print(f"push: {pushed['url']}", flush=True)
+    best = {**child, "url": pushed["url"], "pushed_at": datetime.now(UTC).strftime(TIME)}
+    save_state(state_path, {"best": best, "compared_split": state.get("compared_split")})
 
 
 def night(ob: Overbrainer, state_path: Path) -> None:
     """One night's steps, in order; Stop ends it early."""
-    best = load_state(state_path)
-    if grow(ob) == 0 and best:
-        print("train: skipped: the dataset did not grow since the last night", flush=True)
+    state = load_state(state_path)
+    if "pending" in state:
+        print(f"push: run {state['pending']['run_id']} beat the best: pushing it again", flush=True)
+        push(ob, state_path, state, state["pending"])
+        state = load_state(state_path)
+
+    split = grow(ob)
+    if split == state.get("compared_split"):
+        print("train: skipped: the dataset did not change since the last compare", flush=True)
         return
 
     trained = ob.run("train", "train")["train"]
@@ -147,31 +171,22 @@ def night(ob: Overbrainer, state_path: Path) -> None:
 
     report = ob.run("compare", "compare", "--run", run_id)["compare"]
     rate = report["win_or_tie"]
-    best_rate = best.get("win_or_tie")
-    shown_best = "none" if best_rate is None else f"{best_rate:.3f} (run {best['run_id']})"
-    shown_rate = "n/a" if rate is None else f"{rate:.3f}"
+    best = state.get("best")
+    shown_best = "none" if best is None else f"{best['win_or_tie']:.3f} (run {best['run_id']})"
     print(
-        f"compare: {report['compare_id']}: win-or-tie {shown_rate} "
+        f"compare: {report['compare_id']}: win-or-tie "
+        f"{'n/a' if rate is None else format(rate, '.3f')} "
         f"({report['wins']} wins, {report['ties']} ties, {report['losses']} losses); "
         f"best so far {shown_best}",
         flush=True,
     )
-    if rate is None or (best_rate is not None and rate <= best_rate):
+    state = {**state, "compared_split": split}
+    if rate is None or (best is not None and rate <= best["win_or_tie"]):
+        save_state(state_path, state)
         print(f"push: skipped: run {run_id} does not beat the best", flush=True)
         return
-
-    pushed = ob.run("push", "push", run_id)["push"]
-    print(f"push: {pushed['url']}", flush=True)
-    save_state(
-        state_path,
-        {
-            "run_id": run_id,
-            "compare_id": report["compare_id"],
-            "win_or_tie": rate,
-            "url": pushed["url"],
-            "pushed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-    )
+    child = {"run_id": run_id, "compare_id": report["compare_id"], "win_or_tie": rate}
+    push(ob, state_path, state, child)
 
 
 def main() -> int:
