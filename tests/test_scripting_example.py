@@ -31,10 +31,7 @@ from tests.pipeline_support import PRICES, wait_until
 from tests.ports import free_port
 from tests.train_helpers import hold_at, kill_jobs, run_ids, standin_env, steps_logged
 
-pytestmark = pytest.mark.hub
-
 SCRIPT = Path(__file__).resolve().parent.parent / "docs" / "examples" / "nightly.py"
-TAG = "b0nightly"
 
 CONFIG = """\
 [project]
@@ -111,26 +108,19 @@ class Judge:
 
 
 def release_env(directory: Path, real: LlamaRelease) -> Iterator[dict[str, str]]:
-    """A loopback release `TAG`: the stand-in converter and the real tools; its pin variables."""
+    """`real`'s release with the stand-in converter in its source archive; its pin variables."""
     directory.mkdir(parents=True)
     gguf = directory / "tiny.gguf"
     write_tiny_llama(gguf)
     converter = directory / "convert_hf_to_gguf.py"
     converter.write_text(CONVERTER.format(gguf=str(gguf)), encoding="utf-8")
-    source = directory / "archive" / "refs" / "tags" / f"{TAG}.tar.gz"
+    source = directory / "archive" / "refs" / "tags" / f"{real.tag}.tar.gz"
     source.parent.mkdir(parents=True)
     with tarfile.open(source, "w:gz") as tar:
-        tar.add(converter, arcname=f"llama.cpp-{TAG}/convert_hf_to_gguf.py")
-    binary = directory / "releases" / "download" / TAG / f"llama-{TAG}-bin-ubuntu-x64.tar.gz"
-    binary.parent.mkdir(parents=True)
-    real_binary = (
-        real.directory / "releases" / "download" / real.tag
-    ) / f"llama-{real.tag}-bin-ubuntu-x64.tar.gz"
-    with tarfile.open(real_binary) as packed, tarfile.open(binary, "w:gz") as tar:
-        for member in packed.getmembers():
-            data = packed.extractfile(member)
-            member.name = member.name.replace(f"llama-{real.tag}", f"llama-{TAG}", 1)
-            tar.addfile(member, data)
+        tar.add(converter, arcname=f"llama.cpp-{real.tag}/convert_hf_to_gguf.py")
+    binary = Path("releases", "download", real.tag, f"llama-{real.tag}-bin-ubuntu-x64.tar.gz")
+    (directory / binary).parent.mkdir(parents=True)
+    (directory / binary).symlink_to(real.directory / binary)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
@@ -140,10 +130,9 @@ def release_env(directory: Path, real: LlamaRelease) -> Iterator[dict[str, str]]
     )
     try:
         yield {
-            "OVERBRAINER_LLAMA_CPP": TAG,
+            **real.env(),
             "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
             "OVERBRAINER_LLAMA_CPP_SOURCE_SHA256": sha256_of(source),
-            "OVERBRAINER_LLAMA_CPP_UBUNTU_X64_SHA256": sha256_of(binary),
         }
     finally:
         server.terminate()
