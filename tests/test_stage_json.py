@@ -53,6 +53,7 @@ async def test_run_lists_every_stage_exactly_as_the_history_wrote_it(tmp_path: P
     assert {s["status"] for s in stages} == {"ok"}
     answers = stages[2]
     assert (answers["provider"], answers["model"], answers["done"]) == ("stub", "parent-model", 8)
+    assert answers["cost_estimated"] is False  # a flag, though named like money
     assert answers["started_at"].endswith("Z") and answers["ended_at"].endswith("Z")
     # The parent's listed price: (in × 0.001 + out × 0.002) per reply, summed exactly.
     tokens = answers["input_tokens"] * 0.001 + answers["output_tokens"] * 0.002
