@@ -353,6 +353,9 @@ async def pipeline_flow(options: CommandOptions, front: Frontend, request: Pipel
     """Run the request's stages in order under the project's lock (`run`: then training)."""
     whole_run = request.whole_run
     front.result("stages", ())  # `--json` lists none when the command stops before a stage
+    if whole_run:
+        front.result("train", None)  # null unless `run` trained (and pushed)
+        front.result("push", None)
     async with open_command(options, front) as command:
         project, config, interrupt = command.project, command.config, command.interrupt
         topics = select_topics(config.settings, request.topic_names)
