@@ -129,7 +129,10 @@ def test_ctrl_c_during_the_upload_gives_130_and_no_push(tmp_path: Path, hub: Fak
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(
-            push_command(root, "--json"), env=hub_env(tmp_path, hub.url), stdout=stdout, stderr=stderr
+            push_command(root, "--json"),
+            env=hub_env(tmp_path, hub.url),
+            stdout=stdout,
+            stderr=stderr,
         )
     try:
         deadline = time.monotonic() + 60

@@ -23,7 +23,7 @@ class CompareLatency:
 
 @attrs.frozen
 class CompareCosts:
-    """USD per 1,000 requests, as the report's cost rows; `ratio` is the child's over the parent's."""
+    """USD per 1,000 requests, as the report's cost rows (`ratio`: child's over parent's)."""
 
     parent_per_1k_usd: float | None
     child_per_1k_usd: float | None
@@ -55,7 +55,7 @@ class CompareResult:
 
     compare_id: str
     run_id: str
-    base_model: str
+    base_model: str | None
     quantize: str
     questions: int
     wins: int

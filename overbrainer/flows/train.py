@@ -16,6 +16,7 @@ from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.targets import kind_of
 from overbrainer.training import (
+    Outcome,
     RunEnding,
     RunRecord,
     Runs,
@@ -32,11 +33,10 @@ from overbrainer.training import (
     request_snapshot_at,
     request_stop,
     stop_run,
+    summarize,
     train_on_machine,
+    train_result,
 )
-from overbrainer.training.follow_run import summarize
-from overbrainer.training.outcome import Outcome
-from overbrainer.training.train_result import train_result
 
 log = logging.getLogger(__name__)
 

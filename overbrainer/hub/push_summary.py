@@ -43,7 +43,9 @@ class PushSummary:
     """The selected files' bytes, the card aside (as the text's last line counts them)."""
 
 
-def pushed_files(adds: Sequence[CommitOperationAdd], sizes: Mapping[str, int]) -> tuple[PushedFile, ...]:
+def pushed_files(
+    adds: Sequence[CommitOperationAdd], sizes: Mapping[str, int]
+) -> tuple[PushedFile, ...]:
     """The files of a commit: the planned sizes, the card's from its bytes."""
     return tuple(
         PushedFile(add.path_in_repo, sizes.get(add.path_in_repo, add.upload_info.size))

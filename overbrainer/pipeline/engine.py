@@ -74,8 +74,8 @@ The driver ``run_stage(ctx, stage, body)``:
   summary (the reference tallied events when a stage stopped);
 - then returns a ``StageOutcome``: the stats, the summary line, the history record it wrote
   (``record``, also handed to ``recorded`` when given: on the paths that raise too), and the
-  error the stage fails with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1; the history line is
-  ``interrupted`` with its ``reason``), ``StageItemsFailed``
+  error the stage fails with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1;
+  the history line is ``interrupted`` with its ``reason``), ``StageItemsFailed``
   (exit 1), ``StageStopped`` (exit 1), or None. The flow prints the line, then raises the
   error (``outcome.check()``).
 
