@@ -143,6 +143,7 @@ async def train_flow(
 
     `force` starts it even while another run of this project still trains on the target.
     """
+    front.result("train", None)
     front.result("push", None)  # `--json`: null unless `[hub] after_training` pushed
     async with open_command(options, front) as command:
         record = await train_run(
