@@ -26,7 +26,7 @@ from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.gguf_support import write_tiny_llama
 from tests.hub_support import FakeHub, fake_hub, hub_env
-from tests.llama_support import LlamaRelease, sha256_of
+from tests.llama_support import LlamaRelease, _wait_listening, sha256_of
 from tests.pipeline_support import PRICES, wait_until
 from tests.ports import free_port
 from tests.train_helpers import hold_at, kill_jobs, run_ids, standin_env, steps_logged
@@ -129,6 +129,7 @@ def release_env(directory: Path, real: LlamaRelease) -> Iterator[dict[str, str]]
         stderr=subprocess.DEVNULL,
     )
     try:
+        _wait_listening(port, server)
         yield {
             **real.env(),
             "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
@@ -178,12 +179,12 @@ def night_env(
     stub_url: str,
     release: dict[str, str] | None = None,
     hub: FakeHub | None = None,
-    **knobs: str,
+    knobs: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The stand-in trainer first on PATH (then this venv's `overbrainer`, as cron would find
     it), a `python3` that finds the fake torch, the stub, the release and the fake Hub."""
     bin_dir = tmp_path / "bin"
-    env = standin_env(bin_dir, **knobs)
+    env = standin_env(bin_dir, **(knobs or {}))
     if hub is not None:
         env.update({k: v for k, v in hub_env(tmp_path, hub.url).items() if k != "PATH"})
     env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
@@ -231,11 +232,6 @@ def commits(hub: FakeHub) -> int:
     return len(hub.calls("commit"))
 
 
-def runs(project: Path) -> list[str]:
-    """The project's training runs."""
-    return sorted(p.name for p in (project / "runs").glob("*") if (p / "run.json").is_file())
-
-
 async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
     tmp_path: Path, release: dict[str, str], hub: FakeHub
 ) -> None:
@@ -253,7 +249,7 @@ async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
             hub.control(status={"create": 403})
             first = await nightly(project, env)
             assert first.returncode == 1, first.stderr.decode()
-            (run_1,) = runs(project)
+            (run_1,) = run_ids(project)
             assert [line.split(":")[0] for line in lines(first)] == [
                 "grow",
                 "train",
@@ -287,7 +283,7 @@ async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
                 "train: skipped: the dataset did not change since the last compare"
             )
             assert "pending" not in json.loads(state.read_text())
-            assert runs(project) == [run_1]
+            assert run_ids(project) == [run_1]
             assert commits(hub) == 1
 
             # Night 3: the dataset grew, but the new child loses to the parent: no push.
@@ -295,8 +291,8 @@ async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
             judge.prefers_child = False
             third = await nightly(project, env)
             assert third.returncode == 0, third.stderr.decode()
-            run_2 = runs(project)[-1]
-            assert runs(project) == [run_1, run_2]
+            run_2 = run_ids(project)[-1]
+            assert run_ids(project) == [run_1, run_2]
             assert lines(third)[0].startswith("grow: 4 new (subtopics 1, questions 1, answers 2)")
             assert "win-or-tie 0.000 (0 wins, 0 ties, 3 losses); " in lines(third)[3]
             assert f"best so far 1.000 (run {run_1})" in lines(third)[3]
@@ -312,7 +308,7 @@ async def test_nightly_pushes_only_a_better_child_and_stops_on_a_bad_config(
             last = fourth.stderr.decode().splitlines()[-1]
             assert last.startswith("nightly: grow: configuration problem: ")
             assert "overbrainer.toml" in last
-            assert runs(project) == [run_1, run_2]
+            assert run_ids(project) == [run_1, run_2]
             assert commits(hub) == 1
     finally:
         kill_jobs(project)
@@ -329,7 +325,7 @@ async def test_ctrl_c_during_training_stops_the_night_quietly_with_130(tmp_path:
     out, err = tmp_path / "night.out", tmp_path / "night.err"
     try:
         async with open_stub(Judge()) as stub:
-            env = night_env(tmp_path, stub.url, **hold_at(tmp_path, 3))
+            env = night_env(tmp_path, stub.url, knobs=hold_at(tmp_path, 3))
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 night = await trio.lowlevel.open_process(
                     [sys.executable, str(SCRIPT), str(project)],
