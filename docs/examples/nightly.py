@@ -44,7 +44,7 @@ class Stop(Exception):
 
 
 class Overbrainer:
-    """Runs `overbrainer -C PROJECT ... --json` and hands back the document's command keys."""
+    """Runs `overbrainer -C PROJECT ... --json` commands one at a time, passing signals on."""
 
     def __init__(self, command: list[str], project: Path) -> None:
         self.command = command
@@ -65,9 +65,12 @@ class Overbrainer:
         argv = [*self.command, "-C", str(self.project), *args, "--json"]
         # A session of its own: a Ctrl-C on the terminal reaches this script only, and
         # `forward` passes exactly one on, so overbrainer drains instead of stopping at once.
-        self.child = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, text=True, start_new_session=True
-        )
+        try:
+            self.child = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, text=True, start_new_session=True
+            )
+        except OSError as cannot:
+            raise Stop(2, f"{step}: cannot run {argv[0]}: {cannot.strerror}") from None
         try:
             out, _ = self.child.communicate()
         finally:
