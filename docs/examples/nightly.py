@@ -9,7 +9,8 @@ this script's stderr. The child is pushed only when its win-or-tie rate beats th
 far, kept in PROJECT/.nightly.json. One summary line per step on stdout.
 
 Exit codes, as overbrainer's own: 0 done (pushed, or nothing better to push), 1 a step failed,
-2 a configuration problem (nothing trained), 130 interrupted (rerun it: every step resumes).
+2 a configuration problem (the step refused to start), 130 interrupted (run it again: what
+was stored stays).
 
 Standard library only; copy it and change what your nights need.
 """
