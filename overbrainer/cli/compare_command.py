@@ -10,7 +10,7 @@ import click
 from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options, max_cost_option
+from overbrainer.cli.options import command_options, json_option, max_cost_option
 from overbrainer.cli.running import run_flow
 
 
@@ -43,6 +43,7 @@ from overbrainer.cli.running import run_flow
     "data/eval.jsonl.",
 )
 @max_cost_option
+@json_option
 def compare(
     run_id: str | None,
     limit: int | None,

@@ -7,7 +7,7 @@ import click
 from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, json_option
 from overbrainer.cli.running import run_flow
 
 
@@ -16,6 +16,7 @@ from overbrainer.cli.running import run_flow
 @click.option("--quantize", metavar="TYPE", help="GGUF type (default [export] quantize, Q4_K_M).")
 @click.option("--ollama", "ollama_name", metavar="NAME", help="Create this Ollama model.")
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after.")
+@json_option
 def export(run_id: str, quantize: str | None, ollama_name: str | None, keep_pod: bool) -> None:
     """Convert a run's model to GGUF with llama.cpp, with an Ollama Modelfile beside it."""
     # Imported on use: defining the command (for `--help`, completion) needs only click.

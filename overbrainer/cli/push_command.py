@@ -8,7 +8,7 @@ import click
 from overbrainer.cli.completion import complete_run_ids
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, json_option
 from overbrainer.cli.running import run_flow
 
 
@@ -23,6 +23,7 @@ from overbrainer.cli.running import run_flow
     "--overwrite-card", is_flag=True, help="Replace the repo's README.md even if it is not ours."
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be sent; write the card locally.")
+@json_option
 def push(
     run_id: str | None,
     dataset: bool,

@@ -11,7 +11,7 @@ import click
 from overbrainer.cli.completion import complete_topics
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options, max_cost_option
+from overbrainer.cli.options import command_options, json_option, max_cost_option
 from overbrainer.cli.running import run_flow
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ def _stages_command(
 @_topic_option
 @_force_option
 @max_cost_option
+@json_option
 def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each topic's missing subtopics."""
     from overbrainer.events.types import Stage
@@ -99,6 +100,7 @@ def subtopics(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
 @_topic_option
 @_force_option
 @max_cost_option
+@json_option
 def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the generator for each subtopic's missing questions, dropping near-duplicates."""
     from overbrainer.events.types import Stage
@@ -121,6 +123,7 @@ def questions(topics: tuple[str, ...], force: bool, max_cost: float | None) -> N
     is_flag=True,
     help="With --batch: cancel the submitted batches, keeping the answers they finished.",
 )
+@json_option
 def answers(
     topics: tuple[str, ...], force: bool, max_cost: float | None, batch: bool, cancel: bool
 ) -> None:
@@ -142,6 +145,7 @@ def answers(
     help="Score every selected answer again, even those this judge and prompt scored.",
 )
 @max_cost_option
+@json_option
 def quality(topics: tuple[str, ...], force: bool, max_cost: float | None) -> None:
     """Ask the [quality] judge to score every answer not scored yet (split drops low ones)."""
     from overbrainer.events.types import Stage
@@ -164,6 +168,7 @@ data/answers.jsonl, are left out of train and eval, and are counted as orphaned.
     shell_complete=complete_topics,
     help="Only count this topic in the line and history; every topic is still split.",
 )
+@json_option
 def split(topic: str | None) -> None:
     """Rewrite data/train.jsonl and data/eval.jsonl from the usable answers."""
     from overbrainer.events.types import Stage
@@ -178,6 +183,7 @@ def split(topic: str | None) -> None:
     is_flag=True,
     help="Stop after split even when overbrainer.toml has a [training] section.",
 )
+@json_option
 def run_command(max_cost: float | None, no_train: bool) -> None:
     """Run every stage (subtopics, questions, answers, quality, split), then train with [training].
 

@@ -7,7 +7,7 @@ import click
 from overbrainer.cli.completion import complete_run_ids, complete_targets
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, json_option
 from overbrainer.cli.running import run_flow
 
 
@@ -29,6 +29,7 @@ from overbrainer.cli.running import run_flow
 @click.option(
     "--force", is_flag=True, help="Start even while another run still trains on the target."
 )
+@json_option
 @click.pass_context
 def train(
     ctx: click.Context,
@@ -62,6 +63,7 @@ def train(
 
 @train.command()
 @click.argument("run_id", shell_complete=complete_run_ids)
+@json_option
 def attach(run_id: str) -> None:
     """Follow a run again until its job ends, then record and report how it ended."""
     from overbrainer.flows.train import attach_flow
@@ -72,6 +74,7 @@ def attach(run_id: str) -> None:
 
 @train.command()
 @click.argument("run_id", shell_complete=complete_run_ids)
+@json_option
 def stop(run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop, then follow it to its end."""
     from overbrainer.flows.train import stop_flow
@@ -82,6 +85,7 @@ def stop(run_id: str) -> None:
 
 @train.command()
 @click.argument("run_id", shell_complete=complete_run_ids)
+@json_option
 def cancel(run_id: str) -> None:
     """Stop a run's job (TERM, then KILL after 10 s) and record it cancelled."""
     from overbrainer.flows.train import cancel_flow

@@ -106,8 +106,8 @@ async def judge_and_report(
     bus: EventBus,
     spend: JudgeSpend,
     admitting: Callable[[], bool] = lambda: True,
-) -> Path | None:
-    """Judge what is not judged yet, then write `compare.json` and `compare.md`; the md path.
+) -> Report | None:
+    """Judge what is not judged yet, then write `compare.json` and `compare.md`; the report.
 
     None, and no report, when `admitting()` turned false before every question was judged.
     Every judge request goes through `spend`; the report carries what it counted.
@@ -157,4 +157,4 @@ async def judge_and_report(
         write_atomic(folder / REPORT_MD, report_markdown(report))
 
     await trio.to_thread.run_sync(write)
-    return folder / REPORT_MD
+    return report

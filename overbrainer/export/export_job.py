@@ -12,7 +12,7 @@ import attrs
 import trio
 
 from overbrainer.export import ollama
-from overbrainer.export.deliver import GGUF_DIR, Delivered, deliver
+from overbrainer.export.deliver import GGUF_DIR, MODELFILE, Delivered, deliver
 from overbrainer.export.plan import ExportRequest
 from overbrainer.export.start import (
     end_export,
@@ -162,8 +162,8 @@ class ExportFollow:
         status: JobStatus,
         summary: MetricsSummary,
         problem: str | None,
-    ) -> list[str]:
-        """Deliver the GGUF and record the export; the §B.5 lines (or the failure)."""
+    ) -> Delivery:
+        """Deliver the GGUF and record the export; its lines (§B.5) and result (or the failure)."""
         subject = self._subject(started)
         if isinstance(status, Cancelled):
             await self._end(machine, started, RunState.CANCELLED, "cancelled")
@@ -183,16 +183,61 @@ class ExportFollow:
             await self._end(machine, started, RunState.FAILED, error.message)
             raise WorkFailed(f"{subject} failed: {error.message}") from None
         await self._end(machine, started, RunState.SUCCEEDED, None)
-        return await delivery_lines(run_dir, delivered, request.ollama_name)
+        return await delivery(run_dir, delivered, request.ollama_name)
+
+
+@attrs.frozen
+class ExportResult:
+    """What an export wrote where: the GGUF (paths relative to the project, as the lines
+    show them), its Modelfile, and the Ollama model made from it."""
+
+    run_id: str
+    gguf: Path
+    size_bytes: int
+    sha256: str
+    quantize: str
+    llama_cpp: str
+    modelfile: Path
+    ollama_name: str | None
+    """The name asked for (`--ollama-name`, `[export] ollama_name`); None when none was."""
+    ollama_created: bool
+    """`ollama create` made the model (false without a name, or when it failed: a warning)."""
+
+
+@attrs.frozen
+class Delivery:
+    """A delivered GGUF: its result lines (§B.5) and what it wrote."""
+
+    lines: tuple[str, ...]
+    result: ExportResult
+
+
+async def delivery(run_dir: Path, delivered: Delivered, name: str | None) -> Delivery:
+    """The lines and result of a delivered GGUF, running `ollama create` when a name is given."""
+    folder = Path(delivered.folder)
+    lines = [delivered.line()]
+    created = None
+    if name is None:
+        lines.append(ollama.hint(delivered.folder, delivered.run_id))
+    else:
+        created = await ollama.create(run_dir / GGUF_DIR, name)
+        if created is not None:
+            lines.append(created)
+    record = delivered.record
+    result = ExportResult(
+        run_id=delivered.run_id,
+        gguf=folder / delivered.name,
+        size_bytes=record.size,
+        sha256=record.sha256,
+        quantize=record.quantize,
+        llama_cpp=record.llama_cpp,
+        modelfile=folder / MODELFILE,
+        ollama_name=name,
+        ollama_created=created is not None,
+    )
+    return Delivery(tuple(lines), result)
 
 
 async def delivery_lines(run_dir: Path, delivered: Delivered, name: str | None) -> list[str]:
     """The §B.5 lines of a delivered GGUF, running `ollama create` when a name is given."""
-    lines = [delivered.line()]
-    if name is None:
-        lines.append(ollama.hint(delivered.folder, delivered.run_id))
-        return lines
-    created = await ollama.create(run_dir / GGUF_DIR, name)
-    if created is not None:
-        lines.append(created)
-    return lines
+    return list((await delivery(run_dir, delivered, name)).lines)

@@ -14,6 +14,7 @@ import attrs
 import trio
 
 from overbrainer.export.export_job import (
+    Delivery,
     ExportCancelled,
     ExportFollow,
     delivery_lines,
@@ -60,7 +61,13 @@ from overbrainer.training import (
     run_job,
 )
 
-__all__ = ["ExportCancelled", "delivery_lines", "export_on_machine", "last_message"]
+__all__ = [
+    "Delivery",
+    "ExportCancelled",
+    "delivery_lines",
+    "export_on_machine",
+    "last_message",
+]
 
 log = logging.getLogger(__name__)
 
@@ -191,9 +198,9 @@ def own_spec(machine: Machine, env: dict[str, str], *, export: RunRecord, tools:
 
 async def export_on_machine(
     session: Session, request: ExportRequest, plan: ExportPlan, vram_floor_gb: int | None = None
-) -> list[str]:
-    """Export a run's model to GGUF on its target's machine and deliver it; the result lines
-    (§B.5)."""
+) -> Delivery:
+    """Export a run's model to GGUF on its target's machine and deliver it; its lines (§B.5)
+    and what it wrote."""
     job = ExportJob(
         session, plan.exports, plan.run, request, plan=plan, vram_floor_gb=vram_floor_gb
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 from overbrainer.compare.compare_job import compare_on_machine
-from overbrainer.compare.finish import judge_and_report
+from overbrainer.compare.finish import REPORT_MD, judge_and_report
 from overbrainer.compare.job import (
     COMPARES_DIR,
     CompareInterrupted,
@@ -20,6 +20,8 @@ from overbrainer.compare.job import (
 from overbrainer.compare.judge import Judge, resume_hint
 from overbrainer.compare.judge_cost import JudgeSpend, record_judging
 from overbrainer.compare.plan import plan_compare
+from overbrainer.compare.report import Report
+from overbrainer.compare.result import compare_result
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.settings import Settings
 from overbrainer.events.frontend import Frontend
@@ -87,13 +89,13 @@ async def run_job(
 
 async def judge_draining(
     command: Command, folder: Path, judge: Judge, spend: JudgeSpend
-) -> Path | None:
+) -> Report | None:
     """Judge and report; the first Ctrl-C takes no new question and gives the requests in
     flight `[pipeline] drain_secs` to finish (their verdicts kept); a second one, or the end
     of that grace, cancels them. None when interrupted."""
     interrupt = command.interrupt
     settings = command.settings
-    path: Path | None = None
+    report: Report | None = None
     async with trio.open_nursery() as nursery:
 
         async def cancel_after_grace() -> None:
@@ -104,7 +106,7 @@ async def judge_draining(
 
         if not interrupt.off:
             nursery.start_soon(cancel_after_grace)
-        path = await judge_and_report(
+        report = await judge_and_report(
             folder,
             judge,
             settings.compare,
@@ -114,13 +116,13 @@ async def judge_draining(
             spend=spend,
         )
         nursery.cancel_scope.cancel()
-    return None if interrupt.caught else path
+    return None if interrupt.caught else report
 
 
 async def judge_recorded(
     command: Command, folder: Path, compare_id: str, judge: Judge, spend: JudgeSpend
-) -> Path:
-    """Judge and report, the `judge` history line written on every exit path; the md path."""
+) -> Report:
+    """Judge and report, the `judge` history line written on every exit path; the report."""
     history = command.project.history
 
     async def record(
@@ -131,7 +133,7 @@ async def judge_recorded(
         await record_judging(history, line, cancelled=cancelled)
 
     try:
-        path = await judge_draining(command, folder, judge, spend)
+        report = await judge_draining(command, folder, judge, spend)
     except BaseException as caught:
         error: BaseException | None = caught
         if isinstance(caught, BaseExceptionGroup):
@@ -144,11 +146,11 @@ async def judge_recorded(
             # Cancelled, Ctrl-C, or a bug: the line still records what was done.
             await record(HistoryStatus.INTERRUPTED, cancelled=True)
         raise
-    if path is None:
+    if report is None:
         await record(HistoryStatus.INTERRUPTED)
         raise CompareInterrupted(f"interrupted: {resume_hint(compare_id)}")
     await record(HistoryStatus.OK)
-    return path
+    return report
 
 
 def check_target(settings: Settings, run_id: str, target_name: str, keep_pod: bool) -> None:
@@ -175,6 +177,7 @@ async def compare_flow(
     The judge's requests are held to `max_cost` (default `[pipeline] max_cost_usd`) as the
     pipeline's are, and recorded as a `judge` line of the history.
     """
+    front.result("compare", None)  # `--json`: null until the report is written
     async with open_command(options, front) as command, contextlib.AsyncExitStack() as stack:
         runs = Runs(command.project.runs)
         settings = command.settings
@@ -223,5 +226,6 @@ async def compare_flow(
         shown = folder.relative_to(command.project.root)
         log.info("compare: %s: judging with %s", compare_id, judge.label)
         spend = JudgeSpend(SpendCap(cap), judge.price)
-        path = await judge_recorded(command, folder, compare_id, judge, spend)
-        front.line(str(shown / path.name))
+        report = await judge_recorded(command, folder, compare_id, judge, spend)
+        front.line(str(shown / REPORT_MD))
+        front.result("compare", compare_result(report, shown))

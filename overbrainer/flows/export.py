@@ -20,6 +20,7 @@ async def export_flow(
     keep_pod: bool = False,
 ) -> None:
     """`overbrainer export RUN_ID`: a GGUF of the run's model, its Modelfile, and the lines."""
+    front.result("export", None)  # `--json`: null until the GGUF is delivered
     async with open_command(options, front) as command:
         settings = command.settings.export
         request = ExportRequest(
@@ -31,6 +32,7 @@ async def export_flow(
         session = training_session(command)
         plan = await plan_export(session, request)
         floor = await export_floor(session, request, plan)
-        lines = await export_on_machine(session, request, plan, floor)
-        for line in lines:
+        delivered = await export_on_machine(session, request, plan, floor)
+        for line in delivered.lines:
             front.line(line)
+        front.result("export", delivered.result)

@@ -37,7 +37,7 @@ from overbrainer.pipeline.engine import (
 from overbrainer.pipeline.spend import SpendCap, UnknownPrices
 from overbrainer.project.directory import Project
 from overbrainer.project.templates import Template
-from overbrainer.storage import Question, Subtopic, read_current
+from overbrainer.storage import HistoryRecord, Question, Subtopic, read_current
 
 if TYPE_CHECKING:
     from overbrainer.pipeline.estimate import StageEstimate
@@ -174,6 +174,13 @@ class _Pipeline:
     request: PipelineRequest
     spend: SpendCap
     prices: PriceBook = attrs.Factory(PriceBook)
+    ran: list[HistoryRecord] = attrs.Factory(list)
+    """The history record of each stage this command ran, in order."""
+
+    def _recorded(self, record: HistoryRecord) -> None:
+        """A stage's history record: the front end's `"stages"` result grows by it."""
+        self.ran.append(record)
+        self.front.result("stages", tuple(self.ran))
 
     def _batching(self, stage: Stage) -> bool:
         """Whether `stage` runs through the batch API (`--batch`, `[roles.parent] batch`)."""
@@ -316,7 +323,7 @@ class _Pipeline:
                     known = upfront.get(stage) if index == 0 else None
                     await self._estimate_line(stage, templates, topics, roles, known)
                 body = _body(stage, self._batching(stage), self.request.cancel)
-                outcome = await run_stage(ctx, stage, body)
+                outcome = await run_stage(ctx, stage, body, self._recorded)
                 self.front.line(outcome.line)
                 outcome.check()
 
@@ -345,6 +352,10 @@ async def _train_and_push(command: Command, front: Frontend) -> None:
 async def pipeline_flow(options: CommandOptions, front: Frontend, request: PipelineRequest) -> None:
     """Run the request's stages in order under the project's lock (`run`: then training)."""
     whole_run = request.whole_run
+    front.result("stages", ())  # `--json` lists none when the command stops before a stage
+    if whole_run:
+        front.result("train", None)  # null unless `run` trained (and pushed)
+        front.result("push", None)
     async with open_command(options, front) as command:
         project, config, interrupt = command.project, command.config, command.interrupt
         topics = select_topics(config.settings, request.topic_names)

@@ -45,6 +45,7 @@ async def push_run(
         )
     for line in result.lines:
         sink.line(line)
+    sink.result("push", result.summary)
 
 
 async def push_flow(
@@ -58,6 +59,7 @@ async def push_flow(
     dry_run: bool = False,
 ) -> None:
     """`overbrainer push RUN_ID`: the run's model, GGUF and card to the Hub."""
+    front.result("push", None)  # `--json`: null until pushed (or planned, with --dry-run)
     async with open_command(options, front) as command:
         await push_run(
             command,
@@ -83,6 +85,7 @@ async def push_dataset_flow(
     from overbrainer.hub import dataset
     from overbrainer.hub import push as hub_push
 
+    front.result("push", None)
     async with open_command(options, front) as command:
         settings, project = command.settings, command.project
         plan = await trio.to_thread.run_sync(
@@ -99,6 +102,7 @@ async def push_dataset_flow(
             )
         for line in result.lines:
             front.line(line)
+        front.result("push", result.summary)
 
 
 async def push_after_training(command: Command, sink: ResultSink, record: RunRecord) -> None:

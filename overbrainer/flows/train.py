@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import logging
 
+import attrs
+import trio
+
 from overbrainer.events.frontend import Frontend, ResultSink
 from overbrainer.export.after_training import after_training
 from overbrainer.flows.pod_needs import train_needs
 from overbrainer.flows.push import push_after_training
 from overbrainer.flows.setup import Command, CommandOptions, open_command
+from overbrainer.model.errors import OverbrainerError
 from overbrainer.project.directory import Project, ProjectLocked, open_project, project_lock
 from overbrainer.targets import kind_of
 from overbrainer.training import (
+    Outcome,
     RunEnding,
     RunRecord,
     Runs,
@@ -28,7 +33,9 @@ from overbrainer.training import (
     request_snapshot_at,
     request_stop,
     stop_run,
+    summarize,
     train_on_machine,
+    train_result,
 )
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,21 @@ async def export_after(session: Session, sink: ResultSink, record: RunRecord) ->
         sink.line(line)
 
 
+async def hand_run(sink: ResultSink, runs: Runs, outcome: Outcome) -> None:
+    """Hand the run's result to the sink (`--json`'s `"train"`)."""
+    sink.result("train", await trio.to_thread.run_sync(train_result, runs, outcome))
+
+
+async def hand_stored(sink: ResultSink, session: Session, run_id: str) -> None:
+    """Hand the result of a run as its record and files say (a detached or cancelled run)."""
+    try:
+        record = await trio.to_thread.run_sync(session.runs.load, run_id)
+        await hand_run(sink, session.runs, await summarize(session, record))
+    except (OSError, OverbrainerError) as error:
+        # The command's own error says what happened: this only leaves `"train"` unset.
+        log.debug("train: no result for run %s: %s", run_id, error)
+
+
 def report(sink: ResultSink, end: RunEnding) -> None:
     """Hand the run's lines to the sink, then raise the error it ends with."""
     for line in end.lines:
@@ -68,11 +90,29 @@ async def train_run(
     keep_pod: bool = False,
     force: bool = False,
 ) -> RunRecord:
-    """Start a run, follow it and report its end: what `overbrainer train` and `run` do."""
+    """Start a run, follow it and report its end: what `overbrainer train` and `run` do.
+
+    A run created but left (Ctrl-C detaches it) or failed is handed as its record says.
+    """
+    created: list[str] = []
+    told = session.created
+
+    def note(run_id: str) -> None:
+        created.append(run_id)
+        told(run_id)
+
+    session = attrs.evolve(session, created=note)
+    sink.result("train", None)
     plan = await plan_start(
         session, target_name=target_name, resume_from=resume_from, keep_pod=keep_pod, force=force
     )
-    outcome = await train_on_machine(session, plan, await train_needs(session, plan, keep_pod))
+    try:
+        outcome = await train_on_machine(session, plan, await train_needs(session, plan, keep_pod))
+    except OverbrainerError:
+        if created:
+            await hand_stored(sink, session, created[-1])
+        raise
+    await hand_run(sink, session.runs, outcome)
     report(sink, ending(session.runs, outcome))
     await export_after(session, sink, outcome.record)
     return outcome.record
@@ -103,6 +143,8 @@ async def train_flow(
 
     `force` starts it even while another run of this project still trains on the target.
     """
+    front.result("train", None)
+    front.result("push", None)  # `--json`: null unless `[hub] after_training` pushed
     async with open_command(options, front) as command:
         record = await train_run(
             training_session(command),
@@ -117,9 +159,12 @@ async def train_flow(
 
 async def attach_flow(options: CommandOptions, front: Frontend, run_id: str) -> None:
     """`overbrainer train attach`: follow a run again until its job ends, then report it."""
+    front.result("train", None)
+    front.result("push", None)
     async with open_command(options, front) as command:
         session = training_session(command)
         outcome = await attach_run(session, run_id)
+        await hand_run(front, session.runs, outcome)
         report(front, ending(session.runs, outcome))
         await export_after(session, front, outcome.record)
         await push_after_training(command, front, outcome.record)
@@ -144,6 +189,7 @@ async def stop_flow(
     (the TUI, which holds the lock itself) says another task of this process follows the run:
     only the request is written, and that task collects the snapshot.
     """
+    front.result("train", None)  # `--json`: null when another process collects the snapshot
     project = open_project(options.project_dir)
     runs = Runs(project.runs)
     record = runs.load(run_id)
@@ -175,6 +221,7 @@ async def stop_flow(
             )
 
         outcome = await stop_run(session, record, announce)
+        await hand_run(front, session.runs, outcome)
         report(front, ending(session.runs, outcome))
 
 
@@ -203,6 +250,7 @@ async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
     the run, say): it then runs without the project lock, and the run's own lock orders its
     record write with the follower's.
     """
+    front.result("train", None)
     project = open_project(options.project_dir)
     shared = not options.lock_held and held_elsewhere(project)
     if shared:
@@ -212,4 +260,7 @@ async def cancel_flow(options: CommandOptions, front: Frontend, run_id: str) -> 
             run_id,
         )
     async with open_command(options, front, shared=shared) as command:
-        report(front, await cancel_run(training_session(command), run_id))
+        session = training_session(command)
+        end = await cancel_run(session, run_id)
+        await hand_stored(front, session, run_id)
+        report(front, end)

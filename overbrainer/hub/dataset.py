@@ -28,6 +28,7 @@ from overbrainer.hub.push import (
     replaces_card,
 )
 from overbrainer.hub.push_record import PushRecord
+from overbrainer.hub.push_summary import PushedFile, PushSummary, pushed_files
 from overbrainer.hub.repo import RepoId, default_name, parse_repo
 from overbrainer.model.sizes import format_size
 from overbrainer.storage import HistoryRecord, read_history, write_atomic
@@ -127,7 +128,11 @@ async def dry_run_dataset(plan: DatasetPlan, settings: Settings, token: str | No
         f"push: {files_word(len(plan.files))}, {format_size(plan.bytes)}; "
         f"card written to .overbrainer/{DRY_CARD}"
     )
-    return PushResult(tuple(lines))
+    files = tuple(PushedFile(path, size) for _, path, size in plan.files)
+    summary = PushSummary(
+        str(repo), "dataset", None, plan.private, True, None, None, files, plan.bytes
+    )
+    return PushResult(tuple(lines), summary)
 
 
 async def push_dataset(
@@ -175,4 +180,15 @@ async def push_dataset(
     record = PushRecord(str(repo), committed.oid, committed.url, pushed, private, rfc3339())
     await trio.to_thread.run_sync(_write, plan.state_dir / RECORD, record.to_json())
     lines.append(f"push: {committed.url} ({files_word(len(pushed))}, {format_size(plan.bytes)})")
-    return PushResult(tuple(lines), committed)
+    summary = PushSummary(
+        str(repo),
+        "dataset",
+        None,
+        private,
+        False,
+        committed.oid,
+        committed.url,
+        pushed_files(adds, sizes),
+        plan.bytes,
+    )
+    return PushResult(tuple(lines), summary, committed)

@@ -22,6 +22,7 @@ from overbrainer.hub.dataset_record import pushed_dataset
 from overbrainer.hub.errors import TOKEN_MISSING, PushCancelled, PushRefused
 from overbrainer.hub.plan import PUSH_DIR, PUSH_FILE, PushPlan
 from overbrainer.hub.push_record import PushRecord
+from overbrainer.hub.push_summary import PushedFile, PushSummary, pushed_files
 from overbrainer.hub.repo import RepoId, default_name
 from overbrainer.hub.selection import CARD
 from overbrainer.model.sizes import format_size
@@ -40,9 +41,10 @@ PLACEHOLDER_NAMESPACE = "<you>"
 
 @attrs.frozen
 class PushResult:
-    """What a push did: its lines (stdout), and the commit (None for a dry run)."""
+    """What a push did: its lines (stdout), its summary, and the commit (None for a dry run)."""
 
     lines: tuple[str, ...]
+    summary: PushSummary
     committed: Committed | None = None
 
 
@@ -100,7 +102,11 @@ async def dry_run(plan: PushPlan, settings: Settings, token: str | None) -> Push
         f"push: {files_word(len(plan.files))}, {format_size(plan.bytes)}; "
         f"card written to runs/{run_id}/hub/README.md"
     )
-    return PushResult(tuple(lines))
+    files = tuple(PushedFile(item.repo_path, item.size) for item in plan.files)
+    summary = PushSummary(
+        str(repo), "model", run_id, plan.private, True, None, None, files, plan.bytes
+    )
+    return PushResult(tuple(lines), summary)
 
 
 async def hub_token(settings: Settings) -> str:
@@ -146,7 +152,18 @@ async def push(
     await trio.to_thread.run_sync(_write_record, plan.run_dir, text)
     total = sum(sizes.values())
     lines.append(f"push: {committed.url} ({files_word(len(pushed))}, {format_size(total)})")
-    return PushResult(tuple(lines), committed)
+    summary = PushSummary(
+        str(repo),
+        "model",
+        run_id,
+        private,
+        False,
+        committed.oid,
+        committed.url,
+        pushed_files(adds, sizes),
+        total,
+    )
+    return PushResult(tuple(lines), summary, committed)
 
 
 def _write_record(run_dir: Path, text: str) -> None:

@@ -72,9 +72,10 @@ The driver ``run_stage(ctx, stage, body)``:
   unknown; a stage that sent nothing at a known price cost $0), and appends the history line
   on every exit path (``ok`` / ``failed`` / ``interrupted``) with the same counts as the
   summary (the reference tallied events when a stage stopped);
-- then returns a ``StageOutcome``: the stats, the summary line, and the error the stage fails
-  with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1; the history line is
-  ``interrupted`` with its ``reason``), ``StageItemsFailed``
+- then returns a ``StageOutcome``: the stats, the summary line, the history record it wrote
+  (``record``, also handed to ``recorded`` when given: on the paths that raise too), and the
+  error the stage fails with: ``StageInterrupted`` (exit 130), ``SpendCapReached`` (exit 1;
+  the history line is ``interrupted`` with its ``reason``), ``StageItemsFailed``
   (exit 1), ``StageStopped`` (exit 1), or None. The flow prints the line, then raises the
   error (``outcome.check()``).
 
@@ -98,6 +99,7 @@ a role misconfigured) fails with exit 2, the others with exit 1.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -247,6 +249,8 @@ class StageOutcome:
     stats: StageStats
     line: str
     """The summary line for stdout; the flow prints it before raising `error`."""
+    record: HistoryRecord
+    """The stage's history line, as written (or as it would have been, had the write failed)."""
     error: OverbrainerError | None = None
 
     def check(self) -> StageStats:
@@ -256,8 +260,16 @@ class StageOutcome:
         return self.stats
 
 
-async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome:
+async def run_stage(
+    ctx: StageContext,
+    stage: Stage,
+    body: Body,
+    recorded: Callable[[HistoryRecord], None] | None = None,
+) -> StageOutcome:
     """Run one stage body: history line on every exit path; the outcome holds the summary.
+
+    `recorded` gets the history record as soon as it is made, on every path that writes one,
+    those that raise included (the `--json` document lists a stage that failed or was cut).
 
     An error that ends the stage before its summary (a bad data line, a bug) is raised. A bad
     data line is bad input, found by the body's reads before it writes anything: the stage
@@ -268,7 +280,7 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
 
     async def record(
         status: HistoryStatus, *, cancelled: bool = False, reason: str | None = None
-    ) -> None:
+    ) -> HistoryRecord:
         # The stage's own counts on every exit path, so the line agrees with the summary (the
         # reference tallied events when stopped, counting excluded answers as done).
         role = run.role
@@ -285,9 +297,11 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             stats,
         )
         entry = attrs.evolve(entry, split=run.split, cost_estimated=run.estimated, reason=reason)
+        if recorded is not None:
+            recorded(entry)
         if not cancelled:
             await trio.to_thread.run_sync(append_history, ctx.project.history, entry)
-            return
+            return entry
         # Cancelled from outside: shielded, so the stage still records itself, and bounded,
         # so a hung disk cannot hold the command; the line is then left to its thread.
         with trio.move_on_after(HISTORY_BOUND, shield=True) as bound:
@@ -298,6 +312,7 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
             log.warning(
                 "the %s stage's history line was not written within %gs", stage, HISTORY_BOUND
             )
+        return entry
 
     def finish() -> str:
         ctx.bus.publish(StageFinished(stage, run.stats))
@@ -308,8 +323,8 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
     except LlmError as error:
         if error.stops_stage:
             line = finish()
-            await record(HistoryStatus.FAILED)
-            return StageOutcome(run.stats, line, StageStopped(stage, error))
+            entry = await record(HistoryStatus.FAILED)
+            return StageOutcome(run.stats, line, entry, StageStopped(stage, error))
         await record(HistoryStatus.FAILED)
         raise
     except InvalidRecord:
@@ -323,20 +338,20 @@ async def run_stage(ctx: StageContext, stage: Stage, body: Body) -> StageOutcome
         raise
     line = finish()
     if run.stop_cause is not None:
-        await record(HistoryStatus.FAILED)
-        return StageOutcome(run.stats, line, StageStopped(stage, run.stop_cause))
+        entry = await record(HistoryStatus.FAILED)
+        return StageOutcome(run.stats, line, entry, StageStopped(stage, run.stop_cause))
     if run.failure is not None:
-        await record(HistoryStatus.FAILED, reason=run.failure.message)
-        return StageOutcome(run.stats, line, run.failure)
+        entry = await record(HistoryStatus.FAILED, reason=run.failure.message)
+        return StageOutcome(run.stats, line, entry, run.failure)
     if ctx.interrupt.caught:
-        await record(HistoryStatus.INTERRUPTED)
-        return StageOutcome(run.stats, line, StageInterrupted())
+        entry = await record(HistoryStatus.INTERRUPTED)
+        return StageOutcome(run.stats, line, entry, StageInterrupted())
     if run.held_back and ctx.spend.reached:
         capped = ctx.spend.error()
-        await record(HistoryStatus.INTERRUPTED, reason=capped.reason)
-        return StageOutcome(run.stats, line, capped)
+        entry = await record(HistoryStatus.INTERRUPTED, reason=capped.reason)
+        return StageOutcome(run.stats, line, entry, capped)
     if run.stats.failed:
-        await record(HistoryStatus.FAILED)
-        return StageOutcome(run.stats, line, StageItemsFailed(stage, run.stats.failed))
-    await record(HistoryStatus.OK)
-    return StageOutcome(run.stats, line)
+        entry = await record(HistoryStatus.FAILED)
+        return StageOutcome(run.stats, line, entry, StageItemsFailed(stage, run.stats.failed))
+    entry = await record(HistoryStatus.OK)
+    return StageOutcome(run.stats, line, entry)

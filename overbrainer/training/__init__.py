@@ -12,11 +12,11 @@ if TYPE_CHECKING:
         template_warning,
     )
     from overbrainer.training.follow_job import CANCEL_BOUND, FollowTimes, MetricsTail, follow
-    from overbrainer.training.follow_run import RunEnding, ending
+    from overbrainer.training.follow_run import RunEnding, ending, summarize
     from overbrainer.training.job_kind import Interruption, Started, record_failed
     from overbrainer.training.job_lifecycle import cancel_job, run_job
     from overbrainer.training.metric_lines import LastMetrics, last_metrics
-    from overbrainer.training.outcome import local_summary
+    from overbrainer.training.outcome import Outcome, local_summary
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
         check_can_train,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         stop_run,
     )
     from overbrainer.training.run_record import RunNotFound, RunRecord, RunsError, RunState
+    from overbrainer.training.run_result import TrainResult, train_result
     from overbrainer.training.run_store import (
         Container,
         Job,
@@ -87,6 +88,7 @@ __all__ = [
     "MetricsSummary",
     "MetricsTail",
     "NestedJob",
+    "Outcome",
     "RunEnding",
     "RunNotFound",
     "RunRecord",
@@ -96,6 +98,7 @@ __all__ = [
     "Session",
     "StartPlan",
     "Started",
+    "TrainResult",
     "TrainTarget",
     "attach_run",
     "cancel_job",
@@ -130,8 +133,10 @@ __all__ = [
     "run_job",
     "run_target",
     "stop_run",
+    "summarize",
     "template_warning",
     "train_on_machine",
+    "train_result",
     "warn_if_a_run_still_trains",
     "warn_missing_engine",
 ]
@@ -166,6 +171,10 @@ __getattr__ = lazy_face(
         "NestedJob": "runtime",
         "OUTPUT_DIR": "axolotl_config",
         "RunEnding": "follow_run",
+        "summarize": "follow_run",
+        "Outcome": "outcome",
+        "TrainResult": "run_result",
+        "train_result": "run_result",
         "RunNotFound": "run_record",
         "RunRecord": "run_record",
         "RunState": "run_record",

@@ -56,7 +56,9 @@ def _record(value: attrs.AttrsInstance) -> dict[str, JsonValue]:
     fields: dict[str, JsonValue] = {}
     for field in attrs.fields(type(value)):
         item = getattr(value, field.name)
-        if MONEY_FIELD.search(field.name) and isinstance(item, float | int | Decimal):
+        # A flag named like money (`cost_estimated`) stays a flag: bool is an int to Python.
+        money_like = isinstance(item, float | int | Decimal) and not isinstance(item, bool)
+        if MONEY_FIELD.search(field.name) and money_like:
             fields[field.name] = money(item)
         else:
             fields[field.name] = json_value(item)
