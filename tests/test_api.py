@@ -142,9 +142,6 @@ async def test_run_stages_reports_each_event_in_order_and_how_it_ended(tmp_path:
     assert project.runs() == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the stages hand their records to result() with jsonwork43's change"
-)
 async def test_run_stages_returns_the_history_records_of_its_stages(tmp_path: Path) -> None:
     project = ob.open_project(await init_demo_async(tmp_path / "demo"))
     with trio.fail_after(60):
