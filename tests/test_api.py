@@ -142,9 +142,6 @@ async def test_run_stages_reports_each_event_in_order_and_how_it_ended(tmp_path:
     assert project.runs() == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the stages hand their records to result() with jsonwork43's change"
-)
 async def test_run_stages_returns_the_history_records_of_its_stages(tmp_path: Path) -> None:
     project = ob.open_project(await init_demo_async(tmp_path / "demo"))
     with trio.fail_after(60):
@@ -344,3 +341,42 @@ def test_all_names_what_docs_api_documents() -> None:
     assert len(documented) == len(set(documented))
     for name in ob.__all__:
         getattr(ob, name)  # each name is importable from the face
+
+
+TRAINING_SCRIPT = """\
+import sys
+import overbrainer.api as ob
+result = ob.open_project(sys.argv[1]).run_sync()
+train = result.train
+assert isinstance(train, ob.TrainResult), (result.exit_code, result.error, result.results)
+print(result.outcome.value, [s.stage.value for s in result.stages], train.state.value,
+      train.run_id, train.step, result.push)
+sys.exit(result.exit_code)
+"""
+
+
+async def test_run_hands_back_the_training_as_a_train_result(tmp_path: Path) -> None:
+    from tests.pipeline_support import TRAINING, command_env
+    from tests.train_helpers import kill_jobs, only_run, standin_env
+
+    root = make_project(tmp_path / "p")
+    with (root / "overbrainer.toml").open("a") as config:
+        config.write(TRAINING)
+    trainer = standin_env(tmp_path / "bin", STANDIN_STEPS="4", STANDIN_EVAL_EVERY="0")
+    try:
+        async with open_stub() as stub:
+            with trio.fail_after(120):
+                done = await trio.run_process(
+                    [sys.executable, "-c", TRAINING_SCRIPT, str(root)],
+                    env=command_env(stub.url, trainer),
+                    capture_stdout=True,
+                    capture_stderr=True,
+                    check=False,
+                )
+    finally:
+        kill_jobs(root)
+    assert done.returncode == 0, done.stderr.decode()
+    run_id = only_run(root)
+    assert done.stdout.decode().split("\n")[0] == (
+        f"done ['subtopics', 'questions', 'answers', 'split'] succeeded {run_id} 4 None"
+    )

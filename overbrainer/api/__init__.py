@@ -34,10 +34,11 @@ if TYPE_CHECKING:
         StageStats,
         System,
     )
+    from overbrainer.hub.push_summary import PushedFile, PushSummary
     from overbrainer.model.errors import OverbrainerError, UsageError, WorkFailed
     from overbrainer.model.usage import Usage
     from overbrainer.storage import HistoryRecord, HistoryStatus, SplitCounts
-    from overbrainer.training import RunRecord, RunState
+    from overbrainer.training import RunRecord, RunState, TrainResult
 
 __all__ = [
     "ConcurrencyChanged",
@@ -58,6 +59,8 @@ __all__ = [
     "PodStatusChanged",
     "Project",
     "Push",
+    "PushSummary",
+    "PushedFile",
     "RateLimitWait",
     "RunRecord",
     "RunResult",
@@ -71,6 +74,7 @@ __all__ = [
     "StageStats",
     "StagesResult",
     "System",
+    "TrainResult",
     "Usage",
     "UsageError",
     "WorkFailed",
@@ -95,6 +99,9 @@ _HOMES = {
     "Usage": "model.usage",
     "RunRecord": "training",
     "RunState": "training",
+    "TrainResult": "training",
+    "PushSummary": "hub.push_summary",
+    "PushedFile": "hub.push_summary",
 }
 
 __getattr__ = lazy_face("overbrainer", {name: _HOMES.get(name, _EVENTS) for name in __all__})

@@ -16,7 +16,9 @@ from overbrainer.model.errors import (
 )
 
 if TYPE_CHECKING:
+    from overbrainer.hub.push_summary import PushSummary
     from overbrainer.storage import HistoryRecord
+    from overbrainer.training import TrainResult
 
 
 class Outcome(enum.Enum):
@@ -92,11 +94,18 @@ class RunResult(StagesResult):
     """How `run` ended: as `StagesResult`, plus its training and push when they ran."""
 
     @property
-    def train(self) -> object | None:
-        """What the training reported (the `--json` document's `train`); None when none ran."""
-        return self.results.get("train")
+    def train(self) -> TrainResult | None:
+        """Where the training left its run (the `--json` document's `train`); None when none
+        ran."""
+        from overbrainer.training import TrainResult
+
+        value = self.results.get("train")
+        return value if isinstance(value, TrainResult) else None
 
     @property
-    def push(self) -> object | None:
-        """What the push after training reported (`--json`'s `push`); None when none ran."""
-        return self.results.get("push")
+    def push(self) -> PushSummary | None:
+        """What the push after training sent (`--json`'s `push`); None when none ran."""
+        from overbrainer.hub.push_summary import PushSummary
+
+        value = self.results.get("push")
+        return value if isinstance(value, PushSummary) else None
