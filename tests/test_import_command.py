@@ -192,3 +192,34 @@ async def test_stages_leave_imported_questions_be_and_answers_answers_them(
         assert imported <= {e.id for e in read_examples(root)}
         answer_prompts = {r.prompt for r in stub.completions}
         assert {"How does a borrow end?", "What is a lifetime?"} <= answer_prompts
+
+
+async def test_json_gives_the_counts_and_a_refusal_is_a_document(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    file = write_jsonl(
+        tmp_path / "mine.jsonl",
+        [{"question": "How does a borrow end?"}, {"question": "how does a BORROW end"}],
+    )
+    args = ("import", "questions", str(file), "--topic", "ownership", "--json")
+    done = await overbrainer(root, *args, url=NO_PROVIDER)
+    assert done.code == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert (document["command"], document["exit_code"], document["error"]) == (
+        "import questions",
+        0,
+        None,
+    )
+    assert document["import"] == {
+        "added": 1,
+        "duplicates": 1,
+        "rejected": 0,
+        "topics": ["ownership"],
+    }
+    assert "import: 1 added, 1 duplicates, 0 rejected; topic ownership" in done.stderr
+    missing = await overbrainer(
+        root, "import", "questions", str(tmp_path / "none.jsonl"), "--json", url=NO_PROVIDER
+    )
+    assert missing.code == 2
+    refused = json.loads(missing.stdout)
+    assert refused["import"] is None
+    assert "none.jsonl" in refused["error"]

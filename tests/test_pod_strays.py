@@ -234,3 +234,18 @@ async def test_pod_rm_refusals_and_nothing_to_do(project: Path, fake: RunpodFake
         0,
         ["pod: podother deleted after 1h00m, about $0.44"],
     ), forced.stderr
+
+
+async def test_pod_rm_json_lists_what_it_deleted_and_kept(project: Path, fake: RunpodFake) -> None:
+    kept = await pod(project, fake, "rm", LIVE, "--json")
+    assert kept.code == 1
+    document = json.loads(kept.stdout)
+    assert document["command"] == "pod rm"
+    [stray] = document["deleted"]
+    assert stray["pod_id"] == "podstray"
+    assert 3590 < stray["uptime_secs"] < 3700
+    assert 0.43 < float(stray["cost"]) < 0.46
+    assert document["kept"] == "podlive"
+    assert document["error"].startswith(f"run {LIVE} is in progress on pod podlive")
+    empty = await pod(project, fake, "rm", EMPTY, "--json")
+    assert (empty.code, json.loads(empty.stdout)["deleted"]) == (0, [])

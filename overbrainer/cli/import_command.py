@@ -9,7 +9,7 @@ import click
 from overbrainer.cli.completion import complete_topics
 from overbrainer.cli.context import cli_frontend
 from overbrainer.cli.group import cli
-from overbrainer.cli.options import command_options
+from overbrainer.cli.options import command_options, json_option
 from overbrainer.cli.running import run_flow
 
 
@@ -27,6 +27,7 @@ def import_group() -> None:
     shell_complete=complete_topics,
     help="Put every question in this topic (default: the file's `topic` column).",
 )
+@json_option
 def questions(file: Path, topic: str | None) -> None:
     """Add the questions of a JSONL or CSV file to data/questions.jsonl, skipping duplicates."""
     # Imported on use: defining the command (for `--help`, completion) needs only click.

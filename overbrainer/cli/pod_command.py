@@ -117,6 +117,7 @@ def pod_ls() -> None:
 
 @pod.command("rm")
 @click.argument("run_id", metavar="RUN_ID")
+@json_option
 @click.option(
     "--force",
     is_flag=True,

@@ -17,6 +17,7 @@ async def import_questions_flow(
     Ctrl-C while the file is checked stops the command with nothing written (exit 130); once
     the write has begun it is finished, so the files hold the whole import or none of it.
     """
+    front.result("import", None)
     async with open_command(options, front) as command:
         plan = await command.interrupt.race(
             lambda: plan_import(command.project, command.settings, path, topic)
@@ -25,3 +26,4 @@ async def import_questions_flow(
             raise ImportInterrupted()
         counts = await write_import(command.project, plan)
         front.line(counts.line())
+        front.result("import", counts)

@@ -337,6 +337,8 @@ async def pod_rm(options: CommandOptions, front: Frontend, run_id: str, force: b
     `force`, which also fails the run. Deleting is shielded from Ctrl-C (bounded)."""
     if not is_valid_run_id(run_id):
         raise UsageError(f"{run_id!r} is not a run ID")
+    front.result("deleted", ())
+    front.result("kept", None)
     async with open_command(options, front) as command:
         project_runs = Runs(command.project.runs)
         views = await trio.to_thread.run_sync(run_views, project_runs)
@@ -357,11 +359,22 @@ async def pod_rm(options: CommandOptions, front: Frontend, run_id: str, force: b
             with trio.move_on_after(DELETE_LIMIT, shield=True):
                 await _remove(api, runs, run_id, view, plan, front)
     if plan.keep_training:
+        front.result("kept", plan.training)
         raise PodKept(
             f"run {run_id} is in progress on pod {plan.training}, which was not deleted; "
             f"delete it too with `overbrainer pod rm {run_id} --force`"
         )
     return EXIT_OK
+
+
+@attrs.frozen
+class DeletedPod:
+    """A pod `pod rm` deleted (`--json`'s `deleted`): how long it ran and about what it cost."""
+
+    pod_id: str
+    uptime_secs: float | None
+    cost: float | None
+    """USD at its hourly price over its uptime (None when either is unknown)."""
 
 
 @contextlib.asynccontextmanager
@@ -381,6 +394,7 @@ async def _remove(
     record = view.pod if view is not None else None
     run_dir = runs.dir_of(run_id)
     failures: list[str] = []
+    deleted: list[DeletedPod] = []
     for pod in plan.pods:
         if plan.keep_training and pod.id == plan.training:
             continue
@@ -401,6 +415,8 @@ async def _remove(
             rate = pod.cost
         cost = None if uptime is None or not rate else spend(rate, uptime)
         front.line("pod: " + pod_line(PodDeleted(pod.id, uptime, cost)))
+        deleted.append(DeletedPod(pod.id, uptime, cost))
+        front.result("deleted", tuple(deleted))
         if record is not None and view is not None:
             record = _after_delete(record, pod.id, is_training, cost)
             await trio.to_thread.run_sync(save_pod_record, run_dir, record)
