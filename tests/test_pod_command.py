@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-import trio
-
-from tests.pipeline_support import Result, make_project, overbrainer
-from tests.runpod_fake import KEY, Fault, RunpodFake, open_fake, template
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[RunpodFake]:
-    with trio.fail_after(60):
-        async with open_fake() as served:
-            yield served
-    assert served.violations == []
-
-
-async def pod(root: Path, fake: RunpodFake, *args: str, key: str | None = KEY) -> Result:
-    env = {"OVERBRAINER_RUNPOD__BASE_URL": fake.url}
-    if key is not None:
-        env["OVERBRAINER_RUNPOD__API_KEY"] = key
-    return await overbrainer(root, "pod", *args, url="http://127.0.0.1:9/v1", env=env)
+from tests.pipeline_support import make_project
+from tests.pod_support import fake_fixture, pod  # noqa: F401 (fake_fixture is the fixture)
+from tests.runpod_fake import Fault, RunpodFake, template
 
 
 async def test_gpus_table(tmp_path: Path, fake: RunpodFake) -> None:

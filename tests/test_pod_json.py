@@ -3,37 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-import trio
 
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
 from overbrainer.targets.runpod.types import RUN_MARKER
 from overbrainer.training.run_record import RunRecord, RunState
-from tests.pipeline_support import Result, make_project, overbrainer
-from tests.runpod_fake import KEY, RunpodFake, open_fake, pod_json, template
+from tests.pipeline_support import Result, make_project
+from tests.pod_support import fake_fixture, pod  # noqa: F401 (fake_fixture is the fixture)
+from tests.runpod_fake import RunpodFake, pod_json, template
 
 LIVE = "p_20261001-120000"
 GONE = "p_20261001-090000"
 CREATED = "2026-10-01T11:00:00Z"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[RunpodFake]:
-    with trio.fail_after(60):
-        async with open_fake() as served:
-            yield served
-    assert served.violations == []
-
-
-async def pod(root: Path, fake: RunpodFake, *args: str, key: str | None = KEY) -> Result:
-    env = {"OVERBRAINER_RUNPOD__BASE_URL": fake.url}
-    if key is not None:
-        env["OVERBRAINER_RUNPOD__API_KEY"] = key
-    return await overbrainer(root, "pod", *args, url="http://127.0.0.1:9/v1", env=env)
 
 
 def document(result: Result) -> dict[str, Any]:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import trio
 
 from overbrainer.flows.pods import list_rows, row_line, stray_pod_warnings
 from overbrainer.targets.runpod.api import open_runpod
@@ -21,8 +19,9 @@ from overbrainer.targets.runpod.pod_record import (
 from overbrainer.targets.runpod.types import RUN_MARKER
 from overbrainer.training.run_record import RunRecord, RunState
 from overbrainer.training.run_store import Runs
-from tests.pipeline_support import Result, make_project, overbrainer
-from tests.runpod_fake import KEY, RunpodFake, open_fake, pod_json
+from tests.pipeline_support import make_project
+from tests.pod_support import fake_fixture, pod  # noqa: F401 (fake_fixture is the fixture)
+from tests.runpod_fake import KEY, RunpodFake, pod_json
 
 LIVE = "p_20261001-120000"
 DONE = "p_20261001-090000"
@@ -81,14 +80,6 @@ def recorded(run_id: str, pod_id: str, state: PodState = PodState.RUNNING) -> Po
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[RunpodFake]:
-    with trio.fail_after(60):
-        async with open_fake() as served:
-            yield served
-    assert served.violations == []
-
-
-@pytest.fixture
 def project(tmp_path: Path, fake: RunpodFake) -> Path:
     """Runs: LIVE in progress on podlive (plus a stray), DONE ended with its pod left, EMPTY
     with no pod; pods: OTHER's (not in runs/), an unmarked one, and one that is not ours."""
@@ -103,11 +94,6 @@ def project(tmp_path: Path, fake: RunpodFake) -> Path:
     add_pod(fake, "podnomark", "overbrainer-by-hand", None, "NVIDIA A40")
     add_pod(fake, "podmine", "my-notebook", None, "NVIDIA A40")
     return root
-
-
-async def pod(root: Path, fake: RunpodFake, *args: str) -> Result:
-    env = {"OVERBRAINER_RUNPOD__BASE_URL": fake.url, "OVERBRAINER_RUNPOD__API_KEY": KEY}
-    return await overbrainer(root, "pod", *args, url="http://127.0.0.1:9/v1", env=env)
 
 
 async def test_pod_ls_classifies_the_accounts_pods(project: Path, fake: RunpodFake) -> None:
