@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import os
+import pathlib
 import signal
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from overbrainer.devtools.stub_provider import check_exchanges
 from overbrainer.targets import registry  # noqa: F401 (the kinds register their settings)
 from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa: F401
+from tests.hub_support import FakeHub, fake_hub
 from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
 from tests.sshd_support import Sshd, make_sshd
@@ -76,3 +78,10 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[S
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def hub(tmp_path: pathlib.Path) -> collections.abc.Iterator[FakeHub]:
+    """The fake Hub on loopback for one test (the push tests and the nightly example)."""
+    with fake_hub(tmp_path) as running:
+        yield running

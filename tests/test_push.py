@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,14 @@ from overbrainer.hub.card import duration, front_matter, scalar
 from overbrainer.hub.errors import PushRefused
 from overbrainer.hub.selection import repo_path, select_files
 from overbrainer.targets.runpod.pod_record import PodRecord, PodState, save_pod_record
-from tests.hub_support import RUN_ID, TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
+from tests.hub_support import (
+    RUN_ID,
+    TOKEN,
+    FakeHub,
+    hub_env,
+    make_run,
+    push_command,
+)
 from tests.ports import free_port
 
 pytestmark = pytest.mark.hub
@@ -28,12 +34,6 @@ ALL_FILES = [
     "demo_20261203-120000-Q4_K_M.gguf",
     "tokenizer.json",
 ]
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[FakeHub]:
-    with fake_hub(tmp_path) as running:
-        yield running
 
 
 def push(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -8,14 +8,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.hub_support import TOKEN, FakeHub, fake_hub, hub_env, make_run, push_command
+from tests.hub_support import TOKEN, FakeHub, hub_env, make_run, push_command
 from tests.train_helpers import make_project
 
 pytestmark = pytest.mark.hub
@@ -86,12 +85,6 @@ def front(card: str) -> dict[str, Any]:
     head = card.split("---\n")[1]
     data: dict[str, Any] = yaml.safe_load(head)
     return data
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[FakeHub]:
-    with fake_hub(tmp_path) as running:
-        yield running
 
 
 def test_one_commit_with_the_files_and_a_card_the_hub_reads(tmp_path: Path, hub: FakeHub) -> None:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from tests.hub_support import (
     RUN_ID,
     TOKEN,
     FakeHub,
-    fake_hub,
     hub_env,
     make_run,
     push_command,
@@ -35,12 +33,6 @@ MODEL_FILES = [
     "demo_20261203-120000-Q4_K_M.gguf",
     "tokenizer.json",
 ]
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[FakeHub]:
-    with fake_hub(tmp_path) as running:
-        yield running
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[int, dict[str, object], str]:

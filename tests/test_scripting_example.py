@@ -25,7 +25,7 @@ from overbrainer.devtools.stub_model import default_reply
 from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.gguf_support import write_tiny_llama
-from tests.hub_support import FakeHub, fake_hub, hub_env
+from tests.hub_support import FakeHub, hub_env
 from tests.llama_support import LlamaRelease, _wait_listening, sha256_of
 from tests.pipeline_support import PRICES, wait_until
 from tests.ports import free_port
@@ -147,12 +147,6 @@ def fake_modules(folder: Path) -> Path:
         (folder / name).mkdir(parents=True)
         (folder / name / "__init__.py").write_text("")
     return folder
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[FakeHub]:
-    with fake_hub(tmp_path) as running:
-        yield running
 
 
 @pytest.fixture
