@@ -5,11 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
-import subprocess
-import sys
 import tarfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +16,7 @@ from overbrainer.export.record import ExportRecord, write_export_record
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 from tests.gguf_support import write_tiny_llama
-from tests.llama_support import LlamaRelease, sha256_of
-from tests.ports import free_port
+from tests.llama_support import LlamaRelease, served_directory, sha256_of
 
 RUN_ID = "demo_20261007-092758"
 GGUF = "output/gguf/tiny-Q8_0.gguf"
@@ -215,29 +210,12 @@ def standin_release(directory: Path, mode: str = "die") -> Iterator[dict[str, st
     script.chmod(0o755)
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(script, arcname=f"llama-{STANDIN_TAG}/llama-server")
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with served_directory(directory) as url:
         yield {
             "OVERBRAINER_LLAMA_CPP": STANDIN_TAG,
-            "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
+            "OVERBRAINER_LLAMA_CPP_URL": url,
             "OVERBRAINER_LLAMA_CPP_UBUNTU_X64_SHA256": sha256_of(archive),
         }
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 JUDGE_PRICES: Json = {

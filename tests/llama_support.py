@@ -10,6 +10,7 @@ scripts run their own fetch-verify-unpack path.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -123,7 +124,26 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
             return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError("the release server did not listen within 10 s")
+    raise RuntimeError("the release server did not listen within 60 s")
+
+
+@contextlib.contextmanager
+def served_directory(directory: Path) -> Iterator[str]:
+    """`directory` served over HTTP on 127.0.0.1 by a real server (a release's download
+    site), listening once inside; its base URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -137,17 +157,9 @@ def llama_release(llama_tools: LlamaTools) -> Iterator[LlamaRelease]:
     """The tools packed as a release and served on 127.0.0.1 by a real HTTP server."""
     directory = llama_tools.root / "release"
     pack_release(llama_tools, directory)
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, process)
+    with served_directory(directory) as url:
         yield LlamaRelease(
-            url=f"http://127.0.0.1:{port}",
+            url=url,
             tag=TEST_TAG,
             source_sha256=sha256_of(directory / "archive" / "refs" / "tags" / f"{TEST_TAG}.tar.gz"),
             binary_sha256=sha256_of(
@@ -159,6 +171,3 @@ def llama_release(llama_tools: LlamaTools) -> Iterator[LlamaRelease]:
             ),
             directory=directory,
         )
-    finally:
-        process.terminate()
-        process.wait(timeout=10)

@@ -11,8 +11,6 @@ import collections.abc
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,11 +21,10 @@ from tests.llama_support import (
     TEST_TAG,
     LlamaRelease,
     LlamaTools,
-    _wait_listening,
     pack_release,
+    served_directory,
     sha256_of,
 )
-from tests.ports import free_port
 from tests.train_helpers import kill_jobs, make_project, overbrainer, standin_env
 
 RUN = "my_project_20261203-120000"
@@ -57,26 +54,15 @@ def release(tmp_path: Path) -> collections.abc.Iterator[LlamaRelease]:
         (tools.bin / tool).chmod(0o755)
     directory = tmp_path / "release"
     pack_release(tools, directory)
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     binary = directory / "releases" / "download" / TEST_TAG / f"llama-{TEST_TAG}-bin-ubuntu-x64"
-    try:
-        _wait_listening(port, process)
+    with served_directory(directory) as url:
         yield LlamaRelease(
-            url=f"http://127.0.0.1:{port}",
+            url=url,
             tag=TEST_TAG,
             source_sha256=sha256_of(directory / "archive" / "refs" / "tags" / f"{TEST_TAG}.tar.gz"),
             binary_sha256=sha256_of(binary.with_name(binary.name + ".tar.gz")),
             directory=directory,
         )
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 @pytest.fixture

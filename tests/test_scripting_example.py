@@ -26,9 +26,8 @@ from overbrainer.devtools.stub_provider import open_stub
 from overbrainer.devtools.stub_script import Recorded, Reply
 from tests.gguf_support import write_tiny_llama
 from tests.hub_support import FakeHub, hub_env
-from tests.llama_support import LlamaRelease, _wait_listening, sha256_of
+from tests.llama_support import LlamaRelease, served_directory, sha256_of
 from tests.pipeline_support import PRICES, wait_until
-from tests.ports import free_port
 from tests.train_helpers import hold_at, kill_jobs, run_ids, standin_env, steps_logged
 
 SCRIPT = Path(__file__).resolve().parent.parent / "docs" / "examples" / "nightly.py"
@@ -121,23 +120,12 @@ def release_env(directory: Path, real: LlamaRelease) -> Iterator[dict[str, str]]
     binary = Path("releases", "download", real.tag, f"llama-{real.tag}-bin-ubuntu-x64.tar.gz")
     (directory / binary).parent.mkdir(parents=True)
     (directory / binary).symlink_to(real.directory / binary)
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, server)
+    with served_directory(directory) as url:
         yield {
             **real.env(),
-            "OVERBRAINER_LLAMA_CPP_URL": f"http://127.0.0.1:{port}",
+            "OVERBRAINER_LLAMA_CPP_URL": url,
             "OVERBRAINER_LLAMA_CPP_SOURCE_SHA256": sha256_of(source),
         }
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def fake_modules(folder: Path) -> Path:
