@@ -32,12 +32,13 @@ def ephemeral_start() -> int:
 
 
 def free_port() -> int:
-    """A port on 127.0.0.1 where nothing listens now, never handed out before in this process.
+    """A port on 127.0.0.1 where nothing listens now, not handed out before in this process.
 
     The usual «bind port 0, close, use the number» races: the kernel hands the same ephemeral
     port to the next bind(0) or outgoing connection, here or in a test run beside this one.
     This port is picked at random below the ephemeral range, where the kernel never hands out
-    ports on its own; a bind checks that nothing holds it, and this process never reuses it.
+    ports on its own; a bind checks that nothing holds it, and this process reuses none until it
+    has dealt every port of its stripe.
     Under pytest-xdist each worker draws from its own stripe (`port % STRIPES`), so two workers
     never hand out the same port between its check and its use.
     """
@@ -46,10 +47,12 @@ def free_port() -> int:
         raise RuntimeError(f"no room below the ephemeral range (it starts at {top})")
     stripe = worker_stripe()
     with _lock:
-        for _ in range(TRIES):
-            port = in_stripe(random.randrange(LOWEST + STRIPES, top), stripe)
-            if port in _handed_out:
-                continue
+        stripe_ports = range(in_stripe(LOWEST + STRIPES, stripe), top, STRIPES)
+        unused = [port for port in stripe_ports if port not in _handed_out]
+        # A worker that has dealt its whole stripe (about 350 ports) deals it again: the tests
+        # that had those ports have ended, and the bind below still refuses a port in use.
+        pool = unused or list(stripe_ports)
+        for port in random.sample(pool, min(TRIES, len(pool))):
             with socket.socket() as probe:
                 try:
                     probe.bind(("127.0.0.1", port))
