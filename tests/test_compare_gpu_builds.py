@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +19,8 @@ import pytest
 
 from overbrainer.devtools.stub_provider import open_stub
 from tests.compare_support import RUN_ID, make_compare_project, scripted_judge
-from tests.llama_support import LlamaTools, _wait_listening, sha256_of
+from tests.llama_support import LlamaTools, served_directory, sha256_of
 from tests.pipeline_support import overbrainer
-from tests.ports import free_port
 
 TAG = "b0gpu"
 CUDA_ASSET = "ubuntu-cuda-13.4-x64"
@@ -87,19 +84,8 @@ def gpu_release(
     cudart = assets / f"{CUDART}.tar.gz"
     with tarfile.open(cudart, "w:gz") as tar:
         tar.add(library, arcname=f"llama-{TAG}/libcudart.so.13")
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, process)
-        yield GpuRelease(f"http://127.0.0.1:{port}", sha256_of(binary), sha256_of(cudart))
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with served_directory(directory) as url:
+        yield GpuRelease(url, sha256_of(binary), sha256_of(cudart))
 
 
 def _tool(bin_dir: Path, name: str, script: str) -> None:
