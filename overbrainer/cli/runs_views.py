@@ -110,22 +110,19 @@ def run_files(run_dir: Path) -> list[tuple[str, int]]:
 
 
 def metrics_json(run_dir: Path) -> dict[str, JsonValue] | None:
-    """The last training log of `metrics.jsonl`: its step and time, the last loss and eval
-    loss logged; None when the run has no metrics line."""
-    from overbrainer.training import METRICS_FILE, last_metrics
+    """Where `metrics.jsonl` ended, read as the follower reads it: the step, the last training
+    log's time and loss, the last eval loss; None when no training log has a loss."""
+    from overbrainer.training import local_summary
 
-    try:
-        raw = (run_dir / METRICS_FILE).read_bytes()
-    except OSError:
-        return None
-    last = last_metrics(raw)
+    summary = local_summary(run_dir)
+    last = summary.last_train
     if last is None:
         return None
     return {
-        "step": last.step,
+        "step": summary.step,
         "time": utc_time(last.time),
         "loss": last.loss,
-        "eval_loss": last.eval_loss,
+        "eval_loss": summary.eval_loss,
     }
 
 

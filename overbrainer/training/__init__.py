@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from overbrainer.training.follow_run import RunEnding, ending, summarize
     from overbrainer.training.job_kind import Interruption, Started, record_failed
     from overbrainer.training.job_lifecycle import cancel_job, run_job
-    from overbrainer.training.metric_lines import LastMetrics, last_metrics
     from overbrainer.training.outcome import Outcome, local_summary
     from overbrainer.training.preflight import (
         RUN_NO_TRAIN_HINT,
@@ -84,7 +83,6 @@ __all__ = [
     "Interruption",
     "Job",
     "JobPlan",
-    "LastMetrics",
     "MetricsSummary",
     "MetricsTail",
     "NestedJob",
@@ -115,7 +113,6 @@ __all__ = [
     "follow_recorded",
     "is_valid_run_id",
     "job_ref",
-    "last_metrics",
     "local_summary",
     "lock_holder",
     "nested_spec",
@@ -164,8 +161,6 @@ __getattr__ = lazy_face(
         "JobPlan": "runtime",
         "METRICS_ENV": "prepare",
         "METRICS_FILE": "axolotl_config",
-        "LastMetrics": "metric_lines",
-        "last_metrics": "metric_lines",
         "MetricsSummary": "summary",
         "MetricsTail": "follow_job",
         "NestedJob": "runtime",

@@ -183,34 +183,3 @@ def parse_line(text: str | bytes) -> MetricLine:
             raise MetricLineError("no `event` field")
         case _:
             raise MetricLineError(f"unknown event `{event}`")
-
-
-@attrs.frozen
-class LastMetrics:
-    """Where a run's `metrics.jsonl` ended: its last training log's step and time, and the
-    last loss and eval loss logged (None: none was)."""
-
-    step: int
-    time: float
-    loss: float | None
-    eval_loss: float | None
-
-
-def last_metrics(raw: bytes) -> LastMetrics | None:
-    """The end of a `metrics.jsonl`'s content; None when it has no training log. Lines this
-    version does not know are passed over, as the follower does."""
-    last: LastMetrics | None = None
-    for text in raw.splitlines():
-        try:
-            line = parse_line(text)
-        except MetricLineError:
-            continue
-        if not isinstance(line, Log):
-            continue
-        metric = line.metric
-        loss, eval_loss = metric.loss, metric.eval_loss
-        if last is not None:
-            loss = last.loss if loss is None else loss
-            eval_loss = last.eval_loss if eval_loss is None else eval_loss
-        last = LastMetrics(metric.step, metric.time, loss, eval_loss)
-    return last
