@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from tests.hub_support import (
     push_command,
 )
 from tests.test_push_dataset import make_dataset
+from tests.train_helpers import wait_for
 
 pytestmark = pytest.mark.hub
 
@@ -127,11 +127,8 @@ def test_ctrl_c_during_the_upload_gives_130_and_no_push(tmp_path: Path, hub: Fak
             stderr=stderr,
         )
     try:
-        deadline = time.monotonic() + 60
         # The fake Hub's log has no event to wait on: poll it (a bound, not an ordering).
-        while len(hub.calls("upload")) < 2:
-            assert time.monotonic() < deadline, err.read_text()
-            time.sleep(0.05)
+        wait_for(lambda: len(hub.calls("upload")) >= 2)
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=30)
     finally:
