@@ -12,9 +12,13 @@ from overbrainer.training import parse_rfc3339
 
 EXPORT_FILE = "export.json"
 EXPORTS_DIR = "exports"
+CHILD = "child"
+"""`ExportRecord.model` of the trained model's GGUF (also what a record without the key holds)."""
+BASE = "base"
+"""`ExportRecord.model` of the run's base model's GGUF (`overbrainer export --base`)."""
 
 
-@codec.record("export record", style=codec.Style.PRETTY, strict=False)
+@codec.record("export record", style=codec.Style.PRETTY, strict=False, omit=("model",))
 @attrs.frozen
 class ExportRecord(codec.JsonRecord):
     """One delivered GGUF: `file` is relative to the run directory (`output/gguf/<name>`)."""
@@ -25,6 +29,8 @@ class ExportRecord(codec.JsonRecord):
     sha256: str
     size: int
     created: str
+    model: str = CHILD
+    """Which model the GGUF holds: `child` (written only when it is not) or `base`."""
 
 
 class BadExportRecord(ValueError):
@@ -57,13 +63,16 @@ def export_record_paths(run_dir: Path) -> list[Path]:
     return [path for path in paths if path.is_file()]
 
 
-def latest_export(run_dir: Path) -> ExportRecord | None:
-    """The newest (`created`) readable record whose GGUF still exists under the run (blocking)."""
+def latest_export(run_dir: Path, model: str = CHILD) -> ExportRecord | None:
+    """The newest (`created`) readable record of `model` (the child, or its base) whose GGUF
+    still exists under the run (blocking)."""
     best: tuple[float, ExportRecord] | None = None
     for path in export_record_paths(run_dir):
         try:
             record = read_export_record(path)
         except (BadExportRecord, OSError):
+            continue
+        if record.model != model:
             continue
         created = parse_rfc3339(record.created)
         if created is None or not (run_dir / record.file).is_file():
