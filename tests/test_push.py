@@ -298,7 +298,7 @@ def test_the_card_shows_a_compare_summary_when_one_exists(tmp_path: Path, hub: F
     assert result.returncode == 0, result.stderr
     card = (run_dir / "hub" / "README.md").read_text()
     assert (
-        "## Compared with the parent\n\nThe child won or tied 65% of 20 judged questions " in card
+        "## Compared with the parent\n\nThe child won or tied 65.0% of 20 judged questions " in card
     )
 
 
