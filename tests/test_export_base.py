@@ -183,7 +183,7 @@ def test_a_hub_base_model_is_downloaded_on_the_target_with_the_token(
     assert all(entry["authorization"] == f"Bearer {TOKEN}" for entry in downloads)
     [job] = (run_dir / "exports").iterdir()
     job_log = (job / "job.log").read_text()
-    assert "export: downloading the base model acme/tiny-base from the Hugging Face Hub" in job_log
+    assert "export: fetching the base model acme/tiny-base from the Hugging Face Hub" in job_log
     assert TOKEN not in done.stdout + done.stderr + job_log
     assert done.stdout.splitlines() == [
         f"export: the base model's GGUF in runs/{RUN}/{BASE_GGUF} (Q8_0, 0.0 MB)"

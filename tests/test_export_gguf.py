@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from overbrainer.export.record import BASE, latest_export
 from overbrainer.training.run_store import RunState, Snapshot
 from tests.container_support import (
     calls,
@@ -27,6 +28,7 @@ from tests.container_support import (
     run_options,
 )
 from tests.export_support import GGUF_PARTS, add_run, gguf_reader
+from tests.hub_model_fake import SHA, hub_model
 from tests.llama_support import LlamaRelease, LlamaTools
 from tests.ports import free_port
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
@@ -316,6 +318,43 @@ def test_a_stopped_run_exports_its_snapshot_with_a_warning(
     )
     assert f"runs/{RUN}/output/checkpoint-3 to GGUF F16" in result.stderr
     assert (run_dir / "output" / "gguf" / f"{RUN}-F16.gguf").is_file()
+
+
+def test_the_base_model_from_the_hub_converts_for_real_beside_the_child(
+    project: Path,
+    tiny_model: Path,
+    llama_release: LlamaRelease,
+    llama_tools: LlamaTools,
+    tmp_path: Path,
+) -> None:
+    """`export --base` of a run whose base_model is a Hub ID: the job downloads it from a
+    loopback Hub (tests/hub_model_fake.py) into HF_HOME and converts it for real."""
+    run_dir = add_run(project, tiny_model, state=RunState.FAILED)
+    config = run_dir / "axolotl.yaml"
+    text = config.read_text().replace(f"base_model: {tiny_model}\n", "base_model: acme/tiny\n")
+    config.write_text(text)
+    hf_home = tmp_path / "hf-home"
+    with hub_model(tmp_path, tiny_model, "acme/tiny") as (url, _):
+        env = env_for(
+            tmp_path, llama_release, HF_ENDPOINT=url, HF_HOME=str(hf_home), HF_HUB_DISABLE_XET="1"
+        )
+        args = ("export", RUN, "--base", "--quantize", "Q8_0")
+        result = overbrainer(project, env, *args, timeout=300)
+    assert result.returncode == 0, result.stderr
+    gguf_path = run_dir / "output" / "gguf" / f"{RUN}-base-Q8_0.gguf"
+    job = only_export(run_dir)
+    assert json.loads((job / "export.json").read_text())["model"] == "base"
+    found = latest_export(run_dir, BASE)
+    assert found is not None and run_dir / found.file == gguf_path
+    assert latest_export(run_dir) is None
+    snapshot = hf_home / "hub" / "models--acme--tiny" / "snapshots" / SHA
+    assert f"export: converting {snapshot} to GGUF (auto)" in (job / "job.log").read_text()
+    reader = gguf_reader(str(gguf_path))
+    assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == "llama"
+    assert "tokenizer.chat_template" in reader.fields
+    assert int(reader.fields["general.file_type"].parts[-1][0]) == 7  # MOSTLY_Q8_0
+    assert left_behind(run_dir) == []
+    _generate(llama_tools, gguf_path)
 
 
 def test_after_training_the_job_exports_and_the_train_flow_delivers_once(

@@ -34,7 +34,7 @@ if [ "${OVERBRAINER_EXPORT_BASE:-}" = 1 ]; then
         found="$(python3 -c 'import importlib.util as u
 print("yes" if u.find_spec("huggingface_hub") else "")')" || fail "python3 cannot run"
         [ -n "$found" ] || fail "python3 lacks huggingface_hub, which the download of the base model $model needs"
-        say "downloading the base model $model from the Hugging Face Hub"
+        say "fetching the base model $model from the Hugging Face Hub (files in its cache are reused)"
         HF_HUB_DISABLE_PROGRESS_BARS=1 python3 - "$model" "$work/base-model" "$SCRIPT_NAME" <<'PYHUB' || exit 1
 import sys
 
