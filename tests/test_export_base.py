@@ -12,6 +12,7 @@ import collections.abc
 import json
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from overbrainer.compare.plan import pick_run
 from overbrainer.export.record import BASE, latest_export, read_export_record
 from overbrainer.training.run_store import Runs, RunState
+from tests.container_support import calls, install_engines, kill_containers, run_options
 from tests.export_standin import GGUF, standin_export_env, standin_release
 from tests.export_support import add_run
 from tests.hub_model_fake import SHA, hub_model, requests
@@ -276,3 +278,52 @@ def test_ctrl_c_cancels_a_base_export_and_leaves_no_base_gguf(
     assert not list(job.rglob("*.part"))
     assert latest_export(run_dir, BASE) is None
     assert out == ""
+
+
+def test_in_a_container_the_download_gets_the_token_by_name_and_the_mounted_hub_cache(
+    project: Path, tmp_path: Path, release: LlamaRelease, base_model: Path
+) -> None:
+    run_dir = add_run(project, base_model)
+    set_base(run_dir, "acme/tiny-base")
+    toml = project / "overbrainer.toml"
+    extra = 'runtime = "docker"\nengine = "docker"\nimage = "img:1"\n'
+    toml.write_text(toml.read_text().replace('runtime = "native"           #', extra + "#", 1))
+    state, seen = tmp_path / "engine", tmp_path / "seen.json"
+    env = standin_export_env(
+        tmp_path, release, STANDIN_SEEN=str(seen), STANDIN_HUB="1", OVERBRAINER_HF_TOKEN=TOKEN
+    )
+    env.update(install_engines(tmp_path / "bin", state))
+    # The download (`python3 - <repo> <out> export`) stands in: it records what it sees and
+    # leaves a model in the Hugging Face cache it was given.
+    record = "import json, os; json.dump(dict(os.environ), open(os.environ['STANDIN_SEEN'], 'w'))"
+    python = tmp_path / "bin" / "python3"
+    python.write_text(
+        python.read_text().replace(
+            'case "$1" in\n',
+            'case "$1" in\n-) if [ "$2" = acme/tiny-base ]; then cat > /dev/null\n'
+            f'    {sys.executable} -c "{record}"\n'
+            '    mkdir -p "$HF_HOME/snap" && echo "{}" > "$HF_HOME/snap/config.json"\n'
+            '    printf %s "$HF_HOME/snap" > "$3"; exit 0; fi;;\n',
+            1,
+        )
+    )
+    try:
+        done = overbrainer(project, env, "export", RUN, "--base", "--quantize", "Q8_0")
+    finally:
+        kill_containers(state)
+    assert done.returncode == 0, done.stderr
+    runs = (project / "runs").resolve()
+    [job] = (run_dir / "exports").iterdir()
+    [run] = [call["argv"] for call in calls(state) if call["argv"][0] == "run"]
+    passed = run_options(run)["-e"]
+    assert "HF_TOKEN" in passed  # by name: its value stays in the environment
+    assert {"HF_HOME=/workspace/hf-cache", "OVERBRAINER_EXPORT_BASE=1"} <= set(passed)
+    assert "OVERBRAINER_EXPORT_MODEL=acme/tiny-base" in passed
+    inside = json.loads(seen.read_text())
+    assert inside["HF_TOKEN"] == TOKEN
+    assert inside["HF_HOME"] == f"{runs}/.hf-cache"  # the mounted cache training fills
+    assert f"export: converting {runs}/.hf-cache/snap to GGUF" in (job / "job.log").read_text()
+    assert (run_dir / BASE_GGUF).read_bytes() == GGUF
+    everything = done.stdout + done.stderr + (state / "calls.jsonl").read_text()
+    everything += "".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
+    assert TOKEN not in everything
