@@ -417,27 +417,36 @@ workdir = "{workdir}"
 """
 
 
+def ssh_run(
+    tmp_path: Path, model: Path, release: LlamaRelease, sshd: Sshd
+) -> tuple[Path, Path, dict[str, str], Path]:
+    """A project whose run of `model` trained on the SSH target `box` (the sshd on loopback,
+    its workdir `<tmp>/remote`): the project, the run's directory, the environment, the workdir."""
+    remote = tmp_path / "remote"
+    project = make_project(tmp_path / "p")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    # The job gets no environment of ours over SSH: its python3 is the venv's.
+    python = venv / "bin" / "python3"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    with open(project / "overbrainer.toml", "a") as toml:
+        toml.write(SSH_TARGET.format(venv=venv, workdir=remote))
+    run_dir = add_run(project, model, target="box", remote_dir=f"{remote}/{RUN}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    env |= release.env() | {
+        "OVERBRAINER_TEST_POLL_S": "0.05",
+        "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
+        "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
+    }
+    return project, run_dir, env, remote
+
+
 def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
     tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path, sshd: Sshd
 ) -> None:
-    remote = tmp_path / "remote"
-    project = make_project(tmp_path / "p")
+    project, run_dir, env, remote = ssh_run(tmp_path, tiny_model, llama_release, sshd)
     try:
-        venv = tmp_path / "venv"
-        (venv / "bin").mkdir(parents=True)
-        # The job gets no environment of ours over SSH: its python3 is the venv's.
-        python = venv / "bin" / "python3"
-        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-        python.chmod(0o755)
-        with open(project / "overbrainer.toml", "a") as toml:
-            toml.write(SSH_TARGET.format(venv=venv, workdir=remote))
-        run_dir = add_run(project, tiny_model, target="box", remote_dir=f"{remote}/{RUN}")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-        env |= llama_release.env() | {
-            "OVERBRAINER_TEST_POLL_S": "0.05",
-            "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
-            "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
-        }
         result = overbrainer(project, env, "export", RUN, "--quantize", "Q8_0", timeout=300)
         assert result.returncode == 0, result.stderr
         file = f"{RUN}-Q8_0.gguf"
@@ -456,6 +465,28 @@ def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
         assert not (remote_job / "output").exists()
         assert left_behind(run_dir) == []
         assert (remote / ".cache" / "llama.cpp" / llama_release.tag / "ubuntu-x64").is_dir()
+    finally:
+        kill_jobs_under(remote)
+
+
+def test_an_ssh_base_export_converts_the_base_model_where_the_target_has_it(
+    tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path, sshd: Sshd
+) -> None:
+    project, run_dir, env, remote = ssh_run(tmp_path, tiny_model, llama_release, sshd)
+    try:
+        args = ("export", RUN, "--base", "--quantize", "Q8_0")
+        result = overbrainer(project, env, *args, timeout=300)
+        assert result.returncode == 0, result.stderr
+        job = only_export(run_dir)
+        # The base model's directory is the target's (the run's base_model): never staged.
+        assert f"export: converting {tiny_model} to GGUF (auto)" in (job / "job.log").read_text()
+        assert not (remote / RUN / "exports" / job.name / "output" / "config.json").exists()
+        found = latest_export(run_dir, BASE)
+        assert found is not None and found.file == f"output/gguf/{RUN}-base-Q8_0.gguf"
+        reader = gguf_reader(str(run_dir / found.file))
+        assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == "llama"
+        assert latest_export(run_dir) is None
+        assert left_behind(run_dir) == []
     finally:
         kill_jobs_under(remote)
 
