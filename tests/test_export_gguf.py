@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from overbrainer.export.record import BASE, latest_export
 from overbrainer.training.run_store import RunState, Snapshot
 from tests.container_support import (
     calls,
@@ -27,6 +28,7 @@ from tests.container_support import (
     run_options,
 )
 from tests.export_support import GGUF_PARTS, add_run, gguf_reader
+from tests.hub_model_fake import SHA, hub_model
 from tests.llama_support import LlamaRelease, LlamaTools
 from tests.ports import free_port
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
@@ -318,6 +320,43 @@ def test_a_stopped_run_exports_its_snapshot_with_a_warning(
     assert (run_dir / "output" / "gguf" / f"{RUN}-F16.gguf").is_file()
 
 
+def test_the_base_model_from_the_hub_converts_for_real_beside_the_child(
+    project: Path,
+    tiny_model: Path,
+    llama_release: LlamaRelease,
+    llama_tools: LlamaTools,
+    tmp_path: Path,
+) -> None:
+    """`export --base` of a run whose base_model is a Hub ID: the job downloads it from a
+    loopback Hub (tests/hub_model_fake.py) into HF_HOME and converts it for real."""
+    run_dir = add_run(project, tiny_model, state=RunState.FAILED)
+    config = run_dir / "axolotl.yaml"
+    text = config.read_text().replace(f"base_model: {tiny_model}\n", "base_model: acme/tiny\n")
+    config.write_text(text)
+    hf_home = tmp_path / "hf-home"
+    with hub_model(tmp_path, tiny_model, "acme/tiny") as (url, _):
+        env = env_for(
+            tmp_path, llama_release, HF_ENDPOINT=url, HF_HOME=str(hf_home), HF_HUB_DISABLE_XET="1"
+        )
+        args = ("export", RUN, "--base", "--quantize", "Q8_0")
+        result = overbrainer(project, env, *args, timeout=300)
+    assert result.returncode == 0, result.stderr
+    gguf_path = run_dir / "output" / "gguf" / f"{RUN}-base-Q8_0.gguf"
+    job = only_export(run_dir)
+    assert json.loads((job / "export.json").read_text())["model"] == "base"
+    found = latest_export(run_dir, BASE)
+    assert found is not None and run_dir / found.file == gguf_path
+    assert latest_export(run_dir) is None
+    snapshot = hf_home / "hub" / "models--acme--tiny" / "snapshots" / SHA
+    assert f"export: converting {snapshot} to GGUF (auto)" in (job / "job.log").read_text()
+    reader = gguf_reader(str(gguf_path))
+    assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == "llama"
+    assert "tokenizer.chat_template" in reader.fields
+    assert int(reader.fields["general.file_type"].parts[-1][0]) == 7  # MOSTLY_Q8_0
+    assert left_behind(run_dir) == []
+    _generate(llama_tools, gguf_path)
+
+
 def test_after_training_the_job_exports_and_the_train_flow_delivers_once(
     project: Path, tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path
 ) -> None:
@@ -378,27 +417,36 @@ workdir = "{workdir}"
 """
 
 
+def ssh_run(
+    tmp_path: Path, model: Path, release: LlamaRelease, sshd: Sshd
+) -> tuple[Path, Path, dict[str, str], Path]:
+    """A project whose run of `model` trained on the SSH target `box` (the sshd on loopback,
+    its workdir `<tmp>/remote`): the project, the run's directory, the environment, the workdir."""
+    remote = tmp_path / "remote"
+    project = make_project(tmp_path / "p")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    # The job gets no environment of ours over SSH: its python3 is the venv's.
+    python = venv / "bin" / "python3"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    with open(project / "overbrainer.toml", "a") as toml:
+        toml.write(SSH_TARGET.format(venv=venv, workdir=remote))
+    run_dir = add_run(project, model, target="box", remote_dir=f"{remote}/{RUN}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
+    env |= release.env() | {
+        "OVERBRAINER_TEST_POLL_S": "0.05",
+        "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
+        "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
+    }
+    return project, run_dir, env, remote
+
+
 def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
     tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path, sshd: Sshd
 ) -> None:
-    remote = tmp_path / "remote"
-    project = make_project(tmp_path / "p")
+    project, run_dir, env, remote = ssh_run(tmp_path, tiny_model, llama_release, sshd)
     try:
-        venv = tmp_path / "venv"
-        (venv / "bin").mkdir(parents=True)
-        # The job gets no environment of ours over SSH: its python3 is the venv's.
-        python = venv / "bin" / "python3"
-        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-        python.chmod(0o755)
-        with open(project / "overbrainer.toml", "a") as toml:
-            toml.write(SSH_TARGET.format(venv=venv, workdir=remote))
-        run_dir = add_run(project, tiny_model, target="box", remote_dir=f"{remote}/{RUN}")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERBRAINER_")}
-        env |= llama_release.env() | {
-            "OVERBRAINER_TEST_POLL_S": "0.05",
-            "OVERBRAINER_TARGETS__BOX__HOST": ALIAS,
-            "OVERBRAINER_SSH_CONFIG": str(sshd.client_config),
-        }
         result = overbrainer(project, env, "export", RUN, "--quantize", "Q8_0", timeout=300)
         assert result.returncode == 0, result.stderr
         file = f"{RUN}-Q8_0.gguf"
@@ -417,6 +465,28 @@ def test_an_ssh_export_stages_the_model_uploads_and_brings_the_gguf_back(
         assert not (remote_job / "output").exists()
         assert left_behind(run_dir) == []
         assert (remote / ".cache" / "llama.cpp" / llama_release.tag / "ubuntu-x64").is_dir()
+    finally:
+        kill_jobs_under(remote)
+
+
+def test_an_ssh_base_export_converts_the_base_model_where_the_target_has_it(
+    tiny_model: Path, llama_release: LlamaRelease, tmp_path: Path, sshd: Sshd
+) -> None:
+    project, run_dir, env, remote = ssh_run(tmp_path, tiny_model, llama_release, sshd)
+    try:
+        args = ("export", RUN, "--base", "--quantize", "Q8_0")
+        result = overbrainer(project, env, *args, timeout=300)
+        assert result.returncode == 0, result.stderr
+        job = only_export(run_dir)
+        # The base model's directory is the target's (the run's base_model): never staged.
+        assert f"export: converting {tiny_model} to GGUF (auto)" in (job / "job.log").read_text()
+        assert not (remote / RUN / "exports" / job.name / "output" / "config.json").exists()
+        found = latest_export(run_dir, BASE)
+        assert found is not None and found.file == f"output/gguf/{RUN}-base-Q8_0.gguf"
+        reader = gguf_reader(str(run_dir / found.file))
+        assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == "llama"
+        assert latest_export(run_dir) is None
+        assert left_behind(run_dir) == []
     finally:
         kill_jobs_under(remote)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from overbrainer.model.sizes import format_size
 from overbrainer.net.http_server import Request, Response, serve_http
 from tests.export_support import GGUF_PARTS, RUN_ID, gguf_reader, pod_env, pod_export_project
 from tests.llama_support import LlamaRelease
@@ -137,6 +138,50 @@ async def test_an_export_on_a_new_pod_converts_there_and_delivers_here(
     assert not (remote_job / "output" / "config.json").exists()
     assert not (job / "output").exists() and not (job / "axolotl.yaml").exists()
     assert json.loads((job / "run.json").read_text())["state"] == "succeeded"
+    pod = json.loads((job / "pod.json").read_text())
+    assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
+    assert fake.pods == {}
+
+
+async def test_a_base_export_on_a_new_pod_gets_the_token_and_converts_the_base_model(
+    tmp_path: Path,
+    tiny_model: Path,
+    llama_release: LlamaRelease,
+    pods: tuple[RunpodFake, Path, str],
+) -> None:
+    fake, pods_root, hub_url = pods
+    token, seen = "hf_PodBaseToken0123", tmp_path / "token-seen"
+    env = llama_release.env() | pod_env(fake.url, pods_root)
+    env |= {"OVERBRAINER_HUB__BASE_URL": hub_url, "OVERBRAINER_HF_TOKEN": token}
+    # The pod's python3 notes the token the job got (the Hub download's), then runs.
+    python = f'printf %s "${{HF_TOKEN:-}}" > {seen}; exec {sys.executable} "$@"'
+    project, run_dir, env = pod_export_project(tmp_path, TARGET, tiny_model, python, env)
+    with trio.fail_after(280):
+        done = await trio.run_process(
+            command(project, "export", RUN, "--base", "--quantize", "Q8_0"),
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    (job,) = (run_dir / "exports").iterdir()
+    file = f"output/gguf/{RUN}-base-Q8_0.gguf"
+    assert out.splitlines() == [
+        f"export: the base model's GGUF in runs/{RUN}/{file} (Q8_0, "
+        f"{format_size((run_dir / file).stat().st_size)})"
+    ]
+    assert json.loads((job / "export.json").read_text())["model"] == "base"
+    assert "tokenizer.chat_template" in gguf_reader(str(run_dir / file)).fields
+    # The base model's directory is the pod's own (the run's base_model), never staged.
+    assert f"export: converting {tiny_model} to GGUF (auto)" in (job / "job.log").read_text()
+    remote_job = pods_root / "workspace" / "overbrainer" / job.name
+    assert not (remote_job / "output" / "config.json").exists()
+    assert seen.read_text() == token
+    assert token not in out + err + "".join(
+        p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file()
+    )
     pod = json.loads((job / "pod.json").read_text())
     assert (pod["state"], pod["deleted_by"]) == ("deleted", "client")
     assert fake.pods == {}

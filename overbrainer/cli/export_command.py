@@ -1,4 +1,4 @@
-"""`overbrainer export RUN_ID [--quantize TYPE] [--ollama NAME] [--keep-pod]`."""
+"""`overbrainer export RUN_ID [--base] [--quantize TYPE] [--ollama NAME] [--keep-pod]`."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ from overbrainer.cli.running import run_flow
 @click.option("--quantize", metavar="TYPE", help="GGUF type (default [export] quantize, Q4_K_M).")
 @click.option("--ollama", "ollama_name", metavar="NAME", help="Create this Ollama model.")
 @click.option("--keep-pod", is_flag=True, help="Runpod targets only: keep the pod after.")
+@click.option("--base", is_flag=True, help="Export the run's base model instead (for compare).")
 @json_option
-def export(run_id: str, quantize: str | None, ollama_name: str | None, keep_pod: bool) -> None:
+def export(
+    run_id: str, quantize: str | None, ollama_name: str | None, keep_pod: bool, base: bool
+) -> None:
     """Convert a run's model to GGUF with llama.cpp, with an Ollama Modelfile beside it."""
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.flows.export import export_flow
@@ -31,5 +34,6 @@ def export(run_id: str, quantize: str | None, ollama_name: str | None, keep_pod:
             quantize=quantize,
             ollama_name=ollama_name,
             keep_pod=keep_pod,
+            base=base,
         )
     )

@@ -11,7 +11,9 @@ from pathlib import Path
 import attrs
 import yaml
 
+from overbrainer.config.settings import QUANTIZE_TYPES
 from overbrainer.export.record import (
+    CHILD,
     EXPORT_FILE,
     ExportRecord,
     read_export_record,
@@ -46,11 +48,13 @@ class Delivered:
         return f"runs/{self.run_id}/{GGUF_DIR}"
 
     def line(self) -> str:
-        """`export: GGUF in runs/<run>/output/gguf/<file> (<QUANT>, <size>), Modelfile …`."""
-        return (
-            f"export: GGUF in {self.folder}/{self.name} ({self.record.quantize}, "
-            f"{format_size(self.record.size)}), Modelfile beside it"
-        )
+        """`export: GGUF in runs/<run>/output/gguf/<file> (<QUANT>, <size>), Modelfile …`; the
+        base model's: `export: the base model's GGUF in … (<QUANT>, <size>)`."""
+        size = format_size(self.record.size)
+        facts = f"{self.folder}/{self.name} ({self.record.quantize}, {size})"
+        if self.record.model != CHILD:
+            return f"export: the base model's GGUF in {facts}"
+        return f"export: GGUF in {facts}, Modelfile beside it"
 
 
 def sha256_file(path: Path) -> str:
@@ -89,7 +93,7 @@ def find_gguf(job_dir: Path, name: str) -> Path:
     return path
 
 
-def _record(run_dir: Path, path: Path, quantize: str, tag: str) -> ExportRecord:
+def _record(path: Path, quantize: str, tag: str, model: str = CHILD) -> ExportRecord:
     return ExportRecord(
         quantize=quantize,
         llama_cpp=tag,
@@ -97,13 +101,17 @@ def _record(run_dir: Path, path: Path, quantize: str, tag: str) -> ExportRecord:
         sha256=sha256_file(path),
         size=path.stat().st_size,
         created=rfc3339(),
+        model=model,
     )
 
 
 def _finish(run_id: str, run_dir: Path, record_dir: Path, record: ExportRecord) -> Delivered:
+    """Write the record; the child's Modelfile too (the base's GGUF gets none: the Modelfile
+    beside the GGUFs is the child's)."""
     write_export_record(record_dir / EXPORT_FILE, record)
-    text = modelfile_text(Path(record.file).name, sequence_len(run_dir))
-    write_atomic(run_dir / GGUF_DIR / MODELFILE, text)
+    if record.model == CHILD:
+        text = modelfile_text(Path(record.file).name, sequence_len(run_dir))
+        write_atomic(run_dir / GGUF_DIR / MODELFILE, text)
     return Delivered(run_id, record)
 
 
@@ -124,9 +132,16 @@ def _move(source: Path, target: Path) -> None:
 
 
 def deliver(
-    run_id: str, run_dir: Path, job_dir: Path, name: str, quantize: str, tag: str
+    run_id: str,
+    run_dir: Path,
+    job_dir: Path,
+    name: str,
+    quantize: str,
+    tag: str,
+    model: str = CHILD,
 ) -> Delivered:
-    """Move the job's GGUF into the run's `output/gguf/`, then write export.json and the Modelfile.
+    """Move the job's GGUF into the run's `output/gguf/`, then write export.json (of `model`)
+    and, for the child, the Modelfile.
 
     Blocking: call it in a worker thread.
     """
@@ -135,7 +150,7 @@ def deliver(
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _move(source, target)
-        record = _record(run_dir, target, quantize, tag)
+        record = _record(target, quantize, tag, model)
         return _finish(run_id, run_dir, job_dir, record)
     except OSError as error:
         raise WorkFailed(f"cannot deliver {target}: {error.strerror or error}") from None
@@ -148,10 +163,12 @@ def remove_staged(job_dir: Path) -> None:
 
 
 def newest_gguf(run_dir: Path, run_id: str) -> Path | None:
-    """The newest `<run>-<TYPE>.gguf` by mtime in `output/gguf/` (an in-job export's file)."""
+    """The newest `<run>-<TYPE>.gguf` by mtime in `output/gguf/` (an in-job export's file;
+    never the base model's `<run>-base-<TYPE>.gguf`)."""
     folder = run_dir / GGUF_DIR
+    names = {f"{run_id}-{quantize}.gguf" for quantize in QUANTIZE_TYPES}
     try:
-        found = [p for p in folder.glob(f"{run_id}-*.gguf") if p.is_file()]
+        found = [p for p in folder.glob(f"{run_id}-*.gguf") if p.name in names and p.is_file()]
     except OSError:
         return None
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
@@ -174,4 +191,4 @@ def deliver_in_job(run_id: str, run_dir: Path, tag: str) -> Delivered | None:
     if known is not None and known.file == f"{GGUF_DIR}/{path.name}" and known.size == size:
         return None
     quantize = path.name[len(run_id) + 1 : -len(".gguf")]
-    return _finish(run_id, run_dir, run_dir, _record(run_dir, path, quantize, tag))
+    return _finish(run_id, run_dir, run_dir, _record(path, quantize, tag))

@@ -13,11 +13,12 @@ import trio
 
 from overbrainer.export import ollama
 from overbrainer.export.deliver import GGUF_DIR, MODELFILE, Delivered, deliver
-from overbrainer.export.plan import ExportRequest
+from overbrainer.export.plan import ExportCancelled, ExportRequest
+from overbrainer.export.record import BASE, CHILD, gguf_stem
 from overbrainer.export.start import (
     end_export,
 )
-from overbrainer.model.errors import EXIT_INTERRUPTED, OverbrainerError, WorkFailed
+from overbrainer.model.errors import OverbrainerError, WorkFailed
 from overbrainer.model.job_kind import JobKind as JobType
 from overbrainer.model.job_status import Cancelled, Exited, JobStatus
 from overbrainer.targets import (
@@ -45,12 +46,6 @@ log = logging.getLogger(__name__)
 
 RESULTS = (GGUF_DIR, METRICS_FILE, "job.log")
 PART = ("*.part",)
-
-
-class ExportCancelled(OverbrainerError):
-    """Ctrl-C cancelled the export's job (exit 130)."""
-
-    exit_code = EXIT_INTERRUPTED
 
 
 def last_message(job_dir: Path) -> str | None:
@@ -174,10 +169,12 @@ class ExportFollow:
             raise WorkFailed(f"{subject} failed: {message}")
         run, request = self.run, self.request
         run_dir = self.exports.root.parent
-        name = gguf_name(run.id, request.quantize)
+        which = BASE if request.base else CHILD
+        name = gguf_name(gguf_stem(run.id, which), request.quantize)
+        job_dir, quantize, tag = started.job_dir, request.quantize, resolve_pin().tag
         try:
             delivered = await trio.to_thread.run_sync(
-                deliver, run.id, run_dir, started.job_dir, name, request.quantize, resolve_pin().tag
+                deliver, run.id, run_dir, job_dir, name, quantize, tag, which
             )
         except WorkFailed as error:
             await self._end(machine, started, RunState.FAILED, error.message)
@@ -192,12 +189,15 @@ class ExportResult:
     show them), its Modelfile, and the Ollama model made from it."""
 
     run_id: str
+    model: str
+    """Which model the GGUF holds: `child` (the trained one) or `base` (`--base`)."""
     gguf: Path
     size_bytes: int
     sha256: str
     quantize: str
     llama_cpp: str
-    modelfile: Path
+    modelfile: Path | None
+    """The child's Modelfile; None for the base model's GGUF (it gets none)."""
     ollama_name: str | None
     """The name asked for (`--ollama-name`, `[export] ollama_name`); None when none was."""
     ollama_created: bool
@@ -213,25 +213,28 @@ class Delivery:
 
 
 async def delivery(run_dir: Path, delivered: Delivered, name: str | None) -> Delivery:
-    """The lines and result of a delivered GGUF, running `ollama create` when a name is given."""
+    """The lines and result of a delivered GGUF, running `ollama create` when a name is given
+    (the base model's GGUF: its one line; it has no Modelfile, so `name` is None)."""
     folder = Path(delivered.folder)
+    record = delivered.record
+    child = record.model == CHILD
     lines = [delivered.line()]
     created = None
-    if name is None:
+    if child and name is None:
         lines.append(ollama.hint(delivered.folder, delivered.run_id))
-    else:
+    elif name is not None:
         created = await ollama.create(run_dir / GGUF_DIR, name)
         if created is not None:
             lines.append(created)
-    record = delivered.record
     result = ExportResult(
         run_id=delivered.run_id,
+        model=record.model,
         gguf=folder / delivered.name,
         size_bytes=record.size,
         sha256=record.sha256,
         quantize=record.quantize,
         llama_cpp=record.llama_cpp,
-        modelfile=folder / MODELFILE,
+        modelfile=folder / MODELFILE if child else None,
         ollama_name=name,
         ollama_created=created is not None,
     )

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Sequence
 
 import attrs
 import trio
 
 from overbrainer.export.export_job import (
     Delivery,
-    ExportCancelled,
     ExportFollow,
     delivery_lines,
     has_model,
     last_message,
 )
-from overbrainer.export.plan import ExportPlan, ExportRequest
-from overbrainer.export.record import EXPORTS_DIR
+from overbrainer.export.plan import ExportCancelled, ExportPlan, ExportRequest
+from overbrainer.export.record import BASE, EXPORTS_DIR, gguf_stem
 from overbrainer.export.start import (
     EXPORT_COMMAND,
     NEVER_UPLOADED,
@@ -115,35 +115,45 @@ class ExportJob(ExportFollow):
     async def start(self, machine: Machine, job_id: str) -> Started:
         """Write the script, stage and upload what the machine lacks, start the job; the
         `running` record. A failure is recorded and raised."""
-        exports, run, request, choice = self.exports, self.run, self.request, self._plan().choice
+        exports, run, request, plan = self.exports, self.run, self.request, self._plan()
+        choice, base = plan.choice, plan.choice.which == BASE
         export = await trio.to_thread.run_sync(exports.load, job_id)
         job_dir = exports.dir_of(export.id)
         remote = export.remote_dir
         try:
-            if not machine.here:
+            # The base model is used where the target has it (as its training did), or
+            # downloaded there: never staged from here.
+            if not machine.here and not base:
                 self.staged = not await has_model(machine, run.remote_dir, choice.model)
                 if self.staged:
                     run_dir = exports.root.parent
                     await trio.to_thread.run_sync(stage_model, run_dir, job_dir, choice.model)
             await trio.to_thread.run_sync(write_atomic, job_dir / SCRIPT_FILE, export_script())
-            model = OUTPUT_DIR if self.staged else f"../../{choice.model}"
+            model = choice.model
+            if not base:
+                model = OUTPUT_DIR if self.staged else f"../../{choice.model}"
             config = CONFIG_FILE if self.staged else f"../../{CONFIG_FILE}"
             tools = f"{machine.workdir.rstrip('/')}/{CACHE_DIR}"
             env = export_env(
-                name=run.id, quantize=request.quantize, model=model, config=config, cache=tools
+                name=gguf_stem(run.id, choice.which),
+                quantize=request.quantize,
+                model=model,
+                config=config,
+                cache=tools,
+                base=base,
             )
             env[METRICS_ENV] = f"{remote}/{METRICS_FILE}"
+            secrets = sorted(plan.secrets)
             # Beside the run's directory, a job nested in it; in its own directory on a
             # machine made for it (the model staged there), a job of its own.
             nested = posixpath.dirname(remote.rstrip("/")) == self._exports_root()
             spec = (
-                export_spec(machine, env, run=run, export=export)
+                export_spec(machine, env, run=run, export=export, secrets=secrets)
                 if nested
-                else own_spec(machine, env, export=export, tools=tools)
+                else own_spec(machine, env, export=export, tools=tools, secrets=secrets)
             )
-            plan = machine.plan(spec)
             await machine.stage(job_dir, remote, NEVER_UPLOADED)
-            job = await machine.start(remote, plan, {})
+            job = await machine.start(remote, machine.plan(spec), plan.secrets)
         except (OSError, OverbrainerError) as error:
             message = error.message if isinstance(error, OverbrainerError) else str(error)
             await end_export(exports, export, RunState.FAILED, message, job_dir)
@@ -167,11 +177,16 @@ class ExportJob(ExportFollow):
 
 
 def export_spec(
-    machine: Machine, env: dict[str, str], *, run: RunRecord, export: RunRecord
+    machine: Machine,
+    env: dict[str, str],
+    *,
+    run: RunRecord,
+    export: RunRecord,
+    secrets: Sequence[str] = (),
 ) -> JobSpec:
     """The export job as a nested job of the run: natively in place; in a container that
     mounts the run directory and the tool cache and works in `exports/<export-id>`, so
-    `../../<model>` is the run's model there too."""
+    `../../<model>` is the run's model there too. `secrets`: names passed through to it."""
     nested = NestedJob(
         run_id=run.id,
         run_dir=run.remote_dir,
@@ -181,10 +196,17 @@ def export_spec(
         env=env,
         tools=f"{machine.workdir.rstrip('/')}/{CACHE_DIR}",
     )
-    return nested_spec(machine, nested)
+    return attrs.evolve(nested_spec(machine, nested), secrets=tuple(secrets))
 
 
-def own_spec(machine: Machine, env: dict[str, str], *, export: RunRecord, tools: str) -> JobSpec:
+def own_spec(
+    machine: Machine,
+    env: dict[str, str],
+    *,
+    export: RunRecord,
+    tools: str,
+    secrets: Sequence[str] = (),
+) -> JobSpec:
     """The export job in its own directory R (a machine made for it): `sh export.sh` there."""
     return JobSpec(
         run_id=export.id,
@@ -192,6 +214,7 @@ def own_spec(machine: Machine, env: dict[str, str], *, export: RunRecord, tools:
         cache=f"{machine.workdir.rstrip('/')}/.hf-cache",
         commands=[EXPORT_COMMAND],
         env=env,
+        secrets=tuple(secrets),
         tools=tools,
     )
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.config.settings import QUANTIZE_TYPES
 from overbrainer.model import codec
 from overbrainer.storage import NotJson, load_document, write_atomic
 from overbrainer.training import parse_rfc3339
@@ -16,6 +17,19 @@ CHILD = "child"
 """`ExportRecord.model` of the trained model's GGUF (also what a record without the key holds)."""
 BASE = "base"
 """`ExportRecord.model` of the run's base model's GGUF (`overbrainer export --base`)."""
+
+
+def gguf_stem(run_id: str, model: str = CHILD) -> str:
+    """What an export's GGUF name starts with: `<run>` for the child, `<run>-base` for its base
+    (the file is `<stem>-<QUANT>.gguf`)."""
+    return run_id if model == CHILD else f"{run_id}-{BASE}"
+
+
+def is_base_gguf(run_id: str, name: str) -> bool:
+    """Whether file `name` is one `overbrainer export --base` writes for the run (a push or an
+    in-job delivery must never take it for the child's)."""
+    stem = gguf_stem(run_id, BASE)
+    return any(name == f"{stem}-{quantize}.gguf" for quantize in QUANTIZE_TYPES)
 
 
 @codec.record("export record", style=codec.Style.PRETTY, strict=False, omit=("model",))

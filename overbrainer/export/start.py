@@ -14,6 +14,7 @@ import trio
 
 from overbrainer.export.deliver import remove_staged
 from overbrainer.export.plan import ExportPlan, ExportRequest
+from overbrainer.export.record import CHILD
 from overbrainer.model.train_metric import JobStage
 from overbrainer.targets import (
     POD_LOCAL,
@@ -43,13 +44,14 @@ async def create_export(plan: ExportPlan, request: ExportRequest, remote_root: s
             EXPORT_SLUG, run.target, lambda i: f"{remote_root.rstrip('/')}/{i}"
         )
     )
+    choice = plan.choice
+    subject = (
+        f"runs/{run.id}/{choice.model}"
+        if choice.which == CHILD
+        else f"the base model {choice.model} of run {run.id}"
+    )
     log.info(
-        "export: %s: runs/%s/%s to GGUF %s on target `%s`",
-        export.id,
-        run.id,
-        plan.choice.model,
-        request.quantize,
-        run.target,
+        "export: %s: %s to GGUF %s on target `%s`", export.id, subject, request.quantize, run.target
     )
     return export
 

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from typing import Any
 
 import trio
-import yaml
 
 from overbrainer.export.job import ExportCancelled
-from overbrainer.export.plan import ExportPlan, ExportRequest
+from overbrainer.export.plan import ExportPlan, ExportRequest, base_model_of
+from overbrainer.export.record import CHILD
 from overbrainer.flows.pods import stray_pod_warnings
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets import (
@@ -65,16 +63,6 @@ async def _warn_strays(session: Session) -> None:
         log.warning("%s", warning)
 
 
-def base_model_of(run_dir: Path) -> str | None:
-    """`base_model` of the run's axolotl.yaml, if it names one (blocking)."""
-    try:
-        raw: Any = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return None
-    base = raw.get("base_model") if isinstance(raw, dict) else None
-    return base if isinstance(base, str) else None
-
-
 async def export_floor(session: Session, request: ExportRequest, plan: ExportPlan) -> int | None:
     """The VRAM floor of a machine made for the export, from the run's base model (its disk
     warned about); None elsewhere or without an estimate (Ctrl-C: no export)."""
@@ -83,7 +71,10 @@ async def export_floor(session: Session, request: ExportRequest, plan: ExportPla
         return None
     run_dir = session.runs.dir_of(run.id)
     base = await trio.to_thread.run_sync(base_model_of, run_dir)
-    merge = await trio.Path(run_dir / plan.choice.model / "adapter_config.json").is_file()
+    merge = (
+        plan.choice.which == CHILD
+        and await trio.Path(run_dir / plan.choice.model / "adapter_config.json").is_file()
+    )
     sizing = await interrupt.race(
         lambda: export_sizing(session.settings, target, base, merge, request.quantize, NO_BASE)
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.export.record import is_base_gguf
 from overbrainer.hub.errors import PushRefused
 
 CARD = "README.md"
@@ -29,9 +30,11 @@ def repo_path(relative: str) -> str:
     return "/".join(parts)
 
 
-def _skipped(parts: tuple[str, ...], is_dir: bool) -> bool:
+def _skipped(parts: tuple[str, ...], is_dir: bool, run_id: str = "") -> bool:
     if parts[-1].startswith("."):
         return True
+    if len(parts) == 2 and not is_dir and parts[0] == "gguf" and is_base_gguf(run_id, parts[1]):
+        return True  # the base model's GGUF (`export --base`): not the child's to push
     if len(parts) == 1 and is_dir and parts[0].startswith("checkpoint-"):
         return True
     return len(parts) == 1 and not is_dir and parts[0] == "debug.log"
@@ -41,10 +44,12 @@ def select_files(output: Path) -> list[Selected]:
     """Walk `output` (blocking): the files to push, sorted by repo path.
 
     Hidden entries (any depth), top-level `checkpoint-*` directories, a top-level `debug.log`,
+    the base model's GGUF (`gguf/<run>-base-<TYPE>.gguf`, the run being `output`'s folder),
     symlinks and anything mapping to `README.md` are left out. Two files mapping to one repo
     path, or a name that is not UTF-8, is a PushRefused.
     """
     found: dict[str, Selected] = {}
+    run_id = output.parent.name
     for directory, dirs, files in os.walk(output, followlinks=False):
         base = Path(directory)
         rel_dir = base.relative_to(output).parts
@@ -56,7 +61,7 @@ def select_files(output: Path) -> list[Selected]:
         for name in sorted(files):
             path = base / name
             parts = (*rel_dir, name)
-            if path.is_symlink() or _skipped(parts, is_dir=False):
+            if path.is_symlink() or _skipped(parts, is_dir=False, run_id=run_id):
                 continue
             relative = "/".join(parts)
             try:

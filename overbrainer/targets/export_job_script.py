@@ -14,6 +14,8 @@ NAME_ENV = "OVERBRAINER_EXPORT_NAME"
 QUANTIZE_ENV = "OVERBRAINER_EXPORT_QUANTIZE"
 MODEL_ENV = "OVERBRAINER_EXPORT_MODEL"
 CONFIG_ENV = "OVERBRAINER_EXPORT_CONFIG"
+BASE_ENV = "OVERBRAINER_EXPORT_BASE"
+"""Set to `1` when the model is the run's base model: a directory on the target or a Hub ID."""
 CACHE_ENV = "OVERBRAINER_CACHE"
 CACHE_DIR = ".cache"
 """The target's tool cache under its workdir (the local target's: `runs/.cache`)."""
@@ -32,15 +34,18 @@ def export_env(
     model: str,
     config: str,
     cache: str,
+    base: bool = False,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The variables of an export job: what to export, where the cache is, and the pin."""
+    """The variables of an export job: what to export (`base`: the run's base model, a
+    directory or a Hub ID), where the cache is, and the pin."""
     return {
         NAME_ENV: name,
         QUANTIZE_ENV: quantize,
         MODEL_ENV: model,
         CONFIG_ENV: config,
         CACHE_ENV: cache,
+        **({BASE_ENV: "1"} if base else {}),
         **resolve_pin(environ).job_env(),
     }
 

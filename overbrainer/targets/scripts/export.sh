@@ -1,7 +1,9 @@
 # export.sh: the export job (spec §B.3), run in the job's directory on the target. The shared
 # helpers (llama_cpp.sh) are prepended when the script is written. Environment:
 # OVERBRAINER_EXPORT_NAME, OVERBRAINER_EXPORT_QUANTIZE, OVERBRAINER_EXPORT_MODEL,
-# OVERBRAINER_EXPORT_CONFIG, OVERBRAINER_CACHE and the OVERBRAINER_LLAMA_CPP* pin.
+# OVERBRAINER_EXPORT_CONFIG, OVERBRAINER_CACHE and the OVERBRAINER_LLAMA_CPP* pin;
+# OVERBRAINER_EXPORT_BASE=1 when the model is the run's base model (a directory or a Hub ID),
+# whose download reads HF_TOKEN, HF_HOME and HF_ENDPOINT from the environment like training.
 
 name="$OVERBRAINER_EXPORT_NAME"
 quant="$OVERBRAINER_EXPORT_QUANTIZE"
@@ -22,8 +24,37 @@ trap 'exit 143' TERM INT HUP
 rm -rf "$work" "$target.part"
 mkdir -p "$work" output/gguf "$cache" || fail "cannot create $work, output/gguf or $cache"
 
-# 1. The Hugging Face model to convert: a merged model, an adapter to merge, or a full model.
-if [ -f "$model/merged/config.json" ]; then
+# 1. The Hugging Face model to convert: the run's base model (a directory on the target, or a
+#    Hub ID downloaded into the target's Hugging Face cache), a merged model, an adapter to
+#    merge, or a full model.
+if [ "${OVERBRAINER_EXPORT_BASE:-}" = 1 ]; then
+    if [ -f "$model/config.json" ]; then
+        hf="$model"
+    else
+        found="$(python3 -c 'import importlib.util as u
+print("yes" if u.find_spec("huggingface_hub") else "")')" || fail "python3 cannot run"
+        [ -n "$found" ] || fail "python3 lacks huggingface_hub, which the download of the base model $model needs"
+        say "fetching the base model $model from the Hugging Face Hub (files in its cache are reused)"
+        HF_HUB_DISABLE_PROGRESS_BARS=1 python3 - "$model" "$work/base-model" "$SCRIPT_NAME" <<'PYHUB' || exit 1
+import sys
+
+from huggingface_hub import snapshot_download
+
+repo, out, prefix = sys.argv[1:4]
+# Formats the converter never reads: other runtimes' exports and original checkpoints.
+SKIP = ["*.gguf", "*.onnx", "*.onnx_data", "*.h5", "*.msgpack", "*.ot", "*.tflite", "original/*"]
+try:
+    folder = snapshot_download(repo, ignore_patterns=SKIP)
+except Exception as error:  # noqa: BLE001 (any failure ends the download with one line)
+    why = " ".join(str(error).split()) or type(error).__name__
+    sys.exit(f"{prefix}: cannot download the base model {repo} from the Hugging Face Hub: {why}")
+with open(out, "w", encoding="utf-8") as file:
+    file.write(folder)
+PYHUB
+        hf="$(cat "$work/base-model")" || fail "cannot read $work/base-model"
+        [ -f "$hf/config.json" ] || fail "the base model $model has no config.json"
+    fi
+elif [ -f "$model/merged/config.json" ]; then
     hf="$model/merged"
 elif [ -f "$model/adapter_config.json" ]; then
     python3 - "$config" "$work" "$model" <<'PYMERGE' || fail "cannot write $work/merge.yaml from $config"
