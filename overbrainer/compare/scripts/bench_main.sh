@@ -86,11 +86,14 @@ run_task() {
         endpoint=chat/completions
         chat=--apply_chat_template
     fi
+    # lm-eval runs in tasks/ (the custom task files): a task's `data_files` are relative to it.
+    up= _dir=.
+    [ -d tasks ] && up=../ _dir=tasks
     set -- "$1" "$2" --model "$OVERBRAINER_BENCH_MODEL_TYPE" \
         --model_args "base_url=http://127.0.0.1:$port/v1/$endpoint,model=$1,tokenizer_backend=None,tokenized_requests=False,num_concurrent=1,max_retries=3,max_gen_toks=$OVERBRAINER_BENCH_MAX_TOKENS" \
-        --tasks "$2" --output_path "out/$1/$2" --use_cache "cache/$1"
+        --tasks "$2" --output_path "${up}out/$1/$2" --use_cache "${up}cache/$1"
     [ -n "$chat" ] && set -- "$@" "$chat"
-    [ -d tasks ] && set -- "$@" --include_path tasks
+    [ -d tasks ] && set -- "$@" --include_path .
     [ -n "${OVERBRAINER_BENCH_LIMIT:-}" ] && set -- "$@" --limit "$OVERBRAINER_BENCH_LIMIT"
     [ -n "${OVERBRAINER_BENCH_FEWSHOT:-}" ] && set -- "$@" --num_fewshot "$OVERBRAINER_BENCH_FEWSHOT"
     [ -n "${OVERBRAINER_BENCH_LOG_SAMPLES:-}" ] && set -- "$@" --log_samples
@@ -100,7 +103,7 @@ run_task() {
     printf '== %s: %s\n' "$_task" "$*" >> "$log"
     # $OVERBRAINER_BENCH_LM_EVAL is split into words: a command with its own arguments works.
     # shellcheck disable=SC2086
-    $OVERBRAINER_BENCH_LM_EVAL "$@" >> "$log" 2>&1
+    (cd "$_dir" && exec $OVERBRAINER_BENCH_LM_EVAL "$@") >> "$log" 2>&1
     _rc=$?
     if [ "$_rc" -ne 0 ]; then
         fail "lm_eval exited with code $_rc on task $_task of the $_name model; the last lines of $log:
