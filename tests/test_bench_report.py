@@ -119,6 +119,6 @@ def test_the_report_says_when_nothing_regressed_or_no_base_was_benched() -> None
     assert "No regression beyond the error: on no task is the child below its base" in (
         bench_markdown(both)
     )
-    alone = BenchReport("r", "b", ("child",), ("a",), 1.96, build_rows(both.rows and [], None), ())
+    alone = BenchReport("r", "b", ("child",), ("a",), 1.96, build_rows([], None), ())
     assert "No base model was benched" in bench_markdown(alone)
     assert json.loads(both.to_json())["rows"][0]["verdict"] == WITHIN

@@ -112,8 +112,11 @@ async def test_bench_of_child_and_base_resumes_after_ctrl_c_without_rerunning_th
     document = json.loads(done.stdout)
     assert document["bench"]["rows"] == report["rows"]
     assert document["bench"]["regressions"] == report["regressions"]
-    print(stderr + done.stderr)
-    print(markdown)
+    assert document["bench"]["report_md"] == f"{BENCHES}/{bench_id}/bench.md"
+    assert document["bench"]["report_json"] == f"{BENCHES}/{bench_id}/bench.json"
+    # What docs/bench.md quotes (`pytest -s` shows it).
+    print(stderr + done.stderr, done.stdout, markdown, (folder / "job.log").read_text())
+    print(sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "out/" not in str(p)))
 
 
 async def test_a_failing_lm_eval_fails_the_bench_with_its_last_lines(
@@ -128,11 +131,11 @@ async def test_a_failing_lm_eval_fails_the_bench_with_its_last_lines(
     )
     assert done.code == 1, done.stderr
     folder = _bench_dir(root)
-    lines = done.stderr.splitlines()
-    assert (
+    warning = (
         f"WARN bench: run {RUN_ID} has no GGUF of its base model (`overbrainer export {RUN_ID} "
         "--base` makes one): benching the child alone"
-    ) in lines
+    )
+    assert [line for line in done.stderr.splitlines() if line.endswith(warning)] != []
     error = done.stderr[done.stderr.index("error: ") :]
     assert error.startswith(
         f"error: bench {folder.name} of run {RUN_ID} failed ({BENCHES}/{folder.name}): "

@@ -167,3 +167,34 @@ def bench_markdown(report: BenchReport) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+@attrs.frozen
+class BenchResult:
+    """What `bench` hands its front end (`--json`'s `"bench"`): the report and its files."""
+
+    run: str
+    bench: str
+    models: tuple[str, ...]
+    tasks: tuple[str, ...]
+    z: float
+    rows: tuple[Row, ...]
+    regressions: tuple[str, ...]
+    report_md: str
+    report_json: str
+    """Both relative to the project."""
+
+
+def bench_result(report: BenchReport, report_md: str, report_json: str) -> BenchResult:
+    """The report's figures with the paths of its files."""
+    return BenchResult(
+        report.run,
+        report.bench,
+        report.models,
+        report.tasks,
+        report.z,
+        report.rows,
+        report.regressions,
+        report_md,
+        report_json,
+    )

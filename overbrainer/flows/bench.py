@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from overbrainer.compare.bench_job import (
+    BENCH_JSON,
     BENCH_MD,
     BenchPlan,
     as_compare_setup,
@@ -20,6 +21,7 @@ from overbrainer.compare.bench_job import (
     plan_bench,
     write_bench_report,
 )
+from overbrainer.compare.bench_report import bench_result
 from overbrainer.compare.bench_setup import BenchSetup
 from overbrainer.compare.compare_job import compare_on_machine
 from overbrainer.events.frontend import Frontend
@@ -79,10 +81,10 @@ async def _new_bench(
     )
     models = " and its base" if plan.base is not None else ""
     log.info(
-        "bench: run %s (%s) on %d tasks: the child%s, on target `%s`",
+        "bench: run %s (%s) on %s: the child%s, on target `%s`",
         run.id,
         plan.child.quantize,
-        len(chosen),
+        f"{len(chosen)} task" + ("s" if len(chosen) != 1 else ""),
         models,
         run.target,
     )
@@ -130,4 +132,4 @@ async def bench_flow(
             )
         report = await trio.to_thread.run_sync(write_bench_report, folder, setup)
         front.line(str(shown / BENCH_MD))
-        front.result("bench", report)
+        front.result("bench", bench_result(report, str(shown / BENCH_MD), str(shown / BENCH_JSON)))
