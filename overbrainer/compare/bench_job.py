@@ -189,6 +189,10 @@ def cancelled_bench(runs: Runs, setup: BenchSetup, record: RunRecord) -> Compare
     return CompareInterrupted(resume_line(setup))
 
 
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}" + ("" if number == 1 else "s")
+
+
 def bench_served(runs: Runs, setup: BenchSetup) -> Served:
     """The bench's parameters of the compare-kind job."""
 
@@ -207,7 +211,7 @@ def bench_served(runs: Runs, setup: BenchSetup) -> Served:
         models=tuple((model.gguf, model.gguf_sha256) for model in setup.models[1:]),
         conclude=conclude,
         cancelled=cancelled,
-        what=f"{len(setup.tasks)} tasks × {len(setup.models)} models",
+        what=f"{_count(len(setup.tasks), 'task')} on {_count(len(setup.models), 'model')}",
     )
 
 
