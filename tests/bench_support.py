@@ -50,6 +50,8 @@ WRAPPER = """\
 #!/bin/sh
 # The stand-in lm_eval: log the call, wait while {hold} exists for the base model, run the real one.
 printf '%s\\n' "$*" >> {calls}
+# Over SSH the job does not inherit the test's environment: the data set is local, read offline.
+export HF_DATASETS_OFFLINE=1 HF_HOME={hf_home}
 case "$*" in
     *model=base,*)
         if [ -f {hold} ]; then
@@ -80,10 +82,17 @@ def write_base_export(root: Path) -> None:
     write_export_record(folder / "export.json", record)
 
 
-def make_bench_project(root: Path, lm_eval: str, *, base: bool = True) -> Path:
+def make_bench_project(
+    root: Path,
+    lm_eval: str,
+    *,
+    base: bool = True,
+    target: str = "local",
+    remote_dir: Path | None = None,
+) -> Path:
     """The compare project plus `[bench]`, the task files in `bench_tasks/` and (by default)
-    the base model's GGUF."""
-    make_compare_project(root)
+    the base model's GGUF; `target` and `remote_dir` as `make_compare_project` takes them."""
+    make_compare_project(root, target=target, remote_dir=remote_dir)
     with (root / "overbrainer.toml").open("a", encoding="utf-8") as config:
         config.write(
             f'\n[bench]\ntasks = ["tiny_qa"]\nlm_eval = {json.dumps(lm_eval)}\nmax_tokens = 8\n'
@@ -106,6 +115,7 @@ def write_wrapper(directory: Path, real: Path) -> Path:
             hold=directory / "hold",
             held=directory / "held",
             real=real,
+            hf_home=directory / "hf",
         ),
         encoding="utf-8",
     )

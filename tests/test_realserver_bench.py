@@ -17,6 +17,7 @@ from tests.bench_support import BENCHES, make_bench_project, write_wrapper
 from tests.compare_support import RUN_ID, compare_env
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
+from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
 
 pytestmark = pytest.mark.realserver
 
@@ -145,3 +146,33 @@ async def test_a_failing_lm_eval_fails_the_bench_with_its_last_lines(
     assert "lm_eval: error: no task named tiny_qa here" in error
     assert json.loads((folder / "run.json").read_text())["state"] == "failed"
     print(done.stderr)
+
+
+async def test_a_bench_on_an_ssh_target_uploads_both_ggufs_and_fetches_the_results(
+    sshd: Sshd, tmp_path: Path, llama_release: LlamaRelease, lm_eval_command: Path
+) -> None:
+    workdir = (tmp_path / "remote").resolve()
+    wrapper = write_wrapper(tmp_path, lm_eval_command)
+    root = make_bench_project(
+        tmp_path / "p", str(wrapper), target="box", remote_dir=workdir / RUN_ID
+    )
+    with (root / "overbrainer.toml").open("a", encoding="utf-8") as config:
+        config.write(f'[targets.box]\nkind = "ssh"\nruntime = "native"\nworkdir = "{workdir}"\n')
+    env = _env(llama_release, tmp_path)
+    env["OVERBRAINER_TARGETS__BOX__HOST"] = ALIAS
+    env["OVERBRAINER_SSH_CONFIG"] = str(sshd.client_config)
+    try:
+        done = await overbrainer(root, "bench", url=NO_PROVIDER, env=env, limit=600)
+    finally:
+        kill_jobs_under(workdir)
+    assert done.code == 0, done.stderr
+    folder = _bench_dir(root)
+    remote_bench = workdir / RUN_ID / "benches" / folder.name
+    # Both GGUFs went to the target's run directory; the results came back, verified.
+    for gguf in ("output/gguf/tiny-Q8_0.gguf", "output/gguf/base-Q8_0.gguf"):
+        assert (workdir / RUN_ID / gguf).is_file()
+    for name in ("results/child/tiny_qa.json", "results/base/tiny_qa.json", "job.log"):
+        assert (folder / name).read_bytes() == (remote_bench / name).read_bytes()
+    report = json.loads((folder / "bench.json").read_text())
+    assert report["models"] == ["child", "base"] and len(report["rows"]) == 1
+    assert json.loads((folder / "run.json").read_text())["remote_dir"] == str(remote_bench)
