@@ -11,7 +11,7 @@ import attrs
 
 from overbrainer.compare.bench_report import BenchReport, bench_markdown, build_rows, regressions
 from overbrainer.compare.bench_report import Z as BOUND_Z
-from overbrainer.compare.bench_results import Score, read_scores
+from overbrainer.compare.bench_results import BadResults, Score, read_scores
 from overbrainer.compare.bench_setup import BENCH_SETUP_FILE, BenchModel, BenchSetup
 from overbrainer.compare.job import CompareInterrupted, job_message
 from overbrainer.compare.job_script import BENCH_SCRIPT, bench_script
@@ -234,10 +234,17 @@ def as_compare_setup(setup: BenchSetup) -> CompareSetup:
 
 
 def model_scores(folder: Path, setup: BenchSetup, model: str) -> list[Score]:
-    """A model's scores over the bench's tasks, in their order (blocking)."""
+    """A model's scores over the bench's tasks, in their order (blocking); WorkFailed naming
+    a results file that cannot be read."""
     scores: list[Score] = []
     for task in setup.tasks:
-        scores.extend(read_scores(folder / RESULTS_DIR / model / f"{task}.json"))
+        path = folder / RESULTS_DIR / model / f"{task}.json"
+        try:
+            scores.extend(read_scores(path))
+        except BadResults as error:
+            raise WorkFailed(f"bench {setup.bench}: {error}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise WorkFailed(f"bench {setup.bench}: cannot read {path}: {error}") from None
     return scores
 
 
