@@ -15,6 +15,7 @@ from tests.axolotl_support import axolotl_venv, child_base, demo_dataset  # noqa
 from tests.hub_support import FakeHub, fake_hub
 from tests.litellm_support import litellm_venv_path  # noqa: F401 (shared fixture)
 from tests.llama_support import llama_release, llama_tools  # noqa: F401 (shared fixtures)
+from tests.lm_eval_support import lm_eval_command  # noqa: F401 (shared fixture)
 from tests.sshd_support import Sshd, make_sshd
 from tests.standin_contract import StandinContract
 from tests.timeouts import pytest_collection_modifyitems, pytest_timeout_set_timer  # noqa: F401

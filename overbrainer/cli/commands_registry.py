@@ -4,6 +4,7 @@ from overbrainer.cli.group import cli
 
 COMMAND_MODULES: dict[str, str] = {
     "answers": "overbrainer.cli.stage_commands",
+    "bench": "overbrainer.cli.bench_command",
     "compare": "overbrainer.cli.compare_command",
     "config": "overbrainer.cli.config_command",
     "estimate": "overbrainer.cli.estimate_command",

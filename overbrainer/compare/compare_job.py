@@ -14,20 +14,18 @@ import attrs
 import trio
 
 from overbrainer.compare.job import (
-    ARTIFACTS,
-    COMPARE_COMMAND,
     COMPARES_DIR,
     NEVER_UPLOADED,
     START_BOUND,
     UPLOAD_DIR,
     CompareInterrupted,
     cancelled,
-    compares_of,
     conclude,
     failed_to_start,
     job_env,
     local_tools_cache,
 )
+from overbrainer.compare.served import Served
 from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.settings import Settings, reconnect_secs
 from overbrainer.events.bus import EventBus
@@ -82,18 +80,24 @@ def model_path(machine: Machine, run_dir: str, file: str) -> str:
 
 
 def compare_job(
-    machine: Machine, env: dict[str, str], setup: CompareSetup, run_dir: str
+    machine: Machine,
+    env: dict[str, str],
+    setup: CompareSetup,
+    run_dir: str,
+    served: Served | None = None,
 ) -> JobPlan:
     """The compare job as a nested job of the run (an export's way): natively in its
     directory, or in the target's container, which mounts the run directory and the tool
     cache (`OVERBRAINER_CACHE`) and works in `compares/<compare-id>`; llama-server and the
-    client both run in it, so the server's port stays inside."""
+    client both run in it, so the server's port stays inside. `served`: a bench's folder and
+    script instead."""
+    served = served or Served()
     nested = NestedJob(
         run_id=setup.run,
         run_dir=run_dir,
         job_id=setup.compare,
-        folder=f"{COMPARES_DIR}/{setup.compare}",
-        command=COMPARE_COMMAND,
+        folder=f"{served.folder}/{setup.compare}",
+        command=served.command,
         env=env,
         tools=env["OVERBRAINER_CACHE"],
     )
@@ -159,6 +163,8 @@ class CompareJob:
     type: JobType | None = JobType.COMPARE
     on_interrupt: Interruption = Interruption.CANCEL
     sampled: bool = False
+    served: Served = attrs.field(factory=Served)
+    """A bench's parameters (its folder, script, variables, end); the compare's by default."""
 
     @property
     def end_fails(self) -> bool:
@@ -171,8 +177,8 @@ class CompareJob:
 
     @property
     def compares(self) -> Runs:
-        """The run's compares."""
-        return compares_of(self.runs.dir_of(self.setup.run))
+        """The run's compares (its benches for a bench)."""
+        return Runs(self.runs.dir_of(self.setup.run) / self.served.folder)
 
     @property
     def needs(self) -> JobNeeds:
@@ -194,7 +200,8 @@ class CompareJob:
 
     def interrupted_before(self) -> OverbrainerError:
         """Ctrl-C before the compare's job started."""
-        return CompareInterrupted(f"interrupted: compare {self.setup.compare} did not start")
+        word = self.served.word
+        return CompareInterrupted(f"interrupted: {word} {self.setup.compare} did not start")
 
     async def create(self, workdir: str, claim: Claim | None) -> str:
         """The record exists already (made with the compare's setup): its ID."""
@@ -213,12 +220,15 @@ class CompareJob:
         compares = self.compares
         record = await trio.to_thread.run_sync(compares.load, setup.compare)
         folder = compares.dir_of(setup.compare)
-        remote_run = record.remote_dir.rsplit(f"/{COMPARES_DIR}/", 1)[0]
+        remote_run = record.remote_dir.rsplit(f"/{self.served.folder}/", 1)[0]
         run_dir = str(runs.dir_of(setup.run).resolve()) if machine.here else remote_run
         try:
             await place_model(machine, runs.dir_of(setup.run), remote_run, setup, folder)
+            for file, sha256 in self.served.models:
+                other = attrs.evolve(setup, gguf=file, gguf_sha256=sha256)
+                await place_model(machine, runs.dir_of(setup.run), remote_run, other, folder)
         except (OSError, OverbrainerError) as error:
-            raise await failed_to_start(runs, setup, error) from None
+            raise await self._failed_to_start(error) from None
         root = str(folder.resolve()) if machine.here else record.remote_dir
         env = job_env(
             self.settings.compare,
@@ -229,18 +239,19 @@ class CompareJob:
             cache=tools_cache(machine, os.environ),
             environ=os.environ,
         )
-        plan = compare_job(machine, env, setup, run_dir)
+        env.update(self.served.extra_env(lambda file: model_path(machine, run_dir, file)))
+        plan = compare_job(machine, env, setup, run_dir, self.served)
         try:
             await machine.stage(folder, root, NEVER_UPLOADED)
             job = await machine.start(root, plan, {})
         except (OSError, OverbrainerError) as error:
-            raise await failed_to_start(runs, setup, error) from None
+            raise await self._failed_to_start(error) from None
         box = None if job.container is None else Container(job.container[0].value, job.container[1])
         running = attrs.evolve(
             record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, box)
         )
         await trio.to_thread.run_sync(compares.save, running)
-        return Started(running, folder, job, f"compare {setup.compare}")
+        return Started(running, folder, job, f"{self.served.word} {setup.compare}")
 
     async def _start_with_model(self, machine: Machine) -> Started:
         """On a machine without the run (a pod): upload the compare directory with the GGUF
@@ -253,6 +264,12 @@ class CompareJob:
         staged = str(folder / MODEL_FILE)
         source = str(self.runs.dir_of(setup.run) / setup.gguf)
         await trio.to_thread.run_sync(_link_model, source, staged)
+        # A bench's further GGUFs go in beside it under their own names.
+        extra = {file: str(folder / os.path.basename(file)) for file, _ in self.served.models}
+        for file, link in extra.items():
+            await trio.to_thread.run_sync(
+                _link_model, str(self.runs.dir_of(setup.run) / file), link
+            )
         env = job_env(
             self.settings.compare,
             resolve_pin(),
@@ -263,26 +280,39 @@ class CompareJob:
             environ=os.environ,
         )
         env[DISCARD_ENV] = "1"
-        spec = JobSpec(setup.compare, root, "", [COMPARE_COMMAND], env)
+        env.update(self.served.extra_env(os.path.basename))
+        spec = JobSpec(setup.compare, root, "", [self.served.command], env)
         try:
             await machine.stage(folder, root, NEVER_UPLOADED)
             job = await machine.start(root, machine.plan(spec), {})
         except (OSError, OverbrainerError) as error:
-            raise await failed_to_start(self.runs, setup, error) from None
+            raise await self._failed_to_start(error) from None
         finally:
             await trio.to_thread.run_sync(_unlink, staged)
+            for link in extra.values():
+                await trio.to_thread.run_sync(_unlink, link)
         running = attrs.evolve(
             record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, None)
         )
         await trio.to_thread.run_sync(compares.save, running)
-        return Started(running, folder, job, f"compare {setup.compare}")
+        return Started(running, folder, job, f"{self.served.word} {setup.compare}")
+
+    async def _failed_to_start(self, error: OSError | OverbrainerError) -> WorkFailed:
+        """Record the job failed before it started; the error to raise."""
+        if self.served.folder == COMPARES_DIR:
+            return await failed_to_start(self.runs, self.setup, error)
+        message = error.message if isinstance(error, OverbrainerError) else str(error)
+        await record_failed(self.compares, self.setup.compare, message)
+        return WorkFailed(f"{self.served.word} {self.setup.compare} failed to start: {message}")
 
     async def not_started(self, job_id: str) -> OverbrainerError:
         """The start ran past its bound (the record stays as it was)."""
-        return WorkFailed(f"compare {job_id} failed: the job did not start in time")
+        return WorkFailed(f"{self.served.word} {job_id} failed: the job did not start in time")
 
     async def interrupted(self, machine: Machine, started: Started) -> OverbrainerError:
         """Record the compare cancelled; the error Ctrl-C ends the command with."""
+        if self.served.cancelled is not None:
+            return await trio.to_thread.run_sync(self.served.cancelled, started.record)
         return await trio.to_thread.run_sync(cancelled, self.runs, self.setup, started.record)
 
     async def fetch(self, machine: Machine, started: Started, status: JobStatus) -> str | None:
@@ -290,7 +320,7 @@ class CompareJob:
         if machine.here:
             return None
         followed = machine.followed(started.job)
-        present = tuple([name for name in ARTIFACTS if await followed.exists(name)])
+        present = tuple([name for name in self.served.artifacts if await followed.exists(name)])
         if present:
             await machine.fetch(started.job, started.job_dir, present)
         return None
@@ -304,6 +334,9 @@ class CompareJob:
         problem: str | None,
     ) -> None:
         """Record how the job ended; WorkFailed with the spec's message when it failed."""
+        if self.served.conclude is not None:
+            await trio.to_thread.run_sync(self.served.conclude, started.record, status)
+            return
         await trio.to_thread.run_sync(conclude, self.runs, self.setup, started.record, status)
 
 
@@ -316,17 +349,23 @@ async def compare_on_machine(
     interrupt: Interrupt,
     *,
     keep: bool = False,
+    served: Served | None = None,
 ) -> None:
-    """Start the compare job on the run's target's machine, follow it, record how it ended."""
-    compares = compares_of(runs.dir_of(setup.run))
+    """Start the compare job on the run's target's machine, follow it, record how it ended.
+    `served`: a bench's parameters instead of the compare's."""
+    served = served or Served()
+    compares = Runs(runs.dir_of(setup.run) / served.folder)
     record = await trio.to_thread.run_sync(compares.load, setup.compare)
     target = settings.targets.get(record.target)
     assert target is not None
     size = (await trio.Path(runs.dir_of(setup.run) / setup.gguf).stat()).st_size
-    job = CompareJob(settings, runs, setup, context, record.target, keep=keep, model_bytes=size)
+    job = CompareJob(
+        settings, runs, setup, context, record.target, keep=keep, model_bytes=size, served=served
+    )
+    what = served.what or f"{len(setup.questions)} questions"
 
     def priced(words: str) -> None:
-        log.info("compare: %d questions on %s", len(setup.questions), words)
+        log.info("%s: %s on %s", served.word, what, words)
 
     opening = JobOpening(
         target_name=record.target,

@@ -135,17 +135,18 @@ NEVER_UPLOADED = ("run.json", *POD_LOCAL)
 """What the upload of a compare directory leaves out (keys and the pod record stay here)."""
 
 
-def job_message(folder: Path) -> str | None:
-    """The job's own failure line from `job.log` (the last `compare: ` line and what follows)."""
+def job_message(folder: Path, word: str = "compare") -> str | None:
+    """The job's own failure line from `job.log` (the last `compare: ` line and what follows;
+    `bench: ` for a bench)."""
     try:
         lines = (folder / "job.log").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     for index in range(len(lines) - 1, -1, -1):
-        if lines[index].startswith("compare: ") and not lines[index].startswith(
-            "compare: warning: "
+        if lines[index].startswith(f"{word}: ") and not lines[index].startswith(
+            f"{word}: warning: "
         ):
-            text = "\n".join(lines[index:]).removeprefix("compare: ")
+            text = "\n".join(lines[index:]).removeprefix(f"{word}: ")
             return text.rstrip()
     return None
 

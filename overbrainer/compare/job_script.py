@@ -8,6 +8,7 @@ from overbrainer.targets import helpers_script
 
 SCRIPT = "compare.sh"
 CLIENT = "compare_client.py"
+BENCH_SCRIPT = "bench.sh"
 
 
 def _text(name: str) -> str:
@@ -27,7 +28,22 @@ def compare_script() -> str:
             "SCRIPT_NAME=compare",
             helpers_script(),
             pick_build_script(),
+            _text("fetch_server.sh"),
             _text("compare_main.sh"),
+        ]
+    )
+
+
+def bench_script() -> str:
+    """`bench.sh`: the same helpers and llama-server fetch, then lm-eval against each model."""
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            "SCRIPT_NAME=bench",
+            helpers_script(),
+            pick_build_script(),
+            _text("fetch_server.sh"),
+            _text("bench_main.sh"),
         ]
     )
 

@@ -153,6 +153,32 @@ def _compare(cfg: s.Settings) -> list[str]:
     return out
 
 
+BENCH_TASK = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}")
+
+
+def _bench(cfg: s.Settings) -> list[str]:
+    b = cfg.bench
+    out = []
+    if not all(BENCH_TASK.fullmatch(task) for task in b.tasks):
+        out.append("bench.tasks: each must be an lm-eval task name (letters, digits, _ . : -)")
+    if len(set(b.tasks)) != len(b.tasks):
+        out.append("bench.tasks: names a task twice")
+    parts = b.include_path.replace("\\", "/").split("/")
+    if not b.include_path or b.include_path.startswith("/") or ".." in parts:
+        out.append("bench.include_path: must be a folder inside the project, such as bench_tasks")
+    if b.limit is not None and b.limit < 1:
+        out.append("bench.limit: must be at least 1")
+    if b.num_fewshot is not None and not 0 <= b.num_fewshot <= 64:
+        out.append("bench.num_fewshot: must be in [0, 64]")
+    if not b.lm_eval.strip() or "\n" in b.lm_eval:
+        out.append("bench.lm_eval: must be a command, such as lm_eval")
+    if b.model not in s.BENCH_MODELS:
+        out.append(f"bench.model: must be one of {', '.join(s.BENCH_MODELS)}")
+    if b.max_tokens < 1:
+        out.append("bench.max_tokens: must be at least 1")
+    return out
+
+
 def _quality(cfg: s.Settings) -> list[str]:
     q = cfg.quality
     out = []
@@ -219,6 +245,7 @@ def check_sections(cfg: s.Settings) -> list[str]:
         + _targets(cfg)
         + _export(cfg)
         + _compare(cfg)
+        + _bench(cfg)
         + _quality(cfg)
         + _hub(cfg)
         + _endpoints(cfg)

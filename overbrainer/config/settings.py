@@ -344,6 +344,29 @@ class Compare:
     """Ours: judge each question in both orders; count a verdict only when both agree."""
 
 
+BENCH_MODELS = ("local-completions", "local-chat-completions")
+"""The lm-evaluation-harness models that talk to llama-server's OpenAI-compatible API."""
+
+
+@attrs.frozen
+class Bench:
+    """`[bench]` (ours): lm-evaluation-harness tasks run against the served child and its base.
+
+    `tasks` are lm-eval task names (built in, or defined by the YAML files in `include_path`, a
+    project folder sent with the job); `limit` caps the samples per task; `lm_eval` is the
+    command on the target; `model` the lm-eval model type; `max_tokens` the generation cap.
+    """
+
+    tasks: tuple[str, ...] = ()
+    include_path: str = "bench_tasks"
+    limit: int | None = None
+    num_fewshot: int | None = None
+    lm_eval: str = "lm_eval"
+    model: str = "local-completions"
+    max_tokens: int = 256
+    log_samples: bool = True
+
+
 @attrs.frozen
 class Quality:
     """`[quality]` (ours): the judge that scores stored answers, and the split's decontamination.
@@ -381,6 +404,7 @@ class Settings:
     hub: Hub = Hub()
     metrics: Metrics = Metrics()
     compare: Compare = Compare()
+    bench: Bench = Bench()
     quality: Quality = Quality()
     hf_token: Secret | None = None
     log: str | None = None

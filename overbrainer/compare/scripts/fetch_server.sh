@@ -1,0 +1,30 @@
+# fetch_server: the pinned llama-server of the build pick_build chose, fetched into the cache once
+# (SHA-256 checked while streaming); sets `cache` (its folder) and exports LD_LIBRARY_PATH.
+# Shared by compare.sh and bench.sh (POSIX sh).
+
+fetch_server() {
+    cache=$OVERBRAINER_CACHE/llama.cpp/$TAG/$ASSET
+    url=$OVERBRAINER_LLAMA_CPP_URL
+    url=${url%/}
+    if [ ! -x "$cache/llama-server" ]; then
+        mkdir -p "$OVERBRAINER_CACHE/llama.cpp/$TAG" || fail "cannot create $OVERBRAINER_CACHE/llama.cpp/$TAG"
+        archive=$OVERBRAINER_CACHE/llama.cpp/$TAG/llama-$TAG-bin-$ASSET.tar.gz
+        say "fetching llama-server of llama.cpp $TAG ($ASSET)"
+        fetch "$url/releases/download/$TAG/llama-$TAG-bin-$ASSET.tar.gz" "$DIGEST" "$archive"
+        unpack "$archive" "llama-$TAG" "$cache"
+        rm -f "$archive"
+    fi
+    libs=$cache
+    if [ -n "$CUDART" ]; then
+        cudart=$OVERBRAINER_CACHE/llama.cpp/$TAG/$CUDART
+        if [ ! -e "$cudart/libcudart.so.13" ]; then
+            archive=$cudart.tar.gz
+            fetch "$url/releases/download/$TAG/$CUDART.tar.gz" "$CUDART_DIGEST" "$archive"
+            unpack "$archive" "llama-$TAG" "$cudart"
+            rm -f "$archive"
+        fi
+        libs=$cudart:$cache
+    fi
+    LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+}
