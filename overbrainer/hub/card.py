@@ -17,7 +17,7 @@ import jinja2
 import yaml
 
 from overbrainer.config.settings import Settings
-from overbrainer.hub.compare_summary import latest_compare_summary
+from overbrainer.hub.compare_summary import latest_base_summary, latest_compare_summary
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets import load_pod_record
 from overbrainer.training import local_summary, template_warning
@@ -286,6 +286,23 @@ def _compare(summary: dict[str, Any] | None) -> str:
     return text.strip()
 
 
+def _compare_base(summary: dict[str, Any] | None) -> str:
+    """The sentence of the child against its base model (`compare --base`); "" without one."""
+    if summary is None:
+        return ""
+    rate, questions = summary.get("win_or_tie"), summary.get("questions")
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return ""
+    low, high = summary.get("win_or_tie_low"), summary.get("win_or_tie_high")
+    of = f" of {questions} questions" if isinstance(questions, int) else ""
+    interval = (
+        f" (95% interval {low * 100:.0f}% to {high * 100:.0f}%)"
+        if isinstance(low, int | float) and isinstance(high, int | float)
+        else ""
+    )
+    return f"Against its base model, the child won or tied {rate * 100:.0f}%{of}{interval}."
+
+
 def render_card(inputs: CardInputs) -> str:
     """The card's text (blocking: reads the run's files)."""
     settings, run_dir = inputs.settings, inputs.run_dir
@@ -374,7 +391,14 @@ def render_card(inputs: CardInputs) -> str:
         kept=kept,
         rows=rows,
         topics=[(cell(t.name), cell(t.description or "")) for t in settings.topics],
-        compare=_compare(latest_compare_summary(run_dir)),
+        compare=" ".join(
+            part
+            for part in (
+                _compare(latest_compare_summary(run_dir)),
+                _compare_base(latest_base_summary(run_dir)),
+            )
+            if part
+        ),
         runpod=runpod_line(run_dir),
         fence=_fence(text),
         reproduce=text,
