@@ -148,7 +148,9 @@ def add_base_export(root: Path, seed: int = 7) -> Path:
         "2026-10-07T10:05:00Z",
         model=BASE,
     )
-    write_export_record(run_dir / "exports" / "export_20261007-100500" / "export.json", record)
+    folder = run_dir / "exports" / "export_20261007-100500"
+    folder.mkdir(parents=True)
+    write_export_record(folder / "export.json", record)
     return gguf
 
 
