@@ -66,7 +66,6 @@ def _expected(number: int) -> str:
     return "win" if said_a == child_first(f"q{number}", 42) else "loss"
 
 
-@pytest.mark.quick  # the three-way compare's end-to-end path
 async def test_compare_with_the_base_judges_the_child_against_both(
     tmp_path: Path, llama_release: LlamaRelease
 ) -> None:
@@ -209,6 +208,31 @@ async def test_no_base_overrides_include_base(tmp_path: Path, llama_release: Lla
     assert json.loads((folder / "compare.json").read_text())["base"] is None
     assert "base" not in (folder / "compare.md").read_text().replace("Base model", "")
     assert "base_gguf" not in json.loads((folder / "setup.json").read_text())
+
+
+async def test_a_bad_base_gguf_fails_the_compare_with_the_base_server_log(
+    tmp_path: Path, llama_release: LlamaRelease
+) -> None:
+    root = make_compare_project(tmp_path / "p", questions=1)
+    add_base_export(root).write_bytes(b"GGUF" + b"\x00" * 64)
+    async with open_stub(scripted_judge) as stub:
+        result = await overbrainer(
+            root, "compare", "--base", url=stub.url,
+            env=compare_env(llama_release, tmp_path / "c"), limit=240,
+        )  # fmt: skip
+        assert _judged(stub.requests) == []
+    assert result.code == 1, result.stderr
+    folder = _compare_dir(root)
+    assert (
+        f"error: compare {folder.name} of run {RUN_ID} failed: the base model's llama-server "
+        "exited before it was ready:" in result.stderr
+    )
+    assert result.stderr.rstrip().endswith(
+        f"its server log is {COMPARES}/{folder.name}/base_server.log"
+    )
+    # The child had answered: its answers stay, the compare is recorded failed.
+    assert _ids(folder / "child_answers.jsonl") == ["q0"]
+    assert json.loads((folder / "run.json").read_text())["state"] == "failed"
 
 
 @pytest.mark.sigint

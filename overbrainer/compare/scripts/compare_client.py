@@ -25,8 +25,9 @@ from typing import Any
 
 PREFIX = "compare"
 REQUEST_TIMEOUT = 600
-SERVER_LOG = ["server.log"]
-"""The server log whose tail a failure shows (`--server-log`)."""
+SERVER = {"log": "server.log", "name": "llama-server"}
+"""The server log whose tail a failure shows (`--server-log`), and how a failure names the
+server (the base model's is named so)."""
 
 
 def fail(message: str) -> None:
@@ -41,10 +42,10 @@ def say(message: str) -> None:
 
 def log_tail(lines: int = 20) -> str:
     try:
-        with open(SERVER_LOG[0], encoding="utf-8", errors="replace") as log:
+        with open(SERVER["log"], encoding="utf-8", errors="replace") as log:
             return "\n" + "\n".join(log.read().splitlines()[-lines:])
     except OSError:
-        return f"\n(no {SERVER_LOG[0]})"
+        return f"\n(no {SERVER['log']})"
 
 
 def exited(pid: int) -> bool:
@@ -140,7 +141,7 @@ def wait_ready(port: int, pid: int, seconds: int) -> None:
     deadline = time.monotonic() + seconds
     while True:
         if exited(pid):
-            fail("llama-server exited before it was ready:" + log_tail())
+            fail(f"{SERVER['name']} exited before it was ready:" + log_tail())
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as reply:
                 if reply.status == 200:
@@ -148,7 +149,7 @@ def wait_ready(port: int, pid: int, seconds: int) -> None:
         except (urllib.error.URLError, OSError, ValueError):
             pass
         if time.monotonic() >= deadline:
-            fail(f"llama-server was not ready after {seconds} s:" + log_tail())
+            fail(f"{SERVER['name']} was not ready after {seconds} s:" + log_tail())
         time.sleep(0.5)
 
 
@@ -227,7 +228,7 @@ def ask_or_error(
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             if exited(pid):
-                fail("llama-server exited while answering:" + log_tail())
+                fail(f"{SERVER['name']} exited while answering:" + log_tail())
             time.sleep(0.1)
         return {"id": question["id"], "error": str(error)}
     return {"id": question["id"], **line}
@@ -293,8 +294,10 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=1)
     parser.add_argument("--index", type=int, default=0)
     args = parser.parse_args()
-    SERVER_LOG[0] = args.server_log
     child = args.role == "child"
+    SERVER["log"] = args.server_log
+    if not child:
+        SERVER["name"] = "the base model's llama-server"
     args.max_tokens = int(os.environ.get("OVERBRAINER_COMPARE_MAX_TOKENS", "4096"))
     args.temperature = float(os.environ.get("OVERBRAINER_COMPARE_TEMPERATURE", "0"))
     start_secs = int(os.environ.get("OVERBRAINER_COMPARE_START_SECS", "300"))

@@ -39,7 +39,10 @@ def confirm_lines(plan: ComparePlan, settings: Settings, quote: str | None) -> t
     lines.append(f"{len(plan.questions)} questions of data/eval.jsonl, on target `{run.target}`")
     if quote is not None:
         lines.append(quote)
-    lines.append(JUDGE_TWICE if settings.compare.judge_both_orders else JUDGE_ONCE)
+    judge = JUDGE_TWICE if settings.compare.judge_both_orders else JUDGE_ONCE
+    if plan.base is not None:
+        judge += ", against the parent and again against the base"
+    lines.append(judge)
     lines.append("y compares, n or Esc does not")
     return tuple(lines)
 
