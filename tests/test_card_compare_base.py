@@ -31,15 +31,16 @@ def test_the_card_adds_the_child_against_its_base(tmp_path: Path, hub: FakeHub) 
         run_dir,
         "compare_20261203-130000",
         "2026-12-03T13:00:00Z",
-        (Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.LOSS),
-        base=(Verdict.WIN, Verdict.WIN, Verdict.TIE, Verdict.LOSS),
+        (Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.LOSS, Verdict.LOSS),
+        base=(Verdict.WIN, Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.UNPARSED),
     )
     card = _card(root, run_dir, env)
+    # The base's rate is over its 4 counted verdicts: the unparsed one is said apart.
     assert (
-        "The child won or tied 50% of 4 judged questions against the parent. "
+        "The child won or tied 40% of 5 judged questions against the parent. "
         "Median latency 1.00 s. "
-        "Against its base model, the child won or tied 75% of 4 questions "
-        "(95% interval 30% to 95%).\n" in card
+        "Against its base model, the child won or tied 75% of 4 counted verdicts "
+        "(95% interval 30% to 95%; 1 more not counted).\n" in card
     )
 
     # A newer compare without the base: the card speaks of that one alone.

@@ -286,21 +286,32 @@ def _compare(summary: dict[str, Any] | None) -> str:
     return text.strip()
 
 
+def _count(summary: dict[str, Any], key: str) -> int:
+    value = summary.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _compare_base(summary: dict[str, Any] | None) -> str:
-    """The sentence of the child against its base model (`compare --base`); "" without one."""
+    """The sentence of the child against its base model (`compare --base`); "" without one.
+    The rate is over the counted verdicts: unparsed and position-inconsistent ones are not."""
     if summary is None:
         return ""
-    rate, questions = summary.get("win_or_tie"), summary.get("questions")
+    rate = summary.get("win_or_tie")
     if not isinstance(rate, int | float) or isinstance(rate, bool):
         return ""
+    unparsed, inconsistent = _count(summary, "unparsed"), _count(summary, "inconsistent")
+    counted = _count(summary, "questions") - unparsed - inconsistent
     low, high = summary.get("win_or_tie_low"), summary.get("win_or_tie_high")
-    of = f" of {questions} questions" if isinstance(questions, int) else ""
-    interval = (
-        f" (95% interval {low * 100:.0f}% to {high * 100:.0f}%)"
-        if isinstance(low, int | float) and isinstance(high, int | float)
-        else ""
+    notes = []
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        notes.append(f"95% interval {low * 100:.0f}% to {high * 100:.0f}%")
+    if unparsed + inconsistent:
+        notes.append(f"{unparsed + inconsistent} more not counted")
+    aside = f" ({'; '.join(notes)})" if notes else ""
+    return (
+        f"Against its base model, the child won or tied {rate * 100:.0f}% of {counted} "
+        f"counted verdicts{aside}."
     )
-    return f"Against its base model, the child won or tied {rate * 100:.0f}%{of}{interval}."
 
 
 def render_card(inputs: CardInputs) -> str:
