@@ -11,7 +11,7 @@
 # lock, with a VERSION file written last: its presence means "complete".
 set -euo pipefail
 
-lm_eval="${OVERBRAINER_LM_EVAL_VERSION:-0.4.13}"
+lm_eval="${OVERBRAINER_TEST_LM_EVAL_VERSION:-0.4.13}"
 cache_root="${OVERBRAINER_TOOLS_CACHE:-$HOME/.cache/overbrainer/ci-tools}"
 dest="$cache_root/lm-eval-$lm_eval"
 

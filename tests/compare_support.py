@@ -12,7 +12,7 @@ from pathlib import Path
 from overbrainer.compare.job import ANSWERS_FILE, compares_of, create_compare
 from overbrainer.compare.plan import plan_compare
 from overbrainer.devtools.stub_script import Json, Recorded, Reply
-from overbrainer.export.record import ExportRecord, write_export_record
+from overbrainer.export.record import BASE, ExportRecord, write_export_record
 from overbrainer.targets.llama_cpp import resolve_pin
 from overbrainer.training.run_store import RunRecord, Runs, RunState
 from tests.gguf_support import write_tiny_llama
@@ -20,6 +20,7 @@ from tests.llama_support import LlamaRelease, served_directory, sha256_of
 
 RUN_ID = "demo_20261007-092758"
 GGUF = "output/gguf/tiny-Q8_0.gguf"
+BASE_GGUF = "output/gguf/tiny-base-Q8_0.gguf"
 QUESTIONS = 5
 
 CONFIG = """\
@@ -130,6 +131,33 @@ def make_compare_project(
         )
     (data / "eval.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+def add_base_export(root: Path, seed: int = 7) -> Path:
+    """Give `root`'s run a GGUF of its base model (another tiny random Llama) and the export
+    record `overbrainer export RUN --base` writes for it; the GGUF's path."""
+    run_dir = root / "runs" / RUN_ID
+    gguf = run_dir / BASE_GGUF
+    write_tiny_llama(gguf, seed=seed)
+    record = ExportRecord(
+        "Q8_0",
+        "b0test",
+        BASE_GGUF,
+        sha256_of(gguf),
+        gguf.stat().st_size,
+        "2026-10-07T10:05:00Z",
+        model=BASE,
+    )
+    folder = run_dir / "exports" / "export_20261007-100500"
+    folder.mkdir(parents=True)
+    write_export_record(folder / "export.json", record)
+    return gguf
+
+
+def is_base_request(request: Recorded) -> bool:
+    """Whether a judge request is of the child against the base (the parent's answer is not in
+    it)."""
+    return "Parent answer" not in (request.prompt or "")
 
 
 def compare_env(

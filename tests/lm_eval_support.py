@@ -1,4 +1,4 @@
-"""The real lm-evaluation-harness for `overbrainer bench`'s tests: `OVERBRAINER_LM_EVAL` (what
+"""The real lm-evaluation-harness for `overbrainer bench`'s tests: `OVERBRAINER_TEST_LM_EVAL` (what
 `.ci/run` exports), else the cached venv `.ci/lm-eval-venv.sh` makes (once, a few minutes).
 Missing under CI=true: the test fails (tests/real_parts.py)."""
 
@@ -18,10 +18,10 @@ VENV_SCRIPT = REPO_ROOT / ".ci" / "lm-eval-venv.sh"
 
 def lm_eval_path() -> Path:
     """The `lm_eval` command of the real lm-evaluation-harness."""
-    given = os.environ.get("OVERBRAINER_LM_EVAL")
+    given = os.environ.get("OVERBRAINER_TEST_LM_EVAL")
     if given:
         if not os.access(given, os.X_OK):
-            missing(f"OVERBRAINER_LM_EVAL={given} is not an executable file")
+            missing(f"OVERBRAINER_TEST_LM_EVAL={given} is not an executable file")
         return Path(given)
     done = subprocess.run(["bash", str(VENV_SCRIPT)], capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from overbrainer.compare.answers import ChildAnswer
+from overbrainer.compare.base_report import BaseReport
 from overbrainer.compare.questions import eval_questions
 from overbrainer.compare.report import Report, report_json
 from overbrainer.compare.setup import CompareSetup
@@ -45,8 +46,10 @@ def write_compare(
     compare_id: str,
     created: str,
     verdicts: tuple[Verdict, ...] = VERDICTS,
+    base: tuple[Verdict, ...] | None = None,
 ) -> Path:
-    """Write `run_dir/compares/<compare_id>/compare.json` as `overbrainer compare` would."""
+    """Write `run_dir/compares/<compare_id>/compare.json` as `overbrainer compare` would;
+    with `base`, the child's verdicts against its base model too (`compare --base`)."""
     setup = CompareSetup(
         run=run_dir.name,
         compare=compare_id,
@@ -58,6 +61,9 @@ def write_compare(
         seed=42,
         created=created,
         questions=tuple(eval_questions([_example(n) for n in range(len(verdicts))])),
+        base_gguf=None if base is None else "output/gguf/base-Q4_K_M.gguf",
+        base_gguf_sha256=None if base is None else "fedcba9876543210" * 4,
+        base_quantize=None if base is None else "Q4_K_M",
     )
     lines = tuple(
         VerdictLine(f"q{n}", v, f"reason {n}: {v.value}", n % 2 == 0)
@@ -83,9 +89,22 @@ def write_compare(
         child_price_from_pod=False,
         verdicts=lines,
         answers=answers,
+        base=None if base is None else _base_report(base),
     )
     folder = run_dir / "compares" / compare_id
     folder.mkdir(parents=True)
     path = folder / "compare.json"
     path.write_text(report_json(report), encoding="utf-8")
     return path
+
+
+def _base_report(verdicts: tuple[Verdict, ...]) -> BaseReport:
+    lines = tuple(
+        VerdictLine(f"q{n}", v, f"base reason {n}", n % 2 == 0) for n, v in enumerate(verdicts)
+    )
+    answers = {
+        f"q{n}": ChildAnswer(f"q{n}", f"Base answer {n}.", "stop", 5, 8, 2.0, 0.2, 4.0)
+        for n in range(len(verdicts))
+    }
+    summary = summarize(list(verdicts), list(answers.values()))
+    return BaseReport("verdicts-base-0.jsonl", summary, lines, answers)

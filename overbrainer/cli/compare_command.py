@@ -1,4 +1,4 @@
-"""`overbrainer compare [--run RUN_ID] [--limit N] [--questions FILE] [--keep-pod]
+"""`overbrainer compare [--run RUN_ID] [--limit N] [--questions FILE] [--base] [--keep-pod]
 [--rejudge COMPARE_ID]`."""
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ from overbrainer.cli.running import run_flow
     help="Ask these questions (JSONL or CSV, each with the parent's `answer`) instead of "
     "data/eval.jsonl.",
 )
+@click.option(
+    "--base/--no-base",
+    default=None,
+    help="Also ask the run's base model (its GGUF, `overbrainer export RUN --base`) and judge "
+    "the child against it (default: [compare] include_base).",
+)
 @max_cost_option
 @json_option
 def compare(
@@ -51,10 +57,15 @@ def compare(
     rejudge: str | None,
     max_cost: float | None,
     questions_file: Path | None,
+    base: bool | None,
 ) -> None:
     """Measure the exported child against the parent on the held-out questions."""
     if rejudge is not None and (limit is not None or keep_pod or questions_file is not None):
         raise click.UsageError("--limit, --keep-pod and --questions go without --rejudge")
+    if rejudge is not None and base is not None:
+        raise click.UsageError(
+            "--base goes without --rejudge: a rejudge judges what its compare asked"
+        )
     # Imported on use: defining the command (for `--help`, completion) needs only click.
     from overbrainer.flows.compare import compare_flow
 
@@ -69,5 +80,6 @@ def compare(
             rejudge=rejudge,
             max_cost=max_cost,
             questions_file=questions_file,
+            base=base,
         )
     )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -128,9 +127,9 @@ def find_bench(runs: Runs, bench_id: str) -> tuple[Path, BenchSetup]:
     raise UsageError(f"no bench {bench_id} in runs/")
 
 
-def bench_env(setup: BenchSetup, where: Callable[[str], str]) -> dict[str, str]:
-    """The `OVERBRAINER_BENCH_*` variables `bench.sh` reads; `where(file)` is a run file's path
-    as the job sees it."""
+def bench_env(setup: BenchSetup) -> dict[str, str]:
+    """The `OVERBRAINER_BENCH_*` variables `bench.sh` reads (the GGUFs are the compare's
+    `OVERBRAINER_COMPARE_MODEL` and `OVERBRAINER_COMPARE_BASE_MODEL`)."""
     env = {
         "OVERBRAINER_BENCH_MODELS": " ".join(model.model for model in setup.models),
         "OVERBRAINER_BENCH_TASKS": " ".join(setup.tasks),
@@ -139,8 +138,6 @@ def bench_env(setup: BenchSetup, where: Callable[[str], str]) -> dict[str, str]:
         "OVERBRAINER_BENCH_MAX_TOKENS": str(setup.max_tokens),
         "OVERBRAINER_BENCH_LOG_SAMPLES": "1" if setup.log_samples else "",
     }
-    for model in setup.models:
-        env[f"OVERBRAINER_BENCH_GGUF_{model.model}"] = str(where(model.gguf))
     if setup.limit is not None:
         env["OVERBRAINER_BENCH_LIMIT"] = str(setup.limit)
     if setup.num_fewshot is not None:
@@ -207,8 +204,7 @@ def bench_served(runs: Runs, setup: BenchSetup) -> Served:
         folder=BENCHES_DIR,
         command=BENCH_COMMAND,
         artifacts=BENCH_ARTIFACTS,
-        env=lambda where: bench_env(setup, where),
-        models=tuple((model.gguf, model.gguf_sha256) for model in setup.models[1:]),
+        env=bench_env(setup),
         conclude=conclude,
         cancelled=cancelled,
         what=f"{_count(len(setup.tasks), 'task')} on {_count(len(setup.models), 'model')}",
@@ -216,9 +212,10 @@ def bench_served(runs: Runs, setup: BenchSetup) -> Served:
 
 
 def as_compare_setup(setup: BenchSetup) -> CompareSetup:
-    """What the compare-kind job reads of its setup (the run, the job's ID, the child's GGUF);
-    a bench asks no question."""
+    """What the compare-kind job reads of its setup (the run, the job's ID, the child's GGUF and
+    the base's, which it places as a compare's); a bench asks no question."""
     child = setup.child
+    base = next((model for model in setup.models if model.model == BASE), None)
     return CompareSetup(
         run=setup.run,
         compare=setup.bench,
@@ -230,6 +227,9 @@ def as_compare_setup(setup: BenchSetup) -> CompareSetup:
         seed=0,
         created=setup.created,
         questions=(),
+        base_gguf=None if base is None else base.gguf,
+        base_gguf_sha256=None if base is None else base.gguf_sha256,
+        base_quantize=None if base is None else base.quantize,
     )
 
 

@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 MODEL_FILE = "model.gguf"
 """The GGUF's name in a compare directory sent to a machine without the run (a pod)."""
+BASE_MODEL_FILE = "base.gguf"
+"""The base model's GGUF there (`compare --base`), sent and deleted as `model.gguf` is."""
 DISCARD_ENV = "OVERBRAINER_COMPARE_DISCARD_MODEL"
 """Set: the job deletes its copy of the model at its end."""
 
@@ -120,17 +122,33 @@ def _remove_tree(path: Path) -> None:
     path.rmdir()
 
 
+def gguf_files(setup: CompareSetup) -> tuple[tuple[str, str], ...]:
+    """The GGUFs the job serves, as (file in the run directory, SHA-256): the child's, then
+    the base model's when the compare has one."""
+    files = [(setup.gguf, setup.gguf_sha256)]
+    if setup.base_gguf is not None and setup.base_gguf_sha256 is not None:
+        files.append((setup.base_gguf, setup.base_gguf_sha256))
+    return tuple(files)
+
+
 async def place_model(
     machine: Machine, run_dir: Path, remote_run: str, setup: CompareSetup, folder: Path
 ) -> None:
-    """Make sure the machine's run directory holds the GGUF: the run's own copy when its
-    SHA-256 matches `export.json`'s, else staged there first (through a hard-linked stage)."""
-    file = setup.gguf
+    """Make sure the machine's run directory holds each GGUF (the child's, the base's): the
+    run's own copy when its SHA-256 matches its export record's, else staged there first
+    (through a hard-linked stage)."""
+    for file, sha256 in gguf_files(setup):
+        await _place_file(machine, run_dir, remote_run, file, sha256, folder)
+
+
+async def _place_file(
+    machine: Machine, run_dir: Path, remote_run: str, file: str, sha256: str, folder: Path
+) -> None:
     if machine.here:
         return
     if await machine.exists(f"{remote_run}/{file}"):
         found = await machine.digests(remote_run, (file,))
-        if found.get(file) == setup.gguf_sha256.lower():
+        if found.get(file) == sha256.lower():
             return
     stage = folder / UPLOAD_DIR
     staged = stage / file
@@ -224,12 +242,10 @@ class CompareJob:
         run_dir = str(runs.dir_of(setup.run).resolve()) if machine.here else remote_run
         try:
             await place_model(machine, runs.dir_of(setup.run), remote_run, setup, folder)
-            for file, sha256 in self.served.models:
-                other = attrs.evolve(setup, gguf=file, gguf_sha256=sha256)
-                await place_model(machine, runs.dir_of(setup.run), remote_run, other, folder)
         except (OSError, OverbrainerError) as error:
             raise await self._failed_to_start(error) from None
         root = str(folder.resolve()) if machine.here else record.remote_dir
+        base = setup.base_gguf
         env = job_env(
             self.settings.compare,
             resolve_pin(),
@@ -238,8 +254,9 @@ class CompareJob:
             context=self.context,
             cache=tools_cache(machine, os.environ),
             environ=os.environ,
+            base_model=None if base is None else model_path(machine, run_dir, base),
         )
-        env.update(self.served.extra_env(lambda file: model_path(machine, run_dir, file)))
+        env.update(self.served.env)
         plan = compare_job(machine, env, setup, run_dir, self.served)
         try:
             await machine.stage(folder, root, NEVER_UPLOADED)
@@ -255,21 +272,17 @@ class CompareJob:
 
     async def _start_with_model(self, machine: Machine) -> Started:
         """On a machine without the run (a pod): upload the compare directory with the GGUF
-        hard-linked in as `model.gguf` (removed here once sent; the job deletes its copy at
-        its end) and start the job there."""
+        hard-linked in as `model.gguf` (and the base's as `base.gguf`; removed here once
+        sent; the job deletes its copies at its end) and start the job there."""
         setup, compares = self.setup, self.compares
         record = await trio.to_thread.run_sync(compares.load, setup.compare)
         folder = compares.dir_of(setup.compare)
         root = f"{machine.workdir}/{setup.compare}"
-        staged = str(folder / MODEL_FILE)
-        source = str(self.runs.dir_of(setup.run) / setup.gguf)
-        await trio.to_thread.run_sync(_link_model, source, staged)
-        # A bench's further GGUFs go in beside it under their own names.
-        extra = {file: str(folder / os.path.basename(file)) for file, _ in self.served.models}
-        for file, link in extra.items():
-            await trio.to_thread.run_sync(
-                _link_model, str(self.runs.dir_of(setup.run) / file), link
-            )
+        run_dir = self.runs.dir_of(setup.run)
+        files = gguf_files(setup)
+        staged = [str(folder / name) for name in (MODEL_FILE, BASE_MODEL_FILE)[: len(files)]]
+        for (file, _), link in zip(files, staged, strict=True):
+            await trio.to_thread.run_sync(_link_model, str(run_dir / file), link)
         env = job_env(
             self.settings.compare,
             resolve_pin(),
@@ -278,9 +291,10 @@ class CompareJob:
             context=self.context,
             cache=tools_cache(machine, os.environ),
             environ=os.environ,
+            base_model=None if setup.base_gguf is None else BASE_MODEL_FILE,
         )
         env[DISCARD_ENV] = "1"
-        env.update(self.served.extra_env(os.path.basename))
+        env.update(self.served.env)
         spec = JobSpec(setup.compare, root, "", [self.served.command], env)
         try:
             await machine.stage(folder, root, NEVER_UPLOADED)
@@ -288,8 +302,7 @@ class CompareJob:
         except (OSError, OverbrainerError) as error:
             raise await self._failed_to_start(error) from None
         finally:
-            await trio.to_thread.run_sync(_unlink, staged)
-            for link in extra.values():
+            for link in staged:
                 await trio.to_thread.run_sync(_unlink, link)
         running = attrs.evolve(
             record, state=RunState.RUNNING, remote_dir=root, job=Job(root, job.pid, None)
@@ -358,7 +371,9 @@ async def compare_on_machine(
     record = await trio.to_thread.run_sync(compares.load, setup.compare)
     target = settings.targets.get(record.target)
     assert target is not None
-    size = (await trio.Path(runs.dir_of(setup.run) / setup.gguf).stat()).st_size
+    # The models are served one after the other: the machine is sized by the larger.
+    run_dir = runs.dir_of(setup.run)
+    size = max([(await trio.Path(run_dir / file).stat()).st_size for file, _ in gguf_files(setup)])
     job = CompareJob(
         settings, runs, setup, context, record.target, keep=keep, model_bytes=size, served=served
     )

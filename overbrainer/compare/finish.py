@@ -6,17 +6,19 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import trio
 
 from overbrainer.compare.answers import ChildAnswer, LoadFigures, parse_answers
+from overbrainer.compare.base_report import BaseReport
 from overbrainer.compare.hardware import Hardware
-from overbrainer.compare.job import ANSWERS_FILE
-from overbrainer.compare.judge import Judge, Judging, judge_all
+from overbrainer.compare.job import ANSWERS_FILE, BASE_ANSWERS_FILE
+from overbrainer.compare.judge import Judge, Judging, judge_all, read_verdicts
 from overbrainer.compare.judge_cost import JudgeSpend
 from overbrainer.compare.report import Report, report_json, report_markdown
 from overbrainer.compare.setup import SETUP_FILE, CompareSetup
 from overbrainer.compare.stats import Prices, costs, summarize
-from overbrainer.compare.verdicts import verdicts_file_name, verdicts_key
+from overbrainer.compare.verdicts import VerdictLine, verdicts_file_name, verdicts_key
 from overbrainer.config.settings import Compare
 from overbrainer.events.bus import EventBus
 from overbrainer.model.errors import UsageError, WorkFailed
@@ -39,17 +41,20 @@ def load_setup(folder: Path) -> CompareSetup:
         raise UsageError(str(error)) from None
 
 
-def load_answers(folder: Path, setup: CompareSetup) -> list[ChildAnswer]:
-    """The child's answers; the spec's error when there are none (blocking)."""
+def load_answers(folder: Path, setup: CompareSetup, base: bool = False) -> list[ChildAnswer]:
+    """The child's answers, or the base model's; the spec's error when there are none
+    (blocking)."""
     try:
-        text = (folder / ANSWERS_FILE).read_text(encoding="utf-8", errors="replace")
+        name = BASE_ANSWERS_FILE if base else ANSWERS_FILE
+        text = (folder / name).read_text(encoding="utf-8", errors="replace")
     except OSError:
         text = ""
     answers = parse_answers(text)
     if not answers:
+        whose, flag = ("the base model", " --base") if base else ("the child", "")
         raise WorkFailed(
-            f"compare {setup.compare} has no answers of the child: run "
-            f"`overbrainer compare --run {setup.run}` again"
+            f"compare {setup.compare} has no answers of {whose}: run "
+            f"`overbrainer compare --run {setup.run}{flag}` again"
         )
     return answers
 
@@ -91,10 +96,45 @@ def pod_price(folder: Path) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def verdicts_path(folder: Path, judge: Judge, both_orders: bool) -> Path:
-    """`verdicts-<key>.jsonl` of this judge and prompt."""
+def verdicts_path(folder: Path, judge: Judge, both_orders: bool, base: bool = False) -> Path:
+    """`verdicts-<key>.jsonl` of this judge and prompt (`verdicts-base-<key>.jsonl`: the
+    child against the base model)."""
     key = verdicts_key(judge.provider, judge.role.model, judge.template_source, both_orders)
-    return folder / verdicts_file_name(key)
+    return folder / verdicts_file_name(key, base)
+
+
+def judged_count(path: Path, setup: CompareSetup) -> int:
+    """How many of the setup's questions `path` holds a verdict on (blocking)."""
+    ids = {q.id for q in setup.questions}
+    return sum(1 for i in read_verdicts(path) if i in ids)
+
+
+async def judge_both(
+    judging: Judging, folder: Path, setup: CompareSetup, answers: list[ChildAnswer]
+) -> tuple[list[VerdictLine], BaseReport | None] | None:
+    """The child against the parent, then (a compare with the base) against the base model,
+    both judgings under the one `judging` (its spend, its admission); None when it stopped
+    admitting first. The `Judged` events count both: `total` is twice the questions then."""
+    both = judging.both_orders
+    path = verdicts_path(folder, judging.judge, both)
+    if setup.base_gguf is None:
+        alone = await judge_all(judging, setup, answers, path)
+        return None if alone is None else (alone, None)
+    base_answers = await trio.to_thread.run_sync(load_answers, folder, setup, True)
+    base_path = verdicts_path(folder, judging.judge, both, base=True)
+    total = 2 * len(setup.questions)
+    earlier = await trio.to_thread.run_sync(judged_count, base_path, setup)
+    first = attrs.evolve(judging, done_elsewhere=earlier, total=total)
+    verdicts = await judge_all(first, setup, answers, path)
+    if verdicts is None:
+        return None
+    by_id = {a.id: a for a in base_answers}
+    second = attrs.evolve(judging, base=by_id, done_elsewhere=len(verdicts), total=total)
+    base_verdicts = await judge_all(second, setup, answers, base_path)
+    if base_verdicts is None:
+        return None
+    summary = summarize([v.verdict for v in base_verdicts], base_answers)
+    return verdicts, BaseReport(base_path.name, summary, tuple(base_verdicts), by_id)
 
 
 async def judge_and_report(
@@ -116,9 +156,10 @@ async def judge_and_report(
     answers = await trio.to_thread.run_sync(load_answers, folder, setup)
     path = verdicts_path(folder, judge, settings.judge_both_orders)
     judging = Judging(judge, spend, bus, concurrency, settings.judge_both_orders, admitting)
-    verdicts = await judge_all(judging, setup, answers, path)
-    if verdicts is None:
+    judged = await judge_both(judging, folder, setup, answers)
+    if judged is None:
         return None
+    verdicts, base = judged
     hardware = await trio.to_thread.run_sync(load_hardware, folder)
     load = await trio.to_thread.run_sync(load_load, folder)
     from_pod = await trio.to_thread.run_sync(pod_price, folder)
@@ -150,6 +191,7 @@ async def judge_and_report(
         judge_both_orders=settings.judge_both_orders,
         load=load,
         judge_usage=spend.usage(),
+        base=base,
     )
 
     def write() -> None:

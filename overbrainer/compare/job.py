@@ -34,7 +34,19 @@ log = logging.getLogger(__name__)
 
 COMPARES_DIR = "compares"
 ANSWERS_FILE = "child_answers.jsonl"
-ARTIFACTS = (ANSWERS_FILE, "server.log", "hardware.json", "load.json", "metrics.jsonl", "job.log")
+BASE_ANSWERS_FILE = "base_answers.jsonl"
+"""The base model's answers (`compare --base`), asked as the child's are."""
+BASE_SERVER_LOG = "base_server.log"
+ARTIFACTS = (
+    ANSWERS_FILE,
+    "server.log",
+    BASE_ANSWERS_FILE,
+    BASE_SERVER_LOG,
+    "hardware.json",
+    "load.json",
+    "metrics.jsonl",
+    "job.log",
+)
 START_BOUND = 300.0
 """Seconds the shielded start may take (an upload of the GGUF over SSH included)."""
 UPLOAD_DIR = ".upload"
@@ -75,6 +87,9 @@ def create_compare(runs: Runs, plan: ComparePlan, pin: LlamaCppPin, seed: int) -
         questions=plan.questions,
         questions_file=None if plan.source is None else plan.source.path,
         questions_sha256=None if plan.source is None else plan.source.sha256,
+        base_gguf=None if plan.base is None else plan.base.file,
+        base_gguf_sha256=None if plan.base is None else plan.base.sha256,
+        base_quantize=None if plan.base is None else plan.base.quantize,
     )
     folder = compares.dir_of(record.id)
     write_atomic(folder / SETUP_FILE, setup.to_json())
@@ -101,8 +116,10 @@ def job_env(
     context: int,
     cache: str,
     environ: Mapping[str, str],
+    base_model: str | None = None,
 ) -> dict[str, str]:
-    """The variables `compare.sh` reads (§A.6)."""
+    """The variables `compare.sh` reads (§A.6); `base_model`: the base's GGUF as the job
+    sees it, asked after the child."""
     env = {
         "OVERBRAINER_METRICS": f"{root}/metrics.jsonl",
         "OVERBRAINER_COMPARE_MODEL": model,
@@ -114,6 +131,8 @@ def job_env(
         CACHE_ENV: cache,
         **pin.job_env(),
     }
+    if base_model is not None:
+        env["OVERBRAINER_COMPARE_BASE_MODEL"] = base_model
     if environ.get("OVERBRAINER_COMPARE_KFD"):
         env["OVERBRAINER_COMPARE_KFD"] = environ["OVERBRAINER_COMPARE_KFD"]
     return env
@@ -164,7 +183,9 @@ def conclude(runs: Runs, setup: CompareSetup, record: RunRecord, status: JobStat
     else:
         message = "its job ended without an exit code"
     compares.save(attrs.evolve(record, state=RunState.FAILED, message=message.splitlines()[0]))
-    log_path = f"runs/{setup.run}/{COMPARES_DIR}/{setup.compare}/server.log"
+    # The base is served once the child has answered: its log is the one that says why.
+    log_name = BASE_SERVER_LOG if (folder / BASE_SERVER_LOG).is_file() else "server.log"
+    log_path = f"runs/{setup.run}/{COMPARES_DIR}/{setup.compare}/{log_name}"
     raise WorkFailed(f"{subject} failed: {message}; its server log is {log_path}")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -132,6 +132,12 @@ async def _ask(
     return reply
 
 
+def no_base_answer(answer: ChildAnswer | None) -> str:
+    """The reason of a win the base model gave away: it has no usable answer."""
+    error = None if answer is None else answer.error
+    return "the base model gave no answer" + (f": {error}" if error else "")
+
+
 async def judge_one(
     judge: Judge,
     setup: CompareSetup,
@@ -140,8 +146,11 @@ async def judge_one(
     both_orders: bool,
     spend: JudgeSpend,
     streak: UnscoredStreak | None = None,
+    base: Mapping[str, ChildAnswer] | None = None,
 ) -> VerdictLine:
-    """The verdict on one question: `error` without a usable answer, no judge call then.
+    """The verdict on one question, the child against the parent's answer, or against the
+    base model's when `base` (its answers by ID) is given: `error` without a usable child
+    answer, a win when the base has none, no judge call then.
 
     CapRefused when the spend cap refuses one of its requests (`spend`: the command's). A
     question judged with no reply parsed lengthens `streak`, any other ends it.
@@ -150,12 +159,18 @@ async def judge_one(
     first = child_first(question.id, setup.seed)
     if answer is None or answer.is_error:
         return VerdictLine(question.id, Verdict.ERROR, None, first)
+    other = question.parent
+    if base is not None:
+        theirs = base.get(question.id)
+        if theirs is None or theirs.is_error:
+            return VerdictLine(question.id, Verdict.WIN, no_base_answer(theirs), first)
+        other = strip_reasoning(theirs.answer or "")
     child = strip_reasoning(answer.answer or "")
     verdicts: list[Verdict] = []
     reasons: list[str] = []
     unparsed: list[str] = []
     for child_is_a in (first, not first) if both_orders else (first,):
-        a, b = (child, question.parent) if child_is_a else (question.parent, child)
+        a, b = (child, other) if child_is_a else (other, child)
         prompt = judge.template.render(question=question.question, answer_a=a, answer_b=b)
         reply = await _ask(judge, spend, prompt, question.id)
         if isinstance(reply, str):
@@ -186,6 +201,12 @@ class Judging:
     """Each question asked in both orders, the verdict kept when they agree."""
     admitting: Callable[[], bool] = lambda: True
     """False once no further question may start (the ones in flight finish)."""
+    base: Mapping[str, ChildAnswer] | None = None
+    """The base model's answers by ID: the child is judged against them, not the parent."""
+    done_elsewhere: int = 0
+    """Verdicts of the compare's other judging, counted in the `Judged` events' `done`."""
+    total: int | None = None
+    """The `Judged` events' `total` (None: the setup's questions)."""
 
 
 async def judge_all(
@@ -209,7 +230,7 @@ async def judge_all(
     known = await trio.to_thread.run_sync(read_verdicts, verdicts_path)
     ids = {q.id for q in setup.questions}
     done = {k: v for k, v in known.items() if k in ids}
-    total = len(setup.questions)
+    total = len(setup.questions) if judging.total is None else judging.total
     by_id = {a.id: a for a in answers}
     todo = [i for i, q in enumerate(setup.questions) if q.id not in done]
     spend.count(skipped=len(done))
@@ -226,7 +247,14 @@ async def judge_all(
                 answer = by_id.get(question_id)
                 try:
                     line = await judge_one(
-                        judge, setup, index, answer, judging.both_orders, spend, streak
+                        judge,
+                        setup,
+                        index,
+                        answer,
+                        judging.both_orders,
+                        spend,
+                        streak,
+                        judging.base,
                     )
                 except CapRefused:
                     return
@@ -236,7 +264,8 @@ async def judge_all(
                 await trio.to_thread.run_sync(appender.append, line.to_json())
                 done[question_id] = line
                 spend.count(done=1)
-                bus.publish(Judged(compare_id, len(done), total, spend.spent()))
+                done_now = judging.done_elsewhere + len(done)
+                bus.publish(Judged(compare_id, done_now, total, spend.spent()))
 
         try:
             async with trio.open_nursery() as nursery:

@@ -11,7 +11,7 @@ import yaml
 
 from overbrainer.compare.questions import ChatMessage, EvalQuestion, eval_questions
 from overbrainer.compare.reasoning import strip_reasoning
-from overbrainer.export.record import ExportRecord, latest_export
+from overbrainer.export.record import BASE, ExportRecord, latest_export
 from overbrainer.model.errors import UsageError
 from overbrainer.pipeline.imported import IMPORTED
 from overbrainer.pipeline.question_file import parse_question_file, read_question_bytes
@@ -40,6 +40,19 @@ class ComparePlan:
     context: int
     base_model: str | None
     source: QuestionSource | None = None
+    base: ExportRecord | None = None
+    """The latest GGUF of the run's base model (`compare --base`); None: the child alone."""
+
+
+def base_export(runs: Runs, run_id: str) -> ExportRecord:
+    """The run's latest GGUF of its base model; UsageError when it has none (blocking)."""
+    export = latest_export(runs.dir_of(run_id), BASE)
+    if export is None:
+        raise UsageError(
+            f"run {run_id} has no GGUF of its base model: run "
+            f"`overbrainer export {run_id} --base` first"
+        )
+    return export
 
 
 def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
@@ -133,14 +146,17 @@ def plan_compare(
     run_id: str | None,
     limit: int | None,
     questions_file: Path | None = None,
+    include_base: bool = False,
 ) -> ComparePlan:
-    """The plan of §A.3 steps 1-4, on `questions_file` instead of eval.jsonl when given
-    (blocking). `eval_path` is the project's `data/eval.jsonl`."""
+    """The plan of §A.3 steps 1-4, on `questions_file` instead of eval.jsonl when given, with
+    the run's base GGUF when `include_base` (blocking). `eval_path` is the project's
+    `data/eval.jsonl`."""
     record, export = pick_run(runs, run_id)
+    base = base_export(runs, record.id) if include_base else None
     source = None
     if questions_file is None:
         questions = read_questions(eval_path, "data/eval.jsonl", limit)
     else:
         questions, source = read_file_questions(questions_file, limit, eval_path.parent.parent)
     context, base_model = axolotl_facts(runs.dir_of(record.id))
-    return ComparePlan(record, export, questions, context, base_model, source)
+    return ComparePlan(record, export, questions, context, base_model, source, base)

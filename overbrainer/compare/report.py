@@ -11,6 +11,12 @@ from typing import Any
 import attrs
 
 from overbrainer.compare.answers import ChildAnswer, LoadFigures
+from overbrainer.compare.base_report import BaseReport, base_json, base_row, base_section
+from overbrainer.compare.figures import interval as _interval
+from overbrainer.compare.figures import pct as _pct
+from overbrainer.compare.figures import rate as _rate
+from overbrainer.compare.figures import secs as _secs
+from overbrainer.compare.figures import usd as _usd
 from overbrainer.compare.hardware import Hardware
 from overbrainer.compare.reasoning import strip_reasoning
 from overbrainer.compare.setup import CompareSetup
@@ -60,6 +66,8 @@ class Report:
     judge_both_orders: bool = False
     load: LoadFigures | None = None
     judge_usage: JudgeUsage = JudgeUsage()
+    base: BaseReport | None = None
+    """The child against its base model (`compare --base`); None: no base was asked."""
 
 
 def _question_entries(report: Report) -> list[dict[str, Any]]:
@@ -113,24 +121,9 @@ def report_json(report: Report) -> str:
         if setup.questions_file is None
         else {"path": setup.questions_file, "sha256": setup.questions_sha256},
         "questions": _question_entries(report),
+        "base": None if report.base is None else base_json(report.base, setup),
     }
     return json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def _secs(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} s"
-
-
-def _usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 def _heading(question: str) -> str:
@@ -188,9 +181,9 @@ def _summary_rows(report: Report) -> list[str]:
         ),
         ("Child cost / parent cost", _pct(c.ratio)),
     ]
-    low, high = s.win_or_tie_low, s.win_or_tie_high
-    interval = "-" if low is None or high is None else f"{_pct(low)} to {_pct(high)}"
-    rows.append(("Win or tie, 95% interval (Wilson)", interval))
+    rows.append(
+        ("Win or tie, 95% interval (Wilson)", _interval(s.win_or_tie_low, s.win_or_tie_high))
+    )
     if report.judge_both_orders:
         rows.append(("Position-inconsistent verdicts (not counted)", str(s.inconsistent)))
     load = report.load
@@ -241,6 +234,11 @@ def _limits(report: Report) -> list[str]:
         )
     if report.child_price_from_pod:
         bullets.append("The child's hourly price is the Runpod pod's.")
+    if report.base is not None and report.load is not None:
+        bullets.append(
+            "The under-load figures are the child's alone: the base model was asked one"
+            " request at a time."
+        )
     if s.truncated > 0:
         noun = "child answer" if s.truncated == 1 else "child answers"
         bullets.append(
@@ -280,6 +278,7 @@ def report_markdown(report: Report) -> str:
         f"| Compare | {setup.compare} |",
         f"| Base model | {setup.base_model or 'unknown'} |",
         f"| GGUF | {gguf} |",
+        *base_row(setup),
         f"| Hardware | {hardware} |",
         f"| Judge | {judge} |",
         f"| Questions | {_questions_cell(report)} |",
@@ -292,6 +291,8 @@ def report_markdown(report: Report) -> str:
         *_summary_rows(report),
         "",
     ]
+    if report.base is not None:
+        lines += base_section(report.base, report.judge_both_orders)
     errors = [v for v in report.verdicts if v.verdict == Verdict.ERROR]
     losses = errors + [v for v in report.verdicts if v.verdict == Verdict.LOSS]
     wins = [v for v in report.verdicts if v.verdict == Verdict.WIN]

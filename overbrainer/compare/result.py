@@ -6,8 +6,10 @@ from pathlib import Path
 
 import attrs
 
+from overbrainer.compare.base_report import BaseReport
 from overbrainer.compare.finish import REPORT_JSON, REPORT_MD
 from overbrainer.compare.report import Report
+from overbrainer.compare.stats import Summary
 
 
 @attrs.frozen
@@ -49,6 +51,30 @@ class JudgeSpending:
 
 
 @attrs.frozen
+class BaseResult:
+    """The child against its base model (`compare --base`): the same counts and rate, the
+    base model's timings, its GGUF and verdict file."""
+
+    gguf: str | None
+    quantize: str | None
+    wins: int
+    ties: int
+    losses: int
+    unparsed: int
+    errors: int
+    """The child's errors (counted as losses), as in the parent's counts."""
+    base_errors: int
+    """Questions the base model did not answer (counted as the child's wins)."""
+    inconsistent: int
+    win_or_tie: float | None
+    win_or_tie_low: float | None
+    win_or_tie_high: float | None
+    latency: CompareLatency
+    """The base model's timings."""
+    verdicts_file: Path
+
+
+@attrs.frozen
 class CompareResult:
     """One compare's report: the verdict counts, the win-or-tie rate and its 95 % Wilson
     interval, the timings, the costs, the judge's spending, and where the files are."""
@@ -77,6 +103,8 @@ class CompareResult:
     report_md: Path
     report_json: Path
     verdicts_file: Path
+    base: BaseResult | None = None
+    """The child against its base model; None when the compare did not ask it."""
 
 
 def compare_result(report: Report, folder: Path) -> CompareResult:
@@ -99,13 +127,7 @@ def compare_result(report: Report, folder: Path) -> CompareResult:
         win_or_tie=summary.win_or_tie,
         win_or_tie_low=summary.win_or_tie_low,
         win_or_tie_high=summary.win_or_tie_high,
-        latency=CompareLatency(
-            summary.latency_p50,
-            summary.latency_p95,
-            summary.first_token_p50,
-            summary.mean_seconds,
-            summary.tokens_per_second,
-        ),
+        latency=_latency(summary),
         costs=CompareCosts(
             costs.parent_per_1k,
             costs.child_per_1k,
@@ -126,4 +148,36 @@ def compare_result(report: Report, folder: Path) -> CompareResult:
         report_md=folder / REPORT_MD,
         report_json=folder / REPORT_JSON,
         verdicts_file=folder / report.verdicts_file,
+        base=None if report.base is None else base_result(report.base, report, folder),
+    )
+
+
+def _latency(summary: Summary) -> CompareLatency:
+    return CompareLatency(
+        summary.latency_p50,
+        summary.latency_p95,
+        summary.first_token_p50,
+        summary.mean_seconds,
+        summary.tokens_per_second,
+    )
+
+
+def base_result(base: BaseReport, report: Report, folder: Path) -> BaseResult:
+    """The base part of the result, its verdict file named under `folder`."""
+    s = base.summary
+    return BaseResult(
+        gguf=report.setup.base_gguf,
+        quantize=report.setup.base_quantize,
+        wins=s.wins,
+        ties=s.ties,
+        losses=s.losses,
+        unparsed=s.unparsed,
+        errors=s.errors,
+        base_errors=base.base_errors,
+        inconsistent=s.inconsistent,
+        win_or_tie=s.win_or_tie,
+        win_or_tie_low=s.win_or_tie_low,
+        win_or_tie_high=s.win_or_tie_high,
+        latency=_latency(s),
+        verdicts_file=folder / base.verdicts_file,
     )

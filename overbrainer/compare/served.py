@@ -1,5 +1,5 @@
 """What makes a compare-kind job (llama-server on the run's target) a compare or a bench: its
-word, its folder under the run, its script, what it brings back, its extra variables and GGUFs,
+word, its folder under the run, its script, what it brings back, its extra variables,
 and how its end is recorded. `CompareJob` runs either; the compare's is the default."""
 
 from __future__ import annotations
@@ -28,18 +28,11 @@ class Served:
     folder: str = COMPARES_DIR
     command: Command = COMPARE_COMMAND
     artifacts: tuple[str, ...] = ARTIFACTS
-    env: Callable[[Callable[[str], str]], Mapping[str, str]] | None = None
-    """The variables the job reads besides the compare's own, given where a file of the run
-    is as the job sees it."""
-    models: tuple[tuple[str, str], ...] = ()
-    """Further GGUFs (file under the run, SHA-256) the machine's run directory must hold."""
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    """The variables the job reads besides the compare's own (which name the GGUFs)."""
     conclude: Conclude | None = None
     """None: the compare's own end (`job.conclude`)."""
     cancelled: Cancelled | None = None
     """None: the compare's own cancel (`job.cancelled`)."""
     what: str | None = None
     """What the job does, for the line that prices its machine; None: the compare's questions."""
-
-    def extra_env(self, where: Callable[[str], str]) -> Mapping[str, str]:
-        """The job's own variables (none for the compare)."""
-        return {} if self.env is None else self.env(where)

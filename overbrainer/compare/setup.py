@@ -18,7 +18,7 @@ SETUP_FILE = "setup.json"
     style=codec.Style.PRETTY,
     strict=False,
     optional=("base_model",),
-    omit=("questions_file", "questions_sha256"),
+    omit=("questions_file", "questions_sha256", "base_gguf", "base_gguf_sha256", "base_quantize"),
 )
 @attrs.frozen
 class CompareSetup(codec.JsonRecord):
@@ -38,6 +38,12 @@ class CompareSetup(codec.JsonRecord):
     """The user's questions file (`compare --questions`), as given; None: data/eval.jsonl."""
     questions_sha256: str | None = None
     """The SHA-256 of that file when the compare read it."""
+    base_gguf: str | None = None
+    """The base model's GGUF in the run's directory (`compare --base`); None: no base."""
+    base_gguf_sha256: str | None = None
+    """Its SHA-256, from its export record."""
+    base_quantize: str | None = None
+    """Its quantization, from its export record."""
 
     def questions_jsonl(self) -> str:
         """`questions.jsonl`: the id and messages of each question, compact, one per line."""

@@ -40,9 +40,9 @@ def verdicts_key(provider: str, model: str, template_source: str, both_orders: b
     return xxhash.xxh3_64_hexdigest(joined.encode())
 
 
-def verdicts_file_name(key: str) -> str:
-    """`verdicts-<key>.jsonl`."""
-    return f"verdicts-{key}.jsonl"
+def verdicts_file_name(key: str, base: bool = False) -> str:
+    """`verdicts-<key>.jsonl`; the child against the base model: `verdicts-base-<key>.jsonl`."""
+    return f"verdicts-base-{key}.jsonl" if base else f"verdicts-{key}.jsonl"
 
 
 @attrs.frozen

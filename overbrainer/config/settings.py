@@ -342,6 +342,8 @@ class Compare:
     """Ours: also measure the child under this many parallel requests (1: serial only)."""
     judge_both_orders: bool = False
     """Ours: judge each question in both orders; count a verdict only when both agree."""
+    include_base: bool = False
+    """Ours: also ask the run's base model (its GGUF) and judge the child against it."""
 
 
 BENCH_MODELS = ("local-completions", "local-chat-completions")

@@ -171,11 +171,13 @@ async def compare_flow(
     rejudge: str | None = None,
     max_cost: float | None = None,
     questions_file: Path | None = None,
+    base: bool | None = None,
 ) -> None:
     """`overbrainer compare`: the child's answers and timings, the judge, the report path.
 
-    The judge's requests are held to `max_cost` (default `[pipeline] max_cost_usd`) as the
-    pipeline's are, and recorded as a `judge` line of the history.
+    With `base` (None: `[compare] include_base`) the run's base model is asked and judged
+    against the child too. The judge's requests are held to `max_cost` (default `[pipeline]
+    max_cost_usd`) as the pipeline's are, and recorded as a `judge` line of the history.
     """
     front.result("compare", None)  # `--json`: null until the report is written
     async with open_command(options, front) as command, contextlib.AsyncExitStack() as stack:
@@ -193,6 +195,7 @@ async def compare_flow(
                 run_id,
                 limit,
                 questions_file,
+                settings.compare.include_base if base is None else base,
             )
             check_target(command.settings, plan.record.id, plan.record.target, keep_pod)
             target = command.settings.targets.get(plan.record.target)
@@ -216,6 +219,8 @@ async def compare_flow(
                 len(plan.questions),
                 run.target,
             )
+            if plan.base is not None:
+                log.info("compare: with its base model (%s)", plan.base.file)
             setup = await trio.to_thread.run_sync(
                 create_compare, runs, plan, resolve_pin(), command.settings.pipeline.seed
             )

@@ -17,7 +17,7 @@ import jinja2
 import yaml
 
 from overbrainer.config.settings import Settings
-from overbrainer.hub.compare_summary import latest_compare_summary
+from overbrainer.hub.compare_summary import latest_base_summary, latest_compare_summary
 from overbrainer.model.errors import OverbrainerError
 from overbrainer.targets import load_pod_record
 from overbrainer.training import local_summary, template_warning
@@ -327,6 +327,11 @@ def _count(summary: dict[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def _compare_base(summary: dict[str, Any] | None) -> str:
+    """The lines of the child against its base model (`compare --base`); "" without one."""
+    return "" if summary is None else " ".join(win_rate_lines(summary, "its base model"))
+
+
 def render_card(inputs: CardInputs) -> str:
     """The card's text (blocking: reads the run's files)."""
     settings, run_dir = inputs.settings, inputs.run_dir
@@ -415,7 +420,14 @@ def render_card(inputs: CardInputs) -> str:
         kept=kept,
         rows=rows,
         topics=[(cell(t.name), cell(t.description or "")) for t in settings.topics],
-        compare=_compare(latest_compare_summary(run_dir)),
+        compare=" ".join(
+            part
+            for part in (
+                _compare(latest_compare_summary(run_dir)),
+                _compare_base(latest_base_summary(run_dir)),
+            )
+            if part
+        ),
         runpod=runpod_line(run_dir),
         fence=_fence(text),
         reproduce=text,

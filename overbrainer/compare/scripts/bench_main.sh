@@ -6,6 +6,9 @@
 
 cd "$(dirname "$0")" || exit 1
 server_pid=
+# The GGUFs are where the compare's job finds them (placed the same way on every target).
+OVERBRAINER_BENCH_GGUF_child=$OVERBRAINER_COMPARE_MODEL
+OVERBRAINER_BENCH_GGUF_base=${OVERBRAINER_COMPARE_BASE_MODEL:-}
 
 stop_server() {
     if [ -n "$server_pid" ]; then

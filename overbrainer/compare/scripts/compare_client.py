@@ -1,8 +1,9 @@
-"""Ask the child (llama-server on 127.0.0.1) every question of questions.jsonl, measuring it.
+"""Ask a model (llama-server on 127.0.0.1) every question of questions.jsonl, measuring it.
 
-Standard library only: it runs on the compare target with whatever Python is there. Writes
-hardware.json, child_answers.jsonl (one line per question, flushed), and with --concurrency N
-above 1 also load.json: the same questions sent N at a time.
+Standard library only: it runs on the compare target with whatever Python is there. For the
+child (`--role child`) it writes hardware.json, child_answers.jsonl (one line per question,
+flushed), and with --concurrency N above 1 also load.json: the same questions sent N at a time.
+For the base model (`--role base`) it writes base_answers.jsonl alone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any
 
 PREFIX = "compare"
 REQUEST_TIMEOUT = 600
+SERVER = {"log": "server.log", "name": "llama-server"}
+"""The server log whose tail a failure shows (`--server-log`), and how a failure names the
+server (the base model's is named so)."""
 
 
 def fail(message: str) -> None:
@@ -38,10 +42,10 @@ def say(message: str) -> None:
 
 def log_tail(lines: int = 20) -> str:
     try:
-        with open("server.log", encoding="utf-8", errors="replace") as log:
+        with open(SERVER["log"], encoding="utf-8", errors="replace") as log:
             return "\n" + "\n".join(log.read().splitlines()[-lines:])
     except OSError:
-        return "\n(no server.log)"
+        return f"\n(no {SERVER['log']})"
 
 
 def exited(pid: int) -> bool:
@@ -111,14 +115,16 @@ def cpu_name() -> str | None:
 class Metrics:
     """`eval` lines in the job's metrics file: at 0, every 2 s or more, and at the end."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, offset: int = 0) -> None:
         self.path = os.environ.get("OVERBRAINER_METRICS")
         self.total = total
+        self.offset = offset
         self.last = 0.0
 
-    def step(self, step: int) -> None:
+    def step(self, done: int) -> None:
+        step = self.offset + done
         now = time.time()
-        if step not in (0, self.total) and now - self.last < 2:
+        if done != 0 and step != self.total and now - self.last < 2:
             return
         self.last = now
         if not self.path:
@@ -135,7 +141,7 @@ def wait_ready(port: int, pid: int, seconds: int) -> None:
     deadline = time.monotonic() + seconds
     while True:
         if exited(pid):
-            fail("llama-server exited before it was ready:" + log_tail())
+            fail(f"{SERVER['name']} exited before it was ready:" + log_tail())
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as reply:
                 if reply.status == 200:
@@ -143,7 +149,7 @@ def wait_ready(port: int, pid: int, seconds: int) -> None:
         except (urllib.error.URLError, OSError, ValueError):
             pass
         if time.monotonic() >= deadline:
-            fail(f"llama-server was not ready after {seconds} s:" + log_tail())
+            fail(f"{SERVER['name']} was not ready after {seconds} s:" + log_tail())
         time.sleep(0.5)
 
 
@@ -222,7 +228,7 @@ def ask_or_error(
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             if exited(pid):
-                fail("llama-server exited while answering:" + log_tail())
+                fail(f"{SERVER['name']} exited while answering:" + log_tail())
             time.sleep(0.1)
         return {"id": question["id"], "error": str(error)}
     return {"id": question["id"], **line}
@@ -283,28 +289,40 @@ def main() -> None:
     parser.add_argument("--server-pid", type=int, required=True)
     parser.add_argument("--build", required=True)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--role", choices=("child", "base"), default="child")
+    parser.add_argument("--server-log", default="server.log")
+    parser.add_argument("--models", type=int, default=1)
+    parser.add_argument("--index", type=int, default=0)
     args = parser.parse_args()
+    child = args.role == "child"
+    SERVER["log"] = args.server_log
+    if not child:
+        SERVER["name"] = "the base model's llama-server"
     args.max_tokens = int(os.environ.get("OVERBRAINER_COMPARE_MAX_TOKENS", "4096"))
     args.temperature = float(os.environ.get("OVERBRAINER_COMPARE_TEMPERATURE", "0"))
     start_secs = int(os.environ.get("OVERBRAINER_COMPARE_START_SECS", "300"))
 
-    hardware = {"build": args.build, "gpus": gpus_of(args.build), "cpu": cpu_name()}
-    with open("hardware.json", "w", encoding="utf-8") as out:
-        out.write(json.dumps(hardware, indent=2) + "\n")
+    if child:
+        hardware = {"build": args.build, "gpus": gpus_of(args.build), "cpu": cpu_name()}
+        with open("hardware.json", "w", encoding="utf-8") as out:
+            out.write(json.dumps(hardware, indent=2) + "\n")
     with open("questions.jsonl", encoding="utf-8") as source:
         questions = [json.loads(line) for line in source if line.strip()]
     wait_ready(args.port, args.server_pid, start_secs)
-    say(f"asking {len(questions)} questions")
-    metrics = Metrics(len(questions))
+    say(f"asking {len(questions)} questions" + ("" if child else " of the base model"))
+    # With the base, the steps run over both models' answers: 0 to 2 x the questions.
+    metrics = Metrics(len(questions) * args.models, len(questions) * args.index)
     metrics.step(0)
-    with open("child_answers.jsonl", "w", encoding="utf-8") as out:
+    answers = f"{args.role}_answers.jsonl"
+    with open(answers, "w", encoding="utf-8") as out:
         for done, question in enumerate(questions, 1):
             line = ask_or_error(args.port, args.server_pid, question, args)
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             out.flush()
             metrics.step(done)
-    say("wrote child_answers.jsonl")
-    if args.concurrency > 1:
+    say(f"wrote {answers}")
+    # The load figures are the child's alone.
+    if child and args.concurrency > 1:
         say(f"asking {len(questions)} questions again, {args.concurrency} at a time")
         load = under_load(args.port, args.server_pid, questions, args)
         with open("load.json", "w", encoding="utf-8") as out:

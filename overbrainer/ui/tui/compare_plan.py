@@ -33,13 +33,16 @@ def confirm_lines(plan: ComparePlan, settings: Settings, quote: str | None) -> t
     """The confirmation's lines: run and GGUF, questions and target, the machine's price (a
     new pod's), the judge."""
     run = plan.record
-    lines = [
-        f"run {run.id}, {plan.export.file}",
-        f"{len(plan.questions)} questions of data/eval.jsonl, on target `{run.target}`",
-    ]
+    lines = [f"run {run.id}, {plan.export.file}"]
+    if plan.base is not None:
+        lines.append(f"and its base model ([compare] include_base), {plan.base.file}")
+    lines.append(f"{len(plan.questions)} questions of data/eval.jsonl, on target `{run.target}`")
     if quote is not None:
         lines.append(quote)
-    lines.append(JUDGE_TWICE if settings.compare.judge_both_orders else JUDGE_ONCE)
+    judge = JUDGE_TWICE if settings.compare.judge_both_orders else JUDGE_ONCE
+    if plan.base is not None:
+        judge += ", against the parent and again against the base"
+    lines.append(judge)
     lines.append("y compares, n or Esc does not")
     return tuple(lines)
 
@@ -50,7 +53,9 @@ async def prepare_compare(project: Project, run_id: str | None) -> PreparedCompa
     settings = await trio.to_thread.run_sync(load_settings, project.root, dict(os.environ))
     runs = Runs(project.runs)
     eval_path = project.data / "eval.jsonl"
-    plan = await trio.to_thread.run_sync(plan_compare, runs, eval_path, run_id, None)
+    plan = await trio.to_thread.run_sync(
+        plan_compare, runs, eval_path, run_id, None, None, settings.compare.include_base
+    )
     run = plan.record
     check_target(settings, run.id, run.target, keep_pod=False)
     target = settings.targets.get(run.target)

@@ -110,9 +110,10 @@ def compare_layout(state: State, height: int, cols: int) -> CompareLayout:
     ]
     for at in _window(index, len(rows), COMPARES_SHOWN):
         row = rows[at]
+        base = f" (vs base {row.base_percent})" if row.has_base else ""
         text = (
             f"{'▶' if at == index else ' '} {row.run}  {row.quantize:<7} {row.percent:>4} "
-            f"win or tie  {row.questions:>4} questions  judge {row.judge}  {row.id}"
+            f"win or tie{base}  {row.questions:>4} questions  judge {row.judge}  {row.id}"
         )
         lines.append([("selected", text)] if at == index else [text])
     selected = rows[index]

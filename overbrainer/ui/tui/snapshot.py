@@ -72,11 +72,22 @@ class CompareRow:
     created: str
     summary: tuple[str, ...] = ()
     items: tuple[CompareItem, ...] = ()
+    base_win_or_tie: float | None = None
+    """The child's win-or-tie rate against its base model (`compare --base`)."""
+    has_base: bool = False
+    """The compare asked the base model too."""
 
     @property
     def percent(self) -> str:
         """The win-or-tie rate as a whole percentage, `-` when nothing was counted."""
         return "-" if self.win_or_tie is None else f"{self.win_or_tie * 100:.0f}%"
+
+    @property
+    def base_percent(self) -> str:
+        """The rate against the base as `percent` writes it; "" without a base."""
+        if not self.has_base:
+            return ""
+        return "-" if self.base_win_or_tie is None else f"{self.base_win_or_tie * 100:.0f}%"
 
 
 COMPARE_FILTERS = (
