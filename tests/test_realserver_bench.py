@@ -84,6 +84,9 @@ async def test_bench_of_child_and_base_resumes_after_ctrl_c_without_rerunning_th
         root, "bench", "--resume", bench_id, "--json", url=NO_PROVIDER, env=env, limit=600
     )
     assert done.code == 0, done.stderr
+    # The job's progress lines speak of the bench, not of a compare.
+    assert "INFO bench: job exited with code 0" in done.stderr
+    assert " compare: " not in stderr + done.stderr
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert len(calls) == 3 and "model=base," in calls[2]  # the child's task is not run again
     assert "bench: child: tiny_qa already done" in (folder / "job.log").read_text()

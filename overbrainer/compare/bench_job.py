@@ -20,6 +20,7 @@ from overbrainer.compare.setup import CompareSetup
 from overbrainer.config.settings import Bench
 from overbrainer.export.record import BASE, CHILD, ExportRecord, latest_export
 from overbrainer.model.errors import UsageError, WorkFailed
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import Exited, JobStatus
 from overbrainer.model.train_metric import JobStage
 from overbrainer.storage import write_atomic
@@ -200,6 +201,7 @@ def bench_served(runs: Runs, setup: BenchSetup) -> Served:
         return cancelled_bench(runs, setup, record)
 
     return Served(
+        kind=JobKind.BENCH,
         word="bench",
         folder=BENCHES_DIR,
         command=BENCH_COMMAND,

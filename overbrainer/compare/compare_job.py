@@ -375,7 +375,15 @@ async def compare_on_machine(
     run_dir = runs.dir_of(setup.run)
     size = max([(await trio.Path(run_dir / file).stat()).st_size for file, _ in gguf_files(setup)])
     job = CompareJob(
-        settings, runs, setup, context, record.target, keep=keep, model_bytes=size, served=served
+        settings,
+        runs,
+        setup,
+        context,
+        record.target,
+        keep=keep,
+        model_bytes=size,
+        type=served.kind,
+        served=served,
     )
     what = served.what or f"{len(setup.questions)} questions"
 

@@ -10,6 +10,7 @@ import attrs
 
 from overbrainer.compare.job import ARTIFACTS, COMPARE_COMMAND, COMPARES_DIR
 from overbrainer.model.errors import OverbrainerError
+from overbrainer.model.job_kind import JobKind
 from overbrainer.model.job_status import JobStatus
 from overbrainer.targets import Command
 from overbrainer.training import RunRecord
@@ -24,6 +25,8 @@ Cancelled = Callable[[RunRecord], OverbrainerError]
 class Served:
     """The parameters of a compare-kind job; `Served()` is the compare itself."""
 
+    kind: JobKind = JobKind.COMPARE
+    """The job's kind: its progress lines' subject and its events' `job`."""
     word: str = "compare"
     folder: str = COMPARES_DIR
     command: Command = COMPARE_COMMAND

@@ -1,9 +1,9 @@
 # pick_build: which prebuilt llama-server of the pinned llama.cpp serves the child (POSIX sh).
 # Sets ASSET, DIGEST, and for CUDA builds CUDART and CUDART_DIGEST. Each fallback to the CPU
-# build says why in exactly one `compare: warning:` line.
+# build says why in exactly one `compare: warning:` line (`bench: warning:` in a bench).
 
 warn() {
-    printf 'compare: warning: %s\n' "$*" >&2
+    printf '%s: warning: %s\n' "${SCRIPT_NAME:-compare}" "$*" >&2
 }
 
 # version_below A B: whether version A (X.Y) is below version B.
