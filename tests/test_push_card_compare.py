@@ -13,7 +13,7 @@ import pytest
 from overbrainer.compare.answers import ChildAnswer
 from overbrainer.compare.stats import summarize
 from overbrainer.compare.verdicts import Verdict
-from overbrainer.hub.card import _compare, win_rate_lines
+from overbrainer.hub.card_results import _compare, win_rate_lines
 from tests.hub_support import FakeHub, hub_env, make_run, push_command
 
 # X: position-inconsistent (the two orders disagreed).

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import attrs
 
-from overbrainer.compare.bench_report import BenchReport, bench_markdown, build_rows, regressions
+from overbrainer.compare.bench_report import (
+    BENCH_JSON,
+    BENCHES_DIR,
+    BenchReport,
+    bench_markdown,
+    build_rows,
+    regressions,
+)
 from overbrainer.compare.bench_report import Z as BOUND_Z
 from overbrainer.compare.bench_results import BadResults, Score, read_scores
 from overbrainer.compare.bench_setup import BENCH_SETUP_FILE, BenchModel, BenchSetup
@@ -27,10 +34,8 @@ from overbrainer.storage import write_atomic
 from overbrainer.targets import Command
 from overbrainer.training import RunRecord, Runs, RunState, is_valid_run_id
 
-BENCHES_DIR = "benches"
 TASKS_DIR = "tasks"
 RESULTS_DIR = "results"
-BENCH_JSON = "bench.json"
 BENCH_MD = "bench.md"
 BENCH_COMMAND = Command(JobStage.COMPARE, "sh", (BENCH_SCRIPT,), from_venv=False)
 BENCH_ARTIFACTS = (

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import attrs
 
 from overbrainer.compare.bench_results import Score
 from overbrainer.model import codec
 
+BENCHES_DIR = "benches"
+"""The benches of a run: `runs/<run>/benches/<bench-id>/`."""
+BENCH_JSON = "bench.json"
 Z = 1.96
 """A difference counts when it is beyond Z standard errors of the difference (95%, two-sided)."""
 REGRESSED = "regressed"
@@ -139,13 +143,10 @@ def ability_line(report: BenchReport) -> str:
     )
 
 
-def bench_markdown(report: BenchReport) -> str:
-    """`bench.md`: the table and the regression line."""
+def bench_table(report: BenchReport) -> list[str]:
+    """The regression line, the table and its legend: `bench.md`'s body, also the model
+    card's benchmark section."""
     lines = [
-        f"# Bench {report.bench} of run {report.run}",
-        "",
-        f"lm-evaluation-harness tasks: {', '.join(f'`{t}`' for t in report.tasks)}.",
-        "",
         ability_line(report),
         "",
         "| task | metric | child ± se | base ± se | child − base | bound | verdict |",
@@ -164,9 +165,40 @@ def bench_markdown(report: BenchReport) -> str:
         f"A row regressed when the child is worse than its base by more than the bound, "
         f"{report.z} × sqrt(se_child² + se_base²); improved when better by more; ↑ higher is "
         "better, ↓ lower is better. `no error`: lm-eval gave no standard error (one sample).",
+    ]
+    return lines
+
+
+def bench_markdown(report: BenchReport) -> str:
+    """`bench.md`: the table and the regression line."""
+    lines = [
+        f"# Bench {report.bench} of run {report.run}",
+        "",
+        f"lm-evaluation-harness tasks: {', '.join(f'`{t}`' for t in report.tasks)}.",
+        "",
+        *bench_table(report),
         "",
     ]
     return "\n".join(lines)
+
+
+def bench_row_line(row: Row) -> str:
+    """One row on one line, for the terminal (`tiny_qa exact_match ↑: child 0.5000 ± …`)."""
+    metric = row.metric if row.filter == "none" else f"{row.metric} ({row.filter})"
+    arrow = "↑" if row.higher_is_better else "↓"
+    base = "" if row.base is None else f", base {_value(row.base)}"
+    return f"{row.task} {metric} {arrow}: child {_value(row.child)}{base}: {row.verdict}"
+
+
+def latest_bench_report(run_dir: Path) -> BenchReport | None:
+    """The newest readable `benches/*/bench.json` of a run by name; None without one
+    (blocking)."""
+    for path in sorted((run_dir / BENCHES_DIR).glob(f"*/{BENCH_JSON}"), reverse=True):
+        try:
+            return BenchReport.from_json(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 @attrs.frozen

@@ -10,7 +10,6 @@ import attrs
 import trio
 
 from overbrainer.compare.bench_job import (
-    BENCH_JSON,
     BENCH_MD,
     BenchPlan,
     as_compare_setup,
@@ -21,7 +20,7 @@ from overbrainer.compare.bench_job import (
     plan_bench,
     write_bench_report,
 )
-from overbrainer.compare.bench_report import bench_result
+from overbrainer.compare.bench_report import BENCH_JSON, bench_result
 from overbrainer.compare.bench_setup import BenchSetup
 from overbrainer.compare.compare_job import compare_on_machine
 from overbrainer.events.frontend import Frontend

@@ -1,0 +1,65 @@
+"""The model card's benchmark section: the newest bench of the run, its regression line and
+table, as `bench.md` shows them (and nothing without a bench)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from overbrainer.compare.bench_report import BenchReport, build_rows, regressions
+from overbrainer.compare.bench_results import Score
+from tests.hub_support import FakeHub, hub_env, make_run, push_command
+
+pytestmark = pytest.mark.hub
+
+
+def _write_bench(run_dir: Path, bench_id: str, child: float, base: float | None) -> None:
+    """A `bench.json` of one task whose child scores `child` ± 0.02 and base `base` ± 0.02."""
+    rows = build_rows(
+        [Score("tiny_qa", "exact_match", "none", child, 0.02)],
+        None if base is None else [Score("tiny_qa", "exact_match", "none", base, 0.02)],
+    )
+    models = ("child",) if base is None else ("child", "base")
+    report = BenchReport("run", bench_id, models, ("tiny_qa",), 1.96, rows, regressions(rows))
+    folder = run_dir / "benches" / bench_id
+    folder.mkdir(parents=True)
+    (folder / "bench.json").write_text(report.to_json())
+
+
+def _card(root: Path, run_dir: Path, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        push_command(root, "--dry-run"), env=env, capture_output=True, text=True, timeout=90
+    )
+    assert result.returncode == 0, result.stderr
+    return (run_dir / "hub" / "README.md").read_text()
+
+
+def test_the_card_shows_the_newest_bench_and_its_regressions(tmp_path: Path, hub: FakeHub) -> None:
+    root = tmp_path / "project"
+    run_dir = make_run(root)
+    env = hub_env(tmp_path, hub.url, token=None)
+    assert "## Benchmarks" not in _card(root, run_dir, env)
+
+    _write_bench(run_dir, "bench_20261201-000000", 0.50, 0.52)
+    _write_bench(run_dir, "bench_20261202-000000", 0.40, 0.60)
+    card = _card(root, run_dir, env)
+    section = card[card.index("## Benchmarks against the base model") :]
+    assert section.startswith(
+        "## Benchmarks against the base model\n\n"
+        "lm-evaluation-harness tasks `tiny_qa` (bench_20261202-000000), served from the GGUFs:\n\n"
+        "**Regressed beyond the error:** `tiny_qa`: the child scores below its base by more than "
+        "1.96 × the standard error of the difference.\n\n"
+        "| task | metric | child ± se | base ± se | child − base | bound | verdict |\n"
+        "|---|---|---|---|---|---|---|\n"
+        "| tiny_qa | exact_match ↑ | 0.4000 ± 0.0200 | 0.6000 ± 0.0200 | -0.2000 | 0.0554 "
+        "| regressed |\n"
+    )
+    assert "bench_20261201-000000" not in card
+
+    # A bench of the child alone says that no regression can be told.
+    _write_bench(run_dir, "bench_20261203-000000", 0.40, None)
+    card = _card(root, run_dir, env)
+    assert "No base model was benched" in card
+    assert "| tiny_qa | exact_match ↑ | 0.4000 ± 0.0200 | – | – | – | no base |" in card
