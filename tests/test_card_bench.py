@@ -8,24 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.compare.bench_report import BenchReport, build_rows, regressions
-from overbrainer.compare.bench_results import Score
+from tests.bench_report_support import write_bench
 from tests.hub_support import FakeHub, hub_env, make_run, push_command
 
 pytestmark = pytest.mark.hub
-
-
-def _write_bench(run_dir: Path, bench_id: str, child: float, base: float | None) -> None:
-    """A `bench.json` of one task whose child scores `child` ± 0.02 and base `base` ± 0.02."""
-    rows = build_rows(
-        [Score("tiny_qa", "exact_match", "none", child, 0.02)],
-        None if base is None else [Score("tiny_qa", "exact_match", "none", base, 0.02)],
-    )
-    models = ("child",) if base is None else ("child", "base")
-    report = BenchReport("run", bench_id, models, ("tiny_qa",), 1.96, rows, regressions(rows))
-    folder = run_dir / "benches" / bench_id
-    folder.mkdir(parents=True)
-    (folder / "bench.json").write_text(report.to_json())
 
 
 def _card(root: Path, run_dir: Path, env: dict[str, str]) -> str:
@@ -42,8 +28,8 @@ def test_the_card_shows_the_newest_bench_and_its_regressions(tmp_path: Path, hub
     env = hub_env(tmp_path, hub.url, token=None)
     assert "## Benchmarks" not in _card(root, run_dir, env)
 
-    _write_bench(run_dir, "bench_20261201-000000", 0.50, 0.52)
-    _write_bench(run_dir, "bench_20261202-000000", 0.40, 0.60)
+    write_bench(run_dir, "bench_20261201-000000", 0.50, 0.52)
+    write_bench(run_dir, "bench_20261202-000000", 0.40, 0.60)
     card = _card(root, run_dir, env)
     section = card[card.index("## Benchmarks against the base model") :]
     assert section.startswith(
@@ -57,9 +43,15 @@ def test_the_card_shows_the_newest_bench_and_its_regressions(tmp_path: Path, hub
         "| regressed |\n"
     )
     assert "bench_20261201-000000" not in card
+    # docs/export-and-push.md shows this very section.
+    docs = (Path(__file__).parent.parent / "docs" / "export-and-push.md").read_text()
+    start = docs.index("    ## Benchmarks against the base model\n")
+    block = docs[start : docs.index("\n\n", docs.index("    A row regressed", start))]
+    shown = "\n".join(line.removeprefix("    ") for line in block.splitlines())
+    assert shown in card
 
     # A bench of the child alone says that no regression can be told.
-    _write_bench(run_dir, "bench_20261203-000000", 0.40, None)
+    write_bench(run_dir, "bench_20261203-000000", 0.40, None)
     card = _card(root, run_dir, env)
     assert "No base model was benched" in card
     assert "| tiny_qa | exact_match ↑ | 0.4000 ± 0.0200 | – | – | – | no base |" in card

@@ -143,6 +143,15 @@ def ability_line(report: BenchReport) -> str:
     )
 
 
+def ability_words(report: BenchReport) -> str:
+    """The regression line in plain words, for the terminal."""
+    if "base" not in report.models:
+        return "no base model benched: no regression can be told"
+    if report.regressions:
+        return "regressed beyond the error on " + ", ".join(report.regressions)
+    return "no regression beyond the error"
+
+
 def bench_table(report: BenchReport) -> list[str]:
     """The regression line, the table and its legend: `bench.md`'s body, also the model
     card's benchmark section."""

@@ -118,6 +118,10 @@ def compare_layout(state: State, height: int, cols: int) -> CompareLayout:
         lines.append([("selected", text)] if at == index else [text])
     selected = rows[index]
     lines.extend([[f"  {line}"] for line in selected.summary])
+    bench = state.snapshot.bench_of(selected.run)
+    if bench is not None:
+        lines.append([f"  benchmarks ({bench.id}): {bench.verdict}"])
+        lines.extend([[f"    {line}"] for line in bench.lines])
     items = state.compare_items()
     name = COMPARE_FILTERS[state.compare_filter][0]
     lines.append([("title", f"Questions: {name}, {len(items)} of {len(selected.items)}")])

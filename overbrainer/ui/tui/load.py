@@ -16,6 +16,7 @@ from overbrainer.project.directory import Project
 from overbrainer.storage import Example, format_history, read_history
 from overbrainer.targets import POD_DIR, load_pod_record
 from overbrainer.training import Runs, RunState
+from overbrainer.ui.tui.benches import read_benches
 from overbrainer.ui.tui.compares import read_compares
 from overbrainer.ui.tui.dataset_index import PagedTree, dataset_tree
 from overbrainer.ui.tui.snapshot import RunRow, Snapshot
@@ -158,9 +159,15 @@ def glimpse_project(project: Project) -> Snapshot:
 
 
 def load_rest(project: Project, glimpse: Snapshot) -> Snapshot:
-    """`glimpse` with the runs, compares and dataset tree of `project`."""
+    """`glimpse` with the runs, compares, benches and dataset tree of `project`."""
+    runs_dir = project.runs
+    benches = read_benches(runs_dir) if runs_dir.is_dir() else ()
     return attrs.evolve(
-        glimpse, runs=_runs(project), tree=_tree(project), compares=read_compares(project.runs)
+        glimpse,
+        runs=_runs(project),
+        tree=_tree(project),
+        compares=read_compares(runs_dir),
+        benches=benches,
     )
 
 

@@ -101,6 +101,25 @@ COMPARE_FILTERS = (
 
 
 @attrs.frozen
+class BenchRow:
+    """A run's newest bench (its bench.json): what the Training and Compare views show."""
+
+    run: str
+    id: str
+    tasks: int
+    verdict: str
+    """The regression line in plain words."""
+    lines: tuple[str, ...] = ()
+    """One line per task and metric: the child's score, the base's, the row's verdict."""
+
+    @property
+    def line(self) -> str:
+        """The Training view's line under the run."""
+        count = f"{self.tasks} task" + ("" if self.tasks == 1 else "s")
+        return f"bench: {self.verdict} ({self.id}, {count})"
+
+
+@attrs.frozen
 class Snapshot:
     """What the views show of the project on disk, read by a LOAD task."""
 
@@ -115,8 +134,14 @@ class Snapshot:
     """Whether overbrainer.toml has a [training] section."""
     compares: tuple[CompareRow, ...] = ()
     """Every run's finished compares, newest first."""
+    benches: tuple[BenchRow, ...] = ()
+    """Each run's newest bench, for the runs that have one."""
     topics: tuple[str, ...] = ()
     """The topics of overbrainer.toml, in its order (the Pipeline view's run menu)."""
+
+    def bench_of(self, run_id: str) -> BenchRow | None:
+        """`run_id`'s newest bench, if it has one."""
+        return next((row for row in self.benches if row.run == run_id), None)
 
     def count(self, name: str) -> int:
         """The number of records in data/<name>.jsonl (0 when absent)."""

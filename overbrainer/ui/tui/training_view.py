@@ -33,8 +33,8 @@ def run_text(run: RunRow, followed: Followed | None, now: float, cols: int) -> s
 
 
 def _run_rows(state: State, cols: int) -> tuple[list[Row], int]:
-    """Every run's rows (the run, its latest compare, its pod notices) and the selected run's
-    first row."""
+    """Every run's rows (the run, its latest compare and bench, its pod notices) and the
+    selected run's first row."""
     rows: list[Row] = []
     selected = 0
     for index, run in enumerate(state.visible_runs()):
@@ -47,6 +47,9 @@ def _run_rows(state: State, cols: int) -> tuple[list[Row], int]:
         compared = latest_compare_line(state.snapshot.compares, run.id)
         if compared:
             rows.append([f"    {compared}"])
+        bench = state.snapshot.bench_of(run.id)
+        if bench is not None:
+            rows.append([f"    {bench.line}"])
         rows.extend([("warn", f"    {notice}")] for notice in state.pod_notices(run))
     if not rows:
         rows.append(["  no run yet: t starts one ([training] in overbrainer.toml)"])
