@@ -7,13 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from overbrainer.export.record import BASE, ExportRecord, write_export_record
-from tests.compare_support import RUN_ID, make_compare_project
-from tests.gguf_support import write_tiny_llama
-from tests.llama_support import sha256_of
+from tests.compare_support import RUN_ID, add_base_export, make_compare_project
 
 BENCHES = f"runs/{RUN_ID}/benches"
-BASE_GGUF = "output/gguf/base-Q8_0.gguf"
 
 TASK_YAML = """\
 task: tiny_qa
@@ -63,25 +59,6 @@ exec {real} "$@"
 """
 
 
-def write_base_export(root: Path) -> None:
-    """A tiny GGUF of the run's base model and its `exports/<id>/export.json`."""
-    run_dir = root / "runs" / RUN_ID
-    gguf = run_dir / BASE_GGUF
-    write_tiny_llama(gguf, seed=7)
-    record = ExportRecord(
-        "Q8_0",
-        "b0test",
-        BASE_GGUF,
-        sha256_of(gguf),
-        gguf.stat().st_size,
-        "2026-10-07T11:00:00Z",
-        model=BASE,
-    )
-    folder = run_dir / "exports" / "base_20261007-110000"
-    folder.mkdir(parents=True)
-    write_export_record(folder / "export.json", record)
-
-
 def make_bench_project(
     root: Path,
     lm_eval: str,
@@ -102,7 +79,7 @@ def make_bench_project(
     (tasks / "tiny_qa.yaml").write_text(TASK_YAML, encoding="utf-8")
     (tasks / "tiny_qa.jsonl").write_text(TASK_JSONL, encoding="utf-8")
     if base:
-        write_base_export(root)
+        add_base_export(root)
     return root
 
 

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.bench_support import BENCHES, make_bench_project, write_wrapper
-from tests.compare_support import RUN_ID, compare_env
+from tests.compare_support import BASE_GGUF, RUN_ID, compare_env
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
@@ -172,7 +172,7 @@ async def test_a_bench_on_an_ssh_target_uploads_both_ggufs_and_fetches_the_resul
     folder = _bench_dir(root)
     remote_bench = workdir / RUN_ID / "benches" / folder.name
     # Both GGUFs went to the target's run directory; the results came back, verified.
-    for gguf in ("output/gguf/tiny-Q8_0.gguf", "output/gguf/base-Q8_0.gguf"):
+    for gguf in ("output/gguf/tiny-Q8_0.gguf", BASE_GGUF):
         assert (workdir / RUN_ID / gguf).is_file()
     for name in ("results/child/tiny_qa.json", "results/base/tiny_qa.json", "job.log"):
         assert (folder / name).read_bytes() == (remote_bench / name).read_bytes()

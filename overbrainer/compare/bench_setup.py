@@ -7,7 +7,7 @@ from typing import Self
 import attrs
 
 from overbrainer.model import codec
-from overbrainer.storage import NotJson, load_document
+from overbrainer.storage import decode_document
 
 BENCH_SETUP_FILE = "setup.json"
 
@@ -50,11 +50,4 @@ class BenchSetup(codec.JsonRecord):
     @classmethod
     def from_json(cls, data: str | bytes, where: str = BENCH_SETUP_FILE) -> Self:
         """Parse `setup.json`; `ValueError` naming `where` when it is not one."""
-        try:
-            raw = load_document(data)
-        except NotJson as error:
-            raise ValueError(f"{where} is not JSON ({error.where})") from None
-        try:
-            return codec.decode(cls, raw)
-        except ValueError as error:
-            raise ValueError(f"{where} is not a bench setup: {error}") from None
+        return decode_document(cls, data, where, "a bench setup")

@@ -8,7 +8,7 @@ import attrs
 
 from overbrainer.compare.questions import ChatMessage, EvalQuestion
 from overbrainer.model import codec
-from overbrainer.storage import NotJson, load_document
+from overbrainer.storage import decode_document
 
 SETUP_FILE = "setup.json"
 
@@ -52,14 +52,7 @@ class CompareSetup(codec.JsonRecord):
     @classmethod
     def from_json(cls, data: str | bytes, where: str = SETUP_FILE) -> Self:
         """Parse `setup.json`; `ValueError` naming `where` when it is not one."""
-        try:
-            raw = load_document(data)
-        except NotJson as error:
-            raise ValueError(f"{where} is not JSON ({error.where})") from None
-        try:
-            return codec.decode(cls, raw)
-        except ValueError as error:
-            raise ValueError(f"{where} is not a compare setup: {error}") from None
+        return decode_document(cls, data, where, "a compare setup")
 
 
 @codec.record("asked question")

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         utc_now,
     )
     from overbrainer.storage.ids import normalize, question_id, subtopic_id
-    from overbrainer.storage.json_doc import NotJson, load_document
+    from overbrainer.storage.json_doc import NotJson, decode_document, load_document
     from overbrainer.storage.jsonl import (
         Appender,
         Stamp,
@@ -121,6 +121,7 @@ __all__ = [
     "collector_paused",
     "compact",
     "current",
+    "decode_document",
     "dropped_ids",
     "example_head",
     "example_id",
@@ -214,6 +215,7 @@ __getattr__ = lazy_face(
         "file_stamp": "jsonl",
         "format_history": "history",
         "load_document": "json_doc",
+        "decode_document": "json_doc",
         "normalize": "ids",
         "open_appender": "jsonl",
         "open_file_appender": "jsonl",

@@ -10,19 +10,6 @@ server_pid=
 OVERBRAINER_BENCH_GGUF_child=$OVERBRAINER_COMPARE_MODEL
 OVERBRAINER_BENCH_GGUF_base=${OVERBRAINER_COMPARE_BASE_MODEL:-}
 
-stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill -TERM "$server_pid" 2>/dev/null
-        _polls=0
-        while kill -0 "$server_pid" 2>/dev/null && [ "$_polls" -lt 50 ]; do
-            sleep 0.2
-            _polls=$((_polls + 1))
-        done
-        kill -KILL "$server_pid" 2>/dev/null
-        server_pid=
-    fi
-}
-
 cleanup() {
     stop_server
     if [ -n "${OVERBRAINER_COMPARE_DISCARD_MODEL:-}" ]; then

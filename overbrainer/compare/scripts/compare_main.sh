@@ -6,20 +6,6 @@ MODEL=$OVERBRAINER_COMPARE_MODEL
 BASE_MODEL=${OVERBRAINER_COMPARE_BASE_MODEL:-}
 server_pid=
 
-stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill -TERM "$server_pid" 2>/dev/null
-        _polls=0
-        while kill -0 "$server_pid" 2>/dev/null && [ "$_polls" -lt 50 ]; do
-            sleep 0.2
-            _polls=$((_polls + 1))
-        done
-        kill -KILL "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-        server_pid=
-    fi
-}
-
 cleanup() {
     stop_server
     if [ -n "${OVERBRAINER_COMPARE_DISCARD_MODEL:-}" ]; then

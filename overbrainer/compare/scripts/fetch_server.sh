@@ -1,6 +1,7 @@
 # fetch_server: the pinned llama-server of the build pick_build chose, fetched into the cache once
 # (SHA-256 checked while streaming); sets `cache` (its folder) and exports LD_LIBRARY_PATH.
-# Shared by compare.sh and bench.sh (POSIX sh).
+# stop_server: TERM the llama-server in `server_pid` (started by the job), KILL it after 10 s,
+# reap it and clear `server_pid`. Shared by compare.sh and bench.sh (POSIX sh).
 
 fetch_server() {
     cache=$OVERBRAINER_CACHE/llama.cpp/$TAG/$ASSET
@@ -27,4 +28,18 @@ fetch_server() {
     fi
     LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export LD_LIBRARY_PATH
+}
+
+stop_server() {
+    if [ -n "$server_pid" ]; then
+        kill -TERM "$server_pid" 2>/dev/null
+        _polls=0
+        while kill -0 "$server_pid" 2>/dev/null && [ "$_polls" -lt 50 ]; do
+            sleep 0.2
+            _polls=$((_polls + 1))
+        done
+        kill -KILL "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+        server_pid=
+    fi
 }
