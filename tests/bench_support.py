@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.compare_support import RUN_ID, add_base_export, make_compare_project
+from tests.compare_support import RUN_ID, add_base_export, compare_env, make_compare_project
+from tests.llama_support import LlamaRelease
 
 BENCHES = f"runs/{RUN_ID}/benches"
 
@@ -57,6 +58,13 @@ case "$*" in
 esac
 exec {real} "$@"
 """
+
+
+def offline_env(release: LlamaRelease, tmp: Path) -> dict[str, str]:
+    """The bench's environment: the served llama.cpp release, a cache in `tmp`, and HF datasets
+    offline (benchmark data sets cannot be downloaded here: the local JSONL is read)."""
+    offline = {"HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp / "hf")}
+    return compare_env(release, tmp / "cache", offline)
 
 
 def make_bench_project(

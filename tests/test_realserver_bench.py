@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.bench_support import BENCHES, make_bench_project, write_wrapper
-from tests.compare_support import BASE_GGUF, RUN_ID, compare_env
+from tests.bench_support import BENCHES, make_bench_project, offline_env, write_wrapper
+from tests.compare_support import BASE_GGUF, RUN_ID
 from tests.llama_support import LlamaRelease
 from tests.pipeline_support import overbrainer, start, wait_until
 from tests.sshd_support import ALIAS, Sshd, kill_jobs_under
@@ -23,12 +23,6 @@ pytestmark = pytest.mark.realserver
 
 NO_PROVIDER = "http://127.0.0.1:9"
 """The bench asks no provider: the stub's address is never used."""
-
-
-def _env(release: LlamaRelease, tmp: Path) -> dict[str, str]:
-    # Benchmark data sets cannot be downloaded here: HF datasets reads the local JSONL offline.
-    offline = {"HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp / "hf")}
-    return compare_env(release, tmp / "cache", offline)
 
 
 def _bench_dir(root: Path) -> Path:
@@ -54,7 +48,7 @@ async def test_bench_of_child_and_base_resumes_after_ctrl_c_without_rerunning_th
 ) -> None:
     wrapper = write_wrapper(tmp_path, lm_eval_command)
     root = make_bench_project(tmp_path / "p", str(wrapper))
-    env = _env(llama_release, tmp_path)
+    env = offline_env(llama_release, tmp_path)
     (tmp_path / "hold").touch()
     async with trio.open_nursery() as nursery:
         process = await start(nursery, root, "bench", url=NO_PROVIDER, env=env)
@@ -131,7 +125,7 @@ async def test_a_failing_lm_eval_fails_the_bench_with_its_last_lines(
     broken.chmod(0o755)
     root = make_bench_project(tmp_path / "p", str(broken), base=False)
     done = await overbrainer(
-        root, "bench", url=NO_PROVIDER, env=_env(llama_release, tmp_path), limit=300
+        root, "bench", url=NO_PROVIDER, env=offline_env(llama_release, tmp_path), limit=300
     )
     assert done.code == 1, done.stderr
     folder = _bench_dir(root)
@@ -161,7 +155,7 @@ async def test_a_bench_on_an_ssh_target_uploads_both_ggufs_and_fetches_the_resul
     )
     with (root / "overbrainer.toml").open("a", encoding="utf-8") as config:
         config.write(f'[targets.box]\nkind = "ssh"\nruntime = "native"\nworkdir = "{workdir}"\n')
-    env = _env(llama_release, tmp_path)
+    env = offline_env(llama_release, tmp_path)
     env["OVERBRAINER_TARGETS__BOX__HOST"] = ALIAS
     env["OVERBRAINER_SSH_CONFIG"] = str(sshd.client_config)
     try:
