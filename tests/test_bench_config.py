@@ -64,3 +64,14 @@ async def test_resume_takes_no_other_choice_and_names_an_unknown_bench(tmp_path:
     assert "error: --run, --tasks and --limit go without --resume" in done.stderr
     done = await overbrainer(root, "bench", "--resume", "bench_20260101-000000", url=NO_PROVIDER)
     assert (done.code, done.stderr.strip()) == (2, "error: no bench bench_20260101-000000 in runs/")
+
+
+async def test_a_bench_without_a_gguf_says_to_export_then_bench(tmp_path: Path) -> None:
+    root = make_bench_project(tmp_path / "p", "lm_eval", base=False)
+    for export in (root / "runs" / "demo_20261007-092758").glob("**/export.json"):
+        export.unlink()
+    done = await overbrainer(root, "bench", url=NO_PROVIDER)
+    assert (done.code, done.stderr.strip().splitlines()[-1]) == (
+        2,
+        "error: no run has a GGUF: export one with `overbrainer export <run-id>`, then bench",
+    )

@@ -67,7 +67,7 @@ def benches_of(run_dir: Path) -> Runs:
 
 def plan_bench(runs: Runs, run_id: str | None) -> BenchPlan:
     """The run (`run_id`, else the newest with a GGUF), its GGUFs and context (blocking)."""
-    record, child = pick_run(runs, run_id)
+    record, child = pick_run(runs, run_id, "bench")
     run_dir = runs.dir_of(record.id)
     context, _ = axolotl_facts(run_dir)
     return BenchPlan(record, child, latest_export(run_dir, BASE), context)

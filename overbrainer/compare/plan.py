@@ -55,8 +55,11 @@ def base_export(runs: Runs, run_id: str) -> ExportRecord:
     return export
 
 
-def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
-    """`run_id`'s record and latest export, or the newest run with a GGUF (blocking)."""
+def pick_run(
+    runs: Runs, run_id: str | None, verb: str = "compare"
+) -> tuple[RunRecord, ExportRecord]:
+    """`run_id`'s record and latest export, or the newest run with a GGUF (blocking); the
+    refusals name what comes after the export (`verb`: compare, bench)."""
     if run_id is not None:
         record = runs.load(run_id)
         export = latest_export(runs.dir_of(run_id))
@@ -64,7 +67,7 @@ def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
             # Suggesting its export would only earn export's refusal: point at the runs instead.
             raise UsageError(
                 f"run {run_id} is {record.state.value}: only a succeeded or stopped run can be "
-                "exported and compared; `overbrainer runs ls` lists the runs"
+                f"exported and {verb}ed; `overbrainer runs ls` lists the runs"
             )
         if export is None:
             raise UsageError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")
@@ -74,7 +77,7 @@ def pick_run(runs: Runs, run_id: str | None) -> tuple[RunRecord, ExportRecord]:
         if export is not None:
             return record, export
     raise UsageError(
-        "no run has a GGUF: export one with `overbrainer export <run-id>`, then compare"
+        f"no run has a GGUF: export one with `overbrainer export <run-id>`, then {verb}"
     )
 
 
