@@ -56,6 +56,7 @@ async def test_a_asks_with_the_estimate_n_spends_nothing_and_y_runs(tmp_path: Pa
         await term.keys("y")
         shown = await term.wait_for("split: 7 train, 1 eval, 0 excluded, 0 orphaned")
         assert stub.completions != []
+        await term.wait_for("done: overbrainer run")  # the task has ended: q asks nothing
         await term.keys("q")
         shown = await term.wait_for("EXIT=")
     assert "EXIT=0" in shown
@@ -96,6 +97,7 @@ async def test_records_climb_while_the_stage_stores(tmp_path: Path) -> None:
         assert "answers: " not in shown  # the stage has not ended
         released.set()
         shown = await term.wait_for("answers: 6 done, 0 skipped, 0 failed")
+        await term.wait_for("done: overbrainer answers")  # the task has ended: q asks nothing
         await term.keys("q")
         await term.wait_for("EXIT=0")
 

@@ -103,6 +103,8 @@ async def test_a_run_refused_for_training_names_the_tuis_key_and_d_makes_the_dat
         await term.wait_for("n or Esc does not", limit=30)
         await term.keys("d")
         await term.wait_for("split: 7 train, 1 eval, 0 excluded, 0 orphaned")
+        # The results come before the task has ended: quit once it has (no question then).
+        await term.wait_for("done: overbrainer run --no-train")
         await term.keys("q")
         await term.wait_for("EXIT=0")
     assert not (root / "runs").exists() or not any((root / "runs").iterdir())

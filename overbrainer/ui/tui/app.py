@@ -74,6 +74,8 @@ DISMISSED = {
     TaskKind.REJUDGE: "not rejudged",
     TaskKind.AUTO: "not run",
 }
+PIPELINE_DONE = "done: "
+"""The status once a stage or `run` started here has ended (then: its command line)."""
 QUIT_QUESTION = "work is running: quit and stop it? y/n (followed runs keep training)"
 
 
@@ -238,6 +240,9 @@ def _done(state: State, message: TaskDone) -> Result:
     live = tuple((s, attrs.evolve(item, running=False)) for s, item in new.live)
     if task is not None and task.spec.kind in (TaskKind.STAGE, TaskKind.AUTO):
         new = attrs.evolve(new, live=live)
+        if message.error is None and not message.interrupted:
+            # The results lines come before the task has ended: say when it has.
+            new = attrs.evolve(new, status=f"{PIPELINE_DONE}{task.spec.label}")
     effects = exit_if_done(new)
     if effects or task is None or task.spec.kind in READ_KINDS or new.quitting:
         return new, effects
