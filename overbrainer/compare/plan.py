@@ -55,6 +55,10 @@ def base_export(runs: Runs, run_id: str) -> ExportRecord:
     return export
 
 
+DONE_AFTER_EXPORT = {"compare": "compared", "bench": "benched"}
+"""What comes after an export (`pick_run`'s `verb`), and its past participle."""
+
+
 def pick_run(
     runs: Runs, run_id: str | None, verb: str = "compare"
 ) -> tuple[RunRecord, ExportRecord]:
@@ -67,7 +71,7 @@ def pick_run(
             # Suggesting its export would only earn export's refusal: point at the runs instead.
             raise UsageError(
                 f"run {run_id} is {record.state.value}: only a succeeded or stopped run can be "
-                f"exported and {verb}ed; `overbrainer runs ls` lists the runs"
+                f"exported and {DONE_AFTER_EXPORT[verb]}; `overbrainer runs ls` lists the runs"
             )
         if export is None:
             raise UsageError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")

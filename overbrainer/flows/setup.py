@@ -103,7 +103,11 @@ async def open_command(
     held = shared or options.lock_held
     lock = contextlib.nullcontext() if held else project_lock(project)
     with open_events_file(options.events) as events, lock:
-        async with _written(events), front.interrupt() as interrupt:
+        # The events file's writer (a nursery) opens and closes inside the interrupt: a Ctrl-C
+        # while its last lines are written is caught (the exit is 130) instead of raising
+        # KeyboardInterrupt where no handler is left, which could stop the writer's exit
+        # halfway and leave its nursery open.
+        async with front.interrupt() as interrupt, _written(events):
             config = ConfigState(project)
             async with (
                 open_metrics(config.settings, project, enabled=not held) as serving,
