@@ -113,3 +113,12 @@ def hub_env(home: Path, url: str | None, token: str | None = TOKEN) -> dict[str,
 def push_command(root: Path, *args: str) -> list[str]:
     """The `overbrainer push` command line on the project."""
     return [sys.executable, "-m", "overbrainer", "-C", str(root), "push", RUN_ID, *args]
+
+
+def dry_run_card(root: Path, run_dir: Path, env: dict[str, str]) -> str:
+    """The model card `overbrainer push --dry-run` renders for the run (it must exit 0)."""
+    result = subprocess.run(
+        push_command(root, "--dry-run"), env=env, capture_output=True, text=True, timeout=90
+    )
+    assert result.returncode == 0, result.stderr
+    return (run_dir / "hub" / "README.md").read_text()

@@ -3,34 +3,25 @@ table, as `bench.md` shows them (and nothing without a bench)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.bench_report_support import write_bench
-from tests.hub_support import FakeHub, hub_env, make_run, push_command
+from tests.hub_support import FakeHub, dry_run_card, hub_env, make_run
 
 pytestmark = pytest.mark.hub
-
-
-def _card(root: Path, run_dir: Path, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        push_command(root, "--dry-run"), env=env, capture_output=True, text=True, timeout=90
-    )
-    assert result.returncode == 0, result.stderr
-    return (run_dir / "hub" / "README.md").read_text()
 
 
 def test_the_card_shows_the_newest_bench_and_its_regressions(tmp_path: Path, hub: FakeHub) -> None:
     root = tmp_path / "project"
     run_dir = make_run(root)
     env = hub_env(tmp_path, hub.url, token=None)
-    assert "## Benchmarks" not in _card(root, run_dir, env)
+    assert "## Benchmarks" not in dry_run_card(root, run_dir, env)
 
     write_bench(run_dir, "bench_20261201-000000", 0.50, 0.52)
     write_bench(run_dir, "bench_20261202-000000", 0.40, 0.60)
-    card = _card(root, run_dir, env)
+    card = dry_run_card(root, run_dir, env)
     section = card[card.index("## Benchmarks against the base model") :]
     assert section.startswith(
         "## Benchmarks against the base model\n\n"
@@ -52,6 +43,6 @@ def test_the_card_shows_the_newest_bench_and_its_regressions(tmp_path: Path, hub
 
     # A bench of the child alone says that no regression can be told.
     write_bench(run_dir, "bench_20261203-000000", 0.40, None)
-    card = _card(root, run_dir, env)
+    card = dry_run_card(root, run_dir, env)
     assert "No base model was benched" in card
     assert "| tiny_qa | exact_match ↑ | 0.4000 ± 0.0200 | – | – | – | no base |" in card

@@ -3,24 +3,15 @@ the child-against-its-base sentence after the parent's."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from overbrainer.compare.verdicts import Verdict
-from tests.hub_support import FakeHub, hub_env, make_run, push_command
+from tests.hub_support import FakeHub, dry_run_card, hub_env, make_run
 from tests.tui_compare_support import write_compare
 
 pytestmark = pytest.mark.hub
-
-
-def _card(root: Path, run_dir: Path, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        push_command(root, "--dry-run"), env=env, capture_output=True, text=True, timeout=90
-    )
-    assert result.returncode == 0, result.stderr
-    return (run_dir / "hub" / "README.md").read_text()
 
 
 def test_the_card_adds_the_child_against_its_base(tmp_path: Path, hub: FakeHub) -> None:
@@ -34,7 +25,7 @@ def test_the_card_adds_the_child_against_its_base(tmp_path: Path, hub: FakeHub) 
         (Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.LOSS, Verdict.LOSS),
         base=(Verdict.WIN, Verdict.WIN, Verdict.TIE, Verdict.LOSS, Verdict.UNPARSED),
     )
-    card = _card(root, run_dir, env)
+    card = dry_run_card(root, run_dir, env)
     # The base's rate is over its 4 judged questions: the unparsed one is said apart, in the
     # same words as the parent's sentence.
     assert (
@@ -52,6 +43,6 @@ def test_the_card_adds_the_child_against_its_base(tmp_path: Path, hub: FakeHub) 
         "2026-12-04T13:00:00Z",
         (Verdict.WIN, Verdict.TIE, Verdict.WIN, Verdict.LOSS),
     )
-    card = _card(root, run_dir, env)
+    card = dry_run_card(root, run_dir, env)
     assert "The child won or tied 75.0% of 4 judged questions against the parent" in card
     assert "its base model" not in card
